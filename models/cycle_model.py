@@ -1,0 +1,81 @@
+"""Cycle model of the bit-serial SAC accelerator, per instruction.
+
+The RTL (rtl/accelerator.v) is held to this model exactly: tb/test_accelerator.py compares the
+cycle at which every instruction retires with :func:`program_timeline`. docs/microarchitecture.md
+derives each term from the pipeline; in short:
+
+    FETCH        = 2                       imem read + decode/check
+    LOAD_WEIGHTS = FETCH + rows + 1        one tile row per cycle, one cycle of read latency
+    MATMUL       = FETCH + 8*P + LANE_WORD_TAIL + COLS + rows + FEED_LATENCY (+1 pixel-sum)
+    HALT         = FETCH
+
+For MATMUL, 8*P is one 8-bit input vector every 8 cycles; LANE_WORD_TAIL = 32 - 8 covers the
+last pixel's 32-bit accumulator word still streaming after its last data bit; COLS is the
+column skew plus the row's psum pipeline, rows the row skew of the last used row; the
+remaining constant is buffer-read, serializer and write-back latency. Weight loading is not
+overlapped with multiplication (single-buffered cell weights), like the seed design.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.arch import ArrayConfig
+from models.isa import Halt, LoadWeights, Matmul
+from models.numerics.sac import OutputMode
+
+FETCH = 2
+LW_LATENCY = 1
+LANE_WORD_TAIL = 32 - 8
+FEED_LATENCY = 3
+
+
+def lw_cycles(rows: int) -> int:
+    return FETCH + rows + LW_LATENCY
+
+
+def mm_cycles(cfg: ArrayConfig, pixels: int, rows: int, mode: OutputMode) -> int:
+    extra = 1 if OutputMode(mode) == OutputMode.PIXEL_SUM else 0
+    return (FETCH + cfg.data_bits * pixels + LANE_WORD_TAIL + cfg.cols + rows
+            + FEED_LATENCY + extra)
+
+
+@dataclass
+class Step:
+    index: int
+    instr: object
+    start: int        # cycle the instruction is fetched (0 = the cycle after `start`)
+    cycles: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.cycles
+
+
+def program_timeline(instructions, cfg: ArrayConfig) -> list[Step]:
+    """Start cycle and length of every instruction of a (checked) program, HALT included."""
+    steps, t, tile_rows = [], 0, 0
+    for i, ins in enumerate(instructions):
+        if isinstance(ins, LoadWeights):
+            n = lw_cycles(ins.rows)
+            tile_rows = ins.rows
+        elif isinstance(ins, Matmul):
+            n = mm_cycles(cfg, ins.pixels, tile_rows, ins.mode)
+        elif isinstance(ins, Halt):
+            n = FETCH
+        else:
+            raise TypeError(f"not an instruction: {ins!r}")
+        steps.append(Step(i, ins, t, n))
+        t += n
+        if isinstance(ins, Halt):
+            break
+    return steps
+
+
+def total_cycles(instructions, cfg: ArrayConfig) -> int:
+    steps = program_timeline(instructions, cfg)
+    return steps[-1].end if steps else 0
+
+
+def seed_tile_cycles(pixels: int, width: int, height: int) -> int:
+    """The seed design's per-tile estimate (8*P + W + H + 22), weight loading not overlapped."""
+    return 8 * pixels + width + height + 22

@@ -1,0 +1,270 @@
+"""Integer-exact numerics of binarized neural networks (BNNs).
+
+Conventions (docs/conventions.md; pinned by tests/test_bnn_numerics.py):
+
+* A binary tensor holds -1/+1 (int8). Packed, bit 1 means +1 and bit 0 means -1.
+* Packing runs along channels, LSB first: channel c lives in word c // B at bit c % B
+  (B = 32 or 64). Bits past the channel count are 0 and are masked out of every popcount, so
+  they never count; :func:`unpack_bits` refuses words whose padding bits are set.
+* Packed activations are NHWC: [N, H, W, ceil(C / B)] words.
+* 3x3 convolutions have stride 1 and padding 0 or 1; a padded tap is skipped (contributes 0,
+  the value the ONNX graph's zero padding gives in the +-1 domain).
+* Step: out = +1 where x >= threshold (direction +1) or x <= threshold (direction -1), else -1.
+  The direction makes batch norms with negative gamma exact.
+* Flatten is NCHW order: index c * H * W + y * W + x (what ONNX Reshape/PyTorch flatten do).
+* Argmax returns the first index of the maximum.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models.checks import NumericsError, check_shape, fit_int32, int_array, pm1_array
+
+WORD_DTYPES = {32: np.uint32, 64: np.uint64}
+
+
+def _word_dtype(word_bits: int):
+    if word_bits not in WORD_DTYPES:
+        raise NumericsError(f"word size must be 32 or 64 bits, got {word_bits!r}")
+    return WORD_DTYPES[word_bits]
+
+
+def words_for(channels: int, word_bits: int) -> int:
+    """Number of words that hold `channels` bits."""
+    return -(-channels // word_bits)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bit packing
+# ----------------------------------------------------------------------------------------------
+def pack_bits(x, word_bits: int = 32) -> np.ndarray:
+    """Pack a +-1 tensor [..., C] along its last axis into words [..., ceil(C / B)]."""
+    dt = _word_dtype(word_bits)
+    a = pm1_array(x, "binary tensor")
+    if a.ndim < 1:
+        raise NumericsError("binary tensor must have at least one dimension")
+    c = a.shape[-1]
+    nw = words_for(c, word_bits)
+    bits = np.zeros(a.shape[:-1] + (nw * word_bits,), dtype=np.uint64)
+    bits[..., :c] = a > 0
+    bits = bits.reshape(a.shape[:-1] + (nw, word_bits))
+    weights = np.left_shift(np.uint64(1), np.arange(word_bits, dtype=np.uint64))
+    return (bits * weights).sum(axis=-1, dtype=np.uint64).astype(dt)
+
+
+def unpack_bits(words, channels: int, strict: bool = True) -> np.ndarray:
+    """Unpack words [..., W] into a +-1 int8 tensor [..., channels] (inverse of pack_bits).
+
+    With ``strict`` (default) padding bits past ``channels`` must be zero: a kernel that writes
+    garbage there is caught instead of ignored.
+    """
+    w = np.asarray(words)
+    if w.dtype not in (np.uint32, np.uint64):
+        raise NumericsError(f"packed words must be uint32 or uint64, got dtype {w.dtype}")
+    word_bits = w.dtype.itemsize * 8
+    nw = words_for(channels, word_bits)
+    if w.ndim < 1 or w.shape[-1] != nw:
+        raise NumericsError(f"{channels} channels need {nw} words of {word_bits} bits in the "
+                            f"last axis, got shape {w.shape}")
+    shifts = np.arange(word_bits, dtype=np.uint64)
+    bits = (w.astype(np.uint64)[..., None] >> shifts) & np.uint64(1)
+    bits = bits.reshape(w.shape[:-1] + (nw * word_bits,))
+    if strict and bits[..., channels:].any():
+        raise NumericsError(f"padding bits past channel {channels} are set in packed words")
+    return np.where(bits[..., :channels] == 1, 1, -1).astype(np.int8)
+
+
+def pack_nchw(x, word_bits: int = 32) -> np.ndarray:
+    """Pack a +-1 activation [N, C, H, W] into NHWC words [N, H, W, ceil(C / B)]."""
+    a = pm1_array(x, "binary activation", ndim=4)
+    return pack_bits(a.transpose(0, 2, 3, 1), word_bits)
+
+
+def unpack_nhwc(words, channels: int, strict: bool = True) -> np.ndarray:
+    """Unpack NHWC words [N, H, W, nw] into a +-1 activation [N, C, H, W]."""
+    w = np.asarray(words)
+    if w.ndim != 4:
+        raise NumericsError(f"packed activation must be [N, H, W, words], got shape {w.shape}")
+    return unpack_bits(w, channels, strict).transpose(0, 3, 1, 2)
+
+
+def popcount(words) -> np.ndarray:
+    """Number of set bits per word."""
+    return np.bitwise_count(np.asarray(words))
+
+
+def xnor_dot(a_words, b_words, n_bits: int) -> np.ndarray:
+    """+-1 dot product of two packed vectors over their first `n_bits` bits (last axis words):
+    matches - mismatches = n_bits - 2 * popcount(a xor b), padding bits masked out."""
+    a = np.asarray(a_words)
+    b = np.asarray(b_words)
+    word_bits = a.dtype.itemsize * 8
+    nw = a.shape[-1]
+    mask = np.full(nw, np.iinfo(a.dtype).max, dtype=a.dtype)
+    rem = n_bits - (nw - 1) * word_bits
+    if rem < word_bits:
+        mask[-1] = a.dtype.type((1 << rem) - 1)
+    diff = popcount((a ^ b) & mask).sum(axis=-1, dtype=np.int64)
+    return (n_bits - 2 * diff).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# Layers
+# ----------------------------------------------------------------------------------------------
+def _check_conv_args(w, bias, padding, channels):
+    wt = pm1_array(w, "conv weights", ndim=4)
+    if wt.shape[1:] != (channels, 3, 3):
+        raise NumericsError(f"conv weights must have shape [F, {channels}, 3, 3], got {wt.shape}")
+    b = int_array(bias, "conv bias", ndim=1)
+    check_shape(b, "conv bias", (wt.shape[0],))
+    if padding not in (0, 1):
+        raise NumericsError(f"padding must be 0 or 1, got {padding!r}")
+    return wt, b
+
+
+def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np.ndarray:
+    n, c, h, wd = x.shape
+    ho, wo = h + 2 * padding - 2, wd + 2 * padding - 2
+    if ho < 1 or wo < 1:
+        raise NumericsError(f"a 3x3 convolution with padding {padding} needs at least "
+                            f"{3 - 2 * padding}x{3 - 2 * padding} pixels, got {h}x{wd}")
+    bound = float(np.abs(x).max(initial=0)) * 9 * c + float(np.abs(bias).max(initial=0))
+    if bound >= 2.0 ** 52:
+        raise NumericsError("convolution input values are too large for an exact int sum")
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    # im2col as float64 (exact for integers below 2^53, and BLAS-fast)
+    cols = np.empty((n, ho, wo, c, 3, 3), dtype=np.float64)
+    for dy in range(3):
+        for dx in range(3):
+            cols[..., dy, dx] = xp[:, :, dy:dy + ho, dx:dx + wo].transpose(0, 2, 3, 1)
+    out = cols.reshape(n * ho * wo, c * 9) @ w.reshape(w.shape[0], c * 9).T.astype(np.float64)
+    out = out.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2).astype(np.int64)
+    return fit_int32(out + bias.astype(np.int64)[None, :, None, None], "convolution output")
+
+
+def bin_conv3x3(x, w, bias, padding: int) -> np.ndarray:
+    """Binary 3x3 convolution: +-1 input [N, C, H, W], +-1 weights [F, C, 3, 3], integer bias
+    [F] -> int32 [N, F, H', W'] with stride 1 and padding 0 or 1 (padded taps skipped)."""
+    a = pm1_array(x, "binary conv input", ndim=4)
+    wt, b = _check_conv_args(w, bias, padding, a.shape[1])
+    return _conv3x3(a, wt, b, padding)
+
+
+def int_conv3x3(x, w, bias, padding: int) -> np.ndarray:
+    """Integer-input first layer: integer pixels [N, C, H, W] with +-1 weights, else as
+    :func:`bin_conv3x3` (a padded tap is a zero pixel, i.e. skipped)."""
+    a = int_array(x, "integer conv input", ndim=4, lo=-(1 << 31), hi=(1 << 31) - 1)
+    wt, b = _check_conv_args(w, bias, padding, a.shape[1])
+    return _conv3x3(a, wt, b, padding)
+
+
+def maxpool2x2(x) -> np.ndarray:
+    """2x2 max pooling, stride 2, floor mode, on integers or +-1 values [N, C, H, W]."""
+    a = int_array(x, "maxpool input", ndim=4)
+    n, c, h, w = a.shape
+    if h < 2 or w < 2:
+        raise NumericsError(f"2x2 max pooling needs at least 2x2 pixels, got {h}x{w}")
+    a = a[:, :, :h // 2 * 2, :w // 2 * 2]
+    return a.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+
+
+def maxpool2x2_packed(words) -> np.ndarray:
+    """2x2 max pooling on packed NHWC words: the max of +-1 values is the OR of their bits."""
+    w = np.asarray(words)
+    if w.dtype not in (np.uint32, np.uint64) or w.ndim != 4:
+        raise NumericsError(f"packed maxpool input must be uint32/uint64 [N, H, W, words], got "
+                            f"{w.dtype} {w.shape}")
+    n, h, wd, nw = w.shape
+    if h < 2 or wd < 2:
+        raise NumericsError(f"2x2 max pooling needs at least 2x2 pixels, got {h}x{wd}")
+    w = w[:, :h // 2 * 2, :wd // 2 * 2]
+    return np.bitwise_or.reduce(
+        np.bitwise_or.reduce(w.reshape(n, h // 2, 2, wd // 2, 2, nw), axis=4), axis=2)
+
+
+def step(x, threshold, direction) -> np.ndarray:
+    """Per-channel threshold on integers [N, C, ...] -> +-1 int8 of the same shape.
+
+    out = +1 where (direction = +1 and x >= threshold) or (direction = -1 and x <= threshold),
+    else -1. Channel axis is 1.
+    """
+    a = int_array(x, "step input")
+    if a.ndim < 2:
+        raise NumericsError(f"step input must be [N, C, ...], got shape {a.shape}")
+    c = a.shape[1]
+    t = int_array(threshold, "step threshold", ndim=1).astype(np.int64)
+    d = int_array(direction, "step direction", ndim=1)
+    check_shape(t, "step threshold", (c,))
+    check_shape(d, "step direction", (c,))
+    if not np.all((d == 1) | (d == -1)):
+        raise NumericsError("step direction must hold only -1 and +1")
+    shape = (1, c) + (1,) * (a.ndim - 2)
+    t, d = t.reshape(shape), d.reshape(shape)
+    a = a.astype(np.int64)
+    on = np.where(d > 0, a >= t, a <= t)
+    return np.where(on, 1, -1).astype(np.int8)
+
+
+def flatten(x) -> np.ndarray:
+    """[N, C, H, W] -> [N, C*H*W] in NCHW order (c * H * W + y * W + x)."""
+    a = np.asarray(x)
+    if a.ndim < 2:
+        raise NumericsError(f"flatten input must be [N, ...], got shape {a.shape}")
+    return a.reshape(a.shape[0], -1)
+
+
+def bin_dense(x, w, bias) -> np.ndarray:
+    """Binary fully connected layer: +-1 input [N, K], +-1 weights [F, K], integer bias [F]
+    -> int32 [N, F]."""
+    a = pm1_array(x, "dense input", ndim=2)
+    wt = pm1_array(w, "dense weights", ndim=2)
+    if wt.shape[1] != a.shape[1]:
+        raise NumericsError(f"dense weights expect {wt.shape[1]} inputs, got {a.shape[1]}")
+    b = int_array(bias, "dense bias", ndim=1)
+    check_shape(b, "dense bias", (wt.shape[0],))
+    out = (a.astype(np.float64) @ wt.T.astype(np.float64)).astype(np.int64)
+    return fit_int32(out + b.astype(np.int64), "dense output")
+
+
+def argmax(scores) -> np.ndarray:
+    """Index of the largest score per row [N, classes] (the first on ties)."""
+    s = int_array(scores, "scores", ndim=2)
+    return np.argmax(s, axis=1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Deriving step parameters
+# ----------------------------------------------------------------------------------------------
+def step_from_table(lo: int, on, name: str = "step") -> tuple[int, int]:
+    """(threshold, direction) of a step whose output for x = lo, lo+1, ... is the bool table
+    `on`. The table must be monotone (a batch norm followed by a comparison always is);
+    a non-monotone one raises, naming the first place it turns."""
+    on = np.asarray(on, dtype=bool)
+    if on.ndim != 1 or on.size == 0:
+        raise NumericsError(f"{name}: the table must be a non-empty 1-D bool array")
+    d = np.diff(on.astype(np.int8))
+    if (d > 0).any() and (d < 0).any():
+        turn = int(np.flatnonzero(d)[1]) + lo + 1
+        raise NumericsError(f"{name}: output is not monotone in the input (turns at x={turn})")
+    if (d < 0).any():                # non-increasing: on for x <= the last True
+        return int(lo + np.flatnonzero(on)[-1]), -1
+    if on.any():
+        return int(lo + np.flatnonzero(on)[0]), 1
+    return int(lo + on.size), 1      # never on inside the range
+
+
+def bn_step_params(gamma, beta, mean, var, eps: float, lo: int, hi: int,
+                   strict: bool = False, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (threshold, direction) equal to ``batchnorm(x) >= 0`` (``> 0`` if `strict`)
+    evaluated in `dtype` for every integer x in [lo, hi]. Exact by construction: the step is
+    read off the evaluated table, so float rounding near the threshold is reproduced."""
+    g, b, m, v = (np.asarray(a, dtype=dtype).ravel() for a in (gamma, beta, mean, var))
+    if hi < lo:
+        raise NumericsError(f"empty input range {lo}..{hi}")
+    x = np.arange(lo, hi + 1, dtype=dtype)
+    thr = np.empty(g.size, dtype=np.int64)
+    direction = np.empty(g.size, dtype=np.int8)
+    for c in range(g.size):
+        y = (x - m[c]) / np.sqrt(v[c] + dtype(eps)) * g[c] + b[c]
+        thr[c], direction[c] = step_from_table(lo, y > 0 if strict else y >= 0, f"channel {c}")
+    return thr, direction

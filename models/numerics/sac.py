@@ -1,0 +1,390 @@
+"""Integer-exact numerics of the Selector-Accumulator (SAC) systolic array.
+
+Conventions (docs/conventions.md is the prose version; tests/test_sac_numerics.py pins them):
+
+* Weights are zero or +-2^e with e in a window [emin, emax] (default 2^-6 .. 2^0). Their integer
+  form is ``w_int = sign * 2**(e - emin)``, i.e. ``sign * 2**(e + 6)`` by default, so the
+  accumulator holds values in units of 2^emin.
+* Packed cell byte ``[index:3][sign:1][exp:4]``: index of the channel inside its column group in
+  bits 7..5, sign in bit 4 (1 = positive), exponent code in bits 3..0 with code 1 = 2^emin ...
+  code 7 = 2^(emin+6); code 0 = zero weight. Codes 8..15 are reserved: encoders refuse them and
+  the hardware gates the cell (reads them as a zero weight), see :func:`cell_weight`.
+* Data are uint8; accumulators are 32-bit two's complement and wrap modulo 2^32.
+* Output modes: ReLU & quantize ``clip(acc >> shift, 0, 255)`` with an arithmetic shift
+  (shift = -emin = 6); binary ``acc >= 0``; raw int32.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from models.checks import NumericsError, check_shape, int_array, wrap_int32
+
+EMIN = -6           # smallest representable weight 2^EMIN
+EMAX = 0            # largest representable weight 2^EMAX
+MAX_CODE = 7        # the array has 7 register-chain taps: exponent codes 1..7
+MAX_GROUP = 8       # 3-bit channel index: up to 8 channels combined per column
+DATA_BITS = 8
+ACC_BITS = 32
+QUANT_SHIFT = -EMIN  # ReLU & quantize drops the 6 fraction bits of the accumulator
+
+
+class OutputMode(IntEnum):
+    """What the array writes for each row result (values are the ISA encoding)."""
+    RELU_QUANT = 0   # clip(acc >> 6, 0, 255) -> uint8
+    BINARY = 1       # acc >= 0 -> uint8 0/1
+    RAW = 2          # int32 accumulator (partial sums, final scores)
+    PIXEL_SUM = 3    # raw results summed over all pixels by the output accumulator
+
+
+def _check_window(emin: int, emax: int) -> None:
+    if emax < emin or emax - emin + 1 > MAX_CODE:
+        raise NumericsError(f"exponent window 2^{emin}..2^{emax} must hold 1..{MAX_CODE} "
+                            f"exponents (the array has {MAX_CODE} taps)")
+
+
+# ----------------------------------------------------------------------------------------------
+# Power-of-two quantization of float weights
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class Pow2Weights:
+    """Result of :func:`quantize_pow2`. ``w_int`` is the integer form used everywhere else."""
+    w_int: np.ndarray        # int32, sign * 2**(e - emin), 0 for zero weights
+    emin: int
+    emax: int
+    n_below: int             # nonzero inputs that fell below the window (became 0)
+    n_above: int             # inputs above the window, handled by `overflow`
+    overflow: str
+
+    @property
+    def values(self) -> np.ndarray:
+        """The real value each quantized weight stands for (float64, exact)."""
+        return self.w_int.astype(np.float64) * 2.0 ** self.emin
+
+
+def quantize_pow2(w, emin: int = EMIN, emax: int = EMAX, overflow: str = "error") -> Pow2Weights:
+    """Quantize float weights to zero or +-2^e, e in [emin, emax].
+
+    Rounding is to the nearest exponent in the log domain, e = floor(log2|w| + 1/2), so the
+    boundary between 2^e and 2^(e+1) is 2^(e+1/2). Weights whose rounded exponent is below emin
+    become zero (counted in ``n_below``). Weights whose exponent is above emax are out of the
+    window: ``overflow="error"`` (default) raises, ``"saturate"`` clips them to +-2^emax and
+    ``"zero"`` flushes them to 0; both are counted in ``n_above``, never silent.
+    """
+    _check_window(emin, emax)
+    if overflow not in ("error", "saturate", "zero"):
+        raise NumericsError(f"overflow policy must be 'error', 'saturate' or 'zero', got {overflow!r}")
+    a = np.asarray(w)
+    if not np.issubdtype(a.dtype, np.floating) and not np.issubdtype(a.dtype, np.integer):
+        raise NumericsError(f"weights must be numeric, got dtype {a.dtype}")
+    a = a.astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        raise NumericsError("weights contain NaN or infinity")
+    mag = np.abs(a)
+    nz = mag > 0
+    e = np.full(a.shape, emin - 1, dtype=np.int64)
+    e[nz] = np.floor(np.log2(mag[nz]) + 0.5).astype(np.int64)
+    above = nz & (e > emax)
+    below = nz & (e < emin)
+    n_above = int(above.sum())
+    if n_above and overflow == "error":
+        idx = tuple(int(i) for i in np.argwhere(above)[0])
+        raise NumericsError(f"{n_above} weight(s) above the window 2^{emin}..2^{emax}, first "
+                            f"{a[idx]!r} at index {idx}; pass overflow='saturate' or 'zero'")
+    keep = nz & ~below & (~above | (overflow == "saturate"))
+    e = np.clip(e, emin, emax)
+    w_int = np.where(keep, np.sign(a).astype(np.int64) << (e - emin), 0)
+    return Pow2Weights(w_int.astype(np.int32), emin, emax, int(below.sum()), n_above, overflow)
+
+
+def int_to_sign_code(w_int, emin: int = EMIN, emax: int = EMAX, name: str = "w_int"):
+    """Split integer weights into (sign bit, exponent code); refuse non-powers of two."""
+    _check_window(emin, emax)
+    w = int_array(w_int, name)
+    mag = np.abs(w.astype(np.int64))
+    limit = 1 << (emax - emin)
+    is_pow2 = (mag & (mag - 1)) == 0
+    bad = (mag > limit) | ~is_pow2
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise NumericsError(f"{name}[{', '.join(map(str, idx))}] = {int(w[idx])} is not 0 or "
+                            f"+-2^k with 0 <= k <= {emax - emin}")
+    code = np.zeros(w.shape, dtype=np.uint8)
+    nz = mag > 0
+    # log2 of an exact power of two is exact in float64
+    code[nz] = (np.log2(mag[nz]).astype(np.int64) + 1).astype(np.uint8)
+    sign = (w > 0).astype(np.uint8)
+    return sign, code
+
+
+# ----------------------------------------------------------------------------------------------
+# Packed cell byte
+# ----------------------------------------------------------------------------------------------
+def encode_byte(index, sign, code):
+    """Pack (index, sign, exponent code) into cell bytes; zero weights must have code 0."""
+    index = int_array(index, "index", lo=0, hi=MAX_GROUP - 1)
+    sign = int_array(sign, "sign", lo=0, hi=1)
+    code = int_array(code, "exponent code", lo=0, hi=MAX_CODE)
+    return ((index.astype(np.uint8) << 5) | (sign.astype(np.uint8) << 4)
+            | code.astype(np.uint8)).astype(np.uint8)
+
+
+def decode_byte(byte):
+    """Split cell bytes into (index, sign, code) without judging them."""
+    b = int_array(byte, "packed byte", lo=0, hi=255).astype(np.uint8)
+    return (b >> 5) & 7, (b >> 4) & 1, b & 15
+
+
+def cell_weight(byte, emin: int = EMIN):
+    """The integer weight a SAC cell applies for a packed byte, for all 256 bytes.
+
+    This is the hardware's reading: code 0 and the reserved codes 8..15 gate the cell (weight
+    0); codes 1..7 give +-2**(code - 1) with sign bit 1 = positive.
+    """
+    _, sign, code = decode_byte(byte)
+    valid = (code >= 1) & (code <= MAX_CODE)
+    mag = np.where(valid, np.left_shift(1, np.clip(code.astype(np.int64) - 1, 0, None)), 0)
+    return np.where(sign == 1, mag, -mag).astype(np.int32)
+
+
+# ----------------------------------------------------------------------------------------------
+# Column combining
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class CombinedWeights:
+    """A dense N x K power-of-two weight matrix packed into N x ceil(K/G) cell bytes."""
+    packed: np.ndarray       # uint8 [N, ceil(K / group)]
+    group: int
+    in_channels: int
+    n_dropped: int = 0       # nonzeros removed by policy="keep_largest"
+
+    @property
+    def out_channels(self) -> int:
+        return self.packed.shape[0]
+
+
+def _check_group(group: int) -> int:
+    if not isinstance(group, (int, np.integer)) or not 1 <= group <= MAX_GROUP:
+        raise NumericsError(f"group size must be an integer in 1..{MAX_GROUP}, got {group!r}")
+    return int(group)
+
+
+def combine_columns(w_int, group: int, policy: str = "error", emin: int = EMIN,
+                    emax: int = EMAX) -> CombinedWeights:
+    """Column-combine integer power-of-two weights [N, K] into packed bytes [N, ceil(K/G)].
+
+    Each group of G consecutive input channels becomes one array column; a filter (row) may keep
+    at most one nonzero weight per group. With ``policy="error"`` a group holding more raises,
+    naming the row and the group; ``policy="keep_largest"`` keeps the largest magnitude (the
+    lowest channel on ties) and counts the rest in ``n_dropped``.
+    """
+    group = _check_group(group)
+    if policy not in ("error", "keep_largest"):
+        raise NumericsError(f"policy must be 'error' or 'keep_largest', got {policy!r}")
+    w = int_array(w_int, "w_int", ndim=2)
+    sign, code = int_to_sign_code(w, emin, emax)
+    n, k = w.shape
+    kc = -(-k // group)
+    pad = kc * group - k
+    mag = np.pad(np.abs(w.astype(np.int64)), ((0, 0), (0, pad))).reshape(n, kc, group)
+    nnz = (mag > 0).sum(axis=2)
+    crowded = np.argwhere(nnz > 1)
+    n_dropped = int((nnz[nnz > 1] - 1).sum())
+    if crowded.size and policy == "error":
+        r, g = (int(v) for v in crowded[0])
+        chans = [int(c) + g * group for c in np.flatnonzero(mag[r, g])]
+        raise NumericsError(f"row {r}, group {g} (channels {g * group}..{min(k, (g + 1) * group) - 1}) "
+                            f"holds {int(nnz[r, g])} nonzero weights at channels {chans}; column "
+                            f"combining with G={group} allows one (use policy='keep_largest')")
+    index = np.argmax(mag, axis=2)             # first maximum: lowest channel on ties
+    take = lambda a: np.take_along_axis(  # noqa: E731
+        np.pad(a, ((0, 0), (0, pad))).reshape(n, kc, group), index[..., None], axis=2)[..., 0]
+    sel_code = take(code)
+    sel_sign = take(sign)
+    index = np.where(sel_code == 0, 0, index)  # canonical zero byte 0x00
+    sel_sign = np.where(sel_code == 0, 0, sel_sign)
+    packed = encode_byte(index, sel_sign, sel_code)
+    return CombinedWeights(packed, group, k, n_dropped)
+
+
+def decode_packed(packed, group: int, in_channels: int, emin: int = EMIN) -> np.ndarray:
+    """Expand packed cell bytes [N, Kc] back to the dense integer weights [N, K].
+
+    Strict: reserved exponent codes, an index that points past the group or past the last
+    channel, or a column count that does not match ``in_channels`` raise an error naming the
+    row and column.
+    """
+    group = _check_group(group)
+    p = int_array(packed, "packed weights", ndim=2, lo=0, hi=255).astype(np.uint8)
+    n, kc = p.shape
+    if kc != -(-in_channels // group):
+        raise NumericsError(f"packed weights have {kc} columns; {in_channels} channels in "
+                            f"groups of {group} need {-(-in_channels // group)}")
+    index, sign, code = decode_byte(p)
+    chan = np.arange(kc)[None, :] * group + index
+    bad = (code > MAX_CODE) | ((code > 0) & ((index >= group) | (chan >= in_channels)))
+    if bad.any():
+        r, c = (int(v) for v in np.argwhere(bad)[0])
+        raise NumericsError(f"packed byte 0x{int(p[r, c]):02x} at row {r}, column {c} is invalid "
+                            f"for group size {group} and {in_channels} channels (index "
+                            f"{int(index[r, c])}, exponent code {int(code[r, c])})")
+    dense = np.zeros((n, kc * group), dtype=np.int32)
+    rows, cols = np.nonzero(code)
+    dense[rows, chan[rows, cols]] = cell_weight(p[rows, cols], emin)
+    return dense[:, :in_channels]
+
+
+# ----------------------------------------------------------------------------------------------
+# The array: matrix product, output modes, activity
+# ----------------------------------------------------------------------------------------------
+def array_weights(cells, group: int, emin: int = EMIN) -> np.ndarray:
+    """Dense integer weights [N, Kc*G] that a grid of cell bytes [N, Kc] applies, read the way
+    the hardware reads them: reserved exponent codes and indices >= G select nothing (0)."""
+    group = _check_group(group)
+    p = int_array(cells, "cell bytes", ndim=2, lo=0, hi=255).astype(np.uint8)
+    n, kc = p.shape
+    index, _, _ = decode_byte(p)
+    w = cell_weight(p, emin)
+    w = np.where(index < group, w, 0)
+    dense = np.zeros((n, kc, group), dtype=np.int32)
+    np.put_along_axis(dense, np.minimum(index, group - 1)[..., None].astype(np.int64),
+                      w[..., None], axis=2)
+    return dense.reshape(n, kc * group)
+
+
+def dense_matmul(dense, data, init) -> np.ndarray:
+    """int32 acc[..., n, p] = init + sum_k dense[n, k] * data[..., k, p], wrapping mod 2^32.
+
+    ``data`` is uint8 [..., K, P] (channels x pixels); ``init`` is a bias [N] added to every
+    pixel or per-pixel partial sums [..., N, P].
+    """
+    w = int_array(dense, "weights", ndim=2, lo=-(1 << (MAX_CODE - 1)), hi=1 << (MAX_CODE - 1))
+    x = int_array(data, "data", lo=0, hi=255)
+    if x.ndim < 2 or x.shape[-2] != w.shape[1]:
+        raise NumericsError(f"data must have shape [..., {w.shape[1]}, P], got {x.shape}")
+    b = int_array(init, "bias/init", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    if b.ndim == 1:
+        check_shape(b, "bias", (w.shape[0],))
+        b = b[:, None]
+    # float64 is exact here: |w| <= 64, x <= 255, so |sum| < 2^53 for any K below 2^38.
+    acc = np.matmul(w.astype(np.float64), x.astype(np.float64)).astype(np.int64)
+    try:
+        return wrap_int32(acc + b)
+    except ValueError:
+        raise NumericsError(f"init shape {b.shape} does not match result shape {acc.shape}") from None
+
+
+def sac_matmul(weights: CombinedWeights, data, init) -> np.ndarray:
+    """What the array computes for a column-combined layer: see :func:`dense_matmul`."""
+    return dense_matmul(decode_packed(weights.packed, weights.group, weights.in_channels),
+                        data, init)
+
+
+def cell_step(byte, data, psum_in, emin: int = EMIN) -> np.ndarray:
+    """One SAC cell on one pixel: psum_in + cell_weight(byte) * data, wrapped to int32."""
+    w = cell_weight(byte, emin).astype(np.int64)
+    x = int_array(data, "data", lo=0, hi=255).astype(np.int64)
+    s = int_array(psum_in, "psum", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    return wrap_int32(s + w * x)
+
+
+def mac_cell_step(weight, data, psum_in) -> np.ndarray:
+    """The 8-bit MAC baseline cell on one pixel: psum_in + int8 weight * uint8 data (int32 wrap)."""
+    w = int_array(weight, "MAC weight", lo=-128, hi=127).astype(np.int64)
+    x = int_array(data, "data", lo=0, hi=255).astype(np.int64)
+    s = int_array(psum_in, "psum", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    return wrap_int32(s + w * x)
+
+
+def relu_quant(acc, shift: int = QUANT_SHIFT) -> np.ndarray:
+    """ReLU & quantize: clip(acc >> shift, 0, 255) with an arithmetic shift, as uint8."""
+    a = int_array(acc, "acc", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    return np.clip(a >> shift, 0, 255).astype(np.uint8)
+
+
+def binarize(acc) -> np.ndarray:
+    """Binary output mode: 1 where acc >= 0, else 0 (uint8)."""
+    a = int_array(acc, "acc", lo=-(1 << 31), hi=(1 << 31) - 1)
+    return (a >= 0).astype(np.uint8)
+
+
+def pixel_sum(acc) -> np.ndarray:
+    """Output accumulator: sum raw int32 results over the pixel axis (last), wrapping at 32 bits."""
+    a = int_array(acc, "acc", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    return wrap_int32(a.sum(axis=-1))
+
+
+def apply_mode(acc, mode: OutputMode) -> np.ndarray:
+    """Apply an output mode to int32 accumulators [..., N, P]."""
+    mode = OutputMode(mode)
+    if mode == OutputMode.RELU_QUANT:
+        return relu_quant(acc)
+    if mode == OutputMode.BINARY:
+        return binarize(acc)
+    if mode == OutputMode.RAW:
+        return np.asarray(acc, dtype=np.int32)
+    return pixel_sum(acc)
+
+
+def count_active(dense, data) -> int:
+    """Golden activity count: (cell, pixel) pairs whose weight and selected datum are both
+    nonzero. Zero-skipping gates every other pair; the RTL's activity counter is held to
+    DATA_BITS (cycles per word) times this number. ``dense`` as from :func:`array_weights`."""
+    w = int_array(dense, "weights", ndim=2)
+    x = int_array(data, "data", lo=0, hi=255)
+    return int(np.matmul((w != 0).astype(np.float64), (x != 0).astype(np.float64)).sum())
+
+
+# ----------------------------------------------------------------------------------------------
+# Data-path transforms: channel shift, input reshaping
+# ----------------------------------------------------------------------------------------------
+SHIFT_IDENTITY = 4
+
+
+def shift_offset(direction: int) -> tuple[int, int]:
+    """Source offset (dy, dx) of a shift direction 0..8: out[y, x] = in[y + dy, x + dx]."""
+    return direction // 3 - 1, direction % 3 - 1
+
+
+def channel_shift(x, directions, fill: int = 0) -> np.ndarray:
+    """Move every channel by one pixel in one of 9 directions, filling the vacated border.
+
+    ``x`` is [..., C, H, W]; ``directions`` [C] holds 0..8 where direction d reads the source
+    pixel at offset (d // 3 - 1, d % 3 - 1); 4 is the identity. Pixels whose source lies outside
+    the frame get ``fill`` (0, i.e. zero fill, for SAC networks).
+    """
+    a = int_array(x, "data", lo=0, hi=255)
+    if a.ndim < 3:
+        raise NumericsError(f"data must have shape [..., C, H, W], got {a.shape}")
+    d = int_array(directions, "shift directions", ndim=1, lo=0, hi=8)
+    c, h, w = a.shape[-3:]
+    if d.shape[0] != c:
+        raise NumericsError(f"{d.shape[0]} shift directions for {c} channels")
+    int_array(fill, "fill", lo=0, hi=255)
+    padded = np.pad(a, [(0, 0)] * (a.ndim - 3) + [(0, 0), (1, 1), (1, 1)],
+                    constant_values=fill)
+    out = np.empty_like(a)
+    for ch in range(c):
+        dy, dx = shift_offset(int(d[ch]))
+        out[..., ch, :, :] = padded[..., ch, 1 + dy:1 + dy + h, 1 + dx:1 + dx + w]
+    return out
+
+
+def space_to_depth(x, factor: int) -> np.ndarray:
+    """Input reshaping [..., C, H, W] -> [..., C*s*s, H/s, W/s] in ONNX SpaceToDepth order:
+    output channel (dy * s + dx) * C + c holds input pixel (y*s + dy, x*s + dx) of channel c."""
+    a = np.asarray(x)
+    if not isinstance(factor, (int, np.integer)) or factor < 1:
+        raise NumericsError(f"space-to-depth factor must be a positive integer, got {factor!r}")
+    if a.ndim < 3:
+        raise NumericsError(f"data must have shape [..., C, H, W], got {a.shape}")
+    c, h, w = a.shape[-3:]
+    if h % factor or w % factor:
+        raise NumericsError(f"space-to-depth factor {factor} does not divide {h}x{w}")
+    lead = a.shape[:-3]
+    t = a.reshape(*lead, c, h // factor, factor, w // factor, factor)
+    n = len(lead)
+    t = t.transpose(*range(n), n + 2, n + 4, n, n + 1, n + 3)
+    return t.reshape(*lead, c * factor * factor, h // factor, w // factor)

@@ -1,0 +1,130 @@
+"""Shared training machinery: determinism, data tensors, a tqdm training loop, evaluation."""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from models.datasets import Dataset
+
+
+def seed_everything(seed: int, threads: int = 1) -> torch.Generator:
+    """Seed every generator, fix the thread count and ask for deterministic kernels: the same
+    seed then gives the same model on the same machine and torch build."""
+    random.seed(seed)
+    np.random.seed(seed % (1 << 32))
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return g
+
+
+def to_tensors(ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
+    """uint8 pixels -> float32 tensor holding the same integers; labels -> int64."""
+    return (torch.from_numpy(ds.images.astype(np.float32)),
+            torch.from_numpy(ds.labels.astype(np.int64)))
+
+
+def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1) -> torch.Tensor:
+    """Augmentation: move each image by up to `max_shift` pixels (zero fill)."""
+    n, _, h, w = x.shape
+    p = max_shift
+    padded = torch.nn.functional.pad(x, (p, p, p, p))
+    dy = torch.randint(0, 2 * p + 1, (n,), generator=gen)
+    dx = torch.randint(0, 2 * p + 1, (n,), generator=gen)
+    rows = (dy[:, None] + torch.arange(h)[None, :])            # [n, h]
+    cols = (dx[:, None] + torch.arange(w)[None, :])            # [n, w]
+    idx_n = torch.arange(n)[:, None, None]
+    out = padded.permute(0, 2, 3, 1)[idx_n, rows[:, :, None], cols[:, None, :]]
+    return out.permute(0, 3, 1, 2).contiguous()
+
+
+@dataclass
+class History:
+    epochs: list = field(default_factory=list)      # (epoch, loss, train_acc, val_acc)
+    best_val: float = -1.0
+    best_epoch: int = -1
+    seconds: float = 0.0
+
+
+@torch.no_grad()
+def accuracy(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> float:
+    model.eval()
+    hits = 0
+    for i in range(0, len(x), batch):
+        hits += int((model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum())
+    return hits / max(1, len(x))
+
+
+def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batch: int = 64,
+        augment: bool = True, desc: str = "train", weight_decay: float = 0.0,
+        on_epoch_start=None, after_step=None, before_eval=None, select_from: int = 0,
+        progress: bool = True) -> History:
+    """Adam + cosine learning rate, cross-entropy; keeps the state with the best validation
+    accuracy (of epochs >= `select_from`) and restores it at the end."""
+    x, y = train
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
+    hist = History()
+    best_state = None
+    t0 = time.perf_counter()
+    bar = tqdm(range(epochs), desc=desc, unit="ep", disable=not progress, leave=False)
+    for ep in bar:
+        if on_epoch_start is not None:
+            on_epoch_start(ep)
+        model.train()
+        perm = torch.randperm(len(x), generator=gen)
+        tot, hits, seen = 0.0, 0, 0
+        for i in range(0, len(x), batch):
+            idx = perm[i:i + batch]
+            xb, yb = x[idx], y[idx]
+            if augment:
+                xb = random_shift(xb, gen)
+            out = model(xb)
+            loss = torch.nn.functional.cross_entropy(out, yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if after_step is not None:
+                after_step()
+            tot += float(loss.detach()) * len(idx)
+            hits += int((out.argmax(1) == yb).sum())
+            seen += len(idx)
+        sched.step()
+        if before_eval is not None:
+            before_eval()
+        val_acc = accuracy(model, *val)
+        hist.epochs.append((ep, tot / seen, hits / seen, val_acc))
+        if ep >= select_from and val_acc >= hist.best_val:
+            hist.best_val, hist.best_epoch = val_acc, ep
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        bar.set_postfix(loss=f"{tot / seen:.3f}", val=f"{val_acc:.3f}")
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    hist.seconds = time.perf_counter() - t0
+    return hist
+
+
+@torch.no_grad()
+def recalibrate_batchnorm(model, x: torch.Tensor, batch: int = 256) -> None:
+    """Replace every batch norm's running statistics by the exact mean/variance over `x`
+    (cumulative average over one pass in train mode): the integer thresholds of the quantized
+    model are then read off statistics of the final weights, not a lagging moving average."""
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    saved = [(m.momentum, m.training) for m in bns]
+    was_training = model.training
+    model.train()
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    for i in range(0, len(x), batch):
+        model(x[i:i + batch])
+    for m, (mom, _) in zip(bns, saved):
+        m.momentum = mom
+    model.train(was_training)

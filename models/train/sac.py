@@ -1,0 +1,320 @@
+"""The SAC CNN: the seed paper's streamlined network scaled to small images, its float twin, and
+quantization-aware training that ends in exactly the integer network the SAC array runs.
+
+Architecture (per :class:`SacConfig`): input reshaping (SpaceToDepth by ``s2d``), a first 1x1
+convolution without shift, then blocks of [channel shift -> 1x1 convolution] with quantized
+batch norm folded in and ReLU & quantize, and a final [shift ->] 1x1 convolution whose per-pixel
+raw results are summed (average pooling folded into the last layer: exact because the pixel
+count is a power of two, the 1/P lives in the logit scale).
+
+Two phases share one module:
+
+1. **float twin** (``quantized=False``): float 1x1 weights, batch norm, ReLU, average pooling,
+   a float final layer with bias. Its accuracy is the baseline.
+2. **QAT** (:meth:`SacNet.quantize_from_float`): batch norms are folded into the weights and a
+   fixed-point bias; each layer's activations get a power-of-two scale that maps them onto the
+   integers 0..255 the hardware carries. Training then runs the hardware arithmetic in the
+   forward pass: power-of-two weights (log-domain rounding, window 2^-6..2^0, straight-through
+   gradient), biases on the 2^-6 grid, ``clip(floor(z), 0, 255)`` activations, and column
+   combining by progressive pruning (each layer's group size doubles in stages up to its
+   target; in every group of G consecutive input channels a filter keeps only its largest
+   weight).
+
+In eval mode the quantized module computes in float64 with integer-valued weights and data, so
+its scores equal the golden executor's on :meth:`SacNet.to_network` exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models import ir
+from models.numerics import sac as sac_num
+from models.numerics.sac import EMAX, EMIN, OutputMode
+
+
+@dataclass
+class SacConfig:
+    input_shape: tuple = (1, 8, 8)
+    s2d: int = 2                    # input reshaping factor
+    widths: tuple = (32, 64, 64, 64)
+    groups: tuple = (1, 2, 4, 8)    # column-combining group size of each hidden layer
+    final_group: int = 8
+    final_shift: bool = True
+    classes: int = 10
+    act_percentile: float = 99.9    # calibration of the power-of-two activation scales
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("input_shape", "widths", "groups"):
+            d[k] = list(d[k])
+        return d
+
+
+def space_to_depth(x: torch.Tensor, s: int) -> torch.Tensor:
+    """ONNX SpaceToDepth order: output channel (dy * s + dx) * C + c."""
+    if s == 1:
+        return x
+    n, c, h, w = x.shape
+    t = x.reshape(n, c, h // s, s, w // s, s).permute(0, 3, 5, 1, 2, 4)
+    return t.reshape(n, s * s * c, h // s, w // s)
+
+
+def shift_directions(channels: int) -> np.ndarray:
+    """Fixed assignment of the 9 shift directions: channel c moves in direction c % 9."""
+    return (np.arange(channels) % 9).astype(np.uint8)
+
+
+def shift_kernel(directions: np.ndarray) -> torch.Tensor:
+    """One-hot depthwise 3x3 kernels: direction d reads the source pixel (d//3-1, d%3-1),
+    i.e. kernel tap d of a cross-correlation with padding 1 (what the ONNX export uses)."""
+    k = torch.zeros(len(directions), 1, 9, dtype=torch.float64)
+    k[torch.arange(len(directions)), 0, torch.as_tensor(directions, dtype=torch.long)] = 1
+    return k.view(-1, 1, 3, 3)
+
+
+def channel_shift(x: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
+    return F.conv2d(x, kernel.to(x.dtype), padding=1, groups=x.shape[1])
+
+
+class Pow2STE(torch.autograd.Function):
+    """Zero or +-2^e, e = floor(log2|w| + 1/2) clipped to the window (saturating above, zero
+    below), as models.numerics.sac.quantize_pow2; identity gradient."""
+
+    @staticmethod
+    def forward(ctx, w):
+        mag = w.abs()
+        e = torch.floor(torch.log2(mag.clamp_min(1e-30)) + 0.5)
+        q = torch.sign(w) * torch.exp2(e.clamp(EMIN, EMAX))
+        return torch.where((e < EMIN) | (mag == 0), torch.zeros_like(w), q)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class FloorSTE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.floor(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def round_to_grid(b: torch.Tensor) -> torch.Tensor:
+    """Bias on the 2^-6 grid of the accumulator (straight-through)."""
+    scale = 2.0 ** -EMIN
+    return b + (torch.round(b * scale) / scale - b).detach()
+
+
+def combine_mask(w: torch.Tensor, mask: torch.Tensor, group: int) -> torch.Tensor:
+    """Column-combining mask: among the still-unmasked weights of each (filter, group of
+    `group` consecutive input channels) keep only the largest magnitude (lowest channel on
+    ties, like models.numerics.sac.combine_columns)."""
+    f, k = w.shape
+    kc = -(-k // group)
+    pad = kc * group - k
+    mag = F.pad((w.abs() * mask), (0, pad)).view(f, kc, group)
+    keep = torch.zeros_like(mag)
+    keep.scatter_(2, mag.argmax(dim=2, keepdim=True), 1.0)
+    keep = keep * (mag > 0)
+    return keep.view(f, kc * group)[:, :k] * mask
+
+
+class SacNet(nn.Module):
+    def __init__(self, cfg: SacConfig = SacConfig()):
+        super().__init__()
+        self.cfg = cfg
+        c, h, w = cfg.input_shape
+        s = cfg.s2d
+        c, h, w = c * s * s, h // s, w // s
+        self.pixels = h * w
+        self.in_channels = []
+        self.weights = nn.ParameterList()
+        self.bns = nn.ModuleList()
+        for f in cfg.widths:
+            self.in_channels.append(c)
+            self.weights.append(nn.Parameter(torch.empty(f, c)))
+            nn.init.kaiming_uniform_(self.weights[-1], a=5 ** 0.5)
+            self.bns.append(nn.BatchNorm1d(f))
+            c = f
+        self.in_channels.append(c)
+        self.out_w = nn.Parameter(torch.empty(cfg.classes, c))
+        nn.init.kaiming_uniform_(self.out_w, a=5 ** 0.5)
+        self.out_b = nn.Parameter(torch.zeros(cfg.classes))
+        # quantized phase parameters (filled by quantize_from_float)
+        self.quantized = False
+        self.biases = nn.ParameterList()
+        self.log_tau = nn.Parameter(torch.zeros(()), requires_grad=False)
+        for i, k in enumerate(self.in_channels):
+            f = cfg.widths[i] if i < len(cfg.widths) else cfg.classes
+            self.register_buffer(f"mask{i}", torch.ones(f, k))
+        self.stage_groups = [1] * len(self.in_channels)
+        self.shift_kernels = [None] + [shift_kernel(shift_directions(k))
+                                       for k in self.in_channels[1:-1]]
+        self.shift_kernels.append(shift_kernel(shift_directions(c)) if cfg.final_shift else None)
+
+    # ---------------------------------------------------------------------------------------
+    @property
+    def group_targets(self) -> list:
+        return list(self.cfg.groups) + [self.cfg.final_group]
+
+    def _mask(self, i):
+        return getattr(self, f"mask{i}")
+
+    def _all_weights(self):
+        return list(self.weights) + [self.out_w]
+
+    def _pre(self, x, i):
+        if self.shift_kernels[i] is not None:
+            x = channel_shift(x, self.shift_kernels[i])
+        return x
+
+    @staticmethod
+    def _pointwise(x, w, b=None):
+        return F.conv2d(x, w[:, :, None, None], b)
+
+    # -- float twin ------------------------------------------------------------------------------
+    def _forward_float(self, x, collect=None):
+        x = space_to_depth(x, self.cfg.s2d)
+        for i, (w, bn) in enumerate(zip(self.weights, self.bns)):
+            z = self._pointwise(self._pre(x, i), w)
+            n, f, h, wd = z.shape
+            z = bn(z.reshape(n, f, h * wd)).reshape(n, f, h, wd)
+            x = F.relu(z)
+            if collect is not None:
+                collect.append(x.detach())
+        z = self._pointwise(self._pre(x, len(self.weights)), self.out_w, self.out_b)
+        return z.mean(dim=(2, 3))
+
+    # -- quantized (QAT and exact eval) ----------------------------------------------------------
+    def quantized_params(self, i):
+        w = Pow2STE.apply(self._all_weights()[i] * self._mask(i))
+        return w, round_to_grid(self.biases[i])
+
+    def _forward_quant(self, x):
+        exact = not self.training
+        if exact:          # float64: every value is an integer multiple of 2^-6 below 2^40
+            x = x.double()
+        x = space_to_depth(x, self.cfg.s2d)
+        last = len(self.in_channels) - 1
+        for i in range(last + 1):
+            w, b = self.quantized_params(i)
+            if exact:
+                w, b = w.double(), b.double()
+            z = self._pointwise(self._pre(x, i), w, b)
+            if i < last:
+                x = torch.clamp(FloorSTE.apply(z), 0, 255)
+        scores = z.sum(dim=(2, 3))              # PixelSum, in units of 1 (= acc / 64)
+        if exact:
+            return scores
+        return scores * self.log_tau.exp() / self.pixels
+
+    def forward(self, x):
+        return self._forward_quant(x) if self.quantized else self._forward_float(x)
+
+    # -- float -> quantized -----------------------------------------------------------------------
+    @torch.no_grad()
+    def quantize_from_float(self, calib_x: torch.Tensor) -> list:
+        """Fold batch norms into the weights and a bias, pick each layer's power-of-two
+        activation scale from the calibration data, and switch to the quantized forward.
+        Returns the activation scales."""
+        self.eval()
+        acts = []
+        self._forward_float(calib_x, collect=acts)
+        scales = [1.0]                                # pixels are already integers
+        for a in acts:
+            hi = float(torch.quantile(a.flatten()[a.flatten() > 0].float(),
+                                      self.cfg.act_percentile / 100)) if (a > 0).any() else 1.0
+            scales.append(2.0 ** np.floor(np.log2(255.0 / max(hi, 1e-6))))
+        new_w, new_b = [], []
+        for i, (w, bn) in enumerate(zip(self.weights, self.bns)):
+            s = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+            c = bn.bias - bn.running_mean * s
+            new_w.append(w * s[:, None] * (scales[i + 1] / scales[i]))
+            new_b.append(c * scales[i + 1])
+        # final layer: logits = mean_p(W a_p + b) = (1/P) sum_p (kappa W x_p / s_L + kappa b) / kappa
+        wl = self.out_w / scales[-1]
+        kappa = 2.0 ** -np.ceil(np.log2(float(wl.abs().max())))
+        new_w.append(wl * kappa)
+        new_b.append(self.out_b * kappa)
+        for p, w in zip(self._all_weights(), new_w):
+            p.copy_(w)
+        self.biases = nn.ParameterList([nn.Parameter(b.clone()) for b in new_b])
+        self.log_tau = nn.Parameter(torch.tensor(float(-np.log(kappa))))
+        self.quantized = True
+        return scales
+
+    def set_stage_groups(self, stage: int, n_stages: int) -> list:
+        """Progressive column combining: at stage k of n the group size of a layer with target G
+        is about G^((k+1)/n) (1, 2, 4, 8 for G = 8 and 4 stages); masks only ever shrink."""
+        groups = []
+        with torch.no_grad():
+            for i, (w, target) in enumerate(zip(self._all_weights(), self.group_targets)):
+                g = int(round(target ** ((stage + 1) / n_stages))) if target > 1 else 1
+                g = max(1, min(target, g))
+                if stage == n_stages - 1:
+                    g = target
+                if g > 1:
+                    self._mask(i).copy_(combine_mask(w, self._mask(i), g))
+                self.stage_groups[i] = g
+                groups.append(g)
+        return groups
+
+    def clip_latent(self):
+        if self.quantized:
+            with torch.no_grad():
+                for w in self._all_weights():
+                    w.clamp_(-1.5, 1.5)
+
+    # -- integer network ----------------------------------------------------------------------------
+    @torch.no_grad()
+    def integer_layers(self) -> list:
+        """(w_int [F, K], bias int [F], group) of every 1x1 layer, exactly as the eval forward."""
+        out = []
+        for i, g in enumerate(self.group_targets):
+            w, b = self.quantized_params(i)
+            w_int = torch.round(w.double() * 2.0 ** -EMIN).to(torch.int64).numpy()
+            b_int = torch.round(b.double() * 2.0 ** -EMIN).to(torch.int64).numpy()
+            out.append((w_int.astype(np.int32), b_int, g))
+        return out
+
+    def to_network(self, name: str = "sac") -> ir.Network:
+        assert self.quantized, "quantize_from_float first"
+        layers = []
+        if self.cfg.s2d > 1:
+            layers.append(ir.SpaceToDepth(factor=self.cfg.s2d))
+        ints = self.integer_layers()
+        for i, (w_int, b_int, g) in enumerate(ints):
+            final = i == len(ints) - 1
+            if self.shift_kernels[i] is not None:
+                layers.append(ir.ChannelShift(directions=shift_directions(w_int.shape[1]),
+                                              name=f"shift{i}"))
+            layers.append(ir.PointwiseConv(
+                weights=sac_num.combine_columns(w_int, g), bias=b_int,
+                mode=OutputMode.RAW if final else OutputMode.RELU_QUANT,
+                name="final" if final else f"conv{i}"))
+        layers.append(ir.PixelSum())
+        return ir.Network(self.cfg.input_shape, "uint8", layers, name=name,
+                          meta={"family": "sac"})
+
+    @torch.no_grad()
+    def combining_stats(self) -> list:
+        """Per layer: dense weight count, weights the combining masks removed, nonzeros left
+        after power-of-two quantization, and array columns before/after combining."""
+        stats = []
+        for i, (w_int, _, g) in enumerate(self.integer_layers()):
+            mask = self._mask(i)
+            f, k = w_int.shape
+            stats.append({"layer": i, "shape": [f, k], "group": g,
+                          "removed_by_combining": float(1 - mask.sum() / mask.numel()),
+                          "nonzero_after_quantization": int((w_int != 0).sum()),
+                          "zero_fraction": float((w_int == 0).mean()),
+                          "columns": [k, -(-k // g)]})
+        return stats

@@ -1,0 +1,61 @@
+// Shared definitions of the BNN kernels.
+//
+// The same text is compiled three ways: by NVRTC (CuPy RawModule), by nvcc (sm_90 compile
+// check) and by g++ with emu_shim.h (CPU emulation). So: no system headers, no shared memory,
+// no __syncthreads (the emulation runs the threads of a block one after the other), and only
+// the CUDA built-ins emu_shim.h provides.
+#pragma once
+
+typedef unsigned char u8;
+typedef signed char i8;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+__device__ __forceinline__ int popcount(u32 v) { return __popc(v); }
+__device__ __forceinline__ int popcount(u64 v) { return __popcll(v); }
+
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+
+// Bits of the last of `nw` words that hold channels when a row has `bits` channels: the other
+// bits are padding and must never count (docs/conventions.md).
+template <typename W>
+__device__ __forceinline__ W last_word_mask(int nw, int bits) {
+    const int rem = bits - (nw - 1) * (int)(8 * sizeof(W));
+    return rem == (int)(8 * sizeof(W)) ? ~(W)0 : (((W)1 << rem) - (W)1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Work split: how the seven HEP-BNN configurations reach a kernel.
+//
+// Every kernel computes a 3-D set of outputs indexed by (n, p, f):
+//   n = image of the batch, p = output pixel y * Wo + x (a "window" position), f = neuron
+//   (output channel, output word or flat output index).
+// The launcher (gpu_kernels/launch.py) fixes the axes:
+//   blockIdx.x <-> n, blockIdx.y <-> p, blockIdx.z <-> f,
+//   threadIdx.z <-> n, threadIdx.y <-> p, threadIdx.x <-> f,
+// and passes, per axis, the extent (n_total, ...) and the chunk of that axis one block owns.
+// A configuration that spreads an axis across blocks (X: images, Y: windows, Z: neurons) gives
+// it a small chunk (one image, one window of pixels, one neuron) and a grid dimension of
+// ceil(extent / chunk); an axis it does not spread has chunk = extent and grid dimension 1.
+// Inside its chunk, each thread strides by the block dimension, so any grid/block shape covers
+// every output exactly once; the configuration only changes who computes what.
+// ---------------------------------------------------------------------------------------------
+#define SPLIT_PARAMS int n_total, int p_total, int f_total, int n_chunk, int p_chunk, int f_chunk
+
+template <class Body>
+__device__ __forceinline__ void for_each_output(int n_total, int p_total, int f_total,
+                                                int n_chunk, int p_chunk, int f_chunk,
+                                                Body body) {
+    const int n0 = (int)blockIdx.x * n_chunk, n1 = imin(n_total, n0 + n_chunk);
+    const int p0 = (int)blockIdx.y * p_chunk, p1 = imin(p_total, p0 + p_chunk);
+    const int f0 = (int)blockIdx.z * f_chunk, f1 = imin(f_total, f0 + f_chunk);
+    for (int n = n0 + (int)threadIdx.z; n < n1; n += (int)blockDim.z)
+        for (int p = p0 + (int)threadIdx.y; p < p1; p += (int)blockDim.y)
+            for (int f = f0 + (int)threadIdx.x; f < f1; f += (int)blockDim.x)
+                body(n, p, f);
+}
+
+// Variadic because the lambda body contains commas.
+#define FOR_EACH_OUTPUT(...) \
+    for_each_output(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, __VA_ARGS__)

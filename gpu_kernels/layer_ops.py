@@ -1,0 +1,296 @@
+"""Network layers prepared for the kernels: data formats, constant tensors in kernel layout,
+the output index space of each kernel, its arguments, and the matching CPU-implementation call.
+
+Formats (identical on the GPU and in the CPU implementation):
+  int spatial    int32 NHWC [N, H, W, C]   (uint8 NHWC only for a uint8 input feeding IntConv2d)
+  int flat       int32 [N, K]
+  binary spatial packed NHWC words [N, H, W, ceil(C / B)]  (models.numerics.bnn.pack_nchw)
+  binary flat    packed words [N, ceil(K / B)], flat index k in NCHW order (bnn.pack_bits)
+Packing, unpacking and padding rules are those of models/numerics/bnn.py, reused here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models import ir
+from models.numerics import bnn
+from gpu_kernels.errors import GpuKernelError
+from gpu_kernels.launch import Work
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+GOLDEN_DTYPE = {"int": np.int32, "uint8": np.uint8, "binary": np.int8}
+
+
+@dataclass(frozen=True)
+class Fmt:
+    """How one tensor of the network is held by the kernels."""
+    kind: str            # "int" (int32), "uint8" (network input only) or "binary" (packed)
+    shape: tuple         # per image: (C, H, W) or (K,)
+    word_bits: int
+
+    @property
+    def spatial(self) -> bool:
+        return len(self.shape) == 3
+
+    @property
+    def channels(self) -> int:
+        return self.shape[0]
+
+    @property
+    def words(self) -> int:
+        return bnn.words_for(self.shape[0], self.word_bits)
+
+    @property
+    def dtype(self):
+        if self.kind == "binary":
+            return bnn.WORD_DTYPES[self.word_bits]
+        return np.uint8 if self.kind == "uint8" else np.int32
+
+    def host_shape(self, n: int) -> tuple:
+        last = self.words if self.kind == "binary" else self.shape[0]
+        return (n, *self.shape[1:], last)
+
+    def nbytes(self, n: int) -> int:
+        return int(np.prod(self.host_shape(n), dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    def from_golden(self, x: np.ndarray) -> np.ndarray:
+        """Golden-format batch (NCHW or [N, K]) -> kernel format."""
+        if self.kind == "binary":
+            packed = bnn.pack_nchw(x, self.word_bits) if self.spatial else bnn.pack_bits(x, self.word_bits)
+            return np.ascontiguousarray(packed)
+        a = x.transpose(0, 2, 3, 1) if self.spatial else x
+        return np.ascontiguousarray(a, dtype=self.dtype)
+
+    def to_golden(self, a: np.ndarray, golden_kind: str) -> np.ndarray:
+        """Kernel format -> golden format (unpacking refuses set padding bits)."""
+        if self.kind == "binary":
+            return (bnn.unpack_nhwc(a, self.channels) if self.spatial
+                    else bnn.unpack_bits(a, self.channels))
+        out = a.transpose(0, 3, 1, 2) if self.spatial else a
+        return np.ascontiguousarray(out).astype(GOLDEN_DTYPE[golden_kind], copy=False)
+
+
+def step_bounds(threshold, direction) -> tuple[np.ndarray, np.ndarray]:
+    """int32 [lo, hi] per channel such that lo <= x <= hi exactly where the golden step is +1
+    for every int32 x (x >= t for direction +1, x <= t for -1). Thresholds outside int32 give an
+    always-on range [INT32_MIN, INT32_MAX] or the empty range [1, 0]."""
+    t = np.asarray(threshold, dtype=np.int64)
+    up = np.asarray(direction) > 0
+    lo = np.where(up, np.clip(t, INT32_MIN, None), INT32_MIN)
+    hi = np.where(up, INT32_MAX, np.clip(t, None, INT32_MAX))
+    never = np.where(up, t > INT32_MAX, t < INT32_MIN)
+    lo = np.where(never, 1, lo)
+    hi = np.where(never, 0, hi)
+    return lo.astype(np.int32), hi.astype(np.int32)
+
+
+@dataclass
+class Op:
+    """One layer ready to run. `consts` are host arrays uploaded once per device."""
+    index: int
+    layer: ir.Layer
+    fin: Fmt
+    fout: Fmt
+    consts: dict = field(default_factory=dict)
+    kernel: str | None = None          # kernel_table key; None for a no-op (flatten of a flat tensor)
+
+    @property
+    def label(self) -> str:
+        return self.layer.label(self.index)
+
+    def work(self, n: int) -> Work:
+        raise NotImplementedError
+
+    def kernel_args(self, x, out, c: dict) -> list:
+        raise NotImplementedError
+
+    def run_cpu(self, lib, x: np.ndarray, out: np.ndarray, c: dict) -> None:
+        raise NotImplementedError
+
+
+def _wsuffix(bits: int) -> str:
+    return f"w{bits}"
+
+
+class ConvOp(Op):
+    def __init__(self, index, layer, fin, fout):
+        super().__init__(index, layer, fin, fout)
+        w = layer.weight                                    # +-1 int8 [F, C, 3, 3]
+        f, c = w.shape[:2]
+        if isinstance(layer, ir.BinConv2d):
+            packed = bnn.pack_bits(w.transpose(2, 3, 0, 1), fin.word_bits)    # [3, 3, F, nw]
+            self.consts["w"] = np.ascontiguousarray(packed.transpose(0, 1, 3, 2).reshape(9, -1, f))
+            self.kernel = f"bin_conv3x3/{_wsuffix(fin.word_bits)}"
+            self._cpu = f"cpu_bin_conv3x3_{_wsuffix(fin.word_bits)}"
+        else:
+            self.consts["w"] = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(9, c, f), dtype=np.int8)
+            suffix = "u8" if fin.kind == "uint8" else "i32"
+            self.kernel = f"int_conv3x3/{suffix}"
+            self._cpu = f"cpu_int_conv3x3_{suffix}"
+        self.consts["bias"] = np.ascontiguousarray(layer.bias, dtype=np.int32)
+
+    def work(self, n):
+        f, ho, wo = self.fout.shape
+        return Work(n, ho * wo, f, row=wo)
+
+    def kernel_args(self, x, out, c):
+        cin, h, w = self.fin.shape
+        return [x, c["w"], c["bias"], out, h, w, cin, self.layer.padding, self.fout.shape[2]]
+
+    def run_cpu(self, lib, x, out, c):
+        cin, h, w = self.fin.shape
+        lib.call(self._cpu, x, c["w"], c["bias"], out, x.shape[0], h, w, cin,
+                 self.fout.shape[0], self.layer.padding)
+
+
+class StepOp(Op):
+    def __init__(self, index, layer, fin, fout):
+        super().__init__(index, layer, fin, fout)
+        self.consts["lo"], self.consts["hi"] = step_bounds(layer.threshold, layer.direction)
+        self.kernel = f"step_pack/{_wsuffix(fout.word_bits)}"
+
+    def _pixels(self):
+        return int(np.prod(self.fin.shape[1:], dtype=np.int64)) if self.fin.spatial else 1
+
+    def work(self, n):
+        return Work(n, self._pixels(), self.fout.words, row=self.fin.shape[2] if self.fin.spatial else 1)
+
+    def kernel_args(self, x, out, c):
+        return [x, c["lo"], c["hi"], out, self.fin.channels]
+
+    def run_cpu(self, lib, x, out, c):
+        lib.call(f"cpu_step_pack_{_wsuffix(self.fout.word_bits)}", x, c["lo"], c["hi"], out,
+                 x.shape[0] * self._pixels(), self.fin.channels)
+
+
+class MaxPoolOp(Op):
+    def __init__(self, index, layer, fin, fout):
+        super().__init__(index, layer, fin, fout)
+        self.suffix = _wsuffix(fin.word_bits) if fin.kind == "binary" else "int"
+        self.kernel = f"maxpool2x2/{self.suffix}"
+
+    def _k(self):
+        return self.fin.words if self.fin.kind == "binary" else self.fin.channels
+
+    def work(self, n):
+        _, ho, wo = self.fout.shape
+        return Work(n, ho * wo, self._k(), row=wo)
+
+    def kernel_args(self, x, out, c):
+        _, h, w = self.fin.shape
+        return [x, out, h, w, self.fout.shape[2]]
+
+    def run_cpu(self, lib, x, out, c):
+        _, h, w = self.fin.shape
+        lib.call(f"cpu_maxpool2x2_{self.suffix}", x, out, x.shape[0], h, w, self._k())
+
+
+class FlattenOp(Op):
+    def __init__(self, index, layer, fin, fout):
+        super().__init__(index, layer, fin, fout)
+        if fin.spatial:
+            self.kernel = ("flatten_int" if fin.kind != "binary"
+                           else f"flatten_packed/{_wsuffix(fin.word_bits)}")
+
+    def work(self, n):
+        k = self.fout.words if self.fout.kind == "binary" else self.fout.channels
+        return Work(n, 1, k)
+
+    def kernel_args(self, x, out, c):
+        cin, h, w = self.fin.shape
+        return [x, out, cin, h * w]
+
+    def run_cpu(self, lib, x, out, c):
+        cin, h, w = self.fin.shape
+        name = ("cpu_flatten_int" if self.fin.kind != "binary"
+                else f"cpu_flatten_packed_{_wsuffix(self.fin.word_bits)}")
+        lib.call(name, x, out, x.shape[0], cin, h * w)
+
+
+class DenseOp(Op):
+    def __init__(self, index, layer, fin, fout):
+        super().__init__(index, layer, fin, fout)
+        packed = bnn.pack_bits(layer.weight, fin.word_bits)          # [F, nw]
+        self.consts["w"] = np.ascontiguousarray(packed.T)             # [nw, F]
+        self.consts["bias"] = np.ascontiguousarray(layer.bias, dtype=np.int32)
+        self.kernel = f"bin_dense/{_wsuffix(fin.word_bits)}"
+
+    def work(self, n):
+        return Work(n, 1, self.fout.channels)
+
+    def kernel_args(self, x, out, c):
+        return [x, c["w"], c["bias"], out, self.fin.channels]
+
+    def run_cpu(self, lib, x, out, c):
+        lib.call(f"cpu_bin_dense_{_wsuffix(self.fin.word_bits)}", x, c["w"], c["bias"], out,
+                 x.shape[0], self.fin.channels, self.fout.channels)
+
+
+class ArgmaxOp(Op):
+    """Scores -> predicted class; not a network layer, run after the last one."""
+    def __init__(self, index, fin):
+        super().__init__(index, ir.Flatten(name="argmax"), fin, Fmt("int", (1,), fin.word_bits))
+        self.kernel = "argmax_scores"
+
+    @property
+    def label(self):
+        return "argmax of the scores"
+
+    def work(self, n):
+        return Work(n, 1, 1)
+
+    def kernel_args(self, x, out, c):
+        return [x, out, self.fin.channels]
+
+    def run_cpu(self, lib, x, out, c):
+        lib.call("cpu_argmax_scores", x, out, x.shape[0], self.fin.channels)
+
+
+_OPS = {ir.IntConv2d: ConvOp, ir.BinConv2d: ConvOp, ir.Step: StepOp, ir.MaxPool2d: MaxPoolOp,
+        ir.Flatten: FlattenOp, ir.BinDense: DenseOp}
+
+
+def input_format(net: ir.Network, word_bits: int) -> Fmt:
+    """Format of the network input: uint8 stays uint8 only where IntConv2d reads it directly
+    (a quarter of the bytes to copy); other integers are int32."""
+    kind = net.input_kind
+    if kind == "uint8" and not isinstance(net.layers[0], ir.IntConv2d):
+        kind = "int"
+    return Fmt(kind, net.input_shape, word_bits)
+
+
+def prepare(net: ir.Network, word_bits: int) -> list[Op]:
+    """One Op per layer; refuses layers the BNN kernels do not implement."""
+    if word_bits not in bnn.WORD_DTYPES:
+        raise GpuKernelError(f"word size must be 32 or 64 bits, got {word_bits!r}")
+    ops = []
+    fin = input_format(net, word_bits)
+    for i, layer in enumerate(net.layers):
+        cls = _OPS.get(type(layer))
+        if cls is None:
+            raise GpuKernelError(f"{layer.label(i)}: the BNN kernels implement IntConv2d, "
+                                 f"BinConv2d, Step, MaxPool2d, Flatten and BinDense only")
+        shape, kind = net.shapes[i + 1]
+        fout = Fmt("int" if kind == "uint8" else kind, shape, word_bits)
+        ops.append(cls(i, layer, fin, fout))
+        fin = fout
+    return ops
+
+
+def check_int32_ranges(net: ir.Network, x: np.ndarray) -> None:
+    """Refuse a network whose sums could leave int32 for this input (the golden models raise
+    instead of wrapping; the kernels accumulate in int32, so they must never be asked to).
+    A static bound: |conv| <= max|in| * 9 * C + max|bias|, |dense| <= K + max|bias|."""
+    bound = int(np.abs(x.astype(np.int64)).max(initial=0)) if net.input_kind != "binary" else 1
+    for i, layer in enumerate(net.layers):
+        if isinstance(layer, (ir.IntConv2d, ir.BinConv2d, ir.BinDense)):
+            fan_in = layer.weight.shape[1] * (9 if layer.weight.ndim == 4 else 1)
+            mag = bound if isinstance(layer, ir.IntConv2d) else 1
+            bound = mag * fan_in + int(np.abs(layer.bias.astype(np.int64)).max(initial=0))
+            if bound > INT32_MAX:
+                raise GpuKernelError(f"{layer.label(i)}: sums could reach {bound}, beyond int32 "
+                                     f"(the golden models refuse such results); refusing to run")
+        elif isinstance(layer, ir.Step):
+            bound = 1

@@ -1,0 +1,311 @@
+"""Running a network layer by layer on the GPU (CuPy or emulation) and the CPU implementation,
+following a per-layer mapping, with every layer's output in the golden format.
+
+Data stays where the last layer left it: consecutive GPU layers hand device buffers to each
+other, and a host<->device copy happens only where the mapping switches device, plus the
+network input (which starts on the host) and the final scores (which end there). Those copies
+are timed and listed in RunResult.transfers. Copies made only to return every layer's output
+(keep_outputs=True) happen after the timed work and are not listed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from models import golden, ir
+from gpu_kernels import launch as launch_mod
+from gpu_kernels.configs import CPU, check_impl
+from gpu_kernels.cpu_impl import cpu_impl
+from gpu_kernels.devices import get_gpu
+from gpu_kernels.errors import GpuKernelError, MappingError
+from gpu_kernels.layer_ops import ArgmaxOp, Op, check_int32_ranges, prepare
+
+DEFAULT_CONFIG = "X"
+HOST, GPU = "host", "gpu"
+
+
+@dataclass
+class LayerRecord:
+    index: int
+    layer: str           # describe() of the layer
+    impl: str            # "cpu" or a configuration
+    device: str          # "host" or "gpu"
+    seconds: float = 0.0
+    launch: dict | None = None   # grid/block of the first batch (GPU layers)
+
+
+@dataclass
+class Transfer:
+    boundary: int        # tensor entering layer `boundary` (len(layers) = the network output)
+    direction: str       # "h2d" or "d2h"
+    tensor: str = "activation"   # "activation" or "predictions" (argmax of the scores)
+    bytes: int = 0
+    seconds: float = 0.0
+    count: int = 0
+
+
+@dataclass
+class RunResult:
+    outputs: list | None          # every layer's output in golden format (keep_outputs=True)
+    scores: np.ndarray            # last layer's output, golden format
+    predictions: np.ndarray | None
+    layers: list                  # LayerRecord per layer
+    transfers: list               # Transfer per (boundary, direction) that happened
+    backend: str                  # "cupy", "emulation" or "cpu" (what actually ran GPU layers)
+    device_name: str | None
+    word_bits: int
+    batch: int
+    n_images: int
+    wall_s: float                 # first input copy to scores on the host, all batches
+    timing: str = ""              # what the per-layer seconds are
+
+    @property
+    def layer_s(self) -> list[float]:
+        return [r.seconds for r in self.layers]
+
+    @property
+    def transfer_s(self) -> float:
+        return sum(t.seconds for t in self.transfers)
+
+    @property
+    def impls(self) -> list[str]:
+        return [r.impl for r in self.layers]
+
+    def as_dict(self) -> dict:
+        """JSON-serialisable summary (no tensors)."""
+        return {"backend": self.backend, "device_name": self.device_name,
+                "word_bits": self.word_bits, "batch": self.batch, "n_images": self.n_images,
+                "wall_s": self.wall_s, "timing": self.timing,
+                "layers": [asdict(r) for r in self.layers],
+                "transfers": [asdict(t) for t in self.transfers]}
+
+    def summary(self) -> str:
+        lines = [f"backend {self.backend}" + (f" ({self.device_name})" if self.device_name else "")
+                 + f", {self.n_images} images in batches of {self.batch}, {self.word_bits}-bit words",
+                 f"{'#':>3} {'layer':34s} {'impl':>4} {'device':>6} {'ms':>10}"]
+        for r in self.layers:
+            lines.append(f"{r.index:3d} {r.layer:34s} {r.impl:>4} {r.device:>6} {1e3 * r.seconds:10.3f}")
+        for t in self.transfers:
+            lines.append(f"    transfer {t.direction} of the {t.tensor} at boundary {t.boundary}: {t.count} x, "
+                         f"{t.bytes / 1e6:.3f} MB, {1e3 * t.seconds:.3f} ms")
+        lines.append(f"    wall {1e3 * self.wall_s:.3f} ms ({self.timing})")
+        return "\n".join(lines)
+
+
+def load_network(net) -> ir.Network:
+    """An ir.Network as is; a path to an .onnx file or an onnx.ModelProto through the ONNX
+    importer (models.onnx_import.import_onnx, imported only when needed)."""
+    if isinstance(net, ir.Network):
+        return net
+    from models.onnx_import import import_onnx     # noqa: PLC0415 (optional dependency path)
+    return import_onnx(str(net) if not hasattr(net, "graph") else net)
+
+
+def resolve_mapping(mapping, n_layers: int) -> tuple[list[str], int | None]:
+    """Per-layer implementation names and the mapping's batch size (if it has one).
+
+    Accepted: None (every layer DEFAULT_CONFIG), one name for every layer, a list of names, a
+    dict {layer index: name} (others DEFAULT_CONFIG), a mapper Choice (impls + batch) or a
+    mapper Mapping (its transfer-aware "dp" choice)."""
+    batch = None
+    if hasattr(mapping, "dp") and hasattr(mapping, "algorithm1"):
+        mapping = mapping.dp
+    if hasattr(mapping, "impls") and hasattr(mapping, "batch"):
+        mapping, batch = list(mapping.impls), int(mapping.batch)
+    if mapping is None:
+        impls = [DEFAULT_CONFIG] * n_layers
+    elif isinstance(mapping, str):
+        impls = [check_impl(mapping)] * n_layers
+    elif isinstance(mapping, dict):
+        bad = [k for k in mapping if not isinstance(k, (int, np.integer)) or not 0 <= k < n_layers]
+        if bad:
+            raise MappingError(f"mapping names layers {bad}; the network has layers 0..{n_layers - 1}")
+        impls = [check_impl(mapping.get(i, DEFAULT_CONFIG)) for i in range(n_layers)]
+    else:
+        impls = [check_impl(m) for m in mapping]
+        if len(impls) != n_layers:
+            raise MappingError(f"mapping has {len(impls)} entries for {n_layers} layers")
+    return impls, batch
+
+
+class Runner:
+    """A network prepared once (weights packed and resident on the device) and run many times."""
+
+    def __init__(self, net, mapping=None, backend: str = "auto", word_bits: int = 32,
+                 batch: int | None = None, *, threads: int = launch_mod.DEFAULT_THREADS,
+                 window: int | None = None):
+        self.net = load_network(net)
+        self.impls, mapping_batch = resolve_mapping(mapping, len(self.net.layers))
+        self.batch = batch if batch is not None else mapping_batch
+        if self.batch is not None and (not isinstance(self.batch, (int, np.integer)) or self.batch < 1):
+            raise GpuKernelError(f"batch must be a positive integer, got {self.batch!r}")
+        self.word_bits = word_bits
+        self.ops: list[Op] = prepare(self.net, word_bits)
+        self.gpu = get_gpu(backend)
+        if self.gpu is None:
+            self.impls = [CPU] * len(self.ops)
+        self.backend = self.gpu.backend if self.gpu is not None else "cpu"
+        self.threads, self.window = threads, window
+        self.cpu = cpu_impl()
+        self._dev_consts: dict[int, dict] = {}
+        self._host_out: dict[int, np.ndarray] = {}
+        self._plans: dict[tuple, launch_mod.Launch] = {}
+        self.argmax = ArgmaxOp(len(self.ops), self.ops[-1].fout)
+
+    # -- planning ---------------------------------------------------------------------------
+    def plan(self, op: Op, n: int, config: str) -> launch_mod.Launch | None:
+        if op.kernel is None:
+            return None
+        key = (op.index, n, config)
+        if key not in self._plans:
+            self._plans[key] = launch_mod.plan(op.work(n), config, threads=self.threads,
+                                               window=self.window, what=op.label)
+        return self._plans[key]
+
+    def consts_on_gpu(self, op: Op) -> dict:
+        if op.index not in self._dev_consts:
+            self._dev_consts[op.index] = {k: self.gpu.upload(v) for k, v in op.consts.items()}
+        return self._dev_consts[op.index]
+
+    # -- one layer --------------------------------------------------------------------------
+    def run_op_gpu(self, op: Op, x, config: str):
+        """Launch one layer's kernel on device buffer x; returns the output buffer."""
+        n = x.shape[0]
+        if op.kernel is None:
+            return x
+        out = self.gpu.empty(op.fout.host_shape(n), op.fout.dtype)
+        self.gpu.launch(op.kernel, self.plan(op, n, config), op.kernel_args(x, out, self.consts_on_gpu(op)))
+        return out
+
+    def run_op_cpu(self, op: Op, x: np.ndarray, reuse: bool = False) -> np.ndarray:
+        """Run one layer on the CPU implementation. With `reuse`, the output buffer of the
+        previous batch is written again: fresh large arrays cost a page fault per 4 KiB on
+        first touch, which for a conv layer's int32 output takes longer than the layer."""
+        if op.kernel is None:
+            return x
+        shape = op.fout.host_shape(x.shape[0])
+        out = self._host_out.get(op.index) if reuse else None
+        if out is None or out.shape != shape:
+            out = np.empty(shape, op.fout.dtype)
+            if reuse:
+                self._host_out[op.index] = out
+        op.run_cpu(self.cpu, x, out, op.consts)
+        return out
+
+    # -- whole network ----------------------------------------------------------------------
+    def run(self, x, *, keep_outputs: bool = True, predictions: bool = True,
+            progress: bool = False) -> RunResult:
+        net = self.net
+        x = golden.check_input(net, x)
+        n_images = x.shape[0]
+        if n_images < 1:
+            raise GpuKernelError("the batch is empty")
+        check_int32_ranges(net, x)
+        batch = self.batch or n_images
+        devices = [HOST if m == CPU else GPU for m in self.impls]
+        for op, impl in zip(self.ops, self.impls):       # refuse unmappable launches up front
+            if impl != CPU:
+                self.plan(op, min(batch, n_images), impl)
+        records = [LayerRecord(op.index, op.layer.describe(), impl, dev)
+                   for op, impl, dev in zip(self.ops, self.impls, devices)]
+        for op, rec in zip(self.ops, records):
+            if rec.device == GPU and op.kernel is not None:
+                rec.launch = self.plan(op, min(batch, n_images), rec.impl).as_dict()
+        transfers: dict[tuple, Transfer] = {}
+        outputs = [[] for _ in self.ops] if keep_outputs else None
+        scores_parts, pred_parts = [], []
+        want_pred = predictions and self.ops[-1].fout.kind == "int" and not self.ops[-1].fout.spatial
+        gpu = self.gpu
+
+        def move(cur, where, to, boundary, pending, tensor="activation"):
+            if where == to:
+                return cur
+            direction = "h2d" if to == GPU else "d2h"
+            t = transfers.setdefault((boundary, direction, tensor), Transfer(boundary, direction, tensor))
+            t.count += 1
+            t.bytes += int(cur.nbytes)
+            e0 = gpu.event()
+            cur = gpu.upload(cur) if to == GPU else gpu.download(cur)
+            pending.append((t, e0, gpu.event()))
+            return cur
+
+        chunks = range(0, n_images, batch)
+        if progress:
+            from tqdm import tqdm          # noqa: PLC0415
+            chunks = tqdm(chunks, desc=f"{net.name} ({self.backend})", unit="batch")
+        if gpu is not None:
+            gpu.synchronize()
+        t_start = time.perf_counter()
+        for s in chunks:
+            pending = []                   # (record, start event, end event), read after a sync
+            cur = self.ops[0].fin.from_golden(x[s:s + batch])
+            where = HOST
+            for op, rec in zip(self.ops, records):
+                cur = move(cur, where, rec.device, op.index, pending)
+                where = rec.device
+                if where == GPU:
+                    e0 = gpu.event()
+                    cur = self.run_op_gpu(op, cur, rec.impl)
+                    pending.append((rec, e0, gpu.event()))
+                else:
+                    t0 = time.perf_counter()
+                    cur = self.run_op_cpu(op, cur, reuse=not keep_outputs)
+                    rec.seconds += time.perf_counter() - t0
+                if keep_outputs:
+                    outputs[op.index].append(cur if where == HOST else ("dev", cur))
+            if want_pred:
+                if where == GPU:
+                    e0 = gpu.event()
+                    pred = self.run_op_gpu(self.argmax, cur, DEFAULT_CONFIG)
+                    pending.append((None, e0, gpu.event()))
+                    pred = move(pred, GPU, HOST, len(self.ops), pending, "predictions")
+                else:
+                    pred = self.run_op_cpu(self.argmax, cur)
+                pred_parts.append(pred)
+            cur = move(cur, where, HOST, len(self.ops), pending)
+            scores_parts.append(cur.copy() if not keep_outputs and where == HOST else cur)
+            for rec, e0, e1 in pending:
+                if rec is not None:
+                    rec.seconds += gpu.elapsed_s(e0, e1)
+        if gpu is not None:
+            gpu.synchronize()
+        wall = time.perf_counter() - t_start
+
+        def golden_format(i, parts):
+            arrays = [gpu.download(p[1]) if isinstance(p, tuple) else p for p in parts]
+            return self.ops[i].fout.to_golden(np.concatenate(arrays), net.shapes[i + 1][1])
+
+        outs = [golden_format(i, parts) for i, parts in enumerate(outputs)] if keep_outputs else None
+        last = len(self.ops) - 1
+        scores = outs[last] if keep_outputs else self.ops[last].fout.to_golden(
+            np.concatenate(scores_parts), net.shapes[-1][1])
+        preds = np.concatenate(pred_parts).reshape(-1).astype(np.int64) if want_pred else None
+        timing = ("GPU layers: CUDA events; CPU layers and wall: perf_counter" if self.backend == "cupy"
+                  else "perf_counter (emulated GPU layers: NOT GPU timings)" if self.backend == "emulation"
+                  else "perf_counter")
+        return RunResult(outputs=outs, scores=scores, predictions=preds, layers=records,
+                         transfers=sorted(transfers.values(), key=lambda t: (t.boundary, t.direction)),
+                         backend=self.backend,
+                         device_name=getattr(gpu, "device_name", None), word_bits=self.word_bits,
+                         batch=batch, n_images=n_images, wall_s=wall, timing=timing)
+
+
+def run_network(net, x, mapping=None, backend: str = "auto", word_bits: int = 32,
+                batch: int | None = None, *, keep_outputs: bool = True, predictions: bool = True,
+                threads: int = launch_mod.DEFAULT_THREADS, window: int | None = None,
+                progress: bool = False) -> RunResult:
+    """Run `net` (ir.Network, .onnx path or onnx.ModelProto) on the batch `x` (golden input
+    format, [N, *net.input_shape]).
+
+    mapping: None (every layer on configuration "X"), "cpu" or a configuration for every layer,
+    a list with one per layer, {layer index: impl}, or a mapper Mapping / Choice.
+    backend: "auto" (CuPy if a CUDA device is usable, else the emulation), "cupy", "emulation",
+    or "cpu" (every layer on the CPU implementation, whatever the mapping says).
+    batch: images per pass (default: the mapping's, else all at once).
+    Returns a RunResult: every layer's output in golden format (keep_outputs), scores,
+    predictions (first max), per-layer seconds, the host<->device transfers, the backend used.
+    """
+    runner = Runner(net, mapping, backend, word_bits, batch, threads=threads, window=window)
+    return runner.run(x, keep_outputs=keep_outputs, predictions=predictions, progress=progress)

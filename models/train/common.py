@@ -65,9 +65,13 @@ def accuracy(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> float
 def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batch: int = 64,
         augment: bool = True, desc: str = "train", weight_decay: float = 0.0,
         on_epoch_start=None, after_step=None, before_eval=None, select_from: int = 0,
+        teacher=None, kd_alpha: float = 0.7, kd_temperature: float = 2.0,
         progress: bool = True) -> History:
-    """Adam + cosine learning rate, cross-entropy; keeps the state with the best validation
-    accuracy (of epochs >= `select_from`) and restores it at the end."""
+    """Adam + cosine learning rate, cross-entropy (plus distillation from `teacher`'s logits
+    when given); keeps the state with the best validation accuracy (of epochs >=
+    `select_from`) and restores it at the end."""
+    if teacher is not None:
+        teacher.eval()
     x, y = train
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
@@ -88,6 +92,12 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
                 xb = random_shift(xb, gen)
             out = model(xb)
             loss = torch.nn.functional.cross_entropy(out, yb)
+            if teacher is not None:
+                with torch.no_grad():
+                    soft = torch.softmax(teacher(xb) / kd_temperature, dim=1)
+                kd = torch.nn.functional.kl_div(
+                    torch.log_softmax(out / kd_temperature, dim=1), soft, reduction="batchmean")
+                loss = (1 - kd_alpha) * loss + kd_alpha * kd_temperature ** 2 * kd
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -1,0 +1,83 @@
+"""Launch geometry of the seven configurations and CUDA's limits."""
+import pytest
+
+from gpu_kernels import CONFIGS, LaunchError
+from gpu_kernels.launch import MAX_BLOCK_DIM, MAX_GRID_DIM, Work, plan
+from gpu_kernels.networks import cifar10_bnn, fashion_bnn
+from gpu_kernels.layer_ops import prepare
+
+CONV = Work(n=100, p=14 * 14, f=64, row=14)      # the second Fashion conv, batch 100
+
+
+@pytest.mark.parametrize("config, grid, chunks", [
+    ("X", (100, 1, 1), (1, 196, 64)),        # one image per block
+    ("Y", (1, 14, 1), (100, 14, 64)),        # one window (an output row) per block
+    ("Z", (1, 1, 64), (100, 196, 1)),        # one neuron per block
+    ("XY", (100, 14, 1), (1, 14, 64)),
+    ("XZ", (100, 1, 64), (1, 196, 1)),
+    ("YZ", (1, 14, 64), (100, 14, 1)),
+    ("XYZ", (100, 14, 64), (1, 14, 1)),
+])
+def test_grid_spreads_exactly_the_configured_axes(config, grid, chunks):
+    launch = plan(CONV, config)
+    assert launch.grid == grid and launch.chunks == chunks
+    assert launch.threads <= 256
+
+
+def test_block_threads_go_to_window_pixels_then_neurons():
+    assert plan(CONV, "X").block == (64, 4, 1)        # 64 neurons x 4 pixels
+    assert plan(CONV, "Y").block == (18, 14, 1)       # the 14 pixels of the window, then neurons
+    assert plan(CONV, "XYZ").block == (1, 14, 1)      # HEP-BNN XYZ: threads = pixels of a row
+    assert plan(CONV, "Z").block == (1, 196, 1)
+    assert plan(CONV, "YZ", threads=1024).block == (1, 14, 64)   # then images, blockDim.z <= 64
+    assert plan(Work(5000, 1, 3), "Y", threads=1024).block == (3, 1, 64)  # blockDim.z <= 64
+
+
+def test_window_option():
+    launch = plan(CONV, "Y", window=49)
+    assert launch.grid == (1, 4, 1) and launch.chunks[1] == 49
+
+
+@pytest.mark.parametrize("net", [fashion_bnn(0), cifar10_bnn(0)], ids=["fashion", "cifar10"])
+@pytest.mark.parametrize("batch", [1, 256, 10_000])
+def test_every_layer_maps_in_every_configuration(net, batch):
+    for op in prepare(net, 32):
+        if op.kernel is None:
+            continue
+        for config in CONFIGS:
+            launch = plan(op.work(batch), config, what=op.label)
+            assert all(b <= m for b, m in zip(launch.block, MAX_BLOCK_DIM))
+            assert all(g <= m for g, m in zip(launch.grid, MAX_GRID_DIM))
+            assert launch.threads <= 1024
+            # the blocks' chunks cover every output
+            for g, c, e in zip(launch.grid, launch.chunks, (launch.work.n, launch.work.p, launch.work.f)):
+                assert g * c >= e and (g - 1) * c < e
+
+
+def test_unmappable_launches_raise_clear_errors():
+    wide = Work(n=8, p=1, f=70_000)                    # a dense layer with 70,000 neurons
+    with pytest.raises(LaunchError, match=r"layer 7 \(BinDense\) in configuration Z: 70000 "
+                                          r"neurons need gridDim.z = 70000 blocks, above "
+                                          r"CUDA's limit of 65535"):
+        plan(wide, "Z", what="layer 7 (BinDense)")
+    for config in ("X", "Y", "XY"):
+        assert plan(wide, config).grid[2] == 1          # fine without Z
+    tall = Work(n=2, p=4096 * 4096, f=8, row=16)        # 2^20 windows of 16 pixels
+    with pytest.raises(LaunchError, match="gridDim.y"):
+        plan(tall, "Y")
+    with pytest.raises(LaunchError, match="1025 threads per block requested; CUDA allows 1..1024"):
+        plan(CONV, "X", threads=1025)
+    with pytest.raises(LaunchError, match="window of 0 pixels"):
+        plan(CONV, "Y", window=0)
+    with pytest.raises(LaunchError, match="'cpu' is not a GPU configuration"):
+        plan(CONV, "cpu")
+
+
+def test_runner_refuses_unmappable_layer_before_running():
+    import numpy as np
+    from models import ir
+    from gpu_kernels import run_network
+    net = ir.Network((16,), "binary", [ir.BinDense(weight=np.ones((70_000, 16), np.int8),
+                                                   bias=np.zeros(70_000, np.int32))])
+    with pytest.raises(LaunchError, match="gridDim.z = 70000"):
+        run_network(net, np.ones((1, 16), np.int8), "XZ", backend="emulation")

@@ -6,7 +6,7 @@ import pytest
 from models import golden
 from gpu_kernels import Runner, run_network
 from gpu_kernels.layer_cases import all_cases, case_seed, make_case
-from gpu_helpers import assert_same, needs_gxx
+from gpu_kernels.testing import assert_same, needs_gxx
 
 pytestmark = needs_gxx
 

@@ -11,7 +11,7 @@ from gpu_kernels.devices import EmuBuffer, get_gpu
 from gpu_kernels.errors import GpuKernelError
 from gpu_kernels.launch import Launch, Work, plan
 from gpu_kernels.layer_cases import LAYER_KINDS, all_cases, case_seed, make_case
-from gpu_helpers import assert_same, needs_gxx
+from gpu_kernels.testing import assert_same, needs_gxx
 
 pytestmark = needs_gxx
 

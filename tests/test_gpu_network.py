@@ -8,7 +8,7 @@ from models import golden, ir
 from models.checks import NumericsError
 from gpu_kernels import (CONFIGS, GpuKernelError, MappingError, Runner, run_network)
 from gpu_kernels.networks import build_bnn, fashion_bnn, random_images
-from gpu_helpers import assert_same, needs_gxx
+from gpu_kernels.testing import assert_same, needs_gxx
 
 pytestmark = needs_gxx
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the GPU-path tests (not a test module)."""
+"""Helpers shared by the GPU-path tests (tests/test_gpu_*.py and gpu_kernels.selfcheck)."""
 from __future__ import annotations
 
 import shutil

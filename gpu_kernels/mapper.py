@@ -1,0 +1,296 @@
+"""Layer-to-device mapping (HEP-BNN's Algorithm 1, and a transfer-aware improvement).
+
+Both work on a Profile (profiling.py): seconds per batch of b images for every layer in every
+implementation (the CPU and the seven GPU configurations), and the copy time of every tensor
+between layers. Costs are for the whole data set: n_images in ceil(n_images / b) batches.
+
+* Algorithm 1, as published: for each batch size keep the fastest implementation of each layer
+  and sum those times; pick the batch size with the lowest sum. It ignores the copies that its
+  per-layer choices imply (HEP-BNN copied every tensor to and from the host around every GPU
+  layer anyway).
+* DP: for each batch size, dynamic programming over layers and the two devices (host, GPU):
+  the cost of being on a device after layer i is the best of staying or paying one copy of the
+  boundary tensor, plus the fastest implementation on that device. The input starts and the
+  scores end on the host. Exact for this cost model, so never worse than Algorithm 1's
+  mapping under it (both are reported with their true cost including copies).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from models import ir
+from gpu_kernels.configs import CPU
+from gpu_kernels.errors import GpuKernelError
+from gpu_kernels.profiling import JsonProfile, MeasuredProfile, Profile
+from gpu_kernels.runner import load_network
+
+HOST, GPU = "host", "gpu"
+
+
+def _device(impl: str) -> str:
+    return HOST if impl == CPU else GPU
+
+
+@dataclass
+class Choice:
+    algorithm: str                 # "algorithm1" or "dp"
+    batch: int
+    impls: list                    # one implementation per layer
+    layer_s: list                  # whole-data-set seconds of each chosen layer
+    transfers: list                # [{"boundary", "direction", "seconds"}] the mapping implies
+    objective_s: float             # what the algorithm minimised (Algorithm 1: layers only)
+    total_s: float                 # layers + implied copies (the honest prediction)
+    per_batch_s: dict = field(default_factory=dict)   # objective at every batch size
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["per_batch_s"] = {str(b): v for b, v in self.per_batch_s.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Choice":
+        d = dict(d)
+        d["per_batch_s"] = {int(b): v for b, v in d.get("per_batch_s", {}).items()}
+        return cls(**d)
+
+
+@dataclass
+class Mapping:
+    network: str
+    n_images: int
+    profile: Profile
+    algorithm1: Choice
+    dp: Choice
+
+    def choice(self, algorithm: str = "dp") -> Choice:
+        if algorithm not in ("dp", "algorithm1"):
+            raise GpuKernelError(f"algorithm must be 'dp' or 'algorithm1', got {algorithm!r}")
+        return self.dp if algorithm == "dp" else self.algorithm1
+
+    def to_json(self) -> dict:
+        return {"network": self.network, "n_images": self.n_images,
+                "algorithm1": self.algorithm1.as_dict(), "dp": self.dp.as_dict(),
+                "profile": self.profile.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Mapping":
+        try:
+            return cls(d["network"], int(d["n_images"]), Profile.from_json(d["profile"]),
+                       Choice.from_dict(d["algorithm1"]), Choice.from_dict(d["dp"]))
+        except (KeyError, TypeError) as exc:
+            raise GpuKernelError(f"malformed mapping JSON: {exc!r}") from None
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_json(), indent=1))
+        return path
+
+    def table(self) -> str:
+        return format_table(self)
+
+    def heatmap(self, path) -> Path | None:
+        return write_heatmap(self, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cost model
+# ---------------------------------------------------------------------------------------------
+def n_batches(n_images: int, batch: int) -> int:
+    return math.ceil(n_images / batch)
+
+
+def transfers_of(impls, prof: Profile, batch: int, n_images: int) -> list[dict]:
+    """The copies a per-layer mapping implies: input from the host, every device switch, the
+    scores back to the host."""
+    k = n_batches(n_images, batch)
+    where, out = HOST, []
+    for i, dev in enumerate([_device(m) for m in impls] + [HOST]):
+        if dev != where:
+            direction = "h2d" if dev == GPU else "d2h"
+            table = prof.h2d_s if dev == GPU else prof.d2h_s
+            out.append({"boundary": i, "direction": direction, "seconds": table[batch][i] * k})
+            where = dev
+    return out
+
+
+def evaluate(impls, prof: Profile, batch: int, n_images: int) -> tuple[list, list, float]:
+    """(per-layer seconds, copies, total seconds) of a mapping for the whole data set."""
+    k = n_batches(n_images, batch)
+    layer_s = []
+    for i, m in enumerate(impls):
+        t = prof.layer_s[batch][i][prof.impls.index(m)]
+        if t is None:
+            raise GpuKernelError(f"layer {i} cannot run as {m} at batch {batch}")
+        layer_s.append(t * k)
+    copies = transfers_of(impls, prof, batch, n_images)
+    return layer_s, copies, sum(layer_s) + sum(c["seconds"] for c in copies)
+
+
+def _fastest(row, impls, allowed) -> tuple[str | None, float]:
+    best, best_t = None, math.inf
+    for m, t in zip(impls, row):
+        if t is not None and m in allowed and t < best_t:
+            best, best_t = m, t
+    return best, best_t
+
+
+def algorithm1(prof: Profile, n_images: int) -> Choice:
+    """HEP-BNN Algorithm 1: fastest implementation per layer, lowest sum over batch sizes."""
+    per_batch, picks = {}, {}
+    for b in prof.batch_sizes:
+        k = n_batches(n_images, b)
+        picks[b] = [_fastest(row, prof.impls, prof.impls)[0] for row in prof.layer_s[b]]
+        per_batch[b] = sum(_fastest(row, prof.impls, prof.impls)[1] * k for row in prof.layer_s[b])
+    best = min(prof.batch_sizes, key=lambda b: per_batch[b])    # first on ties
+    layer_s, copies, total = evaluate(picks[best], prof, best, n_images)
+    return Choice("algorithm1", best, picks[best], layer_s, copies, per_batch[best], total, per_batch)
+
+
+def dp_mapping(prof: Profile, n_images: int) -> Choice:
+    """Transfer-aware mapping: DP over layers x {host, GPU}, then the best batch size."""
+    gpu_impls = [m for m in prof.impls if m != CPU]
+    host_impls = [CPU] if CPU in prof.impls else []
+    per_batch, picks = {}, {}
+    for b in prof.batch_sizes:
+        k = n_batches(n_images, b)
+        L = len(prof.layers)
+        cost = {HOST: 0.0, GPU: math.inf}
+        back = []                       # per layer: {device: (previous device, impl)}
+        for i in range(L):
+            # the tensor entering layer i may be copied once, then the layer runs where it is
+            reach = {HOST: (cost[HOST], HOST), GPU: (cost[GPU], GPU)}
+            if cost[GPU] + prof.d2h_s[b][i] * k < reach[HOST][0]:
+                reach[HOST] = (cost[GPU] + prof.d2h_s[b][i] * k, GPU)
+            if cost[HOST] + prof.h2d_s[b][i] * k < reach[GPU][0]:
+                reach[GPU] = (cost[HOST] + prof.h2d_s[b][i] * k, HOST)
+            step, new = {}, {}
+            for dev, allowed in ((HOST, host_impls), (GPU, gpu_impls)):
+                m, t = _fastest(prof.layer_s[b][i], prof.impls, allowed)
+                new[dev] = reach[dev][0] + t * k if m is not None else math.inf
+                step[dev] = (reach[dev][1], m)
+            cost = new
+            back.append(step)
+        end_host = cost[HOST]
+        end_gpu = cost[GPU] + prof.d2h_s[b][L] * k
+        dev = HOST if end_host <= end_gpu else GPU
+        per_batch[b] = min(end_host, end_gpu)
+        impls = []
+        for i in reversed(range(L)):
+            prev, m = back[i][dev]
+            impls.append(m)
+            dev = prev
+        picks[b] = impls[::-1]
+    best = min(prof.batch_sizes, key=lambda b: per_batch[b])
+    if math.isinf(per_batch[best]):
+        raise GpuKernelError("no implementation of some layer can run at any batch size")
+    layer_s, copies, total = evaluate(picks[best], prof, best, n_images)
+    return Choice("dp", best, picks[best], layer_s, copies, total, total, per_batch)
+
+
+def _profile_source(src):
+    if isinstance(src, (MeasuredProfile, JsonProfile)) or hasattr(src, "profile"):
+        return src
+    if isinstance(src, (Profile, dict)):
+        return JsonProfile(src)
+    if src == "measured":
+        return MeasuredProfile()
+    if isinstance(src, (str, Path)):
+        return JsonProfile(src)
+    raise GpuKernelError(f"profile source must be 'measured', a JSON path, a Profile or a "
+                         f"source object, got {type(src).__name__}")
+
+
+def batch_range(bl: int, bu: int) -> list[int]:
+    """HEP-BNN's batch sizes 2^bl .. 2^bu."""
+    if not 0 <= bl <= bu <= 20:
+        raise GpuKernelError(f"batch exponents must satisfy 0 <= bl <= bu <= 20, got {bl}, {bu}")
+    return [1 << e for e in range(bl, bu + 1)]
+
+
+def map_network(net, batch_sizes, profile_source="measured", n_images: int = 10_000) -> Mapping:
+    """Profile `net` (ir.Network or ONNX path) for each batch size and map it both ways."""
+    net = load_network(net)
+    batch_sizes = sorted({int(b) for b in batch_sizes})
+    if not batch_sizes or batch_sizes[0] < 1:
+        raise GpuKernelError(f"batch sizes must be positive integers, got {batch_sizes}")
+    if n_images < 1:
+        raise GpuKernelError(f"n_images must be positive, got {n_images}")
+    prof = _profile_source(profile_source).profile(net, batch_sizes)
+    prof.validate()
+    return Mapping(net.name, n_images, prof, algorithm1(prof, n_images), dp_mapping(prof, n_images))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------------------------
+def format_table(m: Mapping) -> str:
+    p = m.profile
+    lines = [f"{m.network}: {m.n_images} images, profile {p.source}"]
+    for ch in (m.algorithm1, m.dp):
+        b = ch.batch
+        k = n_batches(m.n_images, b)
+        lines.append("")
+        lines.append(f"{ch.algorithm} -> batch {b}: objective {1e3 * ch.objective_s:.3f} ms, "
+                     f"with copies {1e3 * ch.total_s:.3f} ms (whole data set; * = chosen)")
+        lines.append(f"{'#':>3} {'layer':30s} " + " ".join(f"{i:>9}" for i in p.impls))
+        for i, name in enumerate(p.layers):
+            cells = []
+            for impl, t in zip(p.impls, p.layer_s[b][i]):
+                s = "n/a" if t is None else f"{1e3 * t * k:.3f}"
+                cells.append(f"{s + ('*' if impl == ch.impls[i] else ' '):>9}")
+            lines.append(f"{i:3d} {name[:30]:30s} " + " ".join(cells))
+        for c in ch.transfers:
+            lines.append(f"    copy {c['direction']} at boundary {c['boundary']}: "
+                         f"{1e3 * c['seconds']:.3f} ms")
+    lines.append("")
+    lines.append("objective per batch size (ms): " + ", ".join(
+        f"{b}: A1 {1e3 * m.algorithm1.per_batch_s[b]:.3f} / DP {1e3 * m.dp.per_batch_s[b]:.3f}"
+        for b in p.batch_sizes))
+    return "\n".join(lines)
+
+
+def write_heatmap(m: Mapping, path) -> Path | None:
+    """PNG: one panel per batch size, layers x implementations, colour = log10 of the
+    microseconds per image; o = Algorithm 1's choice, x = DP's, at their batch sizes.
+    Returns None when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import numpy as np
+    except ImportError:
+        return None
+    p = m.profile
+    nb = len(p.batch_sizes)
+    cols = min(nb, 4)
+    rows = math.ceil(nb / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 3, 0.3 * len(p.layers) * rows + 1.4 * rows),
+                             squeeze=False, layout="constrained")
+    grids = {b: np.array([[np.nan if t is None else max(t / b, 1e-12) * 1e6 for t in row]
+                          for row in p.layer_s[b]]) for b in p.batch_sizes}
+    finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()])
+    vmin, vmax = np.log10(finite.min()), np.log10(finite.max())
+    im = None
+    for j, (ax, b) in enumerate(zip(axes.flat, p.batch_sizes)):
+        g = np.log10(grids[b])
+        im = ax.imshow(np.ma.masked_invalid(g), cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
+        ax.set_title(f"batch {b}", fontsize=9)
+        ax.set_xticks(range(len(p.impls)), p.impls, fontsize=7)
+        ax.set_yticks(range(len(p.layers)), [f"{i} {n[:26]}" for i, n in enumerate(p.layers)]
+                      if j % cols == 0 else [], fontsize=7)
+        for ch, style in ((m.algorithm1, {"marker": "o", "facecolors": "none", "edgecolors": "white"}),
+                          (m.dp, {"marker": "x", "c": "red"})):
+            if ch.batch == b:
+                ax.scatter([p.impls.index(x) for x in ch.impls], range(len(ch.impls)), s=40,
+                           linewidths=1.5, **style)
+    for ax in list(axes.flat)[nb:]:
+        ax.axis("off")
+    fig.suptitle(f"{m.network}: log10 us per image ({p.source}); o Algorithm 1, x DP", fontsize=9)
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

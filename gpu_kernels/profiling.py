@@ -1,0 +1,218 @@
+"""Timing sources for the mapper: per layer x implementation x batch size seconds, and the
+host<->device copy time of every tensor between layers.
+
+A source is anything with ``profile(net, batch_sizes) -> Profile``:
+* MeasuredProfile runs the layers: GPU configurations timed with CUDA events after warm-up
+  (CuPy), the CPU implementation with perf_counter; the median of `repeats` runs. With the
+  emulation backend the "GPU" numbers are emulation wall times, useful only to exercise the
+  pipeline (the profile says so).
+* JsonProfile reads a saved profile (Profile.to_json), so the search is tested without a GPU.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from models import ir
+from gpu_kernels.configs import CPU, IMPLS
+from gpu_kernels.errors import GpuKernelError, LaunchError
+from gpu_kernels.layer_ops import Fmt
+from gpu_kernels.runner import Runner, load_network
+
+
+@dataclass
+class Profile:
+    """Seconds per batch of `b` images, for each batch size b."""
+    network: str
+    layers: list                 # describe() of each layer
+    batch_sizes: list
+    layer_s: dict                # b -> [layer][impl] seconds (None: cannot run, e.g. launch limits)
+    h2d_s: dict                  # b -> [boundary 0..L] seconds to copy that tensor to the device
+    d2h_s: dict                  # b -> [boundary 0..L] seconds to copy it back
+    impls: list = field(default_factory=lambda: list(IMPLS))
+    source: str = "unknown"
+    meta: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        key = lambda d: {str(b): v for b, v in d.items()}   # noqa: E731
+        return {"network": self.network, "layers": self.layers, "impls": self.impls,
+                "batch_sizes": self.batch_sizes, "layer_s": key(self.layer_s),
+                "h2d_s": key(self.h2d_s), "d2h_s": key(self.d2h_s), "source": self.source,
+                "meta": self.meta}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Profile":
+        try:
+            unkey = lambda m: {int(b): v for b, v in m.items()}   # noqa: E731
+            p = cls(network=d["network"], layers=list(d["layers"]), impls=list(d["impls"]),
+                    batch_sizes=[int(b) for b in d["batch_sizes"]], layer_s=unkey(d["layer_s"]),
+                    h2d_s=unkey(d["h2d_s"]), d2h_s=unkey(d["d2h_s"]),
+                    source=d.get("source", "json"), meta=d.get("meta", {}))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise GpuKernelError(f"malformed profile JSON: {exc!r}") from None
+        p.validate()
+        return p
+
+    def validate(self) -> None:
+        n = len(self.layers)
+        bad_impls = [m for m in self.impls if m not in IMPLS]
+        if bad_impls:
+            raise GpuKernelError(f"profile names unknown implementations {bad_impls}")
+        for b in self.batch_sizes:
+            for what, table, rows in (("layer_s", self.layer_s, n), ("h2d_s", self.h2d_s, n + 1),
+                                      ("d2h_s", self.d2h_s, n + 1)):
+                if b not in table or len(table[b]) != rows:
+                    raise GpuKernelError(f"profile {what} for batch {b} must have {rows} entries")
+            for i, row in enumerate(self.layer_s[b]):
+                if len(row) != len(self.impls):
+                    raise GpuKernelError(f"profile layer {i}, batch {b}: {len(row)} times for "
+                                         f"{len(self.impls)} implementations")
+                if all(t is None for t in row):
+                    raise GpuKernelError(f"profile layer {i}, batch {b}: no implementation can run")
+
+
+class JsonProfile:
+    """A saved profile (a path, a JSON string's parsed dict, or a Profile)."""
+
+    def __init__(self, src):
+        if isinstance(src, Profile):
+            self._p = src
+        elif isinstance(src, dict):
+            self._p = Profile.from_json(src)
+        else:
+            path = Path(src)
+            try:
+                d = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise GpuKernelError(f"cannot read profile {path}: {exc}") from None
+            self._p = Profile.from_json(d.get("profile", d))     # a mapping JSON holds one too
+            self._p.source = f"json: {path}"
+
+    def profile(self, net: ir.Network, batch_sizes) -> Profile:
+        p = self._p
+        if len(p.layers) != len(net.layers) or any(
+                a != b.describe() for a, b in zip(p.layers, net.layers)):
+            raise GpuKernelError(f"the profile is of a different network ({p.network}: "
+                                 f"{len(p.layers)} layers) than {net.name} ({len(net.layers)} layers)")
+        missing = [b for b in batch_sizes if b not in p.layer_s]
+        if missing:
+            raise GpuKernelError(f"the profile has no times for batch sizes {missing} "
+                                 f"(it has {sorted(p.layer_s)})")
+        return Profile(p.network, p.layers, list(batch_sizes),
+                       {b: p.layer_s[b] for b in batch_sizes}, {b: p.h2d_s[b] for b in batch_sizes},
+                       {b: p.d2h_s[b] for b in batch_sizes}, p.impls, p.source, p.meta)
+
+
+def random_tensor(fmt: Fmt, n: int, rng: np.random.Generator) -> np.ndarray:
+    """A batch in kernel format with valid contents (zero padding bits), for timing."""
+    shape = fmt.host_shape(n)
+    if fmt.kind == "binary":
+        words = rng.integers(0, np.iinfo(fmt.dtype).max, size=shape, dtype=fmt.dtype, endpoint=True)
+        rem = fmt.channels - (fmt.words - 1) * fmt.word_bits
+        if rem < fmt.word_bits:
+            words[..., -1] &= fmt.dtype((1 << rem) - 1)
+        return words
+    if fmt.kind == "uint8":
+        return rng.integers(0, 256, size=shape, dtype=np.uint8)
+    return rng.integers(-64, 64, size=shape, dtype=np.int32)
+
+
+class MeasuredProfile:
+    """Times every layer in every implementation on this machine."""
+
+    def __init__(self, backend: str = "auto", word_bits: int = 32, repeats: int = 5,
+                 warmup: int = 2, impls=IMPLS, threads: int | None = None,
+                 window: int | None = None, progress: bool = False, seed: int = 0):
+        self.backend, self.word_bits = backend, word_bits
+        self.repeats, self.warmup = max(1, repeats), max(0, warmup)
+        self.impls = list(impls)
+        self.launch_kw = {k: v for k, v in (("threads", threads), ("window", window)) if v is not None}
+        self.progress, self.seed = progress, seed
+
+    def _median(self, fn) -> float:
+        for _ in range(self.warmup):
+            fn()
+        return statistics.median(fn() for _ in range(self.repeats))
+
+    def profile(self, net, batch_sizes) -> Profile:
+        net = load_network(net)
+        runner = Runner(net, "X", backend=self.backend, word_bits=self.word_bits, **self.launch_kw)
+        gpu, rng = runner.gpu, np.random.default_rng(self.seed)
+        if gpu is None and any(m != CPU for m in self.impls):
+            raise GpuKernelError("a measured profile of GPU configurations needs backend "
+                                 "'cupy' or 'emulation'")
+        L = len(runner.ops)
+        layer_s, h2d_s, d2h_s = {}, {}, {}
+        steps = [(b, i) for b in batch_sizes for i in range(L)]
+        if self.progress:
+            from tqdm import tqdm        # noqa: PLC0415
+            steps = tqdm(steps, desc=f"profiling {net.name}", unit="layer")
+        for b, i in steps:
+            op = runner.ops[i]
+            layer_s.setdefault(b, [None] * L)
+            x = random_tensor(op.fin, b, rng)
+            row = []
+            for impl in self.impls:
+                row.append(self._time_cpu(runner, op, x) if impl == CPU
+                           else self._time_gpu(runner, op, x, impl))
+            layer_s[b][i] = row
+            if i == L - 1:                                   # every boundary tensor of batch b
+                fmts = [o.fin for o in runner.ops] + [runner.ops[-1].fout]
+                tensors = [random_tensor(f, b, rng) for f in fmts]
+                h2d_s[b] = [self._time_copy(gpu, t, "h2d") for t in tensors]
+                d2h_s[b] = [self._time_copy(gpu, t, "d2h") for t in tensors]
+        if gpu is None:
+            zero = {b: [0.0] * (L + 1) for b in batch_sizes}
+            h2d_s, d2h_s = zero, dict(zero)
+        source = (f"measured: {gpu.backend}" + (f" ({gpu.device_name})" if gpu.is_real_gpu else
+                                                " (emulation wall times, NOT GPU timings)")
+                  if gpu is not None else "measured: cpu only")
+        return Profile(net.name, [l.describe() for l in net.layers], list(batch_sizes), layer_s,
+                       h2d_s, d2h_s, self.impls, source,
+                       {"word_bits": self.word_bits, "repeats": self.repeats, "warmup": self.warmup,
+                        "statistic": "median", "time_of": "one batch of b images",
+                        "gpu_timer": "CUDA events" if gpu is not None and gpu.is_real_gpu else "perf_counter",
+                        "cpu_timer": "perf_counter", "cpu_threads": runner.cpu.max_threads})
+
+    def _time_cpu(self, runner, op, x) -> float:
+        def once():
+            t0 = time.perf_counter()
+            runner.run_op_cpu(op, x, reuse=True)
+            return time.perf_counter() - t0
+        return self._median(once)
+
+    def _time_gpu(self, runner, op, x, config) -> float | None:
+        try:
+            if op.kernel is not None:
+                runner.plan(op, x.shape[0], config)
+        except LaunchError:
+            return None
+        gpu = runner.gpu
+        xd = gpu.upload(x)
+
+        def once():
+            e0 = gpu.event()
+            runner.run_op_gpu(op, xd, config)
+            e1 = gpu.event()
+            return gpu.elapsed_s(e0, e1)
+        return self._median(once)
+
+    def _time_copy(self, gpu, t: np.ndarray, direction: str) -> float:
+        if gpu is None:
+            return 0.0
+        dev = gpu.upload(t)
+
+        def once():
+            e0 = gpu.event()
+            if direction == "h2d":
+                gpu.upload(t)
+            else:
+                gpu.download(dev)
+            e1 = gpu.event()
+            return gpu.elapsed_s(e0, e1)
+        return self._median(once)

@@ -209,7 +209,8 @@ class _SafeUnpickler(pickle.Unpickler):
     """Only plain containers and numpy arrays: a batch file must not be able to run code."""
     _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
                 ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
-                ("numpy._core.multiarray", "scalar"), ("builtins", "bytearray")}
+                ("numpy._core.multiarray", "scalar"), ("builtins", "bytearray"),
+                ("_codecs", "encode")}      # protocol-2 pickles from Python 3 encode bytes so
 
     def find_class(self, module, name):
         if (module, name) in self._ALLOWED:

@@ -99,6 +99,9 @@ class BnnNet(nn.Module):
     def _w(self, p):
         return SignSTE.apply(p) if self.binary else p
 
+    def latent_weights(self) -> list:
+        return list(self.convs) + list(self.dense) + [self.out_w]
+
     def clip_latent(self):
         """Keep latent binary weights in [-1, 1] (where the STE passes gradients)."""
         if self.binary:
@@ -109,7 +112,8 @@ class BnnNet(nn.Module):
                     bn.weight.clamp_(min=0.0)
 
     def train(self, mode: bool = True):
-        self._frozen = None
+        if mode:                 # weights may change: re-derive integer parameters at eval
+            self._frozen = None
         return super().train(mode)
 
     # -- float / training forward ---------------------------------------------------------------
@@ -208,3 +212,41 @@ class BnnNet(nn.Module):
             first = False
         return ir.Network(self.cfg.input_shape, "uint8", layers, name=name,
                           meta={"family": "bnn"})
+
+    @classmethod
+    def from_network(cls, net: ir.Network) -> "BnnNet":
+        """The quantized eval model holding the integer parameters of a network of this
+        architecture (conv blocks of IntConv/BinConv -> Step -> MaxPool with padding 1, Flatten,
+        BinDense [-> Step] ... BinDense), e.g. one imported from a zoo ONNX file."""
+        layers = list(net.layers)
+        params, convs, dense = [], [], []
+        i = 0
+        while i < len(layers) and isinstance(layers[i], (ir.IntConv2d, ir.BinConv2d)):
+            conv, st, pool = layers[i:i + 3]
+            if not (isinstance(st, ir.Step) and isinstance(pool, ir.MaxPool2d)) or conv.padding != 1:
+                raise ValueError(f"{net.name}: layer {i} is not a conv -> step -> maxpool block "
+                                 f"with padding 1")
+            params.append(("conv", conv.weight, conv.bias.astype(np.int64),
+                           (st.threshold, st.direction)))
+            convs.append(conv.weight.shape[0])
+            i += 3
+        if i >= len(layers) or not isinstance(layers[i], ir.Flatten):
+            raise ValueError(f"{net.name}: expected Flatten after the conv blocks at layer {i}")
+        i += 1
+        while i < len(layers):
+            d = layers[i]
+            if not isinstance(d, ir.BinDense):
+                raise ValueError(f"{net.name}: expected BinDense at layer {i}")
+            st = layers[i + 1] if i + 1 < len(layers) else None
+            td = (st.threshold, st.direction) if isinstance(st, ir.Step) else None
+            params.append(("dense", d.weight, d.bias.astype(np.int64), td))
+            dense.append(d.weight.shape[0])
+            i += 2 if td is not None else 1
+        if len(dense) > 2:
+            raise ValueError(f"{net.name}: at most one hidden BinDense is supported")
+        cfg = BnnConfig(input_shape=tuple(net.input_shape), channels=tuple(convs),
+                        hidden=dense[0] if len(dense) == 2 else 0, classes=dense[-1])
+        model = cls(cfg, binary=True)
+        model.eval()
+        model._frozen = params
+        return model

@@ -31,8 +31,10 @@ def to_tensors(ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
             torch.from_numpy(ds.labels.astype(np.int64)))
 
 
-def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1) -> torch.Tensor:
-    """Augmentation: move each image by up to `max_shift` pixels (zero fill)."""
+def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1,
+                 prob: float = 1.0) -> torch.Tensor:
+    """Augmentation: move each image (each with probability `prob`) by up to `max_shift`
+    pixels in each direction (zero fill)."""
     n, _, h, w = x.shape
     p = max_shift
     padded = torch.nn.functional.pad(x, (p, p, p, p))
@@ -42,7 +44,11 @@ def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1) -> t
     cols = (dx[:, None] + torch.arange(w)[None, :])            # [n, w]
     idx_n = torch.arange(n)[:, None, None]
     out = padded.permute(0, 2, 3, 1)[idx_n, rows[:, :, None], cols[:, None, :]]
-    return out.permute(0, 3, 1, 2).contiguous()
+    out = out.permute(0, 3, 1, 2).contiguous()
+    if prob < 1.0:
+        keep = torch.rand(n, generator=gen) >= prob
+        out[keep] = x[keep]
+    return out
 
 
 @dataclass
@@ -63,13 +69,14 @@ def accuracy(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> float
 
 
 def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batch: int = 64,
-        augment: bool = True, desc: str = "train", weight_decay: float = 0.0,
+        augment: float = 1.0, desc: str = "train", weight_decay: float = 0.0,
         on_epoch_start=None, after_step=None, before_eval=None, select_from: int = 0,
         teacher=None, kd_alpha: float = 0.7, kd_temperature: float = 2.0,
         progress: bool = True) -> History:
     """Adam + cosine learning rate, cross-entropy (plus distillation from `teacher`'s logits
-    when given); keeps the state with the best validation accuracy (of epochs >=
-    `select_from`) and restores it at the end."""
+    on the same batch when given), random one-pixel shifts of a fraction `augment` of the
+    images; keeps the state with the best validation accuracy (of epochs >= `select_from`) and
+    restores it at the end."""
     if teacher is not None:
         teacher.eval()
     x, y = train
@@ -89,7 +96,7 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
             idx = perm[i:i + batch]
             xb, yb = x[idx], y[idx]
             if augment:
-                xb = random_shift(xb, gen)
+                xb = random_shift(xb, gen, prob=float(augment))
             out = model(xb)
             loss = torch.nn.functional.cross_entropy(out, yb)
             if teacher is not None:

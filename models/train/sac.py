@@ -156,9 +156,10 @@ class SacNet(nn.Module):
             f = cfg.widths[i] if i < len(cfg.widths) else cfg.classes
             self.register_buffer(f"mask{i}", torch.ones(f, k))
         self.stage_groups = [1] * len(self.in_channels)
-        self.shift_kernels = [None] + [shift_kernel(shift_directions(k))
-                                       for k in self.in_channels[1:-1]]
-        self.shift_kernels.append(shift_kernel(shift_directions(c)) if cfg.final_shift else None)
+        # shift directions of the input of each 1x1 layer (None: no shift before it)
+        self.directions = [None] + [shift_directions(k) for k in self.in_channels[1:-1]]
+        self.directions.append(shift_directions(c) if cfg.final_shift else None)
+        self.shift_kernels = [None if d is None else shift_kernel(d) for d in self.directions]
 
     # ---------------------------------------------------------------------------------------
     @property
@@ -251,16 +252,23 @@ class SacNet(nn.Module):
         self.quantized = True
         return scales
 
+    @staticmethod
+    def group_chain(target: int) -> list:
+        """Group sizes a layer passes through: doublings up to a power-of-two target (each
+        grouping nests in the next, so masks only shrink to one weight per final group),
+        else straight to the target."""
+        if target & (target - 1) == 0:
+            return [1 << j for j in range(target.bit_length())]
+        return [1, target]
+
     def set_stage_groups(self, stage: int, n_stages: int) -> list:
-        """Progressive column combining: at stage k of n the group size of a layer with target G
-        is about G^((k+1)/n) (1, 2, 4, 8 for G = 8 and 4 stages); masks only ever shrink."""
+        """Progressive column combining: at stage k of n a layer with group chain c uses
+        c[floor((k+1) (len(c)-1) / n)] (1, 2, 4, 8 for G = 8 and 4 stages); masks only shrink."""
         groups = []
         with torch.no_grad():
             for i, (w, target) in enumerate(zip(self._all_weights(), self.group_targets)):
-                g = int(round(target ** ((stage + 1) / n_stages))) if target > 1 else 1
-                g = max(1, min(target, g))
-                if stage == n_stages - 1:
-                    g = target
+                chain = self.group_chain(int(target))
+                g = chain[(stage + 1) * (len(chain) - 1) // n_stages]
                 if g > 1:
                     self._mask(i).copy_(combine_mask(w, self._mask(i), g))
                 self.stage_groups[i] = g
@@ -293,9 +301,8 @@ class SacNet(nn.Module):
         ints = self.integer_layers()
         for i, (w_int, b_int, g) in enumerate(ints):
             final = i == len(ints) - 1
-            if self.shift_kernels[i] is not None:
-                layers.append(ir.ChannelShift(directions=shift_directions(w_int.shape[1]),
-                                              name=f"shift{i}"))
+            if self.directions[i] is not None:
+                layers.append(ir.ChannelShift(directions=self.directions[i], name=f"shift{i}"))
             layers.append(ir.PointwiseConv(
                 weights=sac_num.combine_columns(w_int, g), bias=b_int,
                 mode=OutputMode.RAW if final else OutputMode.RELU_QUANT,
@@ -318,3 +325,49 @@ class SacNet(nn.Module):
                           "zero_fraction": float((w_int == 0).mean()),
                           "columns": [k, -(-k // g)]})
         return stats
+
+    @classmethod
+    def from_network(cls, net: ir.Network) -> "SacNet":
+        """The quantized eval model holding the integer parameters of a network of this
+        architecture ([SpaceToDepth] PointwiseConv relu_quant, ([ChannelShift] PointwiseConv
+        relu_quant)*, [ChannelShift] PointwiseConv raw, PixelSum), e.g. an imported zoo file."""
+        layers = list(net.layers)
+        s2d = 1
+        if layers and isinstance(layers[0], ir.SpaceToDepth):
+            s2d = int(layers.pop(0).factor)
+        if not layers or not isinstance(layers[-1], ir.PixelSum):
+            raise ValueError(f"{net.name}: expected a final PixelSum")
+        convs, dirs = [], []
+        pending = None
+        for layer in layers[:-1]:
+            if isinstance(layer, ir.ChannelShift):
+                if int(layer.fill) != 0:
+                    raise ValueError(f"{net.name}: {layer.name}: only zero-fill shifts")
+                pending = layer.directions
+            elif isinstance(layer, ir.PointwiseConv):
+                convs.append(layer)
+                dirs.append(pending)
+                pending = None
+            else:
+                raise ValueError(f"{net.name}: unexpected {layer.type_name} {layer.name!r}")
+        if dirs[0] is not None or any(d is None for d in dirs[1:-1]):
+            raise ValueError(f"{net.name}: expected shifts before every hidden layer but the first")
+        cfg = SacConfig(input_shape=tuple(net.input_shape), s2d=s2d,
+                        widths=tuple(c.weights.out_channels for c in convs[:-1]),
+                        groups=tuple(c.weights.group for c in convs[:-1]),
+                        final_group=convs[-1].weights.group, final_shift=dirs[-1] is not None,
+                        classes=convs[-1].weights.out_channels)
+        model = cls(cfg)
+        model.directions = list(dirs)
+        model.shift_kernels = [None if d is None else shift_kernel(d) for d in dirs]
+        unit = 2.0 ** EMIN
+        with torch.no_grad():
+            for i, (p, conv) in enumerate(zip(model._all_weights(), convs)):
+                w = conv.dense().astype(np.float64)
+                p.copy_(torch.from_numpy(w * unit))
+                model._mask(i).copy_(torch.from_numpy((w != 0).astype(np.float32)))
+            model.biases = nn.ParameterList([nn.Parameter(torch.from_numpy(
+                c.bias.astype(np.float64) * unit)) for c in convs])
+        model.quantized = True
+        model.eval()
+        return model

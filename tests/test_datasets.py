@@ -1,0 +1,229 @@
+"""Dataset loaders on small files written here in each exact format, and their error messages."""
+import gzip
+import pickle
+
+import numpy as np
+import pytest
+
+from models import ir
+from models.datasets import (DatasetError, adapt_to_network, load_dataset, load_digits,
+                             read_idx)
+
+SEED = 2024
+
+
+def idx_bytes(arr: np.ndarray, dtype_code: int = 0x08) -> bytes:
+    head = bytes([0, 0, dtype_code, arr.ndim]) + b"".join(
+        int(d).to_bytes(4, "big") for d in arr.shape)
+    return head + arr.astype(np.uint8).tobytes()
+
+
+def write_mnist_dir(tmp_path, rng, n_train=20, n_test=7, gz=True, h=6, w=5):
+    data = {}
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        img = rng.integers(0, 256, (n, h, w)).astype(np.uint8)
+        lab = rng.integers(0, 10, n).astype(np.uint8)
+        suffix = ".gz" if gz else ""
+        for kind, arr in (("images-idx3", img), ("labels-idx1", lab)):
+            raw = idx_bytes(arr)
+            path = tmp_path / f"{prefix}-{kind}-ubyte{suffix}"
+            path.write_bytes(gzip.compress(raw) if gz else raw)
+        data[prefix] = (img, lab)
+    return data
+
+
+def cifar_batch(rng, n):
+    data = rng.integers(0, 256, (n, 3072)).astype(np.uint8)
+    labels = [int(v) for v in rng.integers(0, 10, n)]
+    return {b"batch_label": b"testing batch", b"labels": labels, b"data": data,
+            b"filenames": [b"x.png"] * n}
+
+
+def test_digits_split_is_fixed_disjoint_and_stratified():
+    parts = {s: load_digits(s) for s in ("train", "val", "test", "all")}
+    assert [len(parts[s]) for s in ("train", "val", "test", "all")] == [1250, 183, 364, 1797]
+    for s, ds in parts.items():
+        assert ds.images.dtype == np.uint8 and ds.images.shape[1:] == (1, 8, 8)
+        assert ds.labels.dtype == np.int64
+    assert parts["all"].images.max() == 255 and parts["all"].images.min() == 0
+    # every class appears in every split in proportion
+    for s in ("train", "val", "test"):
+        counts = np.bincount(parts[s].labels, minlength=10)
+        assert counts.min() >= 0.9 * counts.max() - 2, (s, counts)
+    # the splits partition the whole set: compare as multisets of (image, label)
+    key = lambda d: sorted(map(bytes, np.concatenate(  # noqa: E731
+        [d.images.reshape(len(d), -1), d.labels[:, None].astype(np.uint8)], 1)))
+    joined = sorted(key(parts["train"]) + key(parts["val"]) + key(parts["test"]))
+    assert joined == key(parts["all"])
+    # the gray-level map (v * 255 + 8) // 16 on the first image of scikit-learn's file
+    from sklearn.datasets import load_digits as sk
+    first = sk().images[0].astype(np.int64)
+    assert np.array_equal(parts["all"].images[0, 0], (first * 255 + 8) // 16)
+    assert load_dataset("digits", "test").name == "digits:test"
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_idx_directory_splits(tmp_path, gz):
+    rng = np.random.default_rng(SEED)
+    print("seed", SEED)
+    data = write_mnist_dir(tmp_path, rng, gz=gz)
+    test = load_dataset(tmp_path, "test")
+    assert np.array_equal(test.images[:, 0], data["t10k"][0])
+    assert np.array_equal(test.labels, data["t10k"][1])
+    train, val = load_dataset(tmp_path, "train"), load_dataset(tmp_path, "val")
+    assert len(train) == 18 and len(val) == 2          # the last tenth is validation
+    assert np.array_equal(np.concatenate([train.images, val.images])[:, 0], data["train"][0])
+    assert len(load_dataset(tmp_path, "all")) == 27
+    one = load_dataset(tmp_path / f"t10k-images-idx3-ubyte{'.gz' if gz else ''}", "all")
+    assert np.array_equal(one.labels, data["t10k"][1])
+
+
+def test_idx_errors_name_file_and_problem(tmp_path):
+    rng = np.random.default_rng(SEED + 1)
+    write_mnist_dir(tmp_path, rng, gz=False)
+    img = tmp_path / "t10k-images-idx3-ubyte"
+    raw = img.read_bytes()
+    img.write_bytes(raw[:-3])
+    with pytest.raises(DatasetError, match=r"t10k-images-idx3-ubyte: the header announces "
+                                           r"shape \[7, 6, 5\] \(210 bytes of data\) but the "
+                                           r"file holds 207"):
+        load_dataset(tmp_path, "test")
+    img.write_bytes(idx_bytes(np.zeros((7, 6, 5)), dtype_code=0x0D))
+    with pytest.raises(DatasetError, match=r"0x0d \(float32\) is not supported"):
+        read_idx(img)
+    img.write_bytes(b"\x01\x02\x08\x03")
+    with pytest.raises(DatasetError, match="not an IDX file"):
+        read_idx(img)
+    img.write_bytes(idx_bytes(rng.integers(0, 255, (5, 6, 5))))    # 5 images, 7 labels
+    with pytest.raises(DatasetError, match=r"t10k-labels-idx1-ubyte holds 7 labels but .* "
+                                           r"holds 5 images"):
+        load_dataset(tmp_path, "test")
+    lab = tmp_path / "t10k-labels-idx1-ubyte"
+    img.write_bytes(idx_bytes(rng.integers(0, 255, (7, 6, 5))))
+    lab.write_bytes(idx_bytes(np.array([0, 1, 2, 3, 4, 5, 11])))
+    with pytest.raises(DatasetError, match=r"t10k-labels-idx1-ubyte: label 11 is outside 0..9"):
+        load_dataset(tmp_path, "test")
+    gzf = tmp_path / "broken.gz"
+    gzf.write_bytes(gzip.compress(idx_bytes(np.zeros((2, 2, 2))))[:-6])
+    with pytest.raises(DatasetError, match=r"broken.gz: corrupt gzip data"):
+        read_idx(gzf)
+    with pytest.raises(DatasetError, match=r"a single file has no 'train' split"):
+        load_dataset(img, "train")
+    lab.unlink()
+    with pytest.raises(DatasetError, match=r"no labels file next to it"):
+        load_dataset(img, "all")
+
+
+def test_cifar_batches(tmp_path):
+    rng = np.random.default_rng(SEED + 2)
+    print("seed", SEED + 2)
+    batches = {}
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        batches[name] = cifar_batch(rng, 4)
+        (tmp_path / name).write_bytes(pickle.dumps(batches[name], protocol=2))
+    test = load_dataset(tmp_path, "test")
+    b = batches["test_batch"]
+    assert test.images.shape == (4, 3, 32, 32) and test.images.dtype == np.uint8
+    # channel-major rows: the first 1024 values are the red plane, row-major
+    assert np.array_equal(test.images[:, 0].reshape(4, -1), b[b"data"][:, :1024])
+    assert np.array_equal(test.images[:, 2, 31, 31], b[b"data"][:, 3071])
+    assert test.labels.tolist() == b[b"labels"]
+    assert len(load_dataset(tmp_path, "train")) == 18 and len(load_dataset(tmp_path, "val")) == 2
+    one = load_dataset(tmp_path / "data_batch_3", "test")
+    assert np.array_equal(one.images.reshape(4, -1), batches["data_batch_3"][b"data"])
+
+
+def test_cifar_errors(tmp_path):
+    rng = np.random.default_rng(SEED + 3)
+    bad = cifar_batch(rng, 3)
+    bad[b"data"] = bad[b"data"][:, :100]
+    f = tmp_path / "test_batch"
+    f.write_bytes(pickle.dumps(bad, protocol=2))
+    with pytest.raises(DatasetError, match=r"test_batch: 'data' must be uint8 \[N, 3072\], got "
+                                           r"uint8 \[3, 100\]"):
+        load_dataset(f, "all")
+    good = cifar_batch(rng, 3)
+    del good[b"labels"]
+    f.write_bytes(pickle.dumps(good, protocol=2))
+    with pytest.raises(DatasetError, match=r"the batch has no 'labels' entry"):
+        load_dataset(f, "all")
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+    f.write_bytes(pickle.dumps({b"data": Evil()}, protocol=2))
+    with pytest.raises(DatasetError, match=r"forbidden object (__builtin__|builtins).print"):
+        load_dataset(f, "all")
+    (tmp_path / "data_batch_1").write_bytes(pickle.dumps(cifar_batch(rng, 2), protocol=2))
+    with pytest.raises(DatasetError, match=r"data_batch_2 is missing for split 'train'"):
+        load_dataset(tmp_path, "train")
+
+
+def test_hepbnn_csv(tmp_path):
+    rng = np.random.default_rng(SEED + 4)
+    print("seed", SEED + 4)
+    pix = rng.integers(0, 256, (5, 784))
+    lab = rng.integers(0, 10, 5)
+    cols = [f"pixel{i}" for i in range(784)]
+    f = tmp_path / "fashion_test.csv"
+    # label in the middle of the columns: the loader finds it by name
+    header = cols[:100] + ["label"] + cols[100:]
+    rows = [",".join(map(str, list(p[:100]) + [lb] + list(p[100:]))) for p, lb in zip(pix, lab)]
+    f.write_text(",".join(header) + "\n" + "\n".join(rows) + "\n")
+    ds = load_dataset(f, "all")
+    assert ds.images.shape == (5, 1, 28, 28) and ds.images.dtype == np.uint8
+    assert np.array_equal(ds.images.reshape(5, -1), pix) and np.array_equal(ds.labels, lab)
+    # the fixture network's flat input is this NCHW-flat order
+    net = ir.Network((784,), "uint8", [ir.Flatten(), ir.BinDense(
+        weight=np.ones((10, 784), np.int8), bias=np.zeros(10, np.int32))])
+    with pytest.raises(DatasetError, match="takes \\+-1 input"):
+        adapt_to_network(ds, net)
+
+
+def test_csv_errors(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("a,b,c,d\n1,2,3,4\n")
+    with pytest.raises(DatasetError, match=r"d.csv: no 'label' column"):
+        load_dataset(f, "all")
+    f.write_text("p0,p1,p2,p3,label\n1,2,3,4,1\n1,2,3,1\n")
+    with pytest.raises(DatasetError, match=r"d.csv: line 3 has 4 fields, the header has 5"):
+        load_dataset(f, "all")
+    f.write_text("p0,p1,p2,p3,label\n1,2.5,3,4,1\n")
+    with pytest.raises(DatasetError, match=r"line 2, column 'p1': '2.5' is not an integer"):
+        load_dataset(f, "all")
+    f.write_text("p0,p1,p2,p3,label\n1,2,300,4,1\n")
+    with pytest.raises(DatasetError, match=r"line 2, column 'p2': pixel 300 is outside 0..255"):
+        load_dataset(f, "all")
+    f.write_text("p0,p1,p2,label\n1,2,3,1\n")
+    with pytest.raises(DatasetError, match=r"3 pixel columns are not C x H x H"):
+        load_dataset(f, "all")
+
+
+def test_spec_errors(tmp_path):
+    with pytest.raises(DatasetError, match=r"nope: no such file or directory"):
+        load_dataset(tmp_path / "nope")
+    with pytest.raises(DatasetError, match=r"holds neither MNIST-style IDX files nor CIFAR-10"):
+        load_dataset(tmp_path)
+    (tmp_path / "x.bin").write_bytes(b"hello")
+    with pytest.raises(DatasetError, match=r"x.bin: cannot tell the format"):
+        load_dataset(tmp_path / "x.bin", "all")
+    with pytest.raises(DatasetError, match=r"split must be one of"):
+        load_dataset("digits", "training")
+
+
+def test_adapt_to_network():
+    ds = load_digits("test")
+    conv = ir.IntConv2d(weight=np.ones((2, 1, 3, 3), np.int8), bias=np.zeros(2, np.int32),
+                        padding=1)
+    net = ir.Network((1, 8, 8), "uint8", [conv], name="n")
+    x = adapt_to_network(ds, net)
+    assert x.dtype == np.uint8 and x.shape == (364, 1, 8, 8)
+    int_net = ir.Network((1, 8, 8), "int", [conv], name="n")
+    assert adapt_to_network(ds, int_net).dtype == np.int32
+    small = ir.Network((1, 6, 6), "uint8", [conv], name="small")
+    with pytest.raises(DatasetError, match=r"dataset digits:test has images 1x8x8; network "
+                                           r"small expects input 1x6x6"):
+        adapt_to_network(ds, small)
+    wide = ir.Network((4, 4, 4), "uint8", [ir.SpaceToDepth(factor=1)], name="w")
+    with pytest.raises(DatasetError, match=r"same size, different layout"):
+        adapt_to_network(ds, wide)

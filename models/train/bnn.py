@@ -189,6 +189,10 @@ class BnnNet(nn.Module):
                     x = step(x, td)
         return x
 
+    def logits(self, scores):
+        """Eval-mode scores (integers) -> the logits training optimised."""
+        return scores * self.log_scale.exp() if self.binary else scores
+
     def forward(self, x):
         if self.binary and not self.training:
             return self._forward_int(x)

@@ -53,19 +53,32 @@ def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1,
 
 @dataclass
 class History:
-    epochs: list = field(default_factory=list)      # (epoch, loss, train_acc, val_acc)
+    epochs: list = field(default_factory=list)      # (epoch, loss, train_acc, val_acc, val_loss)
     best_val: float = -1.0
+    best_val_loss: float = float("inf")
     best_epoch: int = -1
     seconds: float = 0.0
 
 
 @torch.no_grad()
-def accuracy(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> float:
+def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> tuple[float, float]:
+    """(accuracy, mean cross-entropy) in eval mode; the loss uses the model's `logits()` when
+    it has one (quantized models return raw integer scores from forward)."""
     model.eval()
-    hits = 0
+    hits, loss = 0, 0.0
+    to_logits = getattr(model, "logits", None)
     for i in range(0, len(x), batch):
-        hits += int((model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum())
-    return hits / max(1, len(x))
+        out = model(x[i:i + batch])
+        hits += int((out.argmax(1) == y[i:i + batch]).sum())
+        lg = to_logits(out) if to_logits is not None else out
+        loss += float(torch.nn.functional.cross_entropy(lg.float(), y[i:i + batch],
+                                                        reduction="sum"))
+    n = max(1, len(x))
+    return hits / n, loss / n
+
+
+def accuracy(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> float:
+    return evaluate(model, x, y, batch)[0]
 
 
 def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batch: int = 64,
@@ -75,8 +88,8 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         progress: bool = True) -> History:
     """Adam + cosine learning rate, cross-entropy (plus distillation from `teacher`'s logits
     on the same batch when given), random one-pixel shifts of a fraction `augment` of the
-    images; keeps the state with the best validation accuracy (of epochs >= `select_from`) and
-    restores it at the end."""
+    images; keeps the state with the best validation accuracy, then lowest validation loss (of
+    epochs >= `select_from`), and restores it at the end."""
     if teacher is not None:
         teacher.eval()
     x, y = train
@@ -116,10 +129,12 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         sched.step()
         if before_eval is not None:
             before_eval()
-        val_acc = accuracy(model, *val)
-        hist.epochs.append((ep, tot / seen, hits / seen, val_acc))
-        if ep >= select_from and val_acc >= hist.best_val:
-            hist.best_val, hist.best_epoch = val_acc, ep
+        val_acc, val_loss = evaluate(model, *val)
+        hist.epochs.append((ep, tot / seen, hits / seen, val_acc, val_loss))
+        # best validation accuracy; among equals the lowest validation loss (the accuracy of a
+        # small validation split saturates)
+        if ep >= select_from and (val_acc, -val_loss) >= (hist.best_val, -hist.best_val_loss):
+            hist.best_val, hist.best_val_loss, hist.best_epoch = val_acc, val_loss, ep
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         bar.set_postfix(loss=f"{tot / seen:.3f}", val=f"{val_acc:.3f}")
     if best_state is not None:

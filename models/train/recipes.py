@@ -75,8 +75,8 @@ def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed:
 
 
 def train_sac(data="digits", *, epochs: int = 15, float_epochs: int = 40, seed: int = 0,
-              threads: int = 1, cfg: sac_train.SacConfig | None = None, lr: float = 1e-3,
-              kd_alpha: float = 0.7, stages: int = 4, augment_prob: float = 1.0,
+              threads: int = 1, cfg: sac_train.SacConfig | None = None, lr: float = 1e-2,
+              kd_alpha: float = 0.7, stages: int = 4, augment_prob: float = 0.0,
               progress: bool = True, name: str = "sac") -> TrainResult:
     """`epochs` per pruning stage (the last stage runs twice as long)."""
     gen = seed_everything(seed, threads)

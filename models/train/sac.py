@@ -42,8 +42,8 @@ class SacConfig:
     input_shape: tuple = (1, 8, 8)
     s2d: int = 2                    # input reshaping factor
     widths: tuple = (32, 64, 64, 64)
-    groups: tuple = (1, 2, 4, 8)    # column-combining group size of each hidden layer
-    final_group: int = 8
+    groups: tuple = (1, 2, 4, 4)    # column-combining group size of each hidden layer
+    final_group: int = 2
     final_shift: bool = True
     classes: int = 10
     act_percentile: float = 99.9    # calibration of the power-of-two activation scales
@@ -214,6 +214,12 @@ class SacNet(nn.Module):
                 x = torch.clamp(FloorSTE.apply(z), 0, 255)
         scores = z.sum(dim=(2, 3))              # PixelSum, in units of 1 (= acc / 64)
         if exact:
+            return scores
+        return scores * self.log_tau.exp() / self.pixels
+
+    def logits(self, scores):
+        """Eval-mode scores (exact PixelSum values) -> the logits training optimised."""
+        if not self.quantized:
             return scores
         return scores * self.log_tau.exp() / self.pixels
 

@@ -105,15 +105,23 @@ def emulation_library() -> Path:
     return _cached(d / f"emu-{key}.so", produce)
 
 
-def cpu_library() -> Path:
+# The portable variant has no AVX-512 (AVX2 at most): it exercises the code paths a machine
+# without AVX-512 runs, and the tests check it too.
+PORTABLE_EXTRA = ("-mno-avx512f",)
+
+
+def cpu_library(portable: bool = False) -> Path:
     """Shared library of the CPU implementation (gpu_kernels/cpu/bnn_cpu.cpp)."""
-    key = _key(_tool_version("g++"), CPU_FLAGS, _sources_digest([CPU_SOURCE]))
+    flags = CPU_FLAGS + (PORTABLE_EXTRA if portable else ())
+    key = _key(_tool_version("g++"), flags, _sources_digest([CPU_SOURCE]))
     d = build_dir()
+    name = "cpu-portable" if portable else "cpu"
 
     def produce(tmp: Path):
-        _run(["g++", *CPU_FLAGS, str(CPU_SOURCE), "-o", str(tmp)], "the CPU implementation (g++)")
+        _run(["g++", *flags, str(CPU_SOURCE), "-o", str(tmp)],
+             f"the CPU implementation{' (portable)' if portable else ''} (g++)")
 
-    return _cached(d / f"cpu-{key}.so", produce)
+    return _cached(d / f"{name}-{key}.so", produce)
 
 
 def nvcc_instantiation_source() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 
 import numpy as np
 
@@ -27,8 +28,12 @@ _SIGNATURES = {
 
 
 class CpuImpl:
-    def __init__(self):
-        self._lib = ctypes.CDLL(str(build.cpu_library()))
+    def __init__(self, portable: bool = False):
+        # Idle OpenMP threads sleep instead of spinning: on a shared (oversubscribed) machine a
+        # spinning thread takes the core the working one needs, which made two threads several
+        # times slower than one. Read by libgomp when it loads, i.e. with this library.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        self._lib = ctypes.CDLL(str(build.cpu_library(portable)))
         for name, argtypes in _SIGNATURES.items():
             fn = getattr(self._lib, name)
             fn.argtypes = argtypes
@@ -53,6 +58,7 @@ class CpuImpl:
         return int(self._lib.cpu_max_threads())
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_impl() -> CpuImpl:
-    return CpuImpl()
+@functools.lru_cache(maxsize=2)
+def cpu_impl(portable: bool = False) -> CpuImpl:
+    """The CPU implementation built for this machine (or, portable=True, without AVX-512)."""
+    return CpuImpl(portable)

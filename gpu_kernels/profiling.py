@@ -22,6 +22,7 @@ from models import ir
 from gpu_kernels.configs import CPU, IMPLS
 from gpu_kernels.errors import GpuKernelError, LaunchError
 from gpu_kernels.layer_ops import Fmt
+from gpu_kernels.progress import progress
 from gpu_kernels.runner import Runner, load_network
 
 
@@ -127,17 +128,26 @@ class MeasuredProfile:
 
     def __init__(self, backend: str = "auto", word_bits: int = 32, repeats: int = 5,
                  warmup: int = 2, impls=IMPLS, threads: int | None = None,
-                 window: int | None = None, progress: bool = False, seed: int = 0):
+                 window: int | None = None, progress: bool = False, seed: int = 0,
+                 slow_s: float = 0.05):
         self.backend, self.word_bits = backend, word_bits
         self.repeats, self.warmup = max(1, repeats), max(0, warmup)
         self.impls = list(impls)
         self.launch_kw = {k: v for k, v in (("threads", threads), ("window", window)) if v is not None}
-        self.progress, self.seed = progress, seed
+        self.progress, self.seed, self.slow_s = progress, seed, slow_s
 
     def _median(self, fn) -> float:
-        for _ in range(self.warmup):
-            fn()
-        return statistics.median(fn() for _ in range(self.repeats))
+        """Median of `repeats` timed runs after `warmup` untimed ones; a run slower than
+        `slow_s` is measured once (the profile of a slow configuration needs no precision and
+        would otherwise dominate the profiling time)."""
+        for i in range(self.warmup):
+            t = fn()
+            if i == 0 and t > self.slow_s:
+                break
+        first = fn()
+        if first > self.slow_s:
+            return first
+        return statistics.median([first] + [fn() for _ in range(self.repeats - 1)])
 
     def profile(self, net, batch_sizes) -> Profile:
         net = load_network(net)
@@ -150,8 +160,7 @@ class MeasuredProfile:
         layer_s, h2d_s, d2h_s = {}, {}, {}
         steps = [(b, i) for b in batch_sizes for i in range(L)]
         if self.progress:
-            from tqdm import tqdm        # noqa: PLC0415
-            steps = tqdm(steps, desc=f"profiling {net.name}", unit="layer")
+            steps = progress(steps, f"profiling {net.name}", "layer")
         for b, i in steps:
             op = runner.ops[i]
             layer_s.setdefault(b, [None] * L)
@@ -175,9 +184,11 @@ class MeasuredProfile:
         return Profile(net.name, [l.describe() for l in net.layers], list(batch_sizes), layer_s,
                        h2d_s, d2h_s, self.impls, source,
                        {"word_bits": self.word_bits, "repeats": self.repeats, "warmup": self.warmup,
+                        "slow_s": self.slow_s,
                         "statistic": "median", "time_of": "one batch of b images",
                         "gpu_timer": "CUDA events" if gpu is not None and gpu.is_real_gpu else "perf_counter",
-                        "cpu_timer": "perf_counter", "cpu_threads": runner.cpu.max_threads})
+                        "cpu_timer": "perf_counter",
+                        "cpu_threads": runner.cpu.max_threads if CPU in self.impls else None})
 
     def _time_cpu(self, runner, op, x) -> float:
         def once():

@@ -21,6 +21,7 @@ from gpu_kernels.cpu_impl import cpu_impl
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import GpuKernelError, MappingError
 from gpu_kernels.layer_ops import ArgmaxOp, Op, check_int32_ranges, prepare
+from gpu_kernels.progress import progress as show_progress
 
 DEFAULT_CONFIG = "X"
 HOST, GPU = "host", "gpu"
@@ -148,11 +149,15 @@ class Runner:
             self.impls = [CPU] * len(self.ops)
         self.backend = self.gpu.backend if self.gpu is not None else "cpu"
         self.threads, self.window = threads, window
-        self.cpu = cpu_impl()
         self._dev_consts: dict[int, dict] = {}
         self._host_out: dict[int, np.ndarray] = {}
         self._plans: dict[tuple, launch_mod.Launch] = {}
         self.argmax = ArgmaxOp(len(self.ops), self.ops[-1].fout)
+
+    @property
+    def cpu(self):
+        """The CPU implementation, compiled on first use (a GPU-only run needs no g++)."""
+        return cpu_impl()
 
     # -- planning ---------------------------------------------------------------------------
     def plan(self, op: Op, n: int, config: str) -> launch_mod.Launch | None:
@@ -233,8 +238,7 @@ class Runner:
 
         chunks = range(0, n_images, batch)
         if progress:
-            from tqdm import tqdm          # noqa: PLC0415
-            chunks = tqdm(chunks, desc=f"{net.name} ({self.backend})", unit="batch")
+            chunks = show_progress(chunks, f"{net.name} ({self.backend})", "batch")
         if gpu is not None:
             gpu.synchronize()
         t_start = time.perf_counter()

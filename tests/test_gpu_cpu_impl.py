@@ -56,3 +56,22 @@ def test_cpu_implementation_large_batch_threads(threads):
         assert np.array_equal(res.predictions, ref.predictions)
     finally:
         lib.set_threads(before)
+
+
+PORTABLE_CASES = [c for c in CASES if c[0] in ("int_conv_u8", "int_conv_i32", "step_spatial",
+                                               "step_flat", "bin_conv", "dense") and c[5] == 2]
+
+
+@pytest.mark.parametrize("case", PORTABLE_CASES, ids=["-".join(map(str, c)) for c in PORTABLE_CASES])
+def test_portable_build_equals_golden(case):
+    """The library built without AVX-512 (the code a machine without it runs) is exact too."""
+    from gpu_kernels.cpu_impl import cpu_impl
+    kind, _, bits, variant, pad, batch = case
+    seed = case_seed(kind, bits, variant, pad, batch)
+    print(f"seed {seed}")
+    net, x = make_case(kind, bits, variant, pad, batch, seed)
+    op = Runner(net, "cpu", backend="cpu", word_bits=bits).ops[0]
+    out = np.empty(op.fout.host_shape(batch), op.fout.dtype)
+    op.run_cpu(cpu_impl(portable=True), op.fin.from_golden(x), out, op.consts)
+    assert_same(op.fout.to_golden(out, net.shapes[1][1]), golden.run(net, x).outputs[0],
+                "-".join(map(str, case)))

@@ -7,6 +7,9 @@
 // [9, nw, F], [nw, F]: F innermost, which is also what lets the compiler vectorise the
 // per-neuron loops below). Weights arrive with zero padding bits; activation words are masked.
 #include <omp.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include <cstdint>
 #include <cstring>
@@ -18,7 +21,7 @@ typedef int64_t i64;
 
 // Below this many element operations a layer runs on one thread: on a busy machine, waking
 // and joining a second thread costs more than such a layer (milliseconds when it is descheduled).
-constexpr i64 PAR_MIN = (i64)1 << 20;
+constexpr i64 PAR_MIN = (i64)1 << 22;
 // 16 int32 lanes (GCC/Clang vector extension: one AVX-512 register, two AVX2 ones, ...)
 typedef int32_t v16i __attribute__((vector_size(64)));
 
@@ -31,37 +34,137 @@ inline W last_mask(int nw, int bits) {
     return rem == B ? ~(W)0 : (((W)1 << rem) - 1);
 }
 
-// Integer first layer as a small matrix product per output pixel: gather the 3x3xC window
-// (zeros for out-of-frame taps, so the product loop has no branches), then up to 8 x 16 output
-// channels at a time, their accumulators held in vector registers (NB blocks of 16 lanes, a
-// template parameter so the compiler can keep them there). With +-1 weights the product needs
-// no multiplication: sum_k w_k v_k = 2 * sum_{w_k = +1} v_k - sum_k v_k, and the masked sum is
-// an AND with an all-ones/zero mask per weight.
+// Integer first layer as a small matrix product: for PX neighbouring output pixels at once,
+// gather their 3x3xC windows (zeros for out-of-frame taps, so the product loop has no
+// branches), then NB blocks of 16 output channels with PX x NB accumulators held in vector
+// registers (template parameters so the compiler can keep them there); each weight vector
+// loaded serves PX pixels. With +-1 weights the product needs no multiplication:
+// sum_k w_k v_k = 2 * sum_{w_k = +1} v_k - sum_k v_k, the masked sum an AND with an
+// all-ones/zero mask per weight.
 constexpr int L = 16;
 
-template <int NB>
+template <int NB, int PX>
 inline void masked_sums(const int32_t* __restrict col, int K, const int32_t* __restrict mask,
-                        int Fp, const int32_t* __restrict b32, int32_t total, int32_t* o, int nf) {
-    v16i acc[NB];
-    for (int b = 0; b < NB; ++b) acc[b] = v16i{0};
+                        int Fp, const int32_t* __restrict b32, const int32_t* total,
+                        int32_t* const* o, int nf, int npx) {
+    v16i acc[PX][NB];
+    for (int q = 0; q < PX; ++q)
+        for (int b = 0; b < NB; ++b) acc[q][b] = v16i{0};
     for (int k = 0; k < K; ++k) {
-        const int32_t v = col[k];
-        const int32_t* mk = mask + (size_t)k * Fp;
-        for (int b = 0; b < NB; ++b) {
-            v16i m;
-            std::memcpy(&m, mk + b * L, sizeof m);
-            acc[b] += v & m;
+        v16i m[NB];
+        for (int b = 0; b < NB; ++b) std::memcpy(&m[b], mask + (size_t)k * Fp + b * L, sizeof(v16i));
+        for (int q = 0; q < PX; ++q) {
+            const int32_t v = col[q * K + k];
+            for (int b = 0; b < NB; ++b) acc[q][b] += v & m[b];
         }
     }
-    for (int b = 0; b < NB; ++b) {
-        v16i bias;
-        std::memcpy(&bias, b32 + b * L, sizeof bias);
-        const v16i r = acc[b] + acc[b] - total + bias;
-        const int left = nf - b * L;
-        if (left >= L) {
-            std::memcpy(o + b * L, &r, sizeof r);
-        } else {
-            for (int l = 0; l < left; ++l) o[b * L + l] = r[l];
+    for (int q = 0; q < npx; ++q)
+        for (int b = 0; b < NB; ++b) {
+            v16i bias;
+            std::memcpy(&bias, b32 + b * L, sizeof bias);
+            const v16i r = acc[q][b] + acc[q][b] - total[q] + bias;
+            const int left = nf - b * L;
+            if (left >= L) {
+                std::memcpy(o[q] + b * L, &r, sizeof r);
+            } else {
+                for (int l = 0; l < left; ++l) o[q][b * L + l] = r[l];
+            }
+        }
+}
+
+// The same with 32 int16 lanes per register, for uint8 pixels whose window sums fit int16
+// (9 * C * 255 <= 32767, i.e. C <= 14: first layers of image networks): half the vector work.
+typedef int16_t v32h __attribute__((vector_size(64)));
+constexpr int L16 = 32;
+
+template <int NB, int PX>
+inline void masked_sums16(const int16_t* __restrict col, int K, const int16_t* __restrict mask,
+                          int Fp, const int32_t* __restrict b32, const int32_t* total,
+                          int32_t* const* o, int nf, int npx) {
+    v32h acc[PX][NB];
+    for (int q = 0; q < PX; ++q)
+        for (int b = 0; b < NB; ++b) acc[q][b] = v32h{0};
+    for (int k = 0; k < K; ++k) {
+        v32h m[NB];
+        for (int b = 0; b < NB; ++b) std::memcpy(&m[b], mask + (size_t)k * Fp + b * L16, sizeof(v32h));
+        for (int q = 0; q < PX; ++q) {
+            const int16_t v = col[q * K + k];
+            for (int b = 0; b < NB; ++b) acc[q][b] += v & m[b];
+        }
+    }
+    for (int q = 0; q < npx; ++q)
+        for (int b = 0; b < NB; ++b) {
+            int16_t a[L16];
+            std::memcpy(a, &acc[q][b], sizeof a);
+            const int left = nf - b * L16 < L16 ? nf - b * L16 : L16;
+            int32_t* dst = o[q] + b * L16;
+            const int32_t* bias = b32 + b * L16;
+            for (int l = 0; l < left; ++l) dst[l] = 2 * (int32_t)a[l] - total[q] + bias[l];
+        }
+}
+
+template <int NB>
+inline void masked_sums_px(const int32_t* col, int K, const int32_t* mask, int Fp,
+                           const int32_t* b32, const int32_t* total, int32_t* const* o, int nf,
+                           int npx) {
+    // up to 16 accumulator registers: 4 pixels x 4 blocks, 2 x 8
+    if (NB <= 4) masked_sums<NB, 4>(col, K, mask, Fp, b32, total, o, nf, npx);
+    else if (npx <= 2) masked_sums<NB, 2>(col, K, mask, Fp, b32, total, o, nf, npx);
+    else {
+        masked_sums<NB, 2>(col, K, mask, Fp, b32, total, o, nf, 2);
+        masked_sums<NB, 2>(col + 2 * K, K, mask, Fp, b32, total + 2, o + 2, nf, npx - 2);
+    }
+}
+
+// 16-bit path: 8 pixels x up to 2 blocks of 32 channels per call (16 accumulator registers)
+template <typename T>
+void int_conv3x3_16(const T* x, const int8_t* w, const int32_t* bias, int32_t* out, int N, int H,
+                    int Wd, int C, int F, int pad) {
+    constexpr int PX = 8;
+    const int Ho = H + 2 * pad - 2, Wo = Wd + 2 * pad - 2, K = 9 * C;
+    const int Fp = (F + L16 - 1) / L16 * L16;
+    std::vector<int16_t> mask((size_t)K * Fp, 0);
+    for (int k = 0; k < K; ++k)
+        for (int f = 0; f < F; ++f) mask[(size_t)k * Fp + f] = w[(i64)k * F + f] > 0 ? -1 : 0;
+    std::vector<int32_t> b32(Fp, 0);
+    for (int f = 0; f < F; ++f) b32[f] = bias[f];
+    const int Hp = H + 2 * pad, Wp = Wd + 2 * pad;
+#pragma omp parallel if((i64)N * Ho * Wo * F * K > PAR_MIN)
+    {
+        std::vector<int16_t> colbuf((size_t)PX * K), frame((size_t)Hp * Wp * C, 0);
+        int16_t* __restrict col = colbuf.data();
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; ++n) {
+            for (int y = 0; y < H; ++y) {
+                const T* src = x + ((i64)n * H + y) * Wd * C;
+                int16_t* dst = frame.data() + ((size_t)(y + pad) * Wp + pad) * C;
+                for (int j = 0; j < Wd * C; ++j) dst[j] = (int16_t)src[j];
+            }
+            for (int oy = 0; oy < Ho; ++oy)
+                for (int ox0 = 0; ox0 < Wo; ox0 += PX) {
+                    const int npx = Wo - ox0 < PX ? Wo - ox0 : PX;
+                    int32_t total[PX] = {0};
+                    int32_t* o[PX];
+                    for (int q = 0; q < PX; ++q) {
+                        const int ox = ox0 + (q < npx ? q : 0);
+                        o[q] = out + (((i64)n * Ho + oy) * Wo + ox) * F;
+                        int16_t* dst = col + q * K;
+                        int32_t sum = 0;
+                        for (int ky = 0; ky < 3; ++ky) {
+                            const int16_t* src = frame.data() + ((size_t)(oy + ky) * Wp + ox) * C;
+                            for (int j = 0; j < 3 * C; ++j) sum += dst[ky * 3 * C + j] = src[j];
+                        }
+                        total[q] = sum;
+                    }
+                    for (int fb = 0; fb < F; fb += 2 * L16) {
+                        int32_t* of[PX];
+                        for (int q = 0; q < PX; ++q) of[q] = o[q] + fb;
+                        if (F - fb > L16)
+                            masked_sums16<2, PX>(col, K, mask.data() + fb, Fp, b32.data() + fb, total, of, F - fb, npx);
+                        else
+                            masked_sums16<1, PX>(col, K, mask.data() + fb, Fp, b32.data() + fb, total, of, F - fb, npx);
+                    }
+                }
         }
     }
 }
@@ -69,49 +172,68 @@ inline void masked_sums(const int32_t* __restrict col, int K, const int32_t* __r
 template <typename T>
 void int_conv3x3(const T* x, const int8_t* w, const int32_t* bias, int32_t* out, int N, int H,
                  int Wd, int C, int F, int pad) {
+    if (sizeof(T) == 1 && 9 * C * 255 <= 32767) {
+        int_conv3x3_16(x, w, bias, out, N, H, Wd, C, F, pad);
+        return;
+    }
+    constexpr int PX = 4;
     const int Ho = H + 2 * pad - 2, Wo = Wd + 2 * pad - 2, K = 9 * C, Fp = (F + L - 1) / L * L;
     std::vector<int32_t> mask((size_t)K * Fp, 0);         // [k = tap * C + c][Fp]: -1 where w = +1
     for (int k = 0; k < K; ++k)
         for (int f = 0; f < F; ++f) mask[(size_t)k * Fp + f] = w[(i64)k * F + f] > 0 ? -1 : 0;
     std::vector<int32_t> b32(Fp, 0);
     for (int f = 0; f < F; ++f) b32[f] = bias[f];
+    // each image is first copied into a zero-bordered int32 frame, so gathering a window is
+    // three contiguous runs of 3 * C values with no bounds checks
+    const int Hp = H + 2 * pad, Wp = Wd + 2 * pad;
 #pragma omp parallel if((i64)N * Ho * Wo * F * K > PAR_MIN)
     {
-        std::vector<int32_t> colbuf(K);
+        std::vector<int32_t> colbuf((size_t)PX * K), frame((size_t)Hp * Wp * C, 0);
         int32_t* __restrict col = colbuf.data();
 #pragma omp for schedule(static)
-        for (int n = 0; n < N; ++n)
+        for (int n = 0; n < N; ++n) {
+            for (int y = 0; y < H; ++y) {
+                const T* src = x + ((i64)n * H + y) * Wd * C;
+                int32_t* dst = frame.data() + ((size_t)(y + pad) * Wp + pad) * C;
+                for (int j = 0; j < Wd * C; ++j) dst[j] = src[j];
+            }
             for (int oy = 0; oy < Ho; ++oy)
-                for (int ox = 0; ox < Wo; ++ox) {
-                    int32_t total = 0;
-                    for (int ky = 0; ky < 3; ++ky)
-                        for (int kx = 0; kx < 3; ++kx) {
-                            const int iy = oy + ky - pad, ix = ox + kx - pad;
-                            int32_t* dst = col + (ky * 3 + kx) * C;
-                            if (iy < 0 || iy >= H || ix < 0 || ix >= Wd) {
-                                for (int c = 0; c < C; ++c) dst[c] = 0;
-                            } else {
-                                const T* a = x + (((i64)n * H + iy) * Wd + ix) * C;
-                                for (int c = 0; c < C; ++c) total += dst[c] = a[c];
-                            }
+                for (int ox0 = 0; ox0 < Wo; ox0 += PX) {
+                    const int npx = Wo - ox0 < PX ? Wo - ox0 : PX;
+                    int32_t total[PX] = {0};
+                    int32_t* o[PX];
+                    for (int q = 0; q < PX; ++q) {
+                        const int ox = ox0 + (q < npx ? q : 0);
+                        o[q] = out + (((i64)n * Ho + oy) * Wo + ox) * F;
+                        int32_t* dst = col + q * K;
+                        int32_t sum = 0;
+                        for (int ky = 0; ky < 3; ++ky) {
+                            const int32_t* src = frame.data() + ((size_t)(oy + ky) * Wp + ox) * C;
+                            for (int j = 0; j < 3 * C; ++j) sum += dst[ky * 3 * C + j] = src[j];
                         }
-                    int32_t* o = out + (((i64)n * Ho + oy) * Wo + ox) * F;
+                        total[q] = sum;
+                    }
                     for (int fb = 0; fb < F; fb += 8 * L) {
                         const int nb = (F - fb + L - 1) / L;
+                        int32_t* of[PX];
+                        for (int q = 0; q < PX; ++q) of[q] = o[q] + fb;
                         const int32_t* mk = mask.data() + fb;
                         const int32_t* bk = b32.data() + fb;
+#define MS(K_) masked_sums_px<K_>(col, K, mk, Fp, bk, total, of, F - fb, npx)
                         switch (nb < 8 ? nb : 8) {
-                            case 1: masked_sums<1>(col, K, mk, Fp, bk, total, o + fb, F - fb); break;
-                            case 2: masked_sums<2>(col, K, mk, Fp, bk, total, o + fb, F - fb); break;
-                            case 3: masked_sums<3>(col, K, mk, Fp, bk, total, o + fb, F - fb); break;
-                            case 4: masked_sums<4>(col, K, mk, Fp, bk, total, o + fb, F - fb); break;
-                            case 5: masked_sums<5>(col, K, mk, Fp, bk, total, o + fb, F - fb); break;
-                            case 6: masked_sums<6>(col, K, mk, Fp, bk, total, o + fb, F - fb); break;
-                            case 7: masked_sums<7>(col, K, mk, Fp, bk, total, o + fb, F - fb); break;
-                            default: masked_sums<8>(col, K, mk, Fp, bk, total, o + fb, F - fb); break;
+                            case 1: MS(1); break;
+                            case 2: MS(2); break;
+                            case 3: MS(3); break;
+                            case 4: MS(4); break;
+                            case 5: MS(5); break;
+                            case 6: MS(6); break;
+                            case 7: MS(7); break;
+                            default: MS(8); break;
                         }
+#undef MS
                     }
                 }
+        }
     }
 }
 
@@ -186,13 +308,20 @@ void bin_conv3x3(const W* x, const W* w, const int32_t* bias, int32_t* out, int 
     }
 }
 
-// Up to 32 step outputs as the bits of one uint32 (a 32-lane compare and shift-or that the
-// compiler vectorises); 64-bit words are two of these.
-inline uint32_t step_bits32(const int32_t* __restrict v, const int32_t* __restrict lo,
-                            const int32_t* __restrict hi, int nb) {
+// Up to 16 step outputs as the low bits of a uint32. With AVX-512 a compare yields the bit
+// mask directly; elsewhere a compare and shift-or loop the compiler vectorises.
+inline uint32_t step_bits16(const int32_t* v, const int32_t* lo, const int32_t* hi, int nb) {
+#if defined(__AVX512F__)
+    const __mmask16 valid = (__mmask16)(nb >= 16 ? 0xFFFF : (1u << nb) - 1);
+    const __m512i a = _mm512_maskz_loadu_epi32(valid, v);
+    const __m512i l = _mm512_maskz_loadu_epi32(valid, lo);
+    const __m512i h = _mm512_maskz_loadu_epi32(valid, hi);
+    return (uint32_t)(_mm512_mask_cmple_epi32_mask(valid, l, a) & _mm512_cmple_epi32_mask(a, h));
+#else
     uint32_t bits = 0;
     for (int b = 0; b < nb; ++b) bits |= (uint32_t)((lo[b] <= v[b]) & (v[b] <= hi[b])) << b;
     return bits;
+#endif
 }
 
 template <typename W>
@@ -203,11 +332,11 @@ void step_pack(const int32_t* x, const int32_t* lo, const int32_t* hi, W* out, i
         const int32_t* v = x + r * C;
         for (int j = 0; j < nw; ++j) {
             W word = 0;
-            for (int h = 0; h < B / 32; ++h) {
-                const int c0 = j * B + 32 * h;
+            for (int h = 0; h < B / 16; ++h) {
+                const int c0 = j * B + 16 * h;
                 if (c0 >= C) break;
-                const int nb = C - c0 < 32 ? C - c0 : 32;
-                word |= (W)step_bits32(v + c0, lo + c0, hi + c0, nb) << (32 * h);
+                const int nb = C - c0 < 16 ? C - c0 : 16;
+                word |= (W)step_bits16(v + c0, lo + c0, hi + c0, nb) << (16 * h);
             }
             out[r * nw + j] = word;
         }
@@ -244,6 +373,8 @@ void flatten_int(const int32_t* x, int32_t* out, int N, int C, int HW) {
                 out[(i64)n * C * HW + (i64)c * HW + s] = x[((i64)n * HW + s) * C + c];
 }
 
+// Flat bit k = c * HW + s comes from pixel s, channel c: walking c then s writes the output
+// bits in order, so they are collected in a register and stored a word at a time.
 template <typename W>
 void flatten_packed(const W* x, W* out, int N, int C, int HW) {
     const int B = 8 * sizeof(W), nw_in = (C + B - 1) / B;
@@ -253,12 +384,21 @@ void flatten_packed(const W* x, W* out, int N, int C, int HW) {
     for (int n = 0; n < N; ++n) {
         const W* img = x + (i64)n * HW * nw_in;
         W* o = out + (i64)n * nw_out;
-        for (int j = 0; j < nw_out; ++j) o[j] = 0;
-        for (int c = 0; c < C; ++c)
+        W word = 0;
+        int bit = 0, j = 0;
+        for (int c = 0; c < C; ++c) {
+            const W* src = img + c / B;
+            const int sh = c % B;
             for (int s = 0; s < HW; ++s) {
-                const i64 k = (i64)c * HW + s;
-                o[k / B] |= ((img[(i64)s * nw_in + c / B] >> (c % B)) & (W)1) << (k % B);
+                word |= ((src[(i64)s * nw_in] >> sh) & (W)1) << bit;
+                if (++bit == B) {
+                    o[j++] = word;
+                    word = 0;
+                    bit = 0;
+                }
             }
+        }
+        if (bit) o[j] = word;
     }
 }
 

@@ -45,8 +45,8 @@ def _golden_accuracy(net: ir.Network, ds: Dataset) -> float:
 
 def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed: int = 0,
               threads: int = 1, cfg: bnn_train.BnnConfig | None = None, lr: float = 0.01,
-              kd_alpha: float = 0.7, augment_prob: float = 0.0, progress: bool = True,
-              name: str = "bnn") -> TrainResult:
+              kd_alpha: float = 0.7, augment_prob: float = 0.0, batch: int = 64,
+              progress: bool = True, name: str = "bnn") -> TrainResult:
     gen = seed_everything(seed, threads)
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
@@ -60,7 +60,7 @@ def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed:
         model.load_state_dict(twin.state_dict())
         for p in model.latent_weights():
             p.mul_(1.0 / p.abs().max().clamp_min(1e-12))
-    hist = fit(model, tr, va, epochs=epochs, lr=lr, gen=gen, augment=augment_prob,
+    hist = fit(model, tr, va, epochs=epochs, lr=lr, gen=gen, augment=augment_prob, batch=batch,
                after_step=model.clip_latent, before_eval=lambda: recalibrate_batchnorm(model, tr[0]),
                teacher=twin, kd_alpha=kd_alpha, desc="binary QAT", progress=progress)
     net = model.to_network(name)
@@ -70,7 +70,8 @@ def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed:
     return TrainResult("bnn", net, model, twin, acc, time.perf_counter() - t0, cfg.to_dict(),
                        {"epochs": epochs, "float_epochs": float_epochs, "seed": seed,
                         "threads": threads, "lr": lr, "kd_alpha": kd_alpha,
-                        "augment_prob": augment_prob, "best_epoch": hist.best_epoch,
+                        "augment_prob": augment_prob, "batch": batch,
+                        "best_epoch": hist.best_epoch,
                         "data": str(data)})
 
 

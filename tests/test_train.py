@@ -1,0 +1,161 @@
+"""Quantization-aware training: the pieces agree with the golden numerics, and a tiny model trained
+for an epoch or two evaluates identically in PyTorch (eval mode), onnxruntime and the golden
+executor; training is deterministic for a seed; scripts/train.py writes the model and its card."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from models import golden, onnx_ort
+from models.compiler import compile_network
+from models.datasets import load_digits
+from models.numerics import sac as sac_num
+from models.onnx_import import import_onnx
+from models.train import bnn as bnn_train
+from models.train import sac as sac_train
+from models.train.common import random_shift, seed_everything, to_tensors
+from models.train.recipes import train_bnn, train_sac
+
+SEED = 8080
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_pow2_ste_equals_golden_quantizer():
+    rng = np.random.default_rng(SEED)
+    print("seed", SEED)
+    w = (rng.standard_normal(20000) * rng.choice([1e-3, 0.05, 0.5, 3], 20000)).astype(np.float32)
+    w[:4] = [0.0, 1.0, -2.0 ** -6, 2.0 ** -7]
+    q = sac_train.Pow2STE.apply(torch.from_numpy(w)).numpy().astype(np.float64)
+    ref = sac_num.quantize_pow2(w.astype(np.float64), overflow="saturate").values
+    assert np.array_equal(q, ref)
+
+
+def test_combine_mask_equals_keep_largest():
+    rng = np.random.default_rng(SEED + 1)
+    print("seed", SEED + 1)
+    w_int = sac_num.quantize_pow2(rng.standard_normal((12, 21)) * 0.3, overflow="saturate").w_int
+    for g in (1, 2, 3, 4, 8):
+        mask = sac_train.combine_mask(torch.from_numpy(w_int.astype(np.float32)),
+                                      torch.ones(12, 21), g).numpy()
+        ref = sac_num.decode_packed(sac_num.combine_columns(w_int, g, "keep_largest").packed, g, 21)
+        assert np.array_equal(w_int * (mask > 0), ref), g
+
+
+def test_torch_data_transforms_equal_golden():
+    rng = np.random.default_rng(SEED + 2)
+    print("seed", SEED + 2)
+    x = rng.integers(0, 256, (3, 5, 8, 8)).astype(np.uint8)
+    t = torch.from_numpy(x.astype(np.float64))
+    assert np.array_equal(sac_train.space_to_depth(t, 2).numpy(), sac_num.space_to_depth(x, 2))
+    d = rng.integers(0, 9, 5)
+    got = sac_train.channel_shift(t, sac_train.shift_kernel(d)).numpy()
+    assert np.array_equal(got, sac_num.channel_shift(x, d))
+    gen = torch.Generator().manual_seed(1)
+    moved = random_shift(t, gen)
+    assert moved.shape == t.shape and set(np.unique(moved.numpy())) <= set(np.unique(x)) | {0}
+
+
+def three_way(model, net, x):
+    """PyTorch eval scores, golden scores and onnxruntime scores of the exported file."""
+    from models.onnx_export import export_onnx
+    model.eval()
+    with torch.no_grad():
+        t = model(torch.from_numpy(x.astype(np.float32))).double().numpy()
+    ref = golden.run(net, x)
+    onnx_model = export_onnx(net)
+    ort = onnx_ort.run(onnx_model, net, x)[0]
+    unit = 64.0 if net.meta.get("family") == "sac" else 1.0   # SAC torch scores are acc / 64
+    assert np.array_equal(t * unit, ref.scores.astype(np.float64))
+    assert np.array_equal(ort, ref.scores.astype(np.float32))
+    return ref, onnx_model
+
+
+@pytest.fixture(scope="module")
+def tiny_bnn():
+    return train_bnn("digits", epochs=2, float_epochs=1, seed=SEED, progress=False,
+                     cfg=bnn_train.BnnConfig(channels=(8, 16), hidden=16))
+
+
+@pytest.fixture(scope="module")
+def tiny_sac():
+    return train_sac("digits", epochs=1, float_epochs=1, seed=SEED, progress=False, stages=2,
+                     cfg=sac_train.SacConfig(widths=(8, 16), groups=(1, 2), final_group=2))
+
+
+def test_bnn_training_torch_golden_ort_agree(tiny_bnn):
+    rng = np.random.default_rng(SEED + 3)
+    print("seed", SEED + 3)
+    r = tiny_bnn
+    d = load_digits("test")
+    ref, _ = three_way(r.model, r.net, d.images)
+    assert r.accuracy["quantized_test"] == r.accuracy["golden_test"] == \
+        float((ref.predictions == d.labels).mean())
+    three_way(r.model, r.net, rng.integers(0, 256, (50, 1, 8, 8)).astype(np.uint8))
+    back = bnn_train.BnnNet.from_network(import_onnx(three_way(r.model, r.net, d.images[:5])[1]))
+    three_way(back, r.net, d.images)
+
+
+def test_sac_training_torch_golden_ort_agree(tiny_sac):
+    rng = np.random.default_rng(SEED + 4)
+    print("seed", SEED + 4)
+    r = tiny_sac
+    d = load_digits("test")
+    three_way(r.model, r.net, d.images)
+    three_way(r.model, r.net, rng.integers(0, 256, (50, 1, 8, 8)).astype(np.uint8))
+    # column combining reached the target groups; the network runs on the default array
+    groups = [layer.weights.group for layer in r.net.layers if hasattr(layer, "weights")]
+    assert groups == [1, 2, 2]
+    for stats in r.extra["column_combining"]:
+        f, k = stats["shape"]
+        kc = -(-k // stats["group"])
+        assert stats["nonzero_after_quantization"] <= f * kc
+    compile_network(r.net)
+    back = sac_train.SacNet.from_network(r.net)
+    three_way(back, r.net, d.images)
+
+
+def test_training_is_deterministic(tiny_bnn):
+    again = train_bnn("digits", epochs=2, float_epochs=1, seed=SEED, progress=False,
+                      cfg=bnn_train.BnnConfig(channels=(8, 16), hidden=16))
+    for a, b in zip(tiny_bnn.net.layers, again.net.layers):
+        for k in ("weight", "bias", "threshold", "direction"):
+            if hasattr(a, k):
+                assert np.array_equal(getattr(a, k), getattr(b, k)), (a.type_name, k)
+    assert again.accuracy == tiny_bnn.accuracy
+
+
+def test_seed_everything_fixes_threads():
+    seed_everything(3, threads=1)
+    assert torch.get_num_threads() == 1 and torch.are_deterministic_algorithms_enabled()
+    x, y = to_tensors(load_digits("val"))
+    assert x.dtype == torch.float32 and y.dtype == torch.int64 and x.max() == 255
+
+
+def test_train_script_writes_model_and_card(tmp_path):
+    out = tmp_path / "tiny_sac.onnx"
+    cmd = [sys.executable, str(ROOT / "scripts" / "train.py"), "--family", "sac", "--data",
+           "digits", "--epochs", "1", "--float-epochs", "1", "--seed", "5", "--out", str(out),
+           "--no-progress"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    last = res.stdout.strip().splitlines()[-1]
+    assert last.startswith("sac digits: quantized test accuracy ") and "seed 5" in last
+    card = json.loads(out.with_suffix(".json").read_text())
+    assert card["family"] == "sac" and card["training"]["seed"] == 5
+    assert "--epochs 1" in card["training"]["command"]
+    assert card["exactness"]["onnxruntime_equals_golden_on_test_scores"] is True
+    assert card["compile"]["instructions"] > 0 and len(card["column_combining"]) == 5
+    net = import_onnx(out)
+    d = load_digits("test")
+    acc = float((golden.run(net, d.images).predictions == d.labels).mean())
+    assert round(100 * acc, 2) == card["accuracy_percent"]["quantized_test"]
+    onnx.checker.check_model(str(out))
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "--family", "bnn",
+                          "--data", str(tmp_path / "nothing"), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert bad.returncode == 2 and "nothing: no such file or directory" in bad.stderr

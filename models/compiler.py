@@ -193,16 +193,15 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None) -> Program:
                                f"outputs; the array has {cfg.ddepth}")
         final_mode = OutputMode.PIXEL_SUM if psum else mode
 
-        # shift-table words, one per K-tile (slot c*8+g holds the direction of channel c*G+g)
+        # shift-table words, one per K-tile: entry i holds the direction of the tile's i-th
+        # channel (in_ch + i); padding channels of a partial last group keep the identity
         s_words = []
         for kt in range(k_tiles):
             word = np.full(cols * 8, SHIFT_IDENTITY, dtype=np.uint8)
             if shift is not None:
-                for c in range(min(cols, kc - kt * cols)):
-                    for gg in range(g):
-                        ch = (kt * cols + c) * g + gg
-                        if ch < k:
-                            word[c * 8 + gg] = shift.directions[ch]
+                first = kt * cols * g
+                chunk = shift.directions[first:min(k, first + cols * g)]
+                word[:len(chunk)] = chunk
                 s_words.append(len(shifts))
                 shifts.append(word)
             else:

@@ -44,7 +44,7 @@ class Machine:
         self.pbuf = np.zeros((cfg.rows, cfg.pdepth), dtype=np.int32)
         self.cells = np.zeros((cfg.rows, cfg.cols), dtype=np.uint8)
         self.bias = np.zeros(cfg.rows, dtype=np.int32)
-        self.slot_dirs = np.full(cfg.cols * 8, sac.SHIFT_IDENTITY, dtype=np.uint8)
+        self.slot_dirs = np.full(cfg.cols * 8, sac.SHIFT_IDENTITY, dtype=np.uint8)  # by window position
 
     # -- host side ---------------------------------------------------------------------------
     def load_program(self, prog: Program) -> None:
@@ -108,7 +108,8 @@ class Machine:
         slots = cols * g
         data = self.dbuf[m.in_ch:m.in_ch + slots, m.in_addr:m.in_addr + p]
         if m.shift_en:
-            dirs = self.slot_dirs.reshape(cfg.cols, 8)[:cols, :g].reshape(slots)
+            # table entry i steers channel in_ch + i; codes 9..15 read as the identity
+            dirs = sac.table_directions(self.slot_dirs[:slots])
             data = sac.channel_shift(data.reshape(slots, m.height, m.width), dirs,
                                      m.fill).reshape(slots, p)
         dense = sac.array_weights(self.cells[:rows, :cols], g)

@@ -366,3 +366,12 @@ def words_to_u32(words) -> np.ndarray:
     """128-bit words -> uint32 [n, 4], least significant 32 bits first (host-port order)."""
     return np.array([[(int(w) >> (32 * j)) & 0xFFFFFFFF for j in range(4)] for w in words],
                     dtype=np.uint32).reshape(-1, 4)
+
+
+def slot_banks(in_ch: int, group: int, tile_cols: int, cols: int, slots: int = 8) -> np.ndarray:
+    """Data-buffer bank feeding each channel slot of the array during a MATMUL, -1 for none:
+    column c, slot j < G reads bank in_ch + c*G + j (c < tile_cols), every other slot reads 0.
+    Equivalently, tile channel i = c*G + j comes from bank in_ch + i."""
+    c = np.arange(cols)[:, None]
+    j = np.arange(slots)[None, :]
+    return np.where((j < group) & (c < tile_cols), in_ch + c * group + j, -1)

@@ -69,8 +69,8 @@ def test_cycle_model_terms():
             Matmul(height=1, width=1, in_addr=0, out_addr=0, mode=OutputMode.PIXEL_SUM), Halt()]
     steps = program_timeline(prog, cfg)
     lens = [s.cycles for s in steps]
-    assert lens == [2 + 5 + 1, 2 + 48 + 24 + 8 + 5 + 3, 2 + 8 + 24 + 8 + 5 + 3 + 1, 2]
-    assert [s.start for s in steps] == [0, 8, 98, 149]
+    assert lens == [2 + 5 + 1, 2 + 48 + 24 + 8 + 5 + 2, 2 + 8 + 24 + 8 + 5 + 2 + 1, 2]
+    assert [s.start for s in steps] == [0, 8, 97, 147]
     assert seed_tile_cycles(1024, 64, 128) == 8 * 1024 + 64 + 128 + 22
 
 

@@ -388,3 +388,10 @@ def space_to_depth(x, factor: int) -> np.ndarray:
     n = len(lead)
     t = t.transpose(*range(n), n + 2, n + 4, n, n + 1, n + 3)
     return t.reshape(*lead, c * factor * factor, h // factor, w // factor)
+
+
+def table_directions(entries) -> np.ndarray:
+    """Shift directions as the hardware reads 4-bit shift-table entries: 0..8 as they are,
+    the unused codes 9..15 as the identity (4)."""
+    e = int_array(entries, "shift-table entries", lo=0, hi=15)
+    return np.where(e > 8, SHIFT_IDENTITY, e).astype(np.uint8)

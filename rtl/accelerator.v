@@ -1,0 +1,361 @@
+// SAC accelerator top: instruction memory, weight/bias/shift memories, data buffer (one bank per
+// channel), partial-sum buffer (one bank per array row), the decoder, the feeder, the systolic
+// array, per-row ReLU & quantization and output accumulators, a cycle counter, an activity
+// counter and a per-instruction trace.
+//
+// Host port (docs/microarchitecture.md): while not busy, the host reads and writes every memory
+// through one 32-bit port, `host_addr[31:28]` selecting the region; reads return on
+// `host_rdata` one cycle after `host_en`. After a `start` pulse the accelerator runs the program
+// from instruction 0 by itself until HALT or an error, then raises `done`.
+//
+// MATMUL schedule, k = execution cycle (models/cycle_model.py holds the same numbers):
+//   k = 8p          data-buffer banks read pixel p (through the channel shift)
+//   k = 8p + 1      serializers load pixel p; bits enter the array at k = 8p + 2 + b
+//   k = 8p + r      partial-sum bank r read for pixel p (acc_in)
+//   k = 8p + 1 + r  row r's initial value loaded; row r's word starts at k = 8p + 2 + r
+//   k = 8p + 34 + COLS + r   row r's result for pixel p written (pixel-sum: one cycle later)
+module accelerator #(
+    parameter ROWS = 8,
+    parameter COLS = 8,
+    parameter CMAX = 64,
+    parameter DDEPTH = 1024,
+    parameter PDEPTH = 1024,
+    parameter WDEPTH = 512,
+    parameter BDEPTH = 512,
+    parameter SDEPTH = 64,
+    parameter IMEM_DEPTH = 256
+) (
+    input  wire         clk,
+    input  wire         rst,
+    input  wire         start,
+    output wire         busy,
+    output wire         done,
+    output wire         error,
+    // host port
+    input  wire         host_en,
+    input  wire         host_we,
+    input  wire [31:0]  host_addr,
+    input  wire [31:0]  host_wdata,
+    output reg  [31:0]  host_rdata
+);
+    localparam SLOTS = 8, TAPS = 7, LANES = 4, ACC = 32;
+    localparam IAW = $clog2(IMEM_DEPTH);
+    localparam DAW = $clog2(DDEPTH);
+    localparam PAW = $clog2(PDEPTH);
+    localparam WAW = $clog2(WDEPTH);
+    localparam BAW = $clog2(BDEPTH);
+    localparam SAW = $clog2(SDEPTH);
+    localparam BKW = $clog2(CMAX);
+    localparam RW = (ROWS > 1) ? $clog2(ROWS) : 1;
+    localparam WCH = (COLS * 8 + 31) / 32;       // 32-bit chunks of a weight word
+    localparam SCH = COLS;                       // 32-bit chunks of a shift-table word
+    localparam CNTW = 16;
+    localparam [3:0] R_CTRL = 4'd0, R_IMEM = 4'd1, R_WMEM = 4'd2, R_BMEM = 4'd3, R_SMEM = 4'd4,
+                     R_DBUF = 4'd5, R_PBUF = 4'd6, R_TRACE = 4'd7;
+    localparam [1:0] M_RELU = 2'd0, M_BIN = 2'd1, M_RAW = 2'd2, M_PIXSUM = 2'd3;
+
+    // ---------------------------------------------------------------- decoder
+    // Instruction fields are as wide as the ISA; the decoder has checked that every address
+    // fits its memory, so only the low bits are used.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [IAW-1:0] imem_raddr;
+    wire [127:0]   imem_q;
+    wire [3:0]     error_code;
+    wire [IAW:0]   pc;
+    wire           exec_lw, exec_mm, retire;
+    wire [23:0]    k;
+    wire [7:0]     lw_rows, lw_cols, tile_rows, tile_cols;
+    wire [23:0]    w_addr, b_addr, s_addr, pixels;
+    wire [1:0]     mode;
+    wire           acc_in, shift_en;
+    wire [3:0]     group;
+    wire [7:0]     fill;
+    wire [11:0]    height, width, in_ch, out_ch;
+    wire [19:0]    in_addr, out_addr, acc_addr;
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    instruction_decoder #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH),
+        .PDEPTH(PDEPTH), .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH),
+        .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) u_decoder (
+        .clk(clk), .rst(rst), .start(start), .imem_addr(imem_raddr), .imem_data(imem_q),
+        .busy(busy), .done(done), .error(error), .error_code(error_code), .pc(pc),
+        .exec_lw(exec_lw), .exec_mm(exec_mm), .k(k), .retire(retire),
+        .rows(lw_rows), .cols(lw_cols), .w_addr(w_addr), .b_addr(b_addr), .s_addr(s_addr),
+        .mode(mode), .acc_in(acc_in), .shift_en(shift_en), .group(group), .fill(fill),
+        .height(height), .width(width), .in_addr(in_addr), .out_addr(out_addr),
+        .in_ch(in_ch), .out_ch(out_ch), .acc_addr(acc_addr), .pixels(pixels),
+        .tile_rows(tile_rows), .tile_cols(tile_cols));
+
+    // ---------------------------------------------------------------- host port decode
+    wire [3:0]  h_region = host_addr[31:28];
+    wire [27:0] h_off = host_addr[27:0];
+    wire        h_write = host_en & host_we & ~busy;
+    reg  [3:0]  h_region_q;
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg  [27:0] h_off_q;
+    /* verilator lint_on UNUSEDSIGNAL */
+    always @(posedge clk) begin
+        h_region_q <= h_region;
+        h_off_q <= h_off;
+    end
+
+    // ---------------------------------------------------------------- instruction memory
+    wire [31:0] imem_chunk [0:3];
+    genvar gi;
+    generate
+        for (gi = 0; gi < 4; gi = gi + 1) begin : imem
+            sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW)) u_ram (
+                .clk(clk),
+                .we(h_write && h_region == R_IMEM && h_off[1:0] == gi),
+                .waddr(h_off[IAW+1:2]), .wdata(host_wdata),
+                .raddr(busy ? imem_raddr : h_off[IAW+1:2]), .rdata(imem_chunk[gi]));
+        end
+    endgenerate
+    assign imem_q = {imem_chunk[3], imem_chunk[2], imem_chunk[1], imem_chunk[0]};
+
+    // ---------------------------------------------------------------- weight, bias, shift memories
+    // LOAD_WEIGHTS, j = k: read row j at k = j, write it into the array at k = j + 1.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [23:0] lw_row_addr = w_addr + k;
+    wire [23:0] lw_bias_addr = b_addr + k;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [WCH*32-1:0] wmem_q;
+    wire [SCH*32-1:0] smem_q;
+    wire [31:0] bmem_q;
+    generate
+        for (gi = 0; gi < WCH; gi = gi + 1) begin : wmem
+            sdp_ram #(.WIDTH(32), .DEPTH(WDEPTH), .AW(WAW)) u_ram (
+                .clk(clk),
+                .we(h_write && h_region == R_WMEM && h_off[7:0] == gi),
+                .waddr(h_off[WAW+7:8]), .wdata(host_wdata),
+                .raddr(busy ? lw_row_addr[WAW-1:0] : h_off[WAW+7:8]), .rdata(wmem_q[gi*32 +: 32]));
+        end
+        for (gi = 0; gi < SCH; gi = gi + 1) begin : smem
+            sdp_ram #(.WIDTH(32), .DEPTH(SDEPTH), .AW(SAW)) u_ram (
+                .clk(clk),
+                .we(h_write && h_region == R_SMEM && h_off[7:0] == gi),
+                .waddr(h_off[SAW+7:8]), .wdata(host_wdata),
+                .raddr(busy ? s_addr[SAW-1:0] : h_off[SAW+7:8]), .rdata(smem_q[gi*32 +: 32]));
+        end
+    endgenerate
+    sdp_ram #(.WIDTH(32), .DEPTH(BDEPTH), .AW(BAW)) u_bmem (
+        .clk(clk), .we(h_write && h_region == R_BMEM), .waddr(h_off[BAW-1:0]),
+        .wdata(host_wdata), .raddr(busy ? lw_bias_addr[BAW-1:0] : h_off[BAW-1:0]), .rdata(bmem_q));
+
+    wire lw_first = exec_lw && k == 24'd0;
+    wire lw_write = exec_lw && k != 24'd0;          // row k-1 arrives from the memories
+    wire [7:0] lw_row = k[7:0] - 8'd1;
+    reg  [ACC-1:0] bias [0:ROWS-1];
+    reg  [COLS*32-1:0] shift_word;                  // 4-bit direction per window position
+    integer ri;
+    always @(posedge clk) begin
+        for (ri = 0; ri < ROWS; ri = ri + 1) begin
+            if (lw_first) bias[ri] <= {ACC{1'b0}};
+            else if (lw_write && lw_row == ri[7:0]) bias[ri] <= bmem_q;
+        end
+        if (exec_lw && k == 24'd1) shift_word <= smem_q;
+    end
+    // a weight word holds COLS bytes; columns past the tile's `cols` load as zero (gated)
+    wire [COLS*8-1:0] row_bytes;
+    generate
+        for (gi = 0; gi < COLS; gi = gi + 1) begin : wcol
+            assign row_bytes[gi*8 +: 8] = (gi < lw_cols) ? wmem_q[gi*8 +: 8] : 8'd0;
+        end
+    endgenerate
+
+    // ---------------------------------------------------------------- MATMUL pixel counters
+    // the pixel being read (k = 8p .. 8p+7) and its position, for the channel-shift addresses
+    reg [23:0] rd_p;
+    reg [11:0] rd_y, rd_x;
+    wire mm_first = exec_mm && k == 24'd0;
+    always @(posedge clk) begin
+        if (!exec_mm) begin
+            rd_p <= 24'd0;
+            rd_y <= 12'd0;
+            rd_x <= 12'd0;
+        end else if (k[2:0] == 3'd7) begin
+            rd_p <= rd_p + 24'd1;
+            if (rd_x + 12'd1 == width) begin
+                rd_x <= 12'd0;
+                rd_y <= rd_y + 12'd1;
+            end else begin
+                rd_x <= rd_x + 12'd1;
+            end
+        end
+    end
+    wire [4:0] phase0 = k[4:0] - 5'd2;               // lane-0 bit index entering the array
+
+    // ---------------------------------------------------------------- data buffer
+    // bank b is steered by entry b - in_ch of the shift word (identity outside the window)
+    wire [CMAX*4-1:0]   bank_dir;
+    wire [CMAX*DAW-1:0] bank_addr;
+    wire [CMAX-1:0]     bank_fill;
+    wire [CMAX*8-1:0]   bank_q;
+    reg  [CMAX-1:0]     bank_fill_q;
+    wire [11:0] window = tile_cols * {4'd0, group};
+    wire [DAW-1:0] rd_base = in_addr[DAW-1:0] + rd_p[DAW-1:0];
+    channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
+        .base(rd_base), .y(rd_y), .x(rd_x), .height(height), .width(width),
+        .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
+    always @(posedge clk) bank_fill_q <= bank_fill;
+
+    // write side: bank b receives tile row b - out_ch (modes 0 and 1)
+    wire [ROWS-1:0]      wr_v;              // writer token per row: pixel wr_p[r] done
+    wire [23:0]          wr_p [0:ROWS-1];
+    wire [7:0]           row_result [0:ROWS-1];
+    wire byte_mode = (mode == M_RELU) || (mode == M_BIN);
+    generate
+        for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
+            localparam [11:0] B = gi;
+            wire [11:0] pos = B - in_ch;
+            wire in_window = (B >= in_ch) && (pos < window);
+            assign bank_dir[gi*4 +: 4] = (shift_en && in_window) ? shift_word[pos[BKW+1:0]*4 +: 4] : 4'd4;
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [11:0] row = B - out_ch;
+            wire [23:0] wpix = wr_p[r_sel];
+            /* verilator lint_on UNUSEDSIGNAL */
+            wire mine = exec_mm && byte_mode && (B >= out_ch) && (row < {4'd0, tile_rows});
+            wire [RW-1:0] r_sel = row[RW-1:0];
+            wire mm_we = mine && wr_v[r_sel];
+            sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW)) u_ram (
+                .clk(clk),
+                .we(mm_we || (h_write && h_region == R_DBUF && h_off[27:16] == B)),
+                .waddr(mm_we ? out_addr[DAW-1:0] + wpix[DAW-1:0] : h_off[DAW-1:0]),
+                .wdata(mm_we ? row_result[r_sel] : host_wdata[7:0]),
+                .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]),
+                .rdata(bank_q[gi*8 +: 8]));
+        end
+    endgenerate
+
+    // ---------------------------------------------------------------- feeder and array
+    wire [COLS*SLOTS-1:0] col_data, col_nz;
+    wire feed_load = exec_mm && k[2:0] == 3'd1;
+    data_feeder #(.COLS(COLS), .SLOTS(SLOTS), .BANKS(CMAX), .BKW(BKW)) u_feeder (
+        .clk(clk), .clear(!exec_mm), .setup(mm_first), .in_ch(in_ch), .group(group), .tile_cols(tile_cols),
+        .bank_q(bank_q), .bank_fill(bank_fill_q), .fill_value(fill),
+        .load(feed_load), .load_valid(rd_p < pixels),
+        .col_data(col_data), .col_nz(col_nz));
+
+    wire [ROWS-1:0]      init_load;
+    wire [ROWS*ACC-1:0]  init_value;
+    wire [ROWS*LANES-1:0] row_out;
+    wire [CNTW-1:0]      active_count;
+    systolic_array #(.ROWS(ROWS), .COLS(COLS), .SLOTS(SLOTS), .TAPS(TAPS), .LANES(LANES),
+        .ACC_BITS(ACC), .ROW_BITS(8), .COUNT_BITS(CNTW)) u_array (
+        .clk(clk), .w_clear(lw_first), .w_load(lw_write), .w_row(lw_row), .w_row_data(row_bytes),
+        .chain_clear(!exec_mm), .col_data(col_data), .col_nz(col_nz), .phase0(phase0),
+        .init_load(init_load), .init_value(init_value),
+        .row_out(row_out), .active_count(active_count));
+
+    // ---------------------------------------------------------------- per-row pipeline
+    // tokens enter row 0 and move down one row per cycle, following the array's row skew
+    wire        rd_tok0 = exec_mm && k[2:0] == 3'd0 && (k[23:3] < pixels[20:0]);
+    wire [23:0] wr_rel = k - (24'd34 + COLS);
+    wire        wr_tok0 = exec_mm && k >= 24'd34 + COLS && wr_rel[2:0] == 3'd0
+                          && ({3'd0, wr_rel[23:3]} < pixels);
+    reg  [ROWS-1:0] rd_v, inj_v, wr_vq;
+    reg  [23:0]     rd_pq [0:ROWS-1];
+    reg  [23:0]     wr_pq [0:ROWS-1];
+    wire [ACC-1:0]  pbuf_q [0:ROWS-1];
+    generate
+        for (gi = 0; gi < ROWS; gi = gi + 1) begin : rowpipe
+            localparam [4:0] SKEW = gi + COLS;
+            wire        rd_in_v = (gi == 0) ? rd_tok0 : rd_v[gi-1];
+            wire [23:0] rd_in_p = (gi == 0) ? {3'd0, k[23:3]} : rd_pq[gi-1];
+            wire        wr_in_v = (gi == 0) ? wr_tok0 : wr_vq[gi-1];
+            wire [23:0] wr_in_p = (gi == 0) ? {3'd0, wr_rel[23:3]} : wr_pq[gi-1];
+            always @(posedge clk) begin
+                rd_v[gi] <= rd_in_v;
+                rd_pq[gi] <= rd_in_p;
+                inj_v[gi] <= rd_in_v;
+                wr_vq[gi] <= wr_in_v;
+                wr_pq[gi] <= wr_in_p;
+            end
+            // row gi sees its read token at k = 8p + gi, its write token at 8p + 34 + COLS + gi
+            assign wr_v[gi] = wr_in_v && q_valid;    // q_valid: the row's word is complete
+            assign wr_p[gi] = wr_in_p;
+            assign init_load[gi] = inj_v[gi];
+            assign init_value[gi*ACC +: ACC] = acc_in ? pbuf_q[gi] : bias[gi];
+
+            wire          q_valid;
+            wire [ACC-1:0] raw;
+            relu_quant #(.LANES(LANES), .ACC_BITS(ACC), .SHIFT(6)) u_rq (
+                .clk(clk), .serial_in(row_out[gi*LANES +: LANES]), .phase(phase0 - SKEW),
+                .mode(mode), .valid(q_valid), .raw(raw), .result(row_result[gi]));
+
+            wire          sum_valid;
+            wire [ACC-1:0] sum;
+            output_accumulator #(.ACC_BITS(ACC)) u_oacc (
+                .clk(clk), .in_valid(wr_v[gi] && mode == M_PIXSUM), .first(wr_in_p == 24'd0),
+                .last(wr_in_p == pixels - 24'd1), .value(raw),
+                .sum_valid(sum_valid), .sum(sum));
+
+            wire raw_we = wr_v[gi] && mode == M_RAW && gi < tile_rows;
+            wire sum_we = exec_mm && sum_valid && gi < tile_rows;
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [19:0] raw_addr = out_addr + wr_in_p[19:0];
+            /* verilator lint_on UNUSEDSIGNAL */
+            sdp_ram #(.WIDTH(ACC), .DEPTH(PDEPTH), .AW(PAW)) u_pbuf (
+                .clk(clk),
+                .we(raw_we || sum_we || (h_write && h_region == R_PBUF && h_off[27:16] == gi)),
+                .waddr(raw_we ? raw_addr[PAW-1:0] : sum_we ? out_addr[PAW-1:0] : h_off[PAW-1:0]),
+                .wdata(raw_we ? raw : sum_we ? sum : host_wdata),
+                .raddr(busy ? acc_addr[PAW-1:0] + rd_in_p[PAW-1:0] : h_off[PAW-1:0]),
+                .rdata(pbuf_q[gi]));
+        end
+    endgenerate
+
+    // ---------------------------------------------------------------- counters and trace
+    reg [31:0] cycles, activity, retired, act_instr;
+    wire [31:0] act_now = act_instr + {{(32-CNTW){1'b0}}, active_count};
+    always @(posedge clk) begin
+        if (rst || (start && !busy)) begin
+            cycles <= 32'd0;
+            activity <= 32'd0;
+            retired <= 32'd0;
+            act_instr <= 32'd0;
+        end else if (busy) begin
+            cycles <= cycles + 32'd1;
+            if (exec_mm) activity <= activity + {{(32-CNTW){1'b0}}, active_count};
+            act_instr <= retire ? 32'd0 : (exec_mm ? act_now : act_instr);
+            if (retire) retired <= retired + 32'd1;
+        end
+    end
+    wire [31:0] trace_cycle_q, trace_act_q;
+    sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW)) u_trace_cycle (
+        .clk(clk), .we(retire), .waddr(pc[IAW-1:0]), .wdata(cycles + 32'd1),
+        .raddr(h_off[IAW:1]), .rdata(trace_cycle_q));
+    sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW)) u_trace_act (
+        .clk(clk), .we(retire), .waddr(pc[IAW-1:0]), .wdata(exec_mm ? act_now : 32'd0),
+        .raddr(h_off[IAW:1]), .rdata(trace_act_q));
+
+    // ---------------------------------------------------------------- host read mux
+    reg [31:0] ctrl_q;
+    always @(posedge clk) begin
+        case (h_off[3:0])
+            4'd0: ctrl_q <= {24'd0, error_code, 1'b0, error, done, busy};
+            4'd1: ctrl_q <= cycles;
+            4'd2: ctrl_q <= {{(31-IAW){1'b0}}, pc};
+            4'd3: ctrl_q <= activity;
+            4'd4: ctrl_q <= retired;
+            4'd5: ctrl_q <= {8'd0, CMAX[7:0], COLS[7:0], ROWS[7:0]};
+            default: ctrl_q <= 32'd0;
+        endcase
+    end
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [11:0] hb_q = h_off_q[27:16];
+    /* verilator lint_on UNUSEDSIGNAL */
+    always @* begin
+        case (h_region_q)
+            R_CTRL:  host_rdata = ctrl_q;
+            R_IMEM:  host_rdata = imem_chunk[h_off_q[1:0]];
+            R_WMEM:  host_rdata = wmem_q[h_off_q[7:0]*32 +: 32];
+            R_BMEM:  host_rdata = bmem_q;
+            R_SMEM:  host_rdata = smem_q[h_off_q[7:0]*32 +: 32];
+            R_DBUF:  host_rdata = {24'd0, bank_q[hb_q[BKW-1:0]*8 +: 8]};
+            R_PBUF:  host_rdata = pbuf_q[hb_q[RW-1:0]];
+            R_TRACE: host_rdata = h_off_q[0] ? trace_act_q : trace_cycle_q;
+            default: host_rdata = 32'd0;
+        endcase
+    end
+endmodule

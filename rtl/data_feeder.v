@@ -1,0 +1,66 @@
+// Data feeder: from the data-buffer banks to the array's column inputs.
+//
+// At MATMUL start (`setup`) it latches which bank feeds each channel slot: column c, slot j
+// reads bank in_ch + c*G + j when j < G and c < tile_cols, and nothing (zeros) otherwise. Every
+// 8 cycles (`load`) each slot's serializer takes the byte read for the next pixel (or the fill
+// value where the channel shift left the frame, or 0 when `load_valid` is low, i.e. past the
+// last pixel) and then shifts it out LSB first, with its nonzero flag held for the 8 cycles.
+module data_feeder #(
+    parameter COLS = 8,
+    parameter SLOTS = 8,
+    parameter BANKS = 64,
+    parameter BKW = 6                   // bank index width, >= clog2(BANKS)
+) (
+    input  wire                     clk,
+    input  wire                     clear,      // hold the serializers at zero (no MATMUL)
+    input  wire                     setup,
+    input  wire [11:0]              in_ch,
+    input  wire [3:0]               group,      // G = 1..8
+    input  wire [7:0]               tile_cols,
+    input  wire [BANKS*8-1:0]       bank_q,
+    input  wire [BANKS-1:0]         bank_fill,
+    input  wire [7:0]               fill_value,
+    input  wire                     load,
+    input  wire                     load_valid,
+    output wire [COLS*SLOTS-1:0]    col_data,
+    output wire [COLS*SLOTS-1:0]    col_nz
+);
+    genvar c, j;
+    generate
+        for (c = 0; c < COLS; c = c + 1) begin : col
+            for (j = 0; j < SLOTS; j = j + 1) begin : slot
+                localparam [7:0] C8 = c;
+                localparam [3:0] J4 = j;
+                reg [BKW-1:0] src;
+                reg           used;
+                reg [7:0]     shreg;
+                reg           nz;
+                // < BANKS whenever `used`: the decoder checks in_ch + tile_cols*G <= CMAX
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire [15:0] bank_index = {4'd0, in_ch} + {8'd0, C8} * {12'd0, group} + {12'd0, J4};
+                /* verilator lint_on UNUSEDSIGNAL */
+                always @(posedge clk) begin
+                    if (setup) begin
+                        src <= bank_index[BKW-1:0];
+                        used <= (J4 < group) && (C8 < tile_cols);
+                    end
+                end
+                wire [7:0] value = bank_fill[src] ? fill_value : bank_q[src*8 +: 8];
+                wire [7:0] next = (used && load_valid) ? value : 8'd0;
+                always @(posedge clk) begin
+                    if (clear) begin
+                        shreg <= 8'd0;
+                        nz <= 1'b0;
+                    end else if (load) begin
+                        shreg <= next;
+                        nz <= (next != 8'd0);
+                    end else begin
+                        shreg <= {1'b0, shreg[7:1]};
+                    end
+                end
+                assign col_data[c*SLOTS + j] = shreg[0];
+                assign col_nz[c*SLOTS + j] = nz;
+            end
+        end
+    endgenerate
+endmodule

@@ -1,0 +1,238 @@
+// Instruction decoder and sequencer of the SAC accelerator (docs/isa.md, docs/microarchitecture.md).
+//
+// Each instruction takes FETCH (instruction-memory read) and DECODE (the word is checked and
+// its fields latched), then LOAD_WEIGHTS or MATMUL execute for a number of cycles that depends
+// only on the instruction and the loaded tile: exactly the cycle model of
+// models/cycle_model.py. `k` counts the execution cycles; the datapath in accelerator.v is
+// scheduled off it. A word that fails a check raises `error` with the same code as
+// models/isa.py, halts, and executes nothing (so it writes nothing).
+module instruction_decoder #(
+    parameter ROWS = 8,
+    parameter COLS = 8,
+    parameter CMAX = 64,
+    parameter DDEPTH = 1024,
+    parameter PDEPTH = 1024,
+    parameter WDEPTH = 512,
+    parameter BDEPTH = 512,
+    parameter SDEPTH = 64,
+    parameter IMEM_DEPTH = 256,
+    parameter IAW = 8                       // instruction address width, >= clog2(IMEM_DEPTH)
+) (
+    input  wire             clk,
+    input  wire             rst,
+    input  wire             start,
+    output wire [IAW-1:0]   imem_addr,
+    input  wire [127:0]     imem_data,
+    // status
+    output reg              busy,
+    output reg              done,
+    output reg              error,
+    output reg  [3:0]       error_code,
+    output reg  [IAW:0]     pc,
+    // execution
+    output reg              exec_lw,
+    output reg              exec_mm,
+    output reg  [23:0]      k,
+    output wire             retire,         // last cycle of the current instruction
+    // fields of the executing instruction
+    output reg  [7:0]       rows,           // LOAD_WEIGHTS
+    output reg  [7:0]       cols,
+    output reg  [23:0]      w_addr,
+    output reg  [23:0]      b_addr,
+    output reg  [23:0]      s_addr,
+    output reg  [1:0]       mode,           // MATMUL
+    output reg              acc_in,
+    output reg              shift_en,
+    output reg  [3:0]       group,
+    output reg  [7:0]       fill,
+    output reg  [11:0]      height,
+    output reg  [11:0]      width,
+    output reg  [19:0]      in_addr,
+    output reg  [19:0]      out_addr,
+    output reg  [11:0]      in_ch,
+    output reg  [11:0]      out_ch,
+    output reg  [19:0]      acc_addr,
+    output reg  [23:0]      pixels,
+    output reg  [7:0]       tile_rows,      // shape of the loaded tile
+    output reg  [7:0]       tile_cols
+);
+    localparam [3:0] OP_LW = 4'd1, OP_MM = 4'd2, OP_HALT = 4'd15;
+    localparam [3:0] E_NONE = 4'd0, E_OPCODE = 4'd1, E_RESERVED = 4'd2, E_TILE = 4'd3,
+                     E_WRANGE = 4'd4, E_NOWEIGHTS = 4'd5, E_SHAPE = 4'd6, E_DBUF = 4'd7,
+                     E_PBUF = 4'd8, E_OVERLAP = 4'd9, E_PC = 4'd10;
+    localparam [1:0] S_IDLE = 2'd0, S_FETCH = 2'd1, S_DECODE = 2'd2, S_EXEC = 2'd3;
+    localparam [1:0] M_PIXSUM = 2'd3;
+    // memory sizes as wide constants for the range checks
+    localparam [31:0] L_ROWS = ROWS, L_COLS = COLS, L_CMAX = CMAX, L_DDEPTH = DDEPTH,
+                      L_PDEPTH = PDEPTH, L_WDEPTH = WDEPTH, L_BDEPTH = BDEPTH,
+                      L_SDEPTH = SDEPTH, L_IMEM = IMEM_DEPTH;
+    // bits each opcode uses (everything else is reserved)
+    localparam [127:0] USED_LW = {32'd0, {88{1'b1}}, 4'd0, 4'hF};
+    localparam [127:0] USED_MM = {{116{1'b1}}, 1'b0, {11{1'b1}}};
+    localparam [127:0] USED_HALT = {124'd0, 4'hF};
+
+    reg [1:0] state;
+    reg [23:0] exec_len;
+    assign imem_addr = pc[IAW-1:0];
+    assign retire = (state == S_EXEC && k == exec_len - 24'd1)
+                  || (state == S_DECODE && !pc_over && op == OP_HALT && err == E_NONE);
+
+    // ---- field extraction (combinational, from the fetched word) ----
+    wire [127:0] w = imem_data;
+    wire [3:0]  op = w[3:0];
+    wire [7:0]  f_rows = w[15:8];
+    wire [7:0]  f_cols = w[23:16];
+    wire [23:0] f_waddr = w[47:24];
+    wire [23:0] f_baddr = w[71:48];
+    wire [23:0] f_saddr = w[95:72];
+    wire [1:0]  f_mode = w[5:4];
+    wire        f_accin = w[6];
+    wire        f_shift = w[7];
+    wire [3:0]  f_group = {1'b0, w[10:8]} + 4'd1;
+    wire [7:0]  f_fill = w[19:12];
+    wire [11:0] f_h = w[31:20];
+    wire [11:0] f_w = w[43:32];
+    wire [19:0] f_in = w[63:44];
+    wire [19:0] f_out = w[83:64];
+    wire [11:0] f_inch = w[95:84];
+    wire [11:0] f_outch = w[107:96];
+    wire [19:0] f_acc = w[127:108];
+    wire [23:0] f_prod = f_h * f_w;
+    wire [31:0] f_pix = {8'd0, f_prod};
+    wire byte_mode = (f_mode == 2'd0) || (f_mode == 2'd1);
+    wire [31:0] f_nout = (f_mode == M_PIXSUM) ? 32'd1 : f_pix;
+    wire [11:0] f_slots = tile_cols * {4'd0, f_group};
+    wire [31:0] slots = {20'd0, f_slots};
+
+    function clash;                          // [a0, a0+an) and [b0, b0+bn) intersect
+        input [31:0] a0, an, b0, bn;
+        clash = (a0 < b0 + bn) && (b0 < a0 + an);
+    endfunction
+
+    wire pc_over = ({{(31-IAW){1'b0}}, pc} >= L_IMEM);
+    reg [3:0] err;
+    always @* begin
+        err = E_NONE;
+        if (op != OP_LW && op != OP_MM && op != OP_HALT)
+            err = E_OPCODE;
+        else if ((op == OP_LW && (w & ~USED_LW) != 128'd0)
+              || (op == OP_MM && (w & ~USED_MM) != 128'd0)
+              || (op == OP_HALT && (w & ~USED_HALT) != 128'd0)
+              || (op == OP_MM && ((!f_shift && f_fill != 8'd0) || (!f_accin && f_acc != 20'd0)
+                                  || (!byte_mode && f_outch != 12'd0))))
+            err = E_RESERVED;
+        else if (op == OP_LW) begin
+            if (f_rows == 8'd0 || {24'd0, f_rows} > L_ROWS || f_cols == 8'd0 || {24'd0, f_cols} > L_COLS)
+                err = E_TILE;
+            else if ({8'd0, f_waddr} + {24'd0, f_rows} > L_WDEPTH
+                  || {8'd0, f_baddr} + {24'd0, f_rows} > L_BDEPTH
+                  || {8'd0, f_saddr} >= L_SDEPTH)
+                err = E_WRANGE;
+        end else if (op == OP_MM) begin
+            if (tile_rows == 8'd0)
+                err = E_NOWEIGHTS;
+            else if (f_h == 12'd0 || f_w == 12'd0 || f_pix > L_DDEPTH)
+                err = E_SHAPE;
+            else if ({12'd0, f_in} + f_pix > L_DDEPTH || {20'd0, f_inch} + slots > L_CMAX)
+                err = E_DBUF;
+            else if (f_accin && {12'd0, f_acc} + f_pix > L_PDEPTH)
+                err = E_PBUF;
+            else if (byte_mode) begin
+                if ({12'd0, f_out} + f_pix > L_DDEPTH || {20'd0, f_outch} + {24'd0, tile_rows} > L_CMAX)
+                    err = E_DBUF;
+                else if (clash({20'd0, f_inch}, slots, {20'd0, f_outch}, {24'd0, tile_rows})
+                      && clash({12'd0, f_in}, f_pix, {12'd0, f_out}, f_pix))
+                    err = E_OVERLAP;
+            end else begin
+                if ({12'd0, f_out} + f_nout > L_PDEPTH)
+                    err = E_PBUF;
+                else if (f_accin && f_out != f_acc
+                      && clash({12'd0, f_acc}, f_pix, {12'd0, f_out}, f_nout))
+                    err = E_OVERLAP;
+            end
+        end
+    end
+
+    // ---- sequencing ----
+    localparam [23:0] MM_FIXED = 24'd26 + COLS;      // see models/cycle_model.py
+    always @(posedge clk) begin
+        if (rst) begin
+            state <= S_IDLE;
+            busy <= 1'b0;
+            done <= 1'b0;
+            error <= 1'b0;
+            error_code <= E_NONE;
+            pc <= {(IAW+1){1'b0}};
+            exec_lw <= 1'b0;
+            exec_mm <= 1'b0;
+            tile_rows <= 8'd0;
+            tile_cols <= 8'd0;
+        end else begin
+            case (state)
+                S_IDLE: if (start) begin
+                    state <= S_FETCH;
+                    busy <= 1'b1;
+                    done <= 1'b0;
+                    error <= 1'b0;
+                    error_code <= E_NONE;
+                    pc <= {(IAW+1){1'b0}};
+                    tile_rows <= 8'd0;
+                    tile_cols <= 8'd0;
+                end
+                S_FETCH: state <= S_DECODE;
+                S_DECODE: begin
+                    k <= 24'd0;
+                    if (pc_over || err != E_NONE) begin
+                        state <= S_IDLE;
+                        busy <= 1'b0;
+                        done <= 1'b1;
+                        error <= 1'b1;
+                        error_code <= pc_over ? E_PC : err;
+                    end else if (op == OP_HALT) begin
+                        state <= S_IDLE;
+                        busy <= 1'b0;
+                        done <= 1'b1;
+                    end else if (op == OP_LW) begin
+                        state <= S_EXEC;
+                        exec_lw <= 1'b1;
+                        rows <= f_rows;
+                        cols <= f_cols;
+                        w_addr <= f_waddr;
+                        b_addr <= f_baddr;
+                        s_addr <= f_saddr;
+                        tile_rows <= f_rows;
+                        tile_cols <= f_cols;
+                        exec_len <= {16'd0, f_rows} + 24'd1;
+                    end else begin
+                        state <= S_EXEC;
+                        exec_mm <= 1'b1;
+                        mode <= f_mode;
+                        acc_in <= f_accin;
+                        shift_en <= f_shift;
+                        group <= f_group;
+                        fill <= f_fill;
+                        height <= f_h;
+                        width <= f_w;
+                        in_addr <= f_in;
+                        out_addr <= f_out;
+                        in_ch <= f_inch;
+                        out_ch <= f_outch;
+                        acc_addr <= f_acc;
+                        pixels <= f_pix[23:0];
+                        exec_len <= {f_pix[20:0], 3'd0} + MM_FIXED + {16'd0, tile_rows}
+                                  + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
+                    end
+                end
+                default: begin                      // S_EXEC
+                    k <= k + 24'd1;
+                    if (retire) begin
+                        state <= S_FETCH;
+                        exec_lw <= 1'b0;
+                        exec_mm <= 1'b0;
+                        pc <= pc + 1'b1;
+                    end
+                end
+            endcase
+        end
+    end
+endmodule

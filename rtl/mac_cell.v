@@ -1,0 +1,78 @@
+// 8-bit MAC cell: the seed paper's baseline for the resource comparison with sac_cell.
+//
+// Same ports, timing and role as sac_cell, but the cell holds a full 8-bit signed weight and
+// multiplies the bit-serial input by it with a serial-parallel multiplier (the paper: "8 1-bit
+// full adders for multiplication"), then adds the product into the same bit-serial lanes.
+// Without an index field it cannot combine columns: it always reads channel slot 0, tap 0.
+//
+// Multiplier: while the 8 data bits of a word arrive (LSB first), T = S + x_b * w; the product
+// bit is T[0] and S <= T >>> 1. After the 8th bit S holds product >> 8, which is handed to the
+// lane's `high` register; that register shifts out product bits 8..31 (arithmetically, so the
+// sign extends) while the multiplier starts on the next word of the next lane.
+module mac_cell #(
+    parameter SLOTS = 8,
+    parameter TAPS = 7,
+    parameter LANES = 4
+) (
+    input  wire                     clk,
+    input  wire                     w_clear,
+    input  wire                     w_load,
+    input  wire [7:0]               w_in,       // signed weight
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [TAPS*SLOTS-1:0]    taps,       // only slot 0, tap 0 is used
+    input  wire [TAPS*SLOTS-1:0]    taps_nz,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [4:0]               phase,
+    input  wire [LANES-1:0]         psum_in,
+    output reg  [LANES-1:0]         psum_out,
+    output wire                     active
+);
+    reg signed [7:0] weight;
+    always @(posedge clk) begin
+        if (w_clear) weight <= 8'sd0;
+        else if (w_load) weight <= w_in;
+    end
+
+    wire nonzero = (weight != 8'sd0);
+    wire data_bit = taps[0];
+    wire data_nz = nonzero & taps_nz[0];
+    wire [1:0] sel_lane = phase[4:3];       // tap 0: lane L receives data while its bit < 8
+    wire       first_bit = (phase[2:0] == 3'd0);
+    wire       last_bit = (phase[2:0] == 3'd7);
+    assign active = data_nz;
+
+    // serial-parallel multiplier, shared by the lanes (one word at a time)
+    reg  signed [9:0] acc_s;
+    wire signed [9:0] s_eff = first_bit ? 10'sd0 : acc_s;
+    wire signed [9:0] t_sum = s_eff + (data_bit ? {{2{weight[7]}}, weight} : 10'sd0);
+    always @(posedge clk) acc_s <= t_sum >>> 1;
+
+    genvar l;
+    generate
+        for (l = 0; l < LANES; l = l + 1) begin : lane
+            localparam [4:0] START = 8 * l;
+            localparam [1:0] ID = l;
+            reg signed [8:0] high;  // product bits 8.. of this lane's word
+            reg carry;
+            reg busy;
+            wire start = (phase == START);
+            wire mine = (sel_lane == ID);
+            wire hit = mine & data_nz;
+            wire en = start | busy | hit;
+            wire p = mine ? t_sum[0] : high[0];
+            wire c = carry & ~start;
+            wire s = psum_in[l] ^ p ^ c;
+            always @(posedge clk) begin
+                if (mine && last_bit) high <= t_sum[9:1];
+                else high <= high >>> 1;
+                if (en) begin
+                    psum_out[l] <= s;
+                    carry <= (psum_in[l] & p) | (psum_in[l] & c) | (p & c);
+                    busy <= hit | (busy & ~start);
+                end else begin
+                    psum_out[l] <= psum_in[l];
+                end
+            end
+        end
+    endgenerate
+endmodule

@@ -1,0 +1,48 @@
+// ReLU & quantization block of one array row.
+//
+// Deserialises the row's LANES bit-serial result lanes (LSB first, 32-bit words; lane L is at
+// bit phase - 8L) and, one cycle after a word's last bit, presents it with `valid` for one
+// cycle: `raw` is the 32-bit two's-complement accumulator and `result` the output byte of the
+// mode: 0 ReLU & quantize clip(acc >>> SHIFT, 0, 255), 1 binary (acc >= 0). Modes 2 and 3 use
+// `raw`. A word completes every 8 cycles, one lane at a time, so one output port is enough.
+module relu_quant #(
+    parameter LANES = 4,
+    parameter ACC_BITS = 32,
+    parameter SHIFT = 6
+) (
+    input  wire                 clk,
+    input  wire [LANES-1:0]     serial_in,
+    input  wire [4:0]           phase,
+    input  wire [1:0]           mode,
+    output reg                  valid,
+    output reg  [ACC_BITS-1:0]  raw,
+    output wire [7:0]           result
+);
+    localparam [1:0] MODE_BINARY = 2'd1;
+
+    // per lane: collect bits 0..30; on the cycle bit 31 arrives the word is complete
+    wire [LANES-1:0] done;
+    wire [ACC_BITS-1:0] word_or [0:LANES];
+    assign word_or[0] = {ACC_BITS{1'b0}};
+    genvar l;
+    generate
+        for (l = 0; l < LANES; l = l + 1) begin : lane
+            localparam [4:0] LAST = 8 * l + 31;      // phase at which lane l shows bit 31
+            reg [ACC_BITS-2:0] bits;
+            always @(posedge clk) bits <= {serial_in[l], bits[ACC_BITS-2:1]};
+            assign done[l] = (phase == LAST);
+            assign word_or[l+1] = word_or[l] | ({ACC_BITS{done[l]}} & {serial_in[l], bits});
+        end
+    endgenerate
+
+    always @(posedge clk) begin
+        valid <= |done;
+        if (|done) raw <= word_or[LANES];
+    end
+
+    // clip(acc >>> SHIFT, 0, 255): negative -> 0; anything at or above 256 << SHIFT -> 255
+    wire negative = raw[ACC_BITS-1];
+    wire saturate = |raw[ACC_BITS-2:SHIFT+8];
+    wire [7:0] quant = negative ? 8'd0 : saturate ? 8'd255 : raw[SHIFT+7:SHIFT];
+    assign result = (mode == MODE_BINARY) ? {7'd0, ~negative} : quant;
+endmodule

@@ -1,0 +1,24 @@
+// Simple dual-port RAM: one write port, one registered read port (one cycle of latency), the
+// shape FPGA block and distributed RAMs have. Every buffer of the accelerator is built from it.
+module sdp_ram #(
+    parameter WIDTH = 8,
+    parameter DEPTH = 256,
+    parameter AW = 8                    // address width, >= clog2(DEPTH)
+) (
+    input  wire             clk,
+    input  wire             we,
+    input  wire [AW-1:0]    waddr,
+    input  wire [WIDTH-1:0] wdata,
+    input  wire [AW-1:0]    raddr,
+    output reg  [WIDTH-1:0] rdata
+);
+    localparam [AW:0] LIMIT = DEPTH;
+    reg [WIDTH-1:0] mem [0:DEPTH-1];
+
+    // out-of-range addresses are never produced: the decoder checks every instruction's
+    // ranges and the host port masks its offsets; the guards keep simulation defined anyway
+    always @(posedge clk) begin
+        if (we && {1'b0, waddr} < LIMIT) mem[waddr] <= wdata;
+        rdata <= ({1'b0, raddr} < LIMIT) ? mem[raddr] : {WIDTH{1'b0}};
+    end
+endmodule

@@ -1,0 +1,140 @@
+"""Driver for the accelerator's host port (memory map in docs/microarchitecture.md).
+
+Loads compiled programs and tensors, starts a run, waits for `done`, and reads back tensors,
+status, counters and the per-instruction trace. Values go through unchanged: tensors are read
+back with models.compiler.gather, the same function the interpreter uses.
+"""
+from __future__ import annotations
+
+import numpy as np
+from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
+
+from models.arch import ArrayConfig
+from models.compiler import Placement, Program, gather
+from models.isa import words_to_u32
+
+R_CTRL, R_IMEM, R_WMEM, R_BMEM, R_SMEM, R_DBUF, R_PBUF, R_TRACE = range(8)
+CTRL_STATUS, CTRL_CYCLES, CTRL_PC, CTRL_ACTIVITY, CTRL_RETIRED, CTRL_CONFIG = range(6)
+
+
+def address(region: int, offset: int) -> int:
+    return (region << 28) | offset
+
+
+def to_i32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >> 31 else v
+
+
+class HostPort:
+    """All accesses happen at falling edges; a read's data is there one cycle later."""
+
+    def __init__(self, dut, cfg: ArrayConfig):
+        self.dut = dut
+        self.cfg = cfg
+        dut.host_en.value = 0
+        dut.host_we.value = 0
+        dut.host_addr.value = 0
+        dut.host_wdata.value = 0
+        dut.start.value = 0
+
+    async def reset(self):
+        self.dut.rst.value = 1
+        await FallingEdge(self.dut.clk)
+        await FallingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+        await FallingEdge(self.dut.clk)
+
+    async def write_many(self, items) -> None:
+        """items: iterable of (region, offset, value)."""
+        d = self.dut
+        d.host_en.value = 1
+        d.host_we.value = 1
+        for region, offset, value in items:
+            d.host_addr.value = address(region, offset)
+            d.host_wdata.value = int(value) & 0xFFFFFFFF
+            await FallingEdge(d.clk)
+        d.host_en.value = 0
+        d.host_we.value = 0
+
+    async def read_many(self, items) -> list[int]:
+        """items: list of (region, offset); pipelined, one read per cycle."""
+        d = self.dut
+        out = []
+        d.host_we.value = 0
+        d.host_en.value = 1
+        for region, offset in items:
+            d.host_addr.value = address(region, offset)
+            await FallingEdge(d.clk)
+            out.append(int(d.host_rdata.value))
+        d.host_en.value = 0
+        return out
+
+    async def read(self, region: int, offset: int) -> int:
+        return (await self.read_many([(region, offset)]))[0]
+
+    # -- programs and tensors -----------------------------------------------------------------
+    async def load_program(self, prog: Program) -> None:
+        cfg = self.cfg
+        items = []
+        for i, row in enumerate(words_to_u32(prog.words)):
+            items += [(R_IMEM, i * 4 + j, int(v)) for j, v in enumerate(row)]
+        for i, word in enumerate(prog.wmem):
+            padded = np.zeros(-(-cfg.cols // 4) * 4, dtype=np.uint8)
+            padded[:cfg.cols] = word
+            for j, chunk in enumerate(padded.view("<u4")):
+                items.append((R_WMEM, i * 256 + j, int(chunk)))
+        items += [(R_BMEM, i, int(b) & 0xFFFFFFFF) for i, b in enumerate(prog.bmem)]
+        for i, word in enumerate(prog.smem):
+            for j in range(cfg.cols):
+                entries = word[j * 8:(j + 1) * 8].astype(np.uint32)
+                items.append((R_SMEM, i * 256 + j, int(sum(int(e) << (4 * n) for n, e in enumerate(entries)))))
+        await self.write_many(items)
+
+    async def write_tensor(self, pl: Placement, x) -> None:
+        x = np.asarray(x, dtype=np.uint8).reshape(pl.channels, pl.pixels)
+        await self.write_many((R_DBUF, ((pl.ch + c) << 16) | (pl.addr + p), int(x[c, p]))
+                              for c in range(pl.channels) for p in range(pl.pixels))
+
+    async def read_tensor(self, pl: Placement) -> np.ndarray:
+        """Read one tensor back; returns what models.compiler.gather returns."""
+        cfg = self.cfg
+        dbuf = np.zeros((cfg.cmax, cfg.ddepth), dtype=np.uint8)
+        pbuf = np.zeros((cfg.rows, cfg.pdepth), dtype=np.int64)
+        if pl.space == "dbuf":
+            keys = [(pl.ch + c, pl.addr + p) for c in range(pl.channels) for p in range(pl.pixels)]
+            vals = await self.read_many([(R_DBUF, (b << 16) | e) for b, e in keys])
+            for (b, e), v in zip(keys, vals):
+                dbuf[b, e] = v & 0xFF
+        else:
+            per_tile = 1 if pl.pixel_sum else pl.pixels
+            keys = [(f % cfg.rows, pl.addr + (f // cfg.rows) * per_tile + p)
+                    for f in range(pl.channels) for p in range(per_tile)]
+            vals = await self.read_many([(R_PBUF, (r << 16) | e) for r, e in keys])
+            for (r, e), v in zip(keys, vals):
+                pbuf[r, e] = to_i32(v)
+        return gather(pl, dbuf, pbuf.astype(np.int32), cfg.rows)
+
+    # -- running ------------------------------------------------------------------------------
+    async def run(self, timeout_cycles: int = 2_000_000) -> dict:
+        """Pulse start, wait for done, return the status registers."""
+        d = self.dut
+        d.start.value = 1
+        await FallingEdge(d.clk)            # the rising edge in between took start: done = 0
+        d.start.value = 0
+        await with_timeout(RisingEdge(d.done), timeout_cycles * 10, "ns")
+        await FallingEdge(d.clk)
+        return await self.status()
+
+    async def status(self) -> dict:
+        st, cyc, pc, act, ret, conf = await self.read_many(
+            [(R_CTRL, i) for i in (CTRL_STATUS, CTRL_CYCLES, CTRL_PC, CTRL_ACTIVITY, CTRL_RETIRED,
+                                    CTRL_CONFIG)])
+        return {"busy": st & 1, "done": (st >> 1) & 1, "error": (st >> 2) & 1,
+                "error_code": (st >> 4) & 0xF, "cycles": cyc, "pc": pc, "activity": act,
+                "retired": ret, "config": (conf & 0xFF, (conf >> 8) & 0xFF, (conf >> 16) & 0xFF)}
+
+    async def trace(self, n: int) -> tuple[list[int], list[int]]:
+        """(end cycle, active cell-cycles) of the first n retired instructions."""
+        vals = await self.read_many([(R_TRACE, i * 2 + w) for i in range(n) for w in (0, 1)])
+        return vals[0::2], vals[1::2]

@@ -1,0 +1,140 @@
+"""Bench for rtl/accelerator.v: whole compiled programs, run by the top by itself after `start`.
+
+Programs come from networks larger than the array (several filter and channel tiles), with the
+channel shift on and off and every output mode. Every layer's output read back through the host
+port equals the golden executor; the cycle at which every instruction retires equals
+models.cycle_model exactly; the active cell-cycles of every instruction equal 8 x the golden
+count of nonzero (weight, datum) pairs; malformed words halt with the right error code and
+write nothing.
+"""
+import os
+
+import cocotb
+import numpy as np
+import pytest
+
+from bitserial import start_clock
+from cell_driver import seeded_rng
+from host_port import R_DBUF, R_PBUF, HostPort
+from models import golden
+from models.arch import ArrayConfig
+from models.compiler import compile_network
+from models.cycle_model import program_timeline
+from models.interpreter import run_program
+from models.isa import ErrorCode, Halt, LoadWeights, Matmul, encode
+from models.numerics.sac import OutputMode
+from models.random_networks import random_images, random_sac_network
+from runner import SIMULATORS, run
+
+SEED = int(os.environ.get("TB_SEED", "31337"))
+CONFIG_KEYS = ("ROWS", "COLS", "CMAX", "DDEPTH", "PDEPTH", "WDEPTH", "BDEPTH", "SDEPTH",
+               "IMEM_DEPTH")
+
+
+def env_config() -> ArrayConfig:
+    v = {k: int(os.environ[f"PARAM_{k}"]) for k in CONFIG_KEYS}
+    return ArrayConfig(rows=v["ROWS"], cols=v["COLS"], cmax=v["CMAX"], ddepth=v["DDEPTH"],
+                       pdepth=v["PDEPTH"], wdepth=v["WDEPTH"], bdepth=v["BDEPTH"],
+                       sdepth=v["SDEPTH"], imem_depth=v["IMEM_DEPTH"])
+
+
+async def setup(dut):
+    cfg = env_config()
+    await start_clock(dut)
+    host = HostPort(dut, cfg)
+    await host.reset()
+    st = await host.status()
+    assert st["config"] == (cfg.rows, cfg.cols, cfg.cmax & 0xFF), st
+    return cfg, host
+
+
+async def run_and_check(dut, host, cfg, net, image, label):
+    """Run one image through the compiled network on the RTL; check values, cycles, activity."""
+    prog = compile_network(net, cfg)
+    ref = golden.run(net, image[None])
+    await host.load_program(prog)
+    await host.write_tensor(prog.input, prog.host_preprocess(image[None])[0])
+    st = await host.run()
+    assert not st["error"], f"{label}: error code {st['error_code']} at instruction {st['pc']}"
+    for lp in prog.layers:
+        got = await host.read_tensor(lp.output)
+        want = ref.outputs[lp.layer_index][0]
+        bad = np.argwhere(got != want)
+        assert not bad.size, (f"{label}: layer {lp.layer_index} differs at {tuple(bad[0])}: "
+                              f"got {got[tuple(bad[0])]}, want {want[tuple(bad[0])]}")
+    steps = program_timeline(prog.instructions, cfg)
+    ends, acts = await host.trace(len(steps))
+    assert ends == [s.end for s in steps], f"{label}: retire cycles {ends} != model {[s.end for s in steps]}"
+    assert st["cycles"] == steps[-1].end and st["retired"] == len(steps)
+    _, stats, _ = run_program(prog, image)
+    assert acts == [8 * a for a in stats.activity], f"{label}: activity {acts} != 8 x {stats.activity}"
+    dut._log.info(f"{label}: {len(steps)} instructions, {st['cycles']} cycles, "
+                  f"{st['activity']} active cell-cycles: match")
+    return prog
+
+
+@cocotb.test()
+async def compiled_networks(dut):
+    """Random networks larger than the array, every final mode, shift on and off."""
+    cfg, host = await setup(dut)
+    rng = seeded_rng(SEED, dut._log)
+    for final in ("pixel_sum", "raw", "binary", "relu_quant"):
+        for shift in (True, False):
+            net = random_sac_network(rng, in_shape=(3 * cfg.cols + 1, 4, 4), widths=(cfg.rows + 3,),
+                                     groups=(3, 2), shift=shift, final=final,
+                                     classes=cfg.rows + 2, s2d=1)
+            prog = compile_network(net, cfg)
+            assert max(lp.n_tiles for lp in prog.layers) > 1
+            assert max(lp.k_tiles for lp in prog.layers) > 1, "need several channel tiles"
+            image = random_images(rng, 1, net.input_shape)[0]
+            await run_and_check(dut, host, cfg, net, image, f"{final}, shift={shift}")
+
+
+@cocotb.test()
+async def errors_halt_and_write_nothing(dut):
+    """A malformed word halts with its error code at its pc; the buffers keep their contents."""
+    cfg, host = await setup(dut)
+    p = 4
+    good = [LoadWeights(rows=1, cols=1), Matmul(height=2, width=2, in_addr=0, out_addr=p,
+                                                out_ch=1, mode=OutputMode.RELU_QUANT)]
+    bad_words = {
+        ErrorCode.ILLEGAL_OPCODE: 0x3,
+        ErrorCode.RESERVED_BITS: encode(Matmul(height=2, width=2, in_addr=0, out_addr=8,
+                                               out_ch=1)) | (1 << 11),
+        ErrorCode.BAD_TILE: encode(LoadWeights(rows=cfg.rows + 1, cols=1)),
+        ErrorCode.DBUF_RANGE: encode(Matmul(height=2, width=2, in_addr=0, out_addr=cfg.ddepth - 1,
+                                            out_ch=1)),
+        ErrorCode.OVERLAP: encode(Matmul(height=2, width=2, in_addr=0, out_addr=2, out_ch=0)),
+        ErrorCode.PBUF_RANGE: encode(Matmul(height=2, width=2, in_addr=0, out_addr=cfg.pdepth - 1,
+                                            mode=OutputMode.RAW)),
+    }
+    for code, word in bad_words.items():
+        words = [encode(i) for i in good] + [word, encode(Halt())]
+        from host_port import R_IMEM
+        items = [(R_IMEM, i * 4 + j, (w >> (32 * j)) & 0xFFFFFFFF) for i, w in enumerate(words)
+                 for j in range(4)]
+        sentinel = [(R_DBUF, (1 << 16) | e, 0xA5) for e in range(cfg.ddepth)] + \
+                   [(R_PBUF, e, 0x5A5A5A5A) for e in range(cfg.pdepth)]
+        await host.write_many(items + sentinel)
+        st = await host.run()
+        assert st["error"] and st["error_code"] == code and st["pc"] == 2, (code, st)
+        # the good MATMUL wrote bank 1 entries p..p+3; nothing else changed
+        dbank = await host.read_many([(R_DBUF, (1 << 16) | e) for e in range(cfg.ddepth)])
+        assert all(v == 0xA5 for e, v in enumerate(dbank) if not p <= e < p + 4), code
+        pbank = await host.read_many([(R_PBUF, e) for e in range(cfg.pdepth)])
+        assert all(v == 0x5A5A5A5A for v in pbank), code
+    dut._log.info(f"{len(bad_words)} malformed words: right code, right pc, nothing written")
+
+
+CONFIGS = {
+    "4x3": dict(ROWS=4, COLS=3, CMAX=32, DDEPTH=128, PDEPTH=64, WDEPTH=128, BDEPTH=64,
+                SDEPTH=16, IMEM_DEPTH=64),
+    "8x8": dict(ROWS=8, COLS=8, CMAX=64, DDEPTH=256, PDEPTH=128, WDEPTH=256, BDEPTH=128,
+                SDEPTH=16, IMEM_DEPTH=128),
+}
+
+
+@pytest.mark.parametrize("array", list(CONFIGS))
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_accelerator(sim, array):
+    run("accelerator", "test_accelerator", sim, CONFIGS[array])

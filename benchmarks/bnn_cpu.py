@@ -71,7 +71,7 @@ def torch_forward(net: ir.Network):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--images", type=int, default=10_000)
-    ap.add_argument("--batch", type=int, default=1000, help="images per pass, both sides")
+    ap.add_argument("--batch", type=int, default=250, help="images per pass, both sides")
     ap.add_argument("--word-bits", type=int, default=64, choices=(32, 64))
     ap.add_argument("--threads", type=int, default=None, help="default: torch.get_num_threads()")
     ap.add_argument("--repeats", type=int, default=3)

@@ -8,7 +8,7 @@ from models import golden
 from gpu_kernels import CONFIGS, Runner, cuda_available, run_network
 from gpu_kernels.layer_cases import all_cases, case_seed, make_case
 from gpu_kernels.networks import cifar10_bnn, fashion_bnn, random_images
-from gpu_kernels.testing import assert_same
+from gpu_kernels.testing import assert_same, needs_gxx
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a CUDA device")]
@@ -42,7 +42,8 @@ def test_padding_bits_never_count_on_gpu(config, kind, bits):
 
 
 @pytest.mark.parametrize("bits", [32, 64])
-@pytest.mark.parametrize("mapping", [MIXED, "X", "XYZ", "Y"], ids=["mixed", "X", "XYZ", "Y"])
+@pytest.mark.parametrize("mapping", [pytest.param(MIXED, marks=needs_gxx), "X", "XYZ", "Y"],
+                         ids=["mixed", "X", "XYZ", "Y"])
 def test_fashion_network_on_gpu(mapping, bits):
     net = fashion_bnn(31)
     x = random_images(32, 37, net.input_shape)
@@ -65,6 +66,7 @@ def test_cifar10_network_on_gpu(config):
         assert_same(a, b, f"layer {i}")
 
 
+@needs_gxx
 def test_gpu_and_emulation_agree_on_everything():
     net = fashion_bnn(35)
     x = random_images(36, 4, net.input_shape)

@@ -81,3 +81,11 @@ def test_runner_refuses_unmappable_layer_before_running():
                                                    bias=np.zeros(70_000, np.int32))])
     with pytest.raises(LaunchError, match="gridDim.z = 70000"):
         run_network(net, np.ones((1, 16), np.int8), "XZ", backend="emulation")
+
+
+def test_docs_launch_table_is_current():
+    from pathlib import Path
+    from gpu_kernels.launch_report import launch_table
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "gpu.md").read_text()
+    embedded = doc.split("<!-- launch-table:begin -->\n")[1].split("\n<!-- launch-table:end -->")[0]
+    assert embedded == launch_table(fashion_bnn(0), 256)

@@ -23,6 +23,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# PyTorch loads its own libgomp first and both sides then share it, so the OpenMP wait policy
+# must be set before torch is imported. Passive (idle threads sleep) for both: with the default
+# spinning, on a machine shared with other jobs, idle threads take the cores the working ones
+# need (two threads of the CPU implementation then used three times the CPU time of one).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

@@ -27,6 +27,19 @@ def _int_arg(value, spec, i) -> int:
     return v
 
 
+def _kernel_args(key: str, launch: Launch, args) -> tuple:
+    """(spec, [(kind, value), ...]) of a launch: the six split integers, then `args`, checked
+    against the kernel's parameter list and CUDA's limits."""
+    spec = KERNELS[key]
+    _check_limits(launch, spec)
+    values = list(launch.split_args()) + list(args)
+    kinds = ("i",) * 6 + spec.params
+    if len(values) != len(kinds):
+        raise GpuKernelError(f"{spec.expr} takes {len(kinds)} arguments, got {len(values)}")
+    return spec, [(k, v if k == "p" else _int_arg(v, spec, i))
+                  for i, (k, v) in enumerate(zip(kinds, values))]
+
+
 def _check_limits(launch: Launch, spec) -> None:
     """Last line of defence (launch.plan already refuses these with a better message)."""
     if launch.threads > MAX_THREADS_PER_BLOCK or any(
@@ -100,21 +113,16 @@ class EmulatedGpu:
         return EmuBuffer(shape, dtype)
 
     def launch(self, key: str, launch: Launch, args) -> None:
-        spec = KERNELS[key]
-        _check_limits(launch, spec)
-        values = list(launch.split_args()) + list(args)
-        kinds = ("i",) * 6 + spec.params
-        if len(values) != len(kinds):
-            raise GpuKernelError(f"{spec.expr} takes {len(kinds)} arguments, got {len(values)}")
+        spec, checked = _kernel_args(key, launch, args)
         holders, buffers = [], []
-        for i, (kind, v) in enumerate(zip(kinds, values)):
+        for i, (kind, v) in enumerate(checked):
             if kind == "p":
                 if not isinstance(v, EmuBuffer):
                     raise GpuKernelError(f"{spec.expr}: argument {i} must be a device buffer")
                 holders.append(ctypes.c_void_p(v.pointer()))
                 buffers.append(v)
             else:
-                holders.append(ctypes.c_int32(_int_arg(v, spec, i)))
+                holders.append(ctypes.c_int32(v))
         params = (ctypes.c_void_p * len(holders))(
             *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
         dims = (ctypes.c_uint * 6)(*launch.grid, *launch.block)
@@ -163,20 +171,15 @@ class CupyGpu:
         return self.cp.empty(shape, dtype=dtype)
 
     def launch(self, key: str, launch: Launch, args) -> None:
-        spec = KERNELS[key]
-        _check_limits(launch, spec)
-        values = list(launch.split_args()) + list(args)
-        kinds = ("i",) * 6 + spec.params
-        if len(values) != len(kinds):
-            raise GpuKernelError(f"{spec.expr} takes {len(kinds)} arguments, got {len(values)}")
+        spec, checked = _kernel_args(key, launch, args)
         conv = []
-        for i, (kind, v) in enumerate(zip(kinds, values)):
+        for i, (kind, v) in enumerate(checked):
             if kind == "p":
                 if not isinstance(v, self.cp.ndarray):
                     raise GpuKernelError(f"{spec.expr}: argument {i} must be a device array")
                 conv.append(v)
             else:
-                conv.append(np.int32(_int_arg(v, spec, i)))  # CuPy would pass a Python int as 64-bit
+                conv.append(np.int32(v))    # CuPy would pass a Python int as 64 bits
         self._fn[key](launch.grid, launch.block, tuple(conv))
 
     def event(self):

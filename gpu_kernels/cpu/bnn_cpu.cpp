@@ -22,8 +22,6 @@ typedef int64_t i64;
 // Below this many element operations a layer runs on one thread: on a busy machine, waking
 // and joining a second thread costs more than such a layer (milliseconds when it is descheduled).
 constexpr i64 PAR_MIN = (i64)1 << 22;
-// 16 int32 lanes (GCC/Clang vector extension: one AVX-512 register, two AVX2 ones, ...)
-typedef int32_t v16i __attribute__((vector_size(64)));
 
 inline int popcnt(uint32_t v) { return __builtin_popcount(v); }
 inline int popcnt(uint64_t v) { return __builtin_popcountll(v); }
@@ -34,96 +32,66 @@ inline W last_mask(int nw, int bits) {
     return rem == B ? ~(W)0 : (((W)1 << rem) - 1);
 }
 
-// Integer first layer as a small matrix product: for PX neighbouring output pixels at once,
-// gather their 3x3xC windows (zeros for out-of-frame taps, so the product loop has no
-// branches), then NB blocks of 16 output channels with PX x NB accumulators held in vector
-// registers (template parameters so the compiler can keep them there); each weight vector
-// loaded serves PX pixels. With +-1 weights the product needs no multiplication:
+// Integer first layer as a small matrix product. For a row of up to 8 output pixels, gather
+// their 3x3xC windows from a zero-bordered copy of the image (no bounds checks), then compute NB
+// blocks of output channels for PX pixels at a time with the PX x NB accumulators in vector
+// registers (NB, PX template parameters, at most 16 registers); each weight vector loaded
+// serves PX pixels. With +-1 weights the product needs no multiplication:
 // sum_k w_k v_k = 2 * sum_{w_k = +1} v_k - sum_k v_k, the masked sum an AND with an
-// all-ones/zero mask per weight.
-constexpr int L = 16;
+// all-ones/zero mask per weight. Lanes are int16 (32 per register) when the window sums fit
+// (uint8 pixels, 9 * C * 255 <= 32767, i.e. C <= 14: first layers of image networks), else int32.
+constexpr int GROUP = 8;                       // output pixels gathered together
 
-template <int NB, int PX>
-inline void masked_sums(const int32_t* __restrict col, int K, const int32_t* __restrict mask,
-                        int Fp, const int32_t* __restrict b32, const int32_t* total,
-                        int32_t* const* o, int nf, int npx) {
-    v16i acc[PX][NB];
+template <typename E>
+struct Lanes {
+    typedef E vec __attribute__((vector_size(64)));
+    static constexpr int n = 64 / sizeof(E);
+};
+
+template <typename E, int NB, int PX>
+inline void masked_sums_px(const E* __restrict col, int K, const E* __restrict mask, int Fp,
+                           const int32_t* __restrict b32, const int32_t* total,
+                           int32_t* const* o, int nf, int npx) {
+    typedef typename Lanes<E>::vec V;
+    constexpr int LN = Lanes<E>::n;
+    V acc[PX][NB];
     for (int q = 0; q < PX; ++q)
-        for (int b = 0; b < NB; ++b) acc[q][b] = v16i{0};
+        for (int b = 0; b < NB; ++b) acc[q][b] = V{0};
     for (int k = 0; k < K; ++k) {
-        v16i m[NB];
-        for (int b = 0; b < NB; ++b) std::memcpy(&m[b], mask + (size_t)k * Fp + b * L, sizeof(v16i));
+        V m[NB];
+        for (int b = 0; b < NB; ++b) std::memcpy(&m[b], mask + (size_t)k * Fp + b * LN, sizeof(V));
         for (int q = 0; q < PX; ++q) {
-            const int32_t v = col[q * K + k];
+            const E v = col[q * K + k];
             for (int b = 0; b < NB; ++b) acc[q][b] += v & m[b];
         }
     }
     for (int q = 0; q < npx; ++q)
         for (int b = 0; b < NB; ++b) {
-            v16i bias;
-            std::memcpy(&bias, b32 + b * L, sizeof bias);
-            const v16i r = acc[q][b] + acc[q][b] - total[q] + bias;
-            const int left = nf - b * L;
-            if (left >= L) {
-                std::memcpy(o[q] + b * L, &r, sizeof r);
-            } else {
-                for (int l = 0; l < left; ++l) o[q][b * L + l] = r[l];
-            }
-        }
-}
-
-// The same with 32 int16 lanes per register, for uint8 pixels whose window sums fit int16
-// (9 * C * 255 <= 32767, i.e. C <= 14: first layers of image networks): half the vector work.
-typedef int16_t v32h __attribute__((vector_size(64)));
-constexpr int L16 = 32;
-
-template <int NB, int PX>
-inline void masked_sums16(const int16_t* __restrict col, int K, const int16_t* __restrict mask,
-                          int Fp, const int32_t* __restrict b32, const int32_t* total,
-                          int32_t* const* o, int nf, int npx) {
-    v32h acc[PX][NB];
-    for (int q = 0; q < PX; ++q)
-        for (int b = 0; b < NB; ++b) acc[q][b] = v32h{0};
-    for (int k = 0; k < K; ++k) {
-        v32h m[NB];
-        for (int b = 0; b < NB; ++b) std::memcpy(&m[b], mask + (size_t)k * Fp + b * L16, sizeof(v32h));
-        for (int q = 0; q < PX; ++q) {
-            const int16_t v = col[q * K + k];
-            for (int b = 0; b < NB; ++b) acc[q][b] += v & m[b];
-        }
-    }
-    for (int q = 0; q < npx; ++q)
-        for (int b = 0; b < NB; ++b) {
-            int16_t a[L16];
+            E a[LN];
             std::memcpy(a, &acc[q][b], sizeof a);
-            const int left = nf - b * L16 < L16 ? nf - b * L16 : L16;
-            int32_t* dst = o[q] + b * L16;
-            const int32_t* bias = b32 + b * L16;
+            const int left = nf - b * LN < LN ? nf - b * LN : LN;
+            int32_t* dst = o[q] + b * LN;
+            const int32_t* bias = b32 + b * LN;
             for (int l = 0; l < left; ++l) dst[l] = 2 * (int32_t)a[l] - total[q] + bias[l];
         }
 }
 
-template <int NB>
-inline void masked_sums_px(const int32_t* col, int K, const int32_t* mask, int Fp,
-                           const int32_t* b32, const int32_t* total, int32_t* const* o, int nf,
-                           int npx) {
-    // up to 16 accumulator registers: 4 pixels x 4 blocks, 2 x 8
-    if (NB <= 4) masked_sums<NB, 4>(col, K, mask, Fp, b32, total, o, nf, npx);
-    else if (npx <= 2) masked_sums<NB, 2>(col, K, mask, Fp, b32, total, o, nf, npx);
-    else {
-        masked_sums<NB, 2>(col, K, mask, Fp, b32, total, o, nf, 2);
-        masked_sums<NB, 2>(col + 2 * K, K, mask, Fp, b32, total + 2, o + 2, nf, npx - 2);
-    }
+template <typename E, int NB>
+inline void masked_sums(const E* col, int K, const E* mask, int Fp, const int32_t* b32,
+                        const int32_t* total, int32_t* const* o, int nf, int npx) {
+    constexpr int PX = NB <= 2 ? 8 : NB <= 4 ? 4 : 2;     // PX * NB <= 16 registers
+    for (int q0 = 0; q0 < npx; q0 += PX)
+        masked_sums_px<E, NB, PX>(col + q0 * K, K, mask, Fp, b32, total + q0, o + q0, nf,
+                                  npx - q0 < PX ? npx - q0 : PX);
 }
 
-// 16-bit path: 8 pixels x up to 2 blocks of 32 channels per call (16 accumulator registers)
-template <typename T>
-void int_conv3x3_16(const T* x, const int8_t* w, const int32_t* bias, int32_t* out, int N, int H,
-                    int Wd, int C, int F, int pad) {
-    constexpr int PX = 8;
+template <typename E, typename T>
+void int_conv3x3_lanes(const T* x, const int8_t* w, const int32_t* bias, int32_t* out, int N,
+                       int H, int Wd, int C, int F, int pad) {
+    constexpr int LN = Lanes<E>::n;
     const int Ho = H + 2 * pad - 2, Wo = Wd + 2 * pad - 2, K = 9 * C;
-    const int Fp = (F + L16 - 1) / L16 * L16;
-    std::vector<int16_t> mask((size_t)K * Fp, 0);
+    const int Fp = (F + LN - 1) / LN * LN;
+    std::vector<E> mask((size_t)K * Fp, 0);               // [k = tap * C + c][Fp]: -1 where w = +1
     for (int k = 0; k < K; ++k)
         for (int f = 0; f < F; ++f) mask[(size_t)k * Fp + f] = w[(i64)k * F + f] > 0 ? -1 : 0;
     std::vector<int32_t> b32(Fp, 0);
@@ -131,95 +99,38 @@ void int_conv3x3_16(const T* x, const int8_t* w, const int32_t* bias, int32_t* o
     const int Hp = H + 2 * pad, Wp = Wd + 2 * pad;
 #pragma omp parallel if((i64)N * Ho * Wo * F * K > PAR_MIN)
     {
-        std::vector<int16_t> colbuf((size_t)PX * K), frame((size_t)Hp * Wp * C, 0);
-        int16_t* __restrict col = colbuf.data();
+        std::vector<E> colbuf((size_t)GROUP * K), frame((size_t)Hp * Wp * C, 0);
+        E* __restrict col = colbuf.data();
 #pragma omp for schedule(static)
         for (int n = 0; n < N; ++n) {
             for (int y = 0; y < H; ++y) {
                 const T* src = x + ((i64)n * H + y) * Wd * C;
-                int16_t* dst = frame.data() + ((size_t)(y + pad) * Wp + pad) * C;
-                for (int j = 0; j < Wd * C; ++j) dst[j] = (int16_t)src[j];
+                E* dst = frame.data() + ((size_t)(y + pad) * Wp + pad) * C;
+                for (int j = 0; j < Wd * C; ++j) dst[j] = (E)src[j];
             }
             for (int oy = 0; oy < Ho; ++oy)
-                for (int ox0 = 0; ox0 < Wo; ox0 += PX) {
-                    const int npx = Wo - ox0 < PX ? Wo - ox0 : PX;
-                    int32_t total[PX] = {0};
-                    int32_t* o[PX];
-                    for (int q = 0; q < PX; ++q) {
-                        const int ox = ox0 + (q < npx ? q : 0);
+                for (int ox0 = 0; ox0 < Wo; ox0 += GROUP) {
+                    const int npx = Wo - ox0 < GROUP ? Wo - ox0 : GROUP;
+                    int32_t total[GROUP];
+                    int32_t* o[GROUP];
+                    for (int q = 0; q < npx; ++q) {
+                        const int ox = ox0 + q;
                         o[q] = out + (((i64)n * Ho + oy) * Wo + ox) * F;
-                        int16_t* dst = col + q * K;
+                        E* dst = col + q * K;
                         int32_t sum = 0;
                         for (int ky = 0; ky < 3; ++ky) {
-                            const int16_t* src = frame.data() + ((size_t)(oy + ky) * Wp + ox) * C;
+                            const E* src = frame.data() + ((size_t)(oy + ky) * Wp + ox) * C;
                             for (int j = 0; j < 3 * C; ++j) sum += dst[ky * 3 * C + j] = src[j];
                         }
                         total[q] = sum;
                     }
-                    for (int fb = 0; fb < F; fb += 2 * L16) {
-                        int32_t* of[PX];
-                        for (int q = 0; q < PX; ++q) of[q] = o[q] + fb;
-                        if (F - fb > L16)
-                            masked_sums16<2, PX>(col, K, mask.data() + fb, Fp, b32.data() + fb, total, of, F - fb, npx);
-                        else
-                            masked_sums16<1, PX>(col, K, mask.data() + fb, Fp, b32.data() + fb, total, of, F - fb, npx);
-                    }
-                }
-        }
-    }
-}
-
-template <typename T>
-void int_conv3x3(const T* x, const int8_t* w, const int32_t* bias, int32_t* out, int N, int H,
-                 int Wd, int C, int F, int pad) {
-    if (sizeof(T) == 1 && 9 * C * 255 <= 32767) {
-        int_conv3x3_16(x, w, bias, out, N, H, Wd, C, F, pad);
-        return;
-    }
-    constexpr int PX = 4;
-    const int Ho = H + 2 * pad - 2, Wo = Wd + 2 * pad - 2, K = 9 * C, Fp = (F + L - 1) / L * L;
-    std::vector<int32_t> mask((size_t)K * Fp, 0);         // [k = tap * C + c][Fp]: -1 where w = +1
-    for (int k = 0; k < K; ++k)
-        for (int f = 0; f < F; ++f) mask[(size_t)k * Fp + f] = w[(i64)k * F + f] > 0 ? -1 : 0;
-    std::vector<int32_t> b32(Fp, 0);
-    for (int f = 0; f < F; ++f) b32[f] = bias[f];
-    // each image is first copied into a zero-bordered int32 frame, so gathering a window is
-    // three contiguous runs of 3 * C values with no bounds checks
-    const int Hp = H + 2 * pad, Wp = Wd + 2 * pad;
-#pragma omp parallel if((i64)N * Ho * Wo * F * K > PAR_MIN)
-    {
-        std::vector<int32_t> colbuf((size_t)PX * K), frame((size_t)Hp * Wp * C, 0);
-        int32_t* __restrict col = colbuf.data();
-#pragma omp for schedule(static)
-        for (int n = 0; n < N; ++n) {
-            for (int y = 0; y < H; ++y) {
-                const T* src = x + ((i64)n * H + y) * Wd * C;
-                int32_t* dst = frame.data() + ((size_t)(y + pad) * Wp + pad) * C;
-                for (int j = 0; j < Wd * C; ++j) dst[j] = src[j];
-            }
-            for (int oy = 0; oy < Ho; ++oy)
-                for (int ox0 = 0; ox0 < Wo; ox0 += PX) {
-                    const int npx = Wo - ox0 < PX ? Wo - ox0 : PX;
-                    int32_t total[PX] = {0};
-                    int32_t* o[PX];
-                    for (int q = 0; q < PX; ++q) {
-                        const int ox = ox0 + (q < npx ? q : 0);
-                        o[q] = out + (((i64)n * Ho + oy) * Wo + ox) * F;
-                        int32_t* dst = col + q * K;
-                        int32_t sum = 0;
-                        for (int ky = 0; ky < 3; ++ky) {
-                            const int32_t* src = frame.data() + ((size_t)(oy + ky) * Wp + ox) * C;
-                            for (int j = 0; j < 3 * C; ++j) sum += dst[ky * 3 * C + j] = src[j];
-                        }
-                        total[q] = sum;
-                    }
-                    for (int fb = 0; fb < F; fb += 8 * L) {
-                        const int nb = (F - fb + L - 1) / L;
-                        int32_t* of[PX];
-                        for (int q = 0; q < PX; ++q) of[q] = o[q] + fb;
-                        const int32_t* mk = mask.data() + fb;
+                    for (int fb = 0; fb < F; fb += 8 * LN) {
+                        const int nb = (F - fb + LN - 1) / LN;
+                        int32_t* of[GROUP];
+                        for (int q = 0; q < npx; ++q) of[q] = o[q] + fb;
+                        const E* mk = mask.data() + fb;
                         const int32_t* bk = b32.data() + fb;
-#define MS(K_) masked_sums_px<K_>(col, K, mk, Fp, bk, total, of, F - fb, npx)
+#define MS(K_) masked_sums<E, K_>(col, K, mk, Fp, bk, total, of, F - fb, npx)
                         switch (nb < 8 ? nb : 8) {
                             case 1: MS(1); break;
                             case 2: MS(2); break;
@@ -235,6 +146,15 @@ void int_conv3x3(const T* x, const int8_t* w, const int32_t* bias, int32_t* out,
                 }
         }
     }
+}
+
+template <typename T>
+void int_conv3x3(const T* x, const int8_t* w, const int32_t* bias, int32_t* out, int N, int H,
+                 int Wd, int C, int F, int pad) {
+    if (sizeof(T) == 1 && 9 * C * 255 <= 32767)
+        int_conv3x3_lanes<int16_t>(x, w, bias, out, N, H, Wd, C, F, pad);
+    else
+        int_conv3x3_lanes<int32_t>(x, w, bias, out, N, H, Wd, C, F, pad);
 }
 
 // Binary conv: per output pixel, the popcounts of NB blocks of output channels (one vector

@@ -21,19 +21,13 @@ __global__ void bin_conv3x3(SPLIT_PARAMS, const W* __restrict__ x, const W* __re
     FOR_EACH_OUTPUT([&](int n, int p, int f) {
         const int oy = p / Wo, ox = p - oy * Wo;
         int taps = 0, pop = 0;
-        for (int ky = 0; ky < 3; ++ky) {
-            const int iy = oy + ky - pad;
-            if (iy < 0 || iy >= H) continue;
-            for (int kx = 0; kx < 3; ++kx) {
-                const int ix = ox + kx - pad;
-                if (ix < 0 || ix >= Wd) continue;
-                const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
-                const W* wt = w + (i64)(ky * 3 + kx) * nw * F + f;
-                for (int j = 0; j < nw - 1; ++j) pop += popcount((W)(a[j] ^ wt[(i64)j * F]));
-                pop += popcount((W)((a[nw - 1] ^ wt[(i64)(nw - 1) * F]) & last));
-                ++taps;
-            }
-        }
+        for_each_tap(oy, ox, pad, H, Wd, [&](int tap, int iy, int ix) {
+            const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
+            const W* wt = w + (i64)tap * nw * F + f;
+            for (int j = 0; j < nw - 1; ++j) pop += popcount((W)(a[j] ^ wt[(i64)j * F]));
+            pop += popcount((W)((a[nw - 1] ^ wt[(i64)(nw - 1) * F]) & last));
+            ++taps;
+        });
         out[(((i64)n * Ho + oy) * Wo + ox) * F + f] = bias[f] + taps * C - 2 * pop;
     });
 }

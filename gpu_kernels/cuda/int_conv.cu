@@ -19,17 +19,11 @@ __global__ void int_conv3x3(SPLIT_PARAMS, const T* __restrict__ x, const i8* __r
     FOR_EACH_OUTPUT([&](int n, int p, int f) {
         const int oy = p / Wo, ox = p - oy * Wo;
         int acc = bias[f];
-        for (int ky = 0; ky < 3; ++ky) {
-            const int iy = oy + ky - pad;
-            if (iy < 0 || iy >= H) continue;
-            for (int kx = 0; kx < 3; ++kx) {
-                const int ix = ox + kx - pad;
-                if (ix < 0 || ix >= Wd) continue;
-                const T* a = x + (((i64)n * H + iy) * Wd + ix) * C;
-                const i8* wt = w + (i64)(ky * 3 + kx) * C * F + f;
-                for (int c = 0; c < C; ++c) acc += (int)a[c] * (int)wt[(i64)c * F];
-            }
-        }
+        for_each_tap(oy, ox, pad, H, Wd, [&](int tap, int iy, int ix) {
+            const T* a = x + (((i64)n * H + iy) * Wd + ix) * C;
+            const i8* wt = w + (i64)tap * C * F + f;
+            for (int c = 0; c < C; ++c) acc += (int)a[c] * (int)wt[(i64)c * F];
+        });
         out[(((i64)n * Ho + oy) * Wo + ox) * F + f] = acc;
     });
 }

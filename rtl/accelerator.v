@@ -228,13 +228,13 @@ module accelerator #(
     endgenerate
 
     // ---------------------------------------------------------------- feeder and array
-    wire [COLS*SLOTS-1:0] col_data, col_nz;
+    wire [COLS*SLOTS-1:0] col_data;
     wire feed_load = exec_mm && k[2:0] == 3'd1;
     data_feeder #(.COLS(COLS), .SLOTS(SLOTS), .BANKS(CMAX), .BKW(BKW)) u_feeder (
         .clk(clk), .clear(!exec_mm), .setup(mm_first), .in_ch(in_ch), .group(group), .tile_cols(tile_cols),
         .bank_q(bank_q), .bank_fill(bank_fill_q), .fill_value(fill),
         .load(feed_load), .load_valid(rd_p < pixels),
-        .col_data(col_data), .col_nz(col_nz));
+        .col_data(col_data));
 
     wire [ROWS-1:0]      init_load;
     wire [ROWS*ACC-1:0]  init_value;
@@ -243,7 +243,7 @@ module accelerator #(
     systolic_array #(.ROWS(ROWS), .COLS(COLS), .SLOTS(SLOTS), .TAPS(TAPS), .LANES(LANES),
         .ACC_BITS(ACC), .ROW_BITS(8), .COUNT_BITS(CNTW)) u_array (
         .clk(clk), .w_clear(lw_first), .w_load(lw_write), .w_row(lw_row), .w_row_data(row_bytes),
-        .chain_clear(!exec_mm), .col_data(col_data), .col_nz(col_nz), .phase0(phase0),
+        .chain_clear(!exec_mm), .col_data(col_data), .phase0(phase0),
         .init_load(init_load), .init_value(init_value),
         .row_out(row_out), .active_count(active_count));
 

@@ -4,7 +4,7 @@
 // reads bank in_ch + c*G + j when j < G and c < tile_cols, and nothing (zeros) otherwise. Every
 // 8 cycles (`load`) each slot's serializer takes the byte read for the next pixel (or the fill
 // value where the channel shift left the frame, or 0 when `load_valid` is low, i.e. past the
-// last pixel) and then shifts it out LSB first, with its nonzero flag held for the 8 cycles.
+// last pixel) and then shifts it out LSB first.
 module data_feeder #(
     parameter COLS = 8,
     parameter SLOTS = 8,
@@ -22,8 +22,7 @@ module data_feeder #(
     input  wire [7:0]               fill_value,
     input  wire                     load,
     input  wire                     load_valid,
-    output wire [COLS*SLOTS-1:0]    col_data,
-    output wire [COLS*SLOTS-1:0]    col_nz
+    output wire [COLS*SLOTS-1:0]    col_data
 );
     genvar c, j;
     generate
@@ -34,7 +33,6 @@ module data_feeder #(
                 reg [BKW-1:0] src;
                 reg           used;
                 reg [7:0]     shreg;
-                reg           nz;
                 // < BANKS whenever `used`: the decoder checks in_ch + tile_cols*G <= CMAX
                 /* verilator lint_off UNUSEDSIGNAL */
                 wire [15:0] bank_index = {4'd0, in_ch} + {8'd0, C8} * {12'd0, group} + {12'd0, J4};
@@ -48,18 +46,11 @@ module data_feeder #(
                 wire [7:0] value = bank_fill[src] ? fill_value : bank_q[src*8 +: 8];
                 wire [7:0] next = (used && load_valid) ? value : 8'd0;
                 always @(posedge clk) begin
-                    if (clear) begin
-                        shreg <= 8'd0;
-                        nz <= 1'b0;
-                    end else if (load) begin
-                        shreg <= next;
-                        nz <= (next != 8'd0);
-                    end else begin
-                        shreg <= {1'b0, shreg[7:1]};
-                    end
+                    if (clear) shreg <= 8'd0;
+                    else if (load) shreg <= next;
+                    else shreg <= {1'b0, shreg[7:1]};
                 end
                 assign col_data[c*SLOTS + j] = shreg[0];
-                assign col_nz[c*SLOTS + j] = nz;
             end
         end
     endgenerate

@@ -20,7 +20,6 @@ module mac_cell #(
     input  wire [7:0]               w_in,       // signed weight
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [TAPS*SLOTS-1:0]    taps,       // only slot 0, tap 0 is used
-    input  wire [TAPS*SLOTS-1:0]    taps_nz,
     /* verilator lint_on UNUSEDSIGNAL */
     input  wire [4:0]               phase,
     input  wire [LANES-1:0]         psum_in,
@@ -34,17 +33,16 @@ module mac_cell #(
     end
 
     wire nonzero = (weight != 8'sd0);
-    wire data_bit = taps[0];
-    wire data_nz = nonzero & taps_nz[0];
+    wire data_bit = nonzero & taps[0];
     wire [1:0] sel_lane = phase[4:3];       // tap 0: lane L receives data while its bit < 8
     wire       first_bit = (phase[2:0] == 3'd0);
     wire       last_bit = (phase[2:0] == 3'd7);
-    assign active = data_nz;
 
     // serial-parallel multiplier, shared by the lanes (one word at a time)
     reg  signed [9:0] acc_s;
     wire signed [9:0] s_eff = first_bit ? 10'sd0 : acc_s;
     wire signed [9:0] t_sum = s_eff + (data_bit ? {{2{weight[7]}}, weight} : 10'sd0);
+    wire [LANES-1:0] first_one;
     always @(posedge clk) acc_s <= t_sum >>> 1;
 
     genvar l;
@@ -54,25 +52,27 @@ module mac_cell #(
             localparam [1:0] ID = l;
             reg signed [8:0] high;  // product bits 8.. of this lane's word
             reg carry;
-            reg busy;
+            reg seen_one;           // a 1 data bit arrived: the product is nonzero, lane on
             wire start = (phase == START);
             wire mine = (sel_lane == ID);
-            wire hit = mine & data_nz;
-            wire en = start | busy | hit;
+            wire one = mine & data_bit;
+            wire seen = seen_one & ~start;
             wire p = mine ? t_sum[0] : high[0];
             wire c = carry & ~start;
             wire s = psum_in[l] ^ p ^ c;
+            assign first_one[l] = one & ~seen;
             always @(posedge clk) begin
                 if (mine && last_bit) high <= t_sum[9:1];
                 else high <= high >>> 1;
-                if (en) begin
+                if (start | seen | one) begin
                     psum_out[l] <= s;
                     carry <= (psum_in[l] & p) | (psum_in[l] & c) | (p & c);
-                    busy <= hit | (busy & ~start);
+                    seen_one <= seen | one;
                 end else begin
                     psum_out[l] <= psum_in[l];
                 end
             end
         end
     endgenerate
+    assign active = |first_one;
 endmodule

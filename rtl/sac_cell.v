@@ -14,10 +14,11 @@
 // Per lane: the selected data bit is negated for negative weights with the serial
 // two's-complement rule (copy up to and including the first 1, then invert), and added to the
 // incoming partial sum with a full adder whose carry is cleared at each word start, so the
-// result wraps modulo 2^32 like the golden model. Zero skipping: a lane only switches on when
-// the weight is nonzero and the word it receives is nonzero (the chain carries a per-channel
-// nonzero flag beside the data); otherwise its state is frozen and the partial sum is
-// forwarded unchanged. `active` is high in the 8 cycles a nonzero word meets a nonzero weight.
+// result wraps modulo 2^32 like the golden model. Zero skipping: a lane stays switched off,
+// its state frozen and the partial sum forwarded unchanged, until the first 1 bit of its data
+// word arrives through a nonzero weight (before that bit it would only add zeros). A zero
+// weight or a zero word never switches it on. `active` pulses once per such switch-on, i.e.
+// once per (nonzero weight, nonzero word) pair: the zero-skipping energy proxy.
 module sac_cell #(
     parameter SLOTS = 8,            // channel slots per column (column combining, max 8)
     parameter TAPS = 7,             // exponent codes 1..7
@@ -28,7 +29,6 @@ module sac_cell #(
     input  wire                     w_load,     // load w_in
     input  wire [7:0]               w_in,
     input  wire [TAPS*SLOTS-1:0]    taps,       // taps[s*SLOTS + j]: slot j delayed by s stages
-    input  wire [TAPS*SLOTS-1:0]    taps_nz,    // nonzero flag of the word each tap shows
     input  wire [4:0]               phase,      // bit index of lane 0's word at this cell
     input  wire [LANES-1:0]         psum_in,
     output reg  [LANES-1:0]         psum_out,
@@ -52,40 +52,37 @@ module sac_cell #(
     // the selector: one tap out of TAPS x SLOTS
     wire [5:0] sel = {3'd0, shift} * SLOTS6 + {3'd0, index};
     wire data_bit = valid & taps[sel];
-    wire data_nz = valid & taps_nz[sel];
     // the tapped bit belongs to the lane whose word is at bit (phase - 8L) in [shift, shift+8)
     /* verilator lint_off UNUSEDSIGNAL */
     wire [4:0] lane_pos = phase - {2'd0, shift};   // low bits: bit index inside the data byte
     /* verilator lint_on UNUSEDSIGNAL */
     wire [1:0] sel_lane = lane_pos[4:3];
 
-    assign active = data_nz;
-
+    wire [LANES-1:0] first_one;
     genvar l;
     generate
         for (l = 0; l < LANES; l = l + 1) begin : lane
             localparam [4:0] START = 8 * l;
             localparam [1:0] ID = l;
             reg carry;      // full-adder carry
-            reg seen_one;   // serial negation: a 1 has passed in this word
-            reg busy;       // lane switched on for the current word
+            reg seen_one;   // a 1 bit has arrived in this word: lane on, negation inverting
             wire start = (phase == START);
-            wire hit = (sel_lane == ID) & data_nz;
-            wire en = start | busy | hit;
             wire p = (sel_lane == ID) & data_bit;
-            wire n = positive ? p : (p ^ (seen_one & ~start));
+            wire seen = seen_one & ~start;
+            wire n = positive ? p : (p ^ seen);
             wire c = carry & ~start;
             wire s = psum_in[l] ^ n ^ c;
+            assign first_one[l] = p & ~seen;
             always @(posedge clk) begin
-                if (en) begin
+                if (start | seen | p) begin
                     psum_out[l] <= s;
                     carry <= (psum_in[l] & n) | (psum_in[l] & c) | (n & c);
-                    seen_one <= (seen_one & ~start) | p;
-                    busy <= hit | (busy & ~start);
+                    seen_one <= seen | p;
                 end else begin
                     psum_out[l] <= psum_in[l];  // gated: forward the partial sum unchanged
                 end
             end
         end
     endgenerate
+    assign active = |first_one;
 endmodule

@@ -1,8 +1,7 @@
 // Bit-serial systolic array of ROWS x COLS SAC cells (weight stationary).
 //
 // Data: each column takes SLOTS channel slots (column combining) as SLOTS serial bit streams,
-// LSB first, one 8-bit word per slot every 8 cycles, with a nonzero flag per slot held for the
-// word's 8 cycles. All columns are presented aligned: bit b of the lane-0 word enters when
+// LSB first, one 8-bit word per slot every 8 cycles. All columns are presented aligned: bit b of the lane-0 word enters when
 // phase0 == b (pixel p's bits at phase0 == 8p + b, modulo 32). The array skews column c by c
 // cycles itself, then pushes the bits up the column's register chain one stage per cycle. Cell
 // (r, c) taps chain positions c + r + s for s = 0..TAPS-1: stage s further along = multiplied
@@ -35,7 +34,6 @@ module systolic_array #(
     // data, aligned over all columns
     input  wire                      chain_clear,   // hold the skew and chain registers at zero
     input  wire [COLS*SLOTS-1:0]     col_data,
-    input  wire [COLS*SLOTS-1:0]     col_nz,
     input  wire [4:0]                phase0,
     // row initial values
     input  wire [ROWS-1:0]           init_load,
@@ -73,17 +71,10 @@ module systolic_array #(
             // delayed by c positions before its first cell's taps (the systolic skew).
             localparam LEN = c + ROWS + TAPS - 1;
             reg  [(LEN-1)*SLOTS-1:0] data_q;
-            reg  [(LEN-1)*SLOTS-1:0] nz_q;
             wire [LEN*SLOTS-1:0] data_chain = {data_q, col_data[c*SLOTS +: SLOTS]};
-            wire [LEN*SLOTS-1:0] nz_chain = {nz_q, col_nz[c*SLOTS +: SLOTS]};
             always @(posedge clk) begin
-                if (chain_clear) begin
-                    data_q <= {(LEN-1)*SLOTS{1'b0}};
-                    nz_q <= {(LEN-1)*SLOTS{1'b0}};
-                end else begin
-                    data_q <= data_chain[(LEN-1)*SLOTS-1:0];
-                    nz_q <= nz_chain[(LEN-1)*SLOTS-1:0];
-                end
+                if (chain_clear) data_q <= {(LEN-1)*SLOTS{1'b0}};
+                else data_q <= data_chain[(LEN-1)*SLOTS-1:0];
             end
 
             for (r = 0; r < ROWS; r = r + 1) begin : pe
@@ -94,7 +85,6 @@ module systolic_array #(
                     .w_load(w_load && w_row == r),
                     .w_in(w_row_data[c*8 +: 8]),
                     .taps(data_chain[(c + r)*SLOTS +: TAPS*SLOTS]),
-                    .taps_nz(nz_chain[(c + r)*SLOTS +: TAPS*SLOTS]),
                     .phase(phase0 - SKEW),
                     .psum_in(psum[r][c]),
                     .psum_out(psum[r][c+1]),
@@ -108,7 +98,7 @@ module systolic_array #(
         end
     endgenerate
 
-    // zero-skipping energy proxy: active cells this cycle
+    // zero-skipping energy proxy: cells switching on this cycle (one per nonzero pair)
     integer i;
     always @* begin
         active_count = {COUNT_BITS{1'b0}};

@@ -41,7 +41,7 @@ def pack_bits(bits) -> int:
 
 async def start_clock(dut, period_ns: int = 10):
     """Start the clock and return after the first falling edge (inputs are driven there)."""
-    cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns").start())
+    cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns", impl="gpi").start())
     await FallingEdge(dut.clk)
 
 
@@ -92,23 +92,15 @@ class LaneCapture:
 
 
 class DataStreams:
-    """uint8 words of several channel slots, LSB first, word p in cycles start + 8p .. +7, with
-    the nonzero flag held for those 8 cycles. `history` lets a bench emulate register-chain
-    taps: tap s shows what the input showed s cycles earlier."""
+    """uint8 words of several channel slots, LSB first, word p in cycles start + 8p .. +7.
+    A bench emulates register-chain taps by keeping a history: tap s shows what the input
+    showed s cycles earlier."""
 
     def __init__(self, words_per_slot, start: int):
         self.words = [[int(v) for v in slot] for slot in words_per_slot]
         self.start = start
 
-    def at(self, cycle: int) -> tuple[list[int], list[int]]:
+    def at(self, cycle: int) -> list[int]:
         rel = cycle - self.start
-        data, nz = [], []
-        for slot in self.words:
-            p, b = divmod(rel, DATA_BITS) if rel >= 0 else (-1, 0)
-            if 0 <= p < len(slot):
-                data.append(bit(slot[p], b))
-                nz.append(int(slot[p] != 0))
-            else:
-                data.append(0)
-                nz.append(0)
-        return data, nz
+        p, b = divmod(rel, DATA_BITS) if rel >= 0 else (-1, 0)
+        return [bit(slot[p], b) if 0 <= p < len(slot) else 0 for slot in self.words]

@@ -4,7 +4,7 @@ the row's partial-sum lanes."""
 from __future__ import annotations
 
 import numpy as np
-from cocotb.triggers import FallingEdge
+from cocotb.triggers import FallingEdge, ReadOnly
 
 from bitserial import DataStreams, LaneCapture, LaneStreams, bus_bits, pack_bits
 
@@ -32,18 +32,15 @@ async def drive_cell(dut, byte: int, data, psum, taps: int, slots: int):
     capture = LaneCapture(len(psum), 1)      # psum_out is registered: one cycle later
     history = []
     active = 0
-    idle = ([0] * slots, [0] * slots)
     for cycle in range(capture.end + 1):
         history.insert(0, streams.at(cycle))
-        tap_bits, tap_nz = [], []
+        tap_bits = []
         for s in range(taps):
-            d, nz = history[s] if s < len(history) else idle
-            tap_bits += d
-            tap_nz += nz
+            tap_bits += history[s] if s < len(history) else [0] * slots
         dut.taps.value = pack_bits(tap_bits)
-        dut.taps_nz.value = pack_bits(tap_nz)
         dut.phase.value = cycle % 32
         dut.psum_in.value = pack_bits(lanes_in.bits_at(cycle))
+        await ReadOnly()            # `active` is combinational in this cycle's taps
         capture.sample(cycle, bus_bits(dut.psum_out.value, 4))
         active += 1 if str(dut.active.value) == "1" else 0
         await FallingEdge(dut.clk)

@@ -330,8 +330,9 @@ def apply_mode(acc, mode: OutputMode) -> np.ndarray:
 
 def count_active(dense, data) -> int:
     """Golden activity count: (cell, pixel) pairs whose weight and selected datum are both
-    nonzero. Zero-skipping gates every other pair; the RTL's activity counter is held to
-    DATA_BITS (cycles per word) times this number. ``dense`` as from :func:`array_weights`."""
+    nonzero. Zero-skipping gates every other pair; a cell's `active` pulses once per such pair,
+    so the RTL's activity counter is held to this number. ``dense`` as from
+    :func:`array_weights`."""
     w = int_array(dense, "weights", ndim=2)
     x = int_array(data, "data", lo=0, hi=255)
     return int(np.matmul((w != 0).astype(np.float64), (x != 0).astype(np.float64)).sum())

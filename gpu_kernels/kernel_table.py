@@ -37,6 +37,8 @@ def _specs() -> dict[str, KernelSpec]:
         KernelSpec("maxpool2x2/int", "maxpool2x2<int, false>", ("p", "p", "i", "i", "i")),
         KernelSpec("flatten_int", "flatten_int", ("p", "p", "i", "i")),
         KernelSpec("argmax_scores", "argmax_scores", ("p", "p", "i")),
+        KernelSpec("nchw_to_nhwc/u8", "nchw_to_nhwc<unsigned char>", ("p", "p")),
+        KernelSpec("nchw_to_nhwc/i32", "nchw_to_nhwc<int>", ("p", "p")),
     ]
     for bits, word in WORD_TYPES.items():
         out += [

@@ -55,6 +55,12 @@ class Fmt:
     def nbytes(self, n: int) -> int:
         return int(np.prod(self.host_shape(n), dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
+    @property
+    def reorder_on_device(self) -> bool:
+        """An integer image batch is copied as it comes (NCHW) and reordered to NHWC on the
+        device (cuda/layout.cu) when the first layer runs there."""
+        return self.spatial and self.kind != "binary" and self.channels > 1
+
     def from_golden(self, x: np.ndarray) -> np.ndarray:
         """Golden-format batch (NCHW or [N, K]) -> kernel format."""
         if self.kind == "binary":
@@ -226,6 +232,24 @@ class DenseOp(Op):
     def run_cpu(self, lib, x, out, c):
         lib.call(f"cpu_bin_dense_{_wsuffix(self.fin.word_bits)}", x, c["w"], c["bias"], out,
                  x.shape[0], self.fin.channels, self.fout.channels)
+
+
+class ReorderOp(Op):
+    """NCHW -> NHWC of the network input on the device; not a network layer."""
+    def __init__(self, fin: Fmt):
+        super().__init__(-1, ir.Flatten(name="input reorder"), fin, fin)
+        self.kernel = "nchw_to_nhwc/" + ("u8" if fin.kind == "uint8" else "i32")
+
+    @property
+    def label(self):
+        return "NCHW -> NHWC reorder of the input"
+
+    def work(self, n):
+        c, h, w = self.fin.shape
+        return Work(n, h * w, c, row=w)
+
+    def kernel_args(self, x, out, c):
+        return [x, out]
 
 
 class ArgmaxOp(Op):

@@ -120,3 +120,18 @@ def test_padding_bits_never_count(config, kind, bits):
     out = runner.run_op_gpu(op, runner.gpu.upload(words), config)
     got = op.fout.to_golden(runner.gpu.download(out), "int")
     assert_same(got, golden.run(net, x).outputs[0], f"{kind} {config} w{bits} garbage padding")
+
+
+@pytest.mark.parametrize("kind", ["uint8", "int"])
+@pytest.mark.parametrize("config", CONFIGS)
+def test_input_reorder_kernel(config, kind):
+    """NCHW -> NHWC of the network input on the device equals the host-side layout."""
+    from gpu_kernels.layer_ops import Fmt, ReorderOp
+    rng = np.random.default_rng(case_seed("reorder", config, kind))
+    fmt = Fmt(kind, (5, 3, 7), 32)
+    x = rng.integers(0, 256 if kind == "uint8" else 10**6, size=(4, 5, 3, 7)).astype(fmt.dtype)
+    gpu = get_gpu("emulation")
+    op = ReorderOp(fmt)
+    out = gpu.empty(fmt.host_shape(4), fmt.dtype)
+    gpu.launch(op.kernel, plan(op.work(4), config), op.kernel_args(gpu.upload(x), out, {}))
+    assert np.array_equal(out.array, fmt.from_golden(x))

@@ -96,6 +96,8 @@ def test_other_shapes_and_odd_sizes():
                       backend="emulation", word_bits=64)
     for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
         assert_same(a, b, f"layer {i}")
+    # colour images are copied as they come (NCHW uint8) and reordered on the device
+    assert res.transfers[0].boundary == 0 and res.transfers[0].bytes == x.size
 
 
 def test_bad_requests_get_clear_errors(fashion):

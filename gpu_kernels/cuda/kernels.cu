@@ -10,3 +10,4 @@
 #include "flatten.cu"
 #include "dense.cu"
 #include "scores.cu"
+#include "layout.cu"

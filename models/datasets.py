@@ -207,7 +207,8 @@ def _load_idx_dir(path: Path, split: str) -> Dataset:
 # ---------------------------------------------------------------------------------------------
 class _SafeUnpickler(pickle.Unpickler):
     """Only plain containers and numpy arrays: a batch file must not be able to run code."""
-    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"),
+                ("numpy._core.multiarray", "_reconstruct"),
                 ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
                 ("numpy._core.multiarray", "scalar"), ("builtins", "bytearray"),
                 ("_codecs", "encode")}      # protocol-2 pickles from Python 3 encode bytes so
@@ -225,7 +226,8 @@ def read_cifar_batch(path) -> Dataset:
     try:
         d = _SafeUnpickler(io.BytesIO(raw), encoding="bytes").load()
     except Exception as exc:  # noqa: BLE001 - any unpickling failure means a corrupt file
-        raise DatasetError(f"{path}: not a CIFAR-10 python batch ({type(exc).__name__}: {exc})") from None
+        raise DatasetError(f"{path}: not a CIFAR-10 python batch "
+                           f"({type(exc).__name__}: {exc})") from None
     if not isinstance(d, dict):
         raise DatasetError(f"{path}: a CIFAR-10 batch is a dict, got {type(d).__name__}")
     d = {k.decode() if isinstance(k, bytes) else k: v for k, v in d.items()}

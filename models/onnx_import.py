@@ -268,7 +268,8 @@ class _Lowering:
         pads = [int(v) for v in _const(g, node, 1, "pads")]
         if pads != [0, 0, 1, 1, 0, 0, 1, 1]:
             raise node_error(node, f"pads {pads}: only the one-pixel border of a channel shift")
-        fill = _scalar(g, node, 2, "constant value") if len(node.input) > 2 and node.input[2] else 0.0
+        has_fill = len(node.input) > 2 and node.input[2]
+        fill = _scalar(g, node, 2, "constant value") if has_fill else 0.0
         if fill != int(fill) or not 0 <= fill <= 255:
             raise node_error(node, f"fill value {fill!r} is not an integer in 0..255")
         conv = g.sole_consumer(node.output[0], "a depthwise Conv (channel shift)")
@@ -337,7 +338,7 @@ class _Lowering:
         self.add(ir.PixelSum(name=node.name), node.output[0])
         return node.output[0]
 
-    # -- dispatch ------------------------------------------------------------------------------------
+    # -- dispatch -------------------------------------------------------------------------------
     def lower_node(self, node) -> str:
         op = node.op_type
         if op == "Conv":

@@ -108,7 +108,7 @@ def adversarial_bn(rng, c):
     mean[kind == 1] = np.nextafter(k[kind == 1], np.float32(np.inf))
     mean[kind == 2] = np.nextafter(k[kind == 2], np.float32(-np.inf))
     mean[kind == 3] = k[kind == 3] + np.float32(0.5)
-    gamma = rng.choice([-1.0, 1.0], c).astype(np.float32) * rng.uniform(0.5, 2, c).astype(np.float32)
+    gamma = (rng.choice([-1.0, 1.0], c) * rng.uniform(0.5, 2, c)).astype(np.float32)
     gamma[kind == 4] = 0.0
     beta = np.zeros(c, np.float32)
     beta[kind == 5] = rng.choice([-1e-7, 1e-7], int((kind == 5).sum()))
@@ -198,6 +198,22 @@ def test_steps_equal_onnxruntime_on_every_reachable_integer(compare, plus_first,
     assert (np.diff(ref, axis=0) != 0).any(axis=0).mean() > 0.5
 
 
+def test_bracketed_steps_for_wide_ranges():
+    """Pre-activations up to +-180,000 (wider than one full table): the bracketed search finds
+    the same thresholds, checked on every integer near them and on random ones."""
+    rng = np.random.default_rng(SEED + 200)
+    print("seed", SEED + 200)
+    model = threshold_model(rng, 48, "Greater", True, dense=False)
+    net = import_onnx(model, input_range=(-20000, 20000))
+    x = np.concatenate([every_sum(-1500, 1500, 20000, (1, 3, 3)),
+                        rng.integers(-20000, 20001, (400, 1, 3, 3)).astype(np.int32)])
+    got = onnx_ort.run(model, net, x)[0].reshape(len(x), -1)
+    assert np.array_equal(got, golden.run(net, x).scores.reshape(len(x), -1))
+    narrow = import_onnx(model, input_range=(-20, 20))
+    inside = np.abs(net.layers[1].threshold) < 150
+    assert np.array_equal(net.layers[1].threshold[inside], narrow.layers[1].threshold[inside])
+
+
 def test_dense_input_needs_binary_kind():
     rng = np.random.default_rng(SEED)
     model = threshold_model(rng, 4, "Greater", True, dense=True)
@@ -220,7 +236,8 @@ def small_bnn_model(**change):
              "w2": change.get("w2", pm(3, 64)), "b2": np.zeros(3)}
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1",
                               kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("BatchNormalization", ["c1", "g", "be", "m", "v"], ["bn1"], name="bn1"),
+             helper.make_node("BatchNormalization", ["c1", "g", "be", "m", "v"], ["bn1"],
+                              name="bn1"),
              helper.make_node("Greater", ["bn1", "zero"], ["gt1"], name="gt1"),
              helper.make_node("Where", ["gt1", "p", "n"], ["a1"], name="where1"),
              helper.make_node("MaxPool", ["a1"], ["p1"], name="pool1",
@@ -327,7 +344,8 @@ def sac_model(w=None, div=64.0, kernel=None, groups=None):
              helper.make_node("Div", ["acc", "d"], ["q"], name="div"),
              helper.make_node("Floor", ["q"], ["fl"], name="floor"),
              helper.make_node("Clip", ["fl", "lo", "hi"], ["a"], name="clip"),
-             helper.make_node("Conv", ["a", "w2", "b2"], ["raw"], name="final", kernel_shape=[1, 1]),
+             helper.make_node("Conv", ["a", "w2", "b2"], ["raw"], name="final",
+                              kernel_shape=[1, 1]),
              helper.make_node("ReduceSum", ["raw", "axes"], ["y"], name="psum", keepdims=0)]
     del rng
     graph = helper.make_graph(nodes, "sac", [helper.make_tensor_value_info(

@@ -55,8 +55,8 @@ class RoundSTE(torch.autograd.Function):
 @dataclass
 class BnnConfig:
     input_shape: tuple = (1, 8, 8)
-    channels: tuple = (16, 32)      # conv widths; each conv is followed by a 2x2 max pool
-    hidden: int = 64                # hidden BinDense width (0: none)
+    channels: tuple = (64, 128)     # conv widths; each conv is followed by a 2x2 max pool
+    hidden: int = 256               # hidden BinDense width (0: none)
     classes: int = 10
     input_max: int = 255            # largest input pixel (uint8 pixels)
 
@@ -227,7 +227,8 @@ class BnnNet(nn.Module):
         i = 0
         while i < len(layers) and isinstance(layers[i], (ir.IntConv2d, ir.BinConv2d)):
             conv, st, pool = layers[i:i + 3]
-            if not (isinstance(st, ir.Step) and isinstance(pool, ir.MaxPool2d)) or conv.padding != 1:
+            block = isinstance(st, ir.Step) and isinstance(pool, ir.MaxPool2d)
+            if not block or conv.padding != 1:
                 raise ValueError(f"{net.name}: layer {i} is not a conv -> step -> maxpool block "
                                  f"with padding 1")
             params.append(("conv", conv.weight, conv.bias.astype(np.int64),

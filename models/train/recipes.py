@@ -61,7 +61,8 @@ def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed:
         for p in model.latent_weights():
             p.mul_(1.0 / p.abs().max().clamp_min(1e-12))
     hist = fit(model, tr, va, epochs=epochs, lr=lr, gen=gen, augment=augment_prob, batch=batch,
-               after_step=model.clip_latent, before_eval=lambda: recalibrate_batchnorm(model, tr[0]),
+               after_step=model.clip_latent,
+               before_eval=lambda: recalibrate_batchnorm(model, tr[0]),
                teacher=twin, kd_alpha=kd_alpha, desc="binary QAT", progress=progress)
     net = model.to_network(name)
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),

@@ -246,7 +246,8 @@ class SacNet(nn.Module):
             c = bn.bias - bn.running_mean * s
             new_w.append(w * s[:, None] * (scales[i + 1] / scales[i]))
             new_b.append(c * scales[i + 1])
-        # final layer: logits = mean_p(W a_p + b) = (1/P) sum_p (kappa W x_p / s_L + kappa b) / kappa
+        # final layer: logits = mean_p(W a_p + b)
+        #                     = (1/P) sum_p (kappa W x_p / s_L + kappa b) / kappa
         wl = self.out_w / scales[-1]
         kappa = 2.0 ** -np.ceil(np.log2(float(wl.abs().max())))
         new_w.append(wl * kappa)
@@ -287,7 +288,7 @@ class SacNet(nn.Module):
                 for w in self._all_weights():
                     w.clamp_(-1.5, 1.5)
 
-    # -- integer network ----------------------------------------------------------------------------
+    # -- integer network -------------------------------------------------------------------------
     @torch.no_grad()
     def integer_layers(self) -> list:
         """(w_int [F, K], bias int [F], group) of every 1x1 layer, exactly as the eval forward."""

@@ -307,7 +307,8 @@ def check_int32_ranges(net: ir.Network, x: np.ndarray) -> None:
     """Refuse a network whose sums could leave int32 for this input (the golden models raise
     instead of wrapping; the kernels accumulate in int32, so they must never be asked to).
     A static bound: |conv| <= max|in| * 9 * C + max|bias|, |dense| <= K + max|bias|."""
-    bound = int(np.abs(x.astype(np.int64)).max(initial=0)) if net.input_kind != "binary" else 1
+    # max |x| from min and max: no int64 copy of the batch (that took longer than a layer)
+    bound = max(abs(int(x.min(initial=0))), abs(int(x.max(initial=0)))) if net.input_kind != "binary" else 1
     for i, layer in enumerate(net.layers):
         if isinstance(layer, (ir.IntConv2d, ir.BinConv2d, ir.BinDense)):
             fan_in = layer.weight.shape[1] * (9 if layer.weight.ndim == 4 else 1)

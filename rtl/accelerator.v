@@ -4,9 +4,12 @@
 // counter and a per-instruction trace.
 //
 // Host port (docs/microarchitecture.md): while not busy, the host reads and writes every memory
-// through one 32-bit port, `host_addr[31:28]` selecting the region; reads return on
-// `host_rdata` one cycle after `host_en`. After a `start` pulse the accelerator runs the program
-// from instruction 0 by itself until HALT or an error, then raises `done`.
+// through one 32-bit port, `host_addr[31:28]` selecting the region. The port's inputs are
+// registered first (no logic depends combinationally on top-level inputs, which also keeps
+// simulation fast), so a write lands at the second clock edge after it is presented and read
+// data appear on `host_rdata` two cycles after `host_en`. After a `start` pulse the
+// accelerator runs the program from instruction 0 by itself until HALT or an error, then
+// raises `done`.
 //
 // MATMUL schedule, k = execution cycle (models/cycle_model.py holds the same numbers):
 //   k = 8p          data-buffer banks read pixel p (through the channel shift)
@@ -87,9 +90,17 @@ module accelerator #(
         .tile_rows(tile_rows), .tile_cols(tile_cols));
 
     // ---------------------------------------------------------------- host port decode
-    wire [3:0]  h_region = host_addr[31:28];
-    wire [27:0] h_off = host_addr[27:0];
-    wire        h_write = host_en & host_we & ~busy;
+    reg         host_en_q, host_we_q;
+    reg  [31:0] host_addr_q, host_wdata_q;
+    always @(posedge clk) begin
+        host_en_q <= host_en;
+        host_we_q <= host_we;
+        host_addr_q <= host_addr;
+        host_wdata_q <= host_wdata;
+    end
+    wire [3:0]  h_region = host_addr_q[31:28];
+    wire [27:0] h_off = host_addr_q[27:0];
+    wire        h_write = host_en_q & host_we_q & ~busy;
     reg  [3:0]  h_region_q;
     /* verilator lint_off UNUSEDSIGNAL */
     reg  [27:0] h_off_q;
@@ -107,7 +118,7 @@ module accelerator #(
             sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW)) u_ram (
                 .clk(clk),
                 .we(h_write && h_region == R_IMEM && h_off[1:0] == gi),
-                .waddr(h_off[IAW+1:2]), .wdata(host_wdata),
+                .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
                 .raddr(busy ? imem_raddr : h_off[IAW+1:2]), .rdata(imem_chunk[gi]));
         end
     endgenerate
@@ -127,20 +138,20 @@ module accelerator #(
             sdp_ram #(.WIDTH(32), .DEPTH(WDEPTH), .AW(WAW)) u_ram (
                 .clk(clk),
                 .we(h_write && h_region == R_WMEM && h_off[7:0] == gi),
-                .waddr(h_off[WAW+7:8]), .wdata(host_wdata),
+                .waddr(h_off[WAW+7:8]), .wdata(host_wdata_q),
                 .raddr(busy ? lw_row_addr[WAW-1:0] : h_off[WAW+7:8]), .rdata(wmem_q[gi*32 +: 32]));
         end
         for (gi = 0; gi < SCH; gi = gi + 1) begin : smem
             sdp_ram #(.WIDTH(32), .DEPTH(SDEPTH), .AW(SAW)) u_ram (
                 .clk(clk),
                 .we(h_write && h_region == R_SMEM && h_off[7:0] == gi),
-                .waddr(h_off[SAW+7:8]), .wdata(host_wdata),
+                .waddr(h_off[SAW+7:8]), .wdata(host_wdata_q),
                 .raddr(busy ? s_addr[SAW-1:0] : h_off[SAW+7:8]), .rdata(smem_q[gi*32 +: 32]));
         end
     endgenerate
     sdp_ram #(.WIDTH(32), .DEPTH(BDEPTH), .AW(BAW)) u_bmem (
         .clk(clk), .we(h_write && h_region == R_BMEM), .waddr(h_off[BAW-1:0]),
-        .wdata(host_wdata), .raddr(busy ? lw_bias_addr[BAW-1:0] : h_off[BAW-1:0]), .rdata(bmem_q));
+        .wdata(host_wdata_q), .raddr(busy ? lw_bias_addr[BAW-1:0] : h_off[BAW-1:0]), .rdata(bmem_q));
 
     wire lw_first = exec_lw && k == 24'd0;
     wire lw_write = exec_lw && k != 24'd0;          // row k-1 arrives from the memories
@@ -221,7 +232,7 @@ module accelerator #(
                 .clk(clk),
                 .we(mm_we || (h_write && h_region == R_DBUF && h_off[27:16] == B)),
                 .waddr(mm_we ? out_addr[DAW-1:0] + wpix[DAW-1:0] : h_off[DAW-1:0]),
-                .wdata(mm_we ? row_result[r_sel] : host_wdata[7:0]),
+                .wdata(mm_we ? row_result[r_sel] : host_wdata_q[7:0]),
                 .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]),
                 .rdata(bank_q[gi*8 +: 8]));
         end
@@ -299,7 +310,7 @@ module accelerator #(
                 .clk(clk),
                 .we(raw_we || sum_we || (h_write && h_region == R_PBUF && h_off[27:16] == gi)),
                 .waddr(raw_we ? raw_addr[PAW-1:0] : sum_we ? out_addr[PAW-1:0] : h_off[PAW-1:0]),
-                .wdata(raw_we ? raw : sum_we ? sum : host_wdata),
+                .wdata(raw_we ? raw : sum_we ? sum : host_wdata_q),
                 .raddr(busy ? acc_addr[PAW-1:0] + rd_in_p[PAW-1:0] : h_off[PAW-1:0]),
                 .rdata(pbuf_q[gi]));
         end

@@ -26,8 +26,11 @@ def to_i32(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
 
 
+READ_LATENCY = 2      # the port's inputs are registered, then the memories' read is registered
+
+
 class HostPort:
-    """All accesses happen at falling edges; a read's data is there one cycle later."""
+    """All accesses happen at falling edges; a read's data is there READ_LATENCY cycles later."""
 
     def __init__(self, dut, cfg: ArrayConfig):
         self.dut = dut
@@ -56,17 +59,23 @@ class HostPort:
             await FallingEdge(d.clk)
         d.host_en.value = 0
         d.host_we.value = 0
+        await FallingEdge(d.clk)            # the last write lands at the next edge
 
     async def read_many(self, items) -> list[int]:
         """items: list of (region, offset); pipelined, one read per cycle."""
         d = self.dut
+        items = list(items)
         out = []
         d.host_we.value = 0
         d.host_en.value = 1
-        for region, offset in items:
-            d.host_addr.value = address(region, offset)
+        for i in range(len(items) + READ_LATENCY - 1):
+            if i < len(items):
+                d.host_addr.value = address(*items[i])
+            else:
+                d.host_en.value = 0
             await FallingEdge(d.clk)
-            out.append(int(d.host_rdata.value))
+            if i >= READ_LATENCY - 1:
+                out.append(int(d.host_rdata.value))
         d.host_en.value = 0
         return out
 

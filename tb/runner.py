@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -46,6 +47,19 @@ def _lean_verilator():
             return cmds
 
     return LeanVerilator()
+
+
+def ports(module: str) -> list[str]:
+    """Port names of `module` (rtl/<module>.v, ANSI header). Only these are made visible to
+    VPI: a variable VPI may write must be treated like an input, and marking every internal
+    variable that way made Verilator re-evaluate nearly the whole design at every clock toggle."""
+    text = (RTL / f"{module}.v").read_text()
+    header = text[text.index(f"module {module}"):text.index(");", text.index(f"module {module}"))]
+    header = re.sub(r"//[^\n]*|/\*.*?\*/", "", header, flags=re.S)
+    names = re.findall(r"\b(?:input|output|inout)\b[^,;()]*?(\w+)\s*(?=,|$)", header, flags=re.M)
+    if not names:
+        raise RuntimeError(f"no ports found in rtl/{module}.v")
+    return names
 
 
 def sources() -> list[Path]:
@@ -92,8 +106,9 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
     bdir = build_dir(toplevel, sim, parameters, "waves" if waves else "")
     if sim == "verilator":
         bdir.mkdir(parents=True, exist_ok=True)
-        vlt = bdir / "public_top.vlt"
-        vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+        vlt = bdir / "public_ports.vlt"
+        vlt.write_text("`verilator_config\n" + "".join(
+            f'public_flat_rw -module "{toplevel}" -var "{port}"\n' for port in ports(toplevel)))
         build_args.append(str(vlt))
     runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
     runner.build(sources=sources(), hdl_toplevel=toplevel, parameters=parameters,

@@ -1,0 +1,52 @@
+"""Simulation-speed probe for benchmarks/sim_speed.py (not a pytest bench: no test_ prefix).
+
+Loads one compiled program into the accelerator, then runs it REPEATS times and measures the
+wall-clock time from `start` to `done` with no Python activity per clock edge, so the number is
+the simulator's own speed on the whole design. Writes JSON to $PERF_OUT. The first run's
+outputs are checked against the golden executor so the timed design is known to be right.
+"""
+import json
+import os
+import time
+
+import cocotb
+import numpy as np
+
+from bitserial import start_clock
+from host_port import HostPort
+from models import golden
+from models.arch import ArrayConfig
+from models.compiler import compile_network
+from models.random_networks import random_images, random_sac_network
+
+
+@cocotb.test()
+async def whole_program(dut):
+    cfg = ArrayConfig(**json.loads(os.environ["PERF_CONFIG"]))
+    repeats = int(os.environ.get("PERF_REPEATS", "3"))
+    rng = np.random.default_rng(int(os.environ.get("PERF_SEED", "7")))
+    side = int(os.environ.get("PERF_SIDE", "16"))
+    net = random_sac_network(rng, in_shape=(8, side, side), widths=(16, 16), groups=(1, 2, 4),
+                             final="pixel_sum")
+    prog = compile_network(net, cfg)
+    image = random_images(rng, 1, net.input_shape)[0]
+    await start_clock(dut)
+    host = HostPort(dut, cfg)
+    await host.reset()
+    await host.load_program(prog)
+    await host.write_tensor(prog.input, prog.host_preprocess(image[None])[0])
+    walls, cycles = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        st = await host.run()
+        walls.append(time.perf_counter() - t0)
+        cycles.append(st["cycles"])
+        assert not st["error"]
+    got = await host.read_tensor(prog.layers[-1].output)
+    assert np.array_equal(got, golden.run(net, image[None]).scores[0]), "wrong result"
+    best = min(walls)
+    result = {"cycles": cycles[0], "wall_s": walls, "cycles_per_s": cycles[0] / best,
+              "instructions": len(prog.instructions)}
+    dut._log.info(f"{result}")
+    with open(os.environ["PERF_OUT"], "w") as f:
+        json.dump(result, f)

@@ -88,9 +88,9 @@ def _ints(g, node, idx, what, n: int) -> np.ndarray:
     if bad.any():
         raise node_error(node, f"{what} {node.input[idx]!r}{_first_bad(b, bad)} is not an "
                                f"int32 integer (the golden layers hold integer biases)")
-    if b.shape != (n,):
+    if b.size != n:
         raise node_error(node, f"{what} has shape {list(b.shape)}, expected [{n}]")
-    return b.astype(np.int64)
+    return b.reshape(n).astype(np.int64)
 
 
 def _pow2(g, node, idx, what) -> np.ndarray:

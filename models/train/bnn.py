@@ -116,6 +116,10 @@ class BnnNet(nn.Module):
             self._frozen = None
         return super().train(mode)
 
+    def load_state_dict(self, *args, **kwargs):
+        self._frozen = None      # new weights and batch norms: new integer parameters
+        return super().load_state_dict(*args, **kwargs)
+
     # -- float / training forward ---------------------------------------------------------------
     def _act(self, z):
         return SignSTE.apply(z) if self.binary else F.relu(z)

@@ -85,11 +85,12 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         augment: float = 1.0, desc: str = "train", weight_decay: float = 0.0,
         on_epoch_start=None, after_step=None, before_eval=None, select_from: int = 0,
         teacher=None, kd_alpha: float = 0.7, kd_temperature: float = 2.0,
-        progress: bool = True) -> History:
+        select_best: bool = True, progress: bool = True) -> History:
     """Adam + cosine learning rate, cross-entropy (plus distillation from `teacher`'s logits
     on the same batch when given), random one-pixel shifts of a fraction `augment` of the
-    images; keeps the state with the best validation accuracy, then lowest validation loss (of
-    epochs >= `select_from`), and restores it at the end."""
+    images. With `select_best` it keeps the state with the best validation accuracy, then lowest
+    validation loss (of epochs >= `select_from`), and restores it at the end; otherwise the
+    last epoch's state stays (`best_epoch` still reports the best validation epoch)."""
     if teacher is not None:
         teacher.eval()
     x, y = train
@@ -137,7 +138,7 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
             hist.best_val, hist.best_val_loss, hist.best_epoch = val_acc, val_loss, ep
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         bar.set_postfix(loss=f"{tot / seen:.3f}", val=f"{val_acc:.3f}")
-    if best_state is not None:
+    if select_best and best_state is not None:
         model.load_state_dict(best_state)
     hist.seconds = time.perf_counter() - t0
     return hist

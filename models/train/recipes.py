@@ -2,8 +2,9 @@
 
 Both recipes train the float twin first (its test accuracy is the baseline on the card), then
 initialise the quantized model from it and fine-tune with the float twin as a distillation
-teacher. Model selection uses the validation split only; the test split is evaluated once at the
-end, on the quantized model in eval mode (whose arithmetic is the golden network's).
+teacher. Model selection uses the validation split only (SAC: best epoch of the last stage; BNN:
+the last epoch); the test split is evaluated once at the end, on the quantized model in eval mode
+(whose arithmetic is the golden network's).
 """
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed:
     hist = fit(model, tr, va, epochs=epochs, lr=lr, gen=gen, augment=augment_prob, batch=batch,
                after_step=model.clip_latent,
                before_eval=lambda: recalibrate_batchnorm(model, tr[0]),
-               teacher=twin, kd_alpha=kd_alpha, desc="binary QAT", progress=progress)
+               teacher=twin, kd_alpha=kd_alpha, select_best=False, desc="binary QAT",
+               progress=progress)
     net = model.to_network(name)
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),
            "quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
@@ -72,7 +74,8 @@ def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed:
                        {"epochs": epochs, "float_epochs": float_epochs, "seed": seed,
                         "threads": threads, "lr": lr, "kd_alpha": kd_alpha,
                         "augment_prob": augment_prob, "batch": batch,
-                        "best_epoch": hist.best_epoch,
+                        "selection": "last epoch (best validation epoch "
+                                     f"{hist.best_epoch}, {100 * hist.best_val:.2f}%)",
                         "data": str(data)})
 
 

@@ -40,7 +40,7 @@ from models.numerics.sac import EMAX, EMIN, OutputMode
 @dataclass
 class SacConfig:
     input_shape: tuple = (1, 8, 8)
-    s2d: int = 2                    # input reshaping factor
+    s2d: int = 1                    # input reshaping factor (2 was less robust on 8x8 digits)
     widths: tuple = (32, 64, 64, 64)
     groups: tuple = (1, 2, 4, 4)    # column-combining group size of each hidden layer
     final_group: int = 2

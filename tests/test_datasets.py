@@ -173,11 +173,13 @@ def test_hepbnn_csv(tmp_path):
     ds = load_dataset(f, "all")
     assert ds.images.shape == (5, 1, 28, 28) and ds.images.dtype == np.uint8
     assert np.array_equal(ds.images.reshape(5, -1), pix) and np.array_equal(ds.labels, lab)
-    # the fixture network's flat input is this NCHW-flat order
-    net = ir.Network((784,), "uint8", [ir.Flatten(), ir.BinDense(
-        weight=np.ones((10, 784), np.int8), bias=np.zeros(10, np.int32))])
-    with pytest.raises(DatasetError, match="takes \\+-1 input"):
-        adapt_to_network(ds, net)
+    # a flat-input network gets the NCHW-flat order, the order of the CSV columns
+    flat = ir.Network((784,), "uint8", [ir.Flatten()], name="flat")
+    assert np.array_equal(adapt_to_network(ds, flat), pix)
+    binary = ir.Network((784,), "binary", [ir.BinDense(
+        weight=np.ones((10, 784), np.int8), bias=np.zeros(10, np.int32))], name="b")
+    with pytest.raises(DatasetError, match=r"network b takes \+-1 input"):
+        adapt_to_network(ds, binary)
 
 
 def test_csv_errors(tmp_path):
@@ -194,8 +196,8 @@ def test_csv_errors(tmp_path):
     f.write_text("p0,p1,p2,p3,label\n1,2,300,4,1\n")
     with pytest.raises(DatasetError, match=r"line 2, column 'p2': pixel 300 is outside 0..255"):
         load_dataset(f, "all")
-    f.write_text("p0,p1,p2,label\n1,2,3,1\n")
-    with pytest.raises(DatasetError, match=r"3 pixel columns are not C x H x H"):
+    f.write_text("p0,p1,p2,p3,p4,label\n1,2,3,4,5,1\n")
+    with pytest.raises(DatasetError, match=r"5 pixel columns are not C x H x H"):
         load_dataset(f, "all")
 
 

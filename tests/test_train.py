@@ -18,7 +18,7 @@ from models.numerics import sac as sac_num
 from models.onnx_import import import_onnx
 from models.train import bnn as bnn_train
 from models.train import sac as sac_train
-from models.train.common import random_shift, seed_everything, to_tensors
+from models.train.common import random_shift, seed_everything, to_tensors, training_session
 from models.train.recipes import train_bnn, train_sac
 
 SEED = 8080
@@ -129,9 +129,14 @@ def test_training_is_deterministic(tiny_bnn):
     assert again.accuracy == tiny_bnn.accuracy
 
 
-def test_seed_everything_fixes_threads():
-    seed_everything(3, threads=1)
-    assert torch.get_num_threads() == 1 and torch.are_deterministic_algorithms_enabled()
+def test_training_session_fixes_and_restores_settings():
+    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
+    with training_session(3, threads=1) as gen:
+        assert torch.get_num_threads() == 1 and torch.are_deterministic_algorithms_enabled()
+        a = torch.rand(3, generator=gen)
+    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == before
+    assert torch.equal(a, torch.rand(3, generator=seed_everything(3, torch.get_num_threads())))
+    torch.use_deterministic_algorithms(before[1])
     x, y = to_tensors(load_digits("val"))
     assert x.dtype == torch.float32 and y.dtype == torch.int64 and x.max() == 255
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,19 @@ def seed_everything(seed: int, threads: int = 1) -> torch.Generator:
     g = torch.Generator()
     g.manual_seed(seed)
     return g
+
+
+@contextmanager
+def training_session(seed: int, threads: int = 1):
+    """`seed_everything` for the duration of a training run, then the process's previous torch
+    thread count and deterministic-algorithms flag come back (tests share worker processes)."""
+    prev_threads = torch.get_num_threads()
+    prev_det = torch.are_deterministic_algorithms_enabled()
+    try:
+        yield seed_everything(seed, threads)
+    finally:
+        torch.set_num_threads(prev_threads)
+        torch.use_deterministic_algorithms(prev_det)
 
 
 def to_tensors(ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:

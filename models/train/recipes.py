@@ -12,15 +12,14 @@ import copy
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 from models import golden, ir
 from models.datasets import Dataset, load_dataset
 from models.train import bnn as bnn_train
 from models.train import sac as sac_train
-from models.train.common import (accuracy, fit, recalibrate_batchnorm, seed_everything,
-                                  to_tensors)
+from models.train.common import (accuracy, fit, recalibrate_batchnorm, to_tensors,
+                                  training_session)
 
 
 @dataclass
@@ -44,11 +43,22 @@ def _golden_accuracy(net: ir.Network, ds: Dataset) -> float:
     return float((golden.run(net, ds.images).predictions == ds.labels).mean())
 
 
-def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed: int = 0,
+def train_bnn(data="digits", *, seed: int = 0, threads: int = 1, **kwargs) -> TrainResult:
+    """Float twin, then the binarized model (see module docstring); deterministic per seed."""
+    with training_session(seed, threads) as gen:
+        return _train_bnn(data, gen=gen, seed=seed, threads=threads, **kwargs)
+
+
+def train_sac(data="digits", *, seed: int = 0, threads: int = 1, **kwargs) -> TrainResult:
+    """Float twin, then the SAC QAT stages (see module docstring); deterministic per seed."""
+    with training_session(seed, threads) as gen:
+        return _train_sac(data, gen=gen, seed=seed, threads=threads, **kwargs)
+
+
+def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: int = 0,
               threads: int = 1, cfg: bnn_train.BnnConfig | None = None, lr: float = 0.01,
               kd_alpha: float = 0.7, augment_prob: float = 0.0, batch: int = 64,
               progress: bool = True, name: str = "bnn") -> TrainResult:
-    gen = seed_everything(seed, threads)
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
     tr, va, te = (to_tensors(d) for d in (train_ds, val_ds, test_ds))
@@ -79,12 +89,11 @@ def train_bnn(data="digits", *, epochs: int = 100, float_epochs: int = 60, seed:
                         "data": str(data)})
 
 
-def train_sac(data="digits", *, epochs: int = 15, float_epochs: int = 40, seed: int = 0,
+def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int = 0,
               threads: int = 1, cfg: sac_train.SacConfig | None = None, lr: float = 1e-2,
               kd_alpha: float = 0.7, stages: int = 4, augment_prob: float = 0.0,
               progress: bool = True, name: str = "sac") -> TrainResult:
     """`epochs` per pruning stage (the last stage runs twice as long)."""
-    gen = seed_everything(seed, threads)
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
     tr, va, te = (to_tensors(d) for d in (train_ds, val_ds, test_ds))
@@ -114,7 +123,3 @@ def train_sac(data="digits", *, epochs: int = 15, float_epochs: int = 40, seed: 
                         "augment_prob": augment_prob, "data": str(data)},
                        {"activation_scales": [float(s) for s in scales], "stages": history,
                         "column_combining": model.combining_stats()})
-
-
-def as_float(x) -> float:
-    return float(np.round(x, 6))

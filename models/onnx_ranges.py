@@ -45,17 +45,17 @@ def input_range(net: ir.Network, value_range=None) -> Range:
     return Range.uniform(net.input_shape[0], lo, hi)
 
 
-def _linear(w: np.ndarray, bias: np.ndarray, r: Range, taps: int = 1, padded=False) -> Range:
-    """out_f = bias_f + sum_k w[f, k] * x_k (w [F, K], x_k in r of its channel; `taps` spatial
-    taps per channel; a padded tap contributes 0)."""
+def _linear(w: np.ndarray, bias: np.ndarray, r: Range, padded=False) -> Range:
+    """out_f = bias_f + sum_k w[f, k] * x_k (w [F, K], x_k in the range of input k; with
+    `padded`, any term may also be 0: a padded tap)."""
     w = w.astype(np.int64)
     lo_t = np.minimum(w * r.lo[None, :], w * r.hi[None, :])
     hi_t = np.maximum(w * r.lo[None, :], w * r.hi[None, :])
     if padded:
         lo_t, hi_t = np.minimum(lo_t, 0), np.maximum(hi_t, 0)
     b = bias.astype(np.int64)
-    abs_t = np.maximum(np.abs(lo_t), np.abs(hi_t)).sum(1) * taps
-    return Range(b + lo_t.sum(1) * taps, b + hi_t.sum(1) * taps, np.abs(b) + abs_t)
+    abs_t = np.maximum(np.abs(lo_t), np.abs(hi_t)).sum(1)
+    return Range(b + lo_t.sum(1), b + hi_t.sum(1), np.abs(b) + abs_t)
 
 
 def propagate(layer: ir.Layer, r: Range, in_shape: tuple) -> Range:

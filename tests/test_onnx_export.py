@@ -12,6 +12,7 @@ from models import golden, ir, onnx_ort
 from models.numerics.sac import OutputMode, combine_columns
 from models.onnx_export import ExportError, export_onnx
 from models.onnx_import import import_onnx
+from models.onnx_ranges import network_ranges
 from models.random_networks import random_images, random_sac_network
 
 SEED = 31337
@@ -104,6 +105,27 @@ def test_sac_shift_with_fill_and_no_shift():
     assert "Pad" in [n.op_type for n in model.graph.node]
     back = import_onnx(model)
     assert back.layers[0].fill == 7 and back.layers[0].directions.tolist() == [0, 3, 8, 4]
+
+
+@pytest.mark.parametrize("family", ["bnn", "sac"])
+def test_value_ranges_contain_every_golden_value(family):
+    """The ranges behind the exactness proof and the step tables are never too narrow."""
+    seed = SEED + 25 + (family == "sac")
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    if family == "bnn":
+        net = random_bnn(rng, 1)
+        x = rng.integers(0, 256, (60, *net.input_shape)).astype(np.uint8)
+        x[0], x[1] = 0, 255
+    else:
+        net = random_sac_network(rng, in_shape=(3, 8, 8), widths=(12, 17), groups=(1, 3, 2),
+                                 s2d=2)
+        x = random_images(rng, 60, net.input_shape)
+    res = golden.run(net, x)
+    for i, (r, out) in enumerate(zip(network_ranges(net)[1:], res.outputs)):
+        per_channel = out.reshape(len(x), r.lo.shape[0], -1).astype(np.int64)
+        assert (per_channel >= r.lo[None, :, None]).all(), f"layer {i}"
+        assert (per_channel <= r.hi[None, :, None]).all(), f"layer {i}"
 
 
 def every_sum(r):

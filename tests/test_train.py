@@ -164,3 +164,27 @@ def test_train_script_writes_model_and_card(tmp_path):
                           "--data", str(tmp_path / "nothing"), "--out", str(out)],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert bad.returncode == 2 and "nothing: no such file or directory" in bad.stderr
+
+
+@pytest.mark.parametrize("family", ["bnn", "sac"])
+def test_training_on_user_idx_files(family, tmp_path):
+    """--data PATH: a tiny MNIST-format directory (written here) trains, exports and agrees."""
+    import gzip
+    rng = np.random.default_rng(SEED + 9)
+    print("seed", SEED + 9)
+    for prefix, n in (("train", 40), ("t10k", 12)):
+        img = rng.integers(0, 256, (n, 12, 12)).astype(np.uint8)
+        lab = rng.integers(0, 10, n).astype(np.uint8)
+        for kind, arr in (("images-idx3", img), ("labels-idx1", lab)):
+            head = bytes([0, 0, 8, arr.ndim]) + b"".join(int(d).to_bytes(4, "big")
+                                                        for d in arr.shape)
+            (tmp_path / f"{prefix}-{kind}-ubyte.gz").write_bytes(gzip.compress(head + arr.tobytes()))
+    if family == "bnn":
+        r = train_bnn(tmp_path, epochs=1, float_epochs=1, seed=1, progress=False,
+                      cfg=bnn_train.BnnConfig(input_shape=(1, 12, 12), channels=(4, 8), hidden=8))
+    else:
+        r = train_sac(tmp_path, epochs=1, float_epochs=1, seed=1, progress=False, stages=1,
+                      cfg=sac_train.SacConfig(input_shape=(1, 12, 12), widths=(8,), groups=(2,)))
+    assert r.net.input_shape == (1, 12, 12)
+    x = rng.integers(0, 256, (6, 1, 12, 12)).astype(np.uint8)
+    three_way(r.model, r.net, x)

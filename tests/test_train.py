@@ -178,7 +178,8 @@ def test_training_on_user_idx_files(family, tmp_path):
         for kind, arr in (("images-idx3", img), ("labels-idx1", lab)):
             head = bytes([0, 0, 8, arr.ndim]) + b"".join(int(d).to_bytes(4, "big")
                                                         for d in arr.shape)
-            (tmp_path / f"{prefix}-{kind}-ubyte.gz").write_bytes(gzip.compress(head + arr.tobytes()))
+            raw = gzip.compress(head + arr.tobytes())
+            (tmp_path / f"{prefix}-{kind}-ubyte.gz").write_bytes(raw)
     if family == "bnn":
         r = train_bnn(tmp_path, epochs=1, float_epochs=1, seed=1, progress=False,
                       cfg=bnn_train.BnnConfig(input_shape=(1, 12, 12), channels=(4, 8), hidden=8))

@@ -383,5 +383,13 @@ def adapt_to_network(ds: Dataset, net) -> np.ndarray:
     return x.astype(np.uint8 if net.input_kind == "uint8" else np.int32)
 
 
+def load_for_network(spec, net, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
+    """(images as a batch for `net`, labels): `load_dataset` + `adapt_to_network`, the call a
+    compare script with ``--data digits|PATH`` needs."""
+    ds = load_dataset(spec, split)
+    return adapt_to_network(ds, net), ds.labels
+
+
 __all__ = ["Dataset", "DatasetError", "SPLITS", "adapt_to_network", "digits_split_indices",
-           "load_dataset", "load_digits", "read_cifar_batch", "read_hepbnn_csv", "read_idx"]
+           "load_dataset", "load_digits", "load_for_network", "read_cifar_batch",
+           "read_hepbnn_csv", "read_idx"]

@@ -7,7 +7,7 @@ import pytest
 
 from models import ir
 from models.datasets import (DatasetError, adapt_to_network, load_dataset, load_digits,
-                             read_idx)
+                             load_for_network, read_idx)
 
 SEED = 2024
 
@@ -226,6 +226,8 @@ def test_adapt_to_network():
     with pytest.raises(DatasetError, match=r"dataset digits:test has images 1x8x8; network "
                                            r"small expects input 1x6x6"):
         adapt_to_network(ds, small)
+    x2, labels = load_for_network("digits", net, "val")
+    assert x2.shape == (183, 1, 8, 8) and np.array_equal(labels, load_digits("val").labels)
     wide = ir.Network((4, 4, 4), "uint8", [ir.SpaceToDepth(factor=1)], name="w")
     with pytest.raises(DatasetError, match=r"same size, different layout"):
         adapt_to_network(ds, wide)

@@ -136,6 +136,8 @@ def build_model(net: ir.Network, input_range=None) -> onnx.ModelProto:
     """The ONNX model for `net` (input float32 [N, *input_shape], output the last layer)."""
     if not isinstance(net, ir.Network):
         raise ExportError(f"export_onnx needs an ir.Network, got {type(net).__name__}")
+    if input_range is None and net.input_kind == "int" and "input_range" in net.meta:
+        input_range = net.meta["input_range"]      # an imported integer-input network
     try:
         ranges = network_ranges(net, input_range)
     except ValueError as exc:

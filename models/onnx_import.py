@@ -27,9 +27,10 @@ dropped, the ONNX input name and shape (e.g. [None, 784]) and the ONNX tensor th
 layer's output are recorded in ``net.meta["onnx"]`` so callers can feed and compare with
 onnxruntime (models/onnx_ort.py).
 
-``input_range``: None means uint8 pixels 0..255 (input kind "uint8"); ``(lo, hi)`` integer
-input of that range (kind "int", or "uint8" for (0, 255)); ``"binary"`` +-1 input. Step
-thresholds are exact for every input inside that range.
+``input_range``: None means uint8 pixels 0..255 (input kind "uint8"), unless the file was
+written by models/onnx_export.py for another input (its metadata records the range); ``(lo,
+hi)`` integer input of that range (kind "int", or "uint8" for (0, 255)); ``"binary"`` +-1
+input. Step thresholds are exact for every input inside that range.
 """
 from __future__ import annotations
 
@@ -402,9 +403,14 @@ def _input_spec(input_range) -> tuple[str, tuple]:
 
 def import_onnx(path_or_model, input_range=None) -> ir.Network:
     """Import an ONNX file (or ModelProto) as a golden network description."""
-    kind, value_range = _input_spec(input_range)
     model, source = load_model(path_or_model)
     g = run_passes(Graph(model, source))
+    if input_range is None:      # files from export_onnx record a non-pixel input range
+        if g.meta.get("workbench.input_kind") == "binary":
+            input_range = "binary"
+        elif "workbench.input_range" in g.meta:
+            input_range = tuple(json.loads(g.meta["workbench.input_range"]))
+    kind, value_range = _input_spec(input_range)
     low = _Lowering(g, kind, value_range)
     low.run()
     if not low.layers:

@@ -151,6 +151,22 @@ def test_exported_steps_exact_on_every_integer_even_when_fused():
     assert_export_matches(net, x, input_range=(-r, r))
 
 
+def test_integer_input_range_survives_round_trip():
+    rng = np.random.default_rng(SEED + 35)
+    print("seed", SEED + 35)
+    c, r = 12, 50
+    net = ir.Network((1, 3, 3), "int", [
+        ir.IntConv2d(weight=np.ones((c, 1, 3, 3), np.int8), bias=rng.integers(-3, 4, c)),
+        ir.Step(threshold=rng.integers(-9 * r, 9 * r, c), direction=pm(rng, c))], name="thr")
+    back = import_onnx(export_onnx(net, input_range=(-r, r)))
+    assert back.input_kind == "int" and back.meta["input_range"] == [-r, r]
+    assert np.array_equal(back.layers[1].threshold, net.layers[1].threshold)
+    again = import_onnx(export_onnx(back))
+    assert again.meta["input_range"] == [-r, r]
+    x = every_sum(r)
+    assert np.array_equal(golden.run(again, x).scores, golden.run(net, x).scores)
+
+
 def test_export_refuses_inexact_values():
     w = np.zeros((2, 3), np.int32)
     w[0, 0] = 64

@@ -8,6 +8,7 @@ of nonzero (weight, datum) pairs; malformed words halt with the right error code
 write nothing.
 """
 import os
+from pathlib import Path
 
 import cocotb
 import numpy as np
@@ -19,6 +20,8 @@ from host_port import R_DBUF, R_PBUF, HostPort
 from models import golden
 from models.arch import ArrayConfig
 from models.compiler import compile_network
+from models.datasets import adapt_to_network, load_dataset
+from models.onnx_import import import_onnx
 from models.cycle_model import program_timeline
 from models.interpreter import run_program
 from models.isa import ErrorCode, Halt, LoadWeights, Matmul, encode
@@ -27,6 +30,7 @@ from models.random_networks import random_images, random_sac_network
 from runner import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "31337"))
+ROOT = Path(__file__).resolve().parents[1]
 CONFIG_KEYS = ("ROWS", "COLS", "CMAX", "DDEPTH", "PDEPTH", "WDEPTH", "BDEPTH", "SDEPTH",
                "IMEM_DEPTH")
 
@@ -90,6 +94,19 @@ async def compiled_networks(dut):
             await run_and_check(dut, host, cfg, net, image, f"{final}, shift={shift}")
 
 
+@cocotb.test(skip=os.environ.get("TB_ZOO") != "1")
+async def zoo_sac_network(dut):
+    """The trained digits SAC CNN from models/zoo on a real test digit, every layer checked
+    (on the array instances sized for it)."""
+    cfg, host = await setup(dut)
+    net = import_onnx(ROOT / "models" / "zoo" / "sac_digits.onnx")
+    ds = load_dataset("digits", split="test")
+    image = adapt_to_network(ds, net)[0]
+    prog = await run_and_check(dut, host, cfg, net, image, "zoo sac_digits")
+    scores = await host.read_tensor(prog.layers[-1].output)
+    dut._log.info(f"label {int(ds.labels[0])}, predicted {int(np.argmax(scores))}")
+
+
 @cocotb.test()
 async def errors_halt_and_write_nothing(dut):
     """A malformed word halts with its error code at its pc; the buffers keep their contents."""
@@ -129,12 +146,14 @@ async def errors_halt_and_write_nothing(dut):
 CONFIGS = {
     "4x3": dict(ROWS=4, COLS=3, CMAX=32, DDEPTH=128, PDEPTH=64, WDEPTH=128, BDEPTH=64,
                 SDEPTH=16, IMEM_DEPTH=64),
-    "8x8": dict(ROWS=8, COLS=8, CMAX=64, DDEPTH=256, PDEPTH=128, WDEPTH=256, BDEPTH=128,
+    "8x8": dict(ROWS=8, COLS=8, CMAX=64, DDEPTH=512, PDEPTH=128, WDEPTH=512, BDEPTH=256,
                 SDEPTH=16, IMEM_DEPTH=128),
 }
+RUNS_ZOO = {"8x8"}        # instances large enough for models/zoo/sac_digits.onnx
 
 
 @pytest.mark.parametrize("array", list(CONFIGS))
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_accelerator(sim, array):
-    run("accelerator", "test_accelerator", sim, CONFIGS[array])
+    run("accelerator", "test_accelerator", sim, CONFIGS[array],
+        extra_env={"TB_ZOO": "1" if array in RUNS_ZOO else "0"})

@@ -13,8 +13,8 @@ from gpu_kernels.profiling import MeasuredProfile
 from gpu_kernels.testing import assert_same, needs_gxx
 
 pytest.importorskip("models.onnx_import")
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hepbnn_fashion.onnx"
-pytestmark = [needs_gxx, pytest.mark.skipif(not FIXTURE.exists(), reason=f"{FIXTURE} missing")]
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "hepbnn_fashion.onnx"
+pytestmark = [needs_gxx]
 
 SEED = 55
 

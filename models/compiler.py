@@ -1,30 +1,38 @@
 """Compiler: network description -> program + buffer images for the SAC accelerator.
 
-Tiling (docs/isa.md, "Compiling a layer"): a PointwiseConv with F filters and K input channels
-combined in groups of G has ceil(K/G) packed columns. Filters are tiled over the array rows
-(N-tiles of `rows` filters) and packed columns over the array columns (K-tiles of `cols`
-columns). For every N-tile the K-tiles run in order: the first starts the rows from the bias,
-later ones from the partial sums the previous K-tile left in the partial-sum buffer, and only
-the last applies the layer's output mode. One LOAD_WEIGHTS + MATMUL pair per tile.
+`models.lowering` decides which layers the array runs (ArrayOp) and which the host runs
+(HostOp). This module turns every ArrayOp into tiles and the whole into a Program:
 
-Fusion: a ChannelShift directly before a PointwiseConv becomes the MATMUL's shift_en with the
-directions in the shift table; a PixelSum after a raw PointwiseConv becomes pixel-sum mode.
-SpaceToDepth layers at the start run on the host while the input is written.
+Tiling (docs/isa.md, "Compiling a layer"): an op with F filters and K input channels combined in
+groups of G has ceil(K/G) packed columns. Filters tile over the array rows (N-tiles of `rows`
+filters), packed columns over the array columns (K-tiles of `cols` columns). For every N-tile
+the K-tiles run in order: the first starts the rows from the bias, later ones from the partial
+sums the previous K-tile left in the partial-sum buffer, and only the last applies the op's
+output mode. One LOAD_WEIGHTS + MATMUL pair per tile.
 
-Memory plan: the input and every layer output get their own data-buffer region (entries
-`addr .. addr+P-1` of banks `0 .. C-1`), so every layer's output can be read back after a run.
-Raw and pixel-sum outputs go to the partial-sum buffer, filter f in row bank f % rows.
+Memory plan: every tensor the array reads or writes gets its own data-buffer region, so every
+array-run layer's output can be read back after a run. A tensor of C channels and P pixels is
+stored in chunks of S channels (S = all of them when they fit the CMAX banks): channel c lives
+in bank ch + c % S, entry addr + (c // S) * P + p. S is a multiple of the consumer's K-tile
+window (cols * G) and of the producer's N-tile (rows), so no tile straddles two chunks. Raw and
+pixel-sum outputs go to the partial-sum buffer, filter f in row bank f % rows.
+
+Segments: consecutive ops that consume the previous op's output in place form one segment of
+instructions ending in HALT, started at its own `start_pc`. Between segments the host runs its
+layers and writes the next segment's input. `Program.plan` lists segments and host ops in order;
+models/execute.py runs a plan on the interpreter or, through the host port, on the RTL.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from models import ir
 from models.arch import ArrayConfig
-from models.golden import check_input, run_layer
 from models.isa import Halt, LoadWeights, Matmul, check_program, encode
+from models.lowering import ArrayOp, HostOp, LoweringError, lower
 from models.numerics.sac import SHIFT_IDENTITY, OutputMode
 
 
@@ -34,9 +42,9 @@ class CompileError(ValueError):
 
 @dataclass
 class Placement:
-    """Where a tensor lives in the accelerator's buffers after a run.
+    """Where one image's tensor lives in the accelerator's buffers (see the module docstring).
 
-    space "dbuf": channel c, pixel p at data-buffer bank ch + c, entry addr + p (uint8).
+    space "dbuf": channel c, pixel p at bank ch + c % chunk, entry addr + (c // chunk) * P + p.
     space "pbuf": filter f at partial-sum bank f % rows, entry addr + (f // rows) * P + p (raw),
     or addr + f // rows (pixel-sum, P = 1).
     """
@@ -47,21 +55,56 @@ class Placement:
     width: int
     ch: int = 0
     pixel_sum: bool = False
+    chunk: int = 0          # channels per chunk in the data buffer; 0 = one chunk holds them all
 
     @property
     def pixels(self) -> int:
         return self.height * self.width
 
+    @property
+    def chunk_size(self) -> int:
+        return self.chunk or self.channels
+
+    @property
+    def entries(self) -> int:
+        """Data-buffer entries the tensor occupies."""
+        return -(-self.channels // self.chunk_size) * self.pixels
+
+    def locate(self, c: int) -> tuple[int, int]:
+        """(bank, entry of pixel 0) of channel c in the data buffer."""
+        s = self.chunk_size
+        return self.ch + c % s, self.addr + (c // s) * self.pixels
+
+    def banks_entries(self):
+        """Arrays bank[c], entry[c, p] of every element (data buffer)."""
+        c = np.arange(self.channels)
+        s = self.chunk_size
+        bank = self.ch + c % s
+        entry = self.addr + (c // s)[:, None] * self.pixels + np.arange(self.pixels)[None, :]
+        return bank, entry
+
 
 @dataclass
 class LayerProgram:
-    """The instructions and output location of one array-run layer of the network."""
-    layer_index: int          # index in network.layers of the layer whose output this is
+    """The instructions and buffers of one ArrayOp."""
+    op: ArrayOp
+    layer_index: int          # network layer whose golden output the op produces (op.last)
+    input: Placement          # where the op reads (data buffer)
+    output: Placement
     first_instr: int
     n_instr: int
-    output: Placement
     n_tiles: int
     k_tiles: int
+    segment: int
+
+
+@dataclass
+class Segment:
+    """Instructions start_pc .. start_pc + n_instr - 1 (the last is HALT), one start/done."""
+    index: int
+    start_pc: int
+    n_instr: int
+    layers: list = field(default_factory=list)      # indices into Program.layers
 
 
 @dataclass
@@ -72,19 +115,17 @@ class Program:
     words: list
     wmem: np.ndarray              # uint8 [n, cols] packed cell bytes, one word per tile row
     bmem: np.ndarray              # int32 [n]
-    smem: np.ndarray              # uint8 [n, cols * 8] shift direction of every channel slot
-    host_layers: int              # leading layers (SpaceToDepth) run on the host
-    input: Placement
-    layers: list = field(default_factory=list)   # LayerProgram per array-run layer
+    smem: np.ndarray              # uint8 [n, cols * 8] shift direction per window position
+    layers: list                  # LayerProgram per ArrayOp
+    segments: list                # Segment
+    plan: list                    # HostOp | Segment, in execution order
     dbuf_used: int = 0
     pbuf_used: int = 0
 
-    def host_preprocess(self, x) -> np.ndarray:
-        """Run the host-side leading layers (input reshaping) on a batch [N, C, H, W]."""
-        cur = check_input(self.network, x)
-        for layer in self.network.layers[:self.host_layers]:
-            cur = run_layer(layer, cur)
-        return cur
+    @property
+    def host_layers(self) -> list:
+        """Network layers the host runs (labelled "host" in reports)."""
+        return [i for step in self.plan if isinstance(step, HostOp) for i in step.layers]
 
     def layer_for_instruction(self, i: int) -> int | None:
         for lp in self.layers:
@@ -93,169 +134,221 @@ class Program:
         return None
 
 
-def gather(placement: Placement, dbuf: np.ndarray, pbuf: np.ndarray, rows: int) -> np.ndarray:
-    """Read one image's tensor from buffer snapshots (dbuf [cmax, ddepth], pbuf [rows, pdepth]).
-
-    Returns [C, H, W] (uint8 from dbuf, int32 raw from pbuf) or [C] for pixel-sum outputs.
-    The interpreter and the RTL bench both read results through this one function.
-    """
-    pl = placement
+def gather(pl: Placement, dbuf: np.ndarray, pbuf: np.ndarray, rows: int) -> np.ndarray:
+    """Read a tensor from buffer snapshots dbuf [..., cmax, ddepth], pbuf [..., rows, pdepth]
+    (optional leading batch axes). Returns [..., C, H, W] (uint8 from the data buffer, int32
+    from the partial-sum buffer) or [..., C] for pixel-sum outputs. The interpreter, the RTL
+    bench and the compare script all read results through this one function."""
     if pl.space == "dbuf":
-        a = dbuf[pl.ch:pl.ch + pl.channels, pl.addr:pl.addr + pl.pixels]
-        return a.reshape(pl.channels, pl.height, pl.width).astype(np.uint8)
+        bank, entry = pl.banks_entries()
+        vals = dbuf[..., bank[:, None], entry]
+        return vals.reshape(vals.shape[:-2] + (pl.channels, pl.height, pl.width)).astype(np.uint8)
     f = np.arange(pl.channels)
     per_tile = 1 if pl.pixel_sum else pl.pixels
     entries = pl.addr + (f // rows)[:, None] * per_tile + np.arange(per_tile)[None, :]
-    vals = pbuf[(f % rows)[:, None], entries].astype(np.int32)
-    return vals[:, 0] if pl.pixel_sum else vals.reshape(pl.channels, pl.height, pl.width)
+    vals = pbuf[..., (f % rows)[:, None], entries].astype(np.int32)
+    if pl.pixel_sum:
+        return vals[..., 0]
+    return vals.reshape(vals.shape[:-2] + (pl.channels, pl.height, pl.width))
 
 
-def _segments(net: ir.Network):
-    """Split the layer list into host prefix + array segments (shift?, conv, pixelsum?)."""
-    layers = net.layers
-    i = 0
-    while i < len(layers) and isinstance(layers[i], ir.SpaceToDepth):
-        i += 1
-    host = i
-    segs = []
-    while i < len(layers):
-        shift = None
-        if isinstance(layers[i], ir.ChannelShift):
-            shift = layers[i]
-            i += 1
-        if i >= len(layers) or not isinstance(layers[i], ir.PointwiseConv):
-            bad = layers[i] if i < len(layers) else layers[i - 1]
-            idx = i if i < len(layers) else i - 1
-            what = "must be followed by a PointwiseConv" if shift is not None else \
-                "cannot run on the SAC array (it runs ChannelShift -> PointwiseConv -> PixelSum)"
-            raise CompileError(f"{bad.label(idx)} {what}")
-        conv_i = i
-        i += 1
-        psum = False
-        if i < len(layers) and isinstance(layers[i], ir.PixelSum):
-            if layers[conv_i].mode != OutputMode.RAW:
-                raise CompileError(f"{layers[i].label(i)} needs a raw PointwiseConv before it")
-            psum = True
-            i += 1
-        segs.append((shift, conv_i, psum, i - 1))
-    return host, segs
+def scatter(pl: Placement, dbuf: np.ndarray, x: np.ndarray) -> None:
+    """Write a tensor [..., C, H, W] into a data-buffer snapshot (inverse of gather)."""
+    bank, entry = pl.banks_entries()
+    x = np.asarray(x, dtype=np.uint8)
+    dbuf[..., bank[:, None], entry] = x.reshape(x.shape[:-3] + (pl.channels, pl.pixels))
 
 
-def compile_network(net: ir.Network, cfg: ArrayConfig | None = None) -> Program:
-    """Compile a SAC network (uint8 input) into a program for an array of size `cfg`."""
-    cfg = cfg or ArrayConfig()
-    if net.input_kind != "uint8":
-        raise CompileError(f"the SAC array takes uint8 input, {net.name} takes {net.input_kind}")
-    host, segs = _segments(net)
-    if not segs:
-        raise CompileError(f"{net.name} has no layer the array can run")
-    rows, cols = cfg.rows, cfg.cols
+def _chunk(cfg: ArrayConfig, channels: int, window: int, span: int, producer_rows: int,
+           label: str) -> int:
+    """Channels per chunk: 0 (all in one) when every tile fits the CMAX banks, else the largest
+    multiple of lcm(consumer window, producer rows) that does."""
+    if span <= cfg.cmax and channels <= cfg.cmax:
+        return 0
+    step = math.lcm(window, producer_rows)
+    if step > cfg.cmax:
+        raise CompileError(f"{label}: a tile window of {window} channels and {producer_rows} "
+                           f"rows cannot share chunks of at most {cfg.cmax} banks")
+    return cfg.cmax // step * step
 
-    instrs, wrows, biases, shifts, lprogs = [], [], [], [], []
-    c0, h0, w0 = net.shapes[host][0]
-    if c0 > cfg.cmax:
-        raise CompileError(f"the input has {c0} channels; the data buffer has {cfg.cmax} banks")
-    inp = Placement("dbuf", 0, c0, h0, w0)
-    dnext = inp.pixels
-    pnext = phigh = 0
-    cur = inp
-    identity_word = None
 
-    for shift, ci, psum, last_i in segs:
-        conv: ir.PointwiseConv = net.layers[ci]
-        lab = conv.label(ci)
-        cw = conv.weights
-        g, k, f = cw.group, cw.in_channels, cw.out_channels
+class _Builder:
+    """Accumulates instructions and memory images while ops are emitted."""
+
+    def __init__(self, cfg: ArrayConfig):
+        self.cfg = cfg
+        self.instrs, self.wrows, self.biases, self.shifts = [], [], [], []
+        self.dnext = 0          # next free data-buffer entry
+        self.pnext = 0          # next free partial-sum entry (kept outputs)
+        self.phigh = 0
+        self.identity_word = None
+
+    def dbuf_region(self, entries: int, label: str) -> int:
+        addr = self.dnext
+        self.dnext += entries
+        if self.dnext > self.cfg.ddepth:
+            raise CompileError(f"{label}: the data buffer needs {self.dnext} entries for all "
+                               f"tensors; the array has {self.cfg.ddepth}")
+        return addr
+
+    def shift_words(self, op: ArrayOp, k_tiles: int) -> list:
+        cfg, g, k = self.cfg, op.weights.group, op.in_channels
+        kc = op.weights.packed.shape[1]
+        words = []
+        for kt in range(k_tiles):
+            word = np.full(cfg.cols * 8, SHIFT_IDENTITY, dtype=np.uint8)
+            if op.shift is None:
+                if self.identity_word is None:
+                    self.identity_word = len(self.shifts)
+                    self.shifts.append(word)
+                words.append(self.identity_word)
+                continue
+            # entry i steers the tile's i-th channel; padding channels keep the identity
+            first = kt * cfg.cols * g
+            last = min(k, first + min(cfg.cols, kc - kt * cfg.cols) * g)
+            word[:last - first] = op.shift.directions[first:last]
+            words.append(len(self.shifts))
+            self.shifts.append(word)
+        return words
+
+    def emit(self, op: ArrayOp, inp: Placement, out: Placement, label: str) -> tuple:
+        cfg = self.cfg
+        rows, cols = cfg.rows, cfg.cols
+        cw = op.weights
+        g, f = cw.group, cw.out_channels
         kc = cw.packed.shape[1]
-        p = cur.pixels
-        if kc * g > cfg.cmax:
-            raise CompileError(f"{lab}: {k} channels in groups of {g} need {kc * g} data-buffer "
-                               f"banks; the array has {cfg.cmax}")
+        p = op.pixels
         n_tiles, k_tiles = -(-f // rows), -(-kc // cols)
-        mode = conv.mode
-        if psum:
-            out = Placement("pbuf", pnext, f, 1, 1, pixel_sum=True)
-            scratch = pnext + n_tiles
-        elif mode == OutputMode.RAW:
-            out = Placement("pbuf", pnext, f, cur.height, cur.width)
-            scratch = pnext + n_tiles * p
+        psum = op.mode == OutputMode.PIXEL_SUM
+        if out.space == "pbuf":
+            scratch = out.addr + n_tiles * (1 if psum else p)
         else:
-            if f > cfg.cmax:
-                raise CompileError(f"{lab}: {f} output channels; the data buffer has {cfg.cmax} banks")
-            out = Placement("dbuf", dnext, f, cur.height, cur.width)
-            dnext += p
-            scratch = pnext
+            scratch = self.pnext
         pend = scratch + (p if k_tiles > 1 else 0)
         if pend > cfg.pdepth:
-            raise CompileError(f"{lab}: needs {pend} partial-sum entries; the array has {cfg.pdepth}")
-        if dnext > cfg.ddepth:
-            raise CompileError(f"{lab}: the data buffer needs {dnext} entries for all layer "
-                               f"outputs; the array has {cfg.ddepth}")
-        final_mode = OutputMode.PIXEL_SUM if psum else mode
-
-        # shift-table words, one per K-tile: entry i holds the direction of the tile's i-th
-        # channel (in_ch + i); padding channels of a partial last group keep the identity
-        s_words = []
-        for kt in range(k_tiles):
-            word = np.full(cols * 8, SHIFT_IDENTITY, dtype=np.uint8)
-            if shift is not None:
-                first = kt * cols * g
-                chunk = shift.directions[first:min(k, first + cols * g)]
-                word[:len(chunk)] = chunk
-                s_words.append(len(shifts))
-                shifts.append(word)
-            else:
-                if identity_word is None:
-                    identity_word = len(shifts)
-                    shifts.append(word)
-                s_words.append(identity_word)
-
-        first = len(instrs)
+            raise CompileError(f"{label}: needs {pend} partial-sum entries; the array has {cfg.pdepth}")
+        self.phigh = max(self.phigh, pend)
+        if out.space == "pbuf":
+            self.pnext = scratch
+        s_words = self.shift_words(op, k_tiles)
         for nt in range(n_tiles):
             tr = min(rows, f - nt * rows)
-            b_addr = len(biases)
-            biases.extend(int(v) for v in conv.bias[nt * rows:nt * rows + tr])
+            b_addr = len(self.biases)
+            self.biases.extend(int(v) for v in op.bias[nt * rows:nt * rows + tr])
             for kt in range(k_tiles):
                 tc = min(cols, kc - kt * cols)
-                w_addr = len(wrows)
+                w_addr = len(self.wrows)
                 for r in range(tr):
                     row = np.zeros(cols, dtype=np.uint8)
                     row[:tc] = cw.packed[nt * rows + r, kt * cols:kt * cols + tc]
-                    wrows.append(row)
-                instrs.append(LoadWeights(rows=tr, cols=tc, w_addr=w_addr, b_addr=b_addr,
-                                          s_addr=s_words[kt]))
+                    self.wrows.append(row)
+                self.instrs.append(LoadWeights(rows=tr, cols=tc, w_addr=w_addr, b_addr=b_addr,
+                                               s_addr=s_words[kt]))
+                in_ch, in_addr = inp.locate(kt * cols * g)
+                assert (in_ch - inp.ch) + tc * g <= inp.chunk_size or not inp.chunk
                 last_k = kt == k_tiles - 1
-                m = final_mode if last_k else OutputMode.RAW
+                m = op.mode if last_k else OutputMode.RAW
                 if not last_k:
                     o_addr, o_ch = scratch, 0
                 elif out.space == "dbuf":
-                    o_addr, o_ch = out.addr, nt * rows
+                    o_ch, o_addr = out.locate(nt * rows)
                 else:
                     o_addr, o_ch = out.addr + nt * (1 if psum else p), 0
-                instrs.append(Matmul(
-                    height=cur.height, width=cur.width, in_addr=cur.addr, out_addr=o_addr,
-                    mode=m, group=g, acc_in=kt > 0, shift_en=shift is not None,
-                    fill=int(shift.fill) if shift is not None else 0,
-                    in_ch=cur.ch + kt * cols * g, out_ch=o_ch,
-                    acc_addr=scratch if kt > 0 else 0))
-        phigh = max(phigh, pend)
-        if out.space == "pbuf":          # keep raw outputs; scratch is free for later layers
-            pnext = scratch
-        lprogs.append(LayerProgram(last_i, first, len(instrs) - first, out, n_tiles, k_tiles))
-        cur = out     # a raw (int) output can only be last: Network validation ensures it
-    instrs.append(Halt())
-    if len(instrs) > cfg.imem_depth:
-        raise CompileError(f"{net.name}: {len(instrs)} instructions; the instruction memory holds "
-                           f"{cfg.imem_depth}")
-    if len(wrows) > cfg.wdepth or len(biases) > cfg.bdepth or len(shifts) > cfg.sdepth:
-        raise CompileError(f"{net.name}: needs {len(wrows)} weight words, {len(biases)} biases, "
-                           f"{len(shifts)} shift words; the array has {cfg.wdepth}, {cfg.bdepth}, "
-                           f"{cfg.sdepth}")
-    words = [encode(ins, i) for i, ins in enumerate(instrs)]
-    check_program(words, cfg)
+                self.instrs.append(Matmul(
+                    height=op.height, width=op.width, in_addr=in_addr, out_addr=o_addr,
+                    mode=m, group=g, acc_in=kt > 0, shift_en=op.shift is not None,
+                    fill=int(op.shift.fill) if op.shift is not None else 0,
+                    in_ch=in_ch, out_ch=o_ch, acc_addr=scratch if kt > 0 else 0))
+        return n_tiles, k_tiles
+
+
+def _consumer_window(ops: list, j: int, cfg: ArrayConfig) -> tuple[int, int]:
+    """(K-tile window in channels, channels the last window reaches) of op j's input."""
+    op = ops[j]
+    g, kc = op.weights.group, op.weights.packed.shape[1]
+    return cfg.cols * g, kc * g
+
+
+def compile_network(net: ir.Network, cfg: ArrayConfig | None = None) -> Program:
+    """Compile a network (SAC, or BNN lowered onto the SAC array) for an array of size `cfg`."""
+    cfg = cfg or ArrayConfig()
+    try:
+        ops = lower(net)
+    except LoweringError as exc:
+        raise CompileError(str(exc)) from None
+    b = _Builder(cfg)
+    lprogs, segments, plan = [], [], []
+    prev_out: Placement | None = None
+    for j, op in enumerate(ops):
+        if isinstance(op, HostOp):
+            plan.append(op)
+            prev_out = None
+            continue
+        lab = net.layers[op.first].label(op.first)
+        window, span = _consumer_window(ops, j, cfg)
+        if op.in_place and prev_out is not None:
+            inp = prev_out
+            if inp.chunk and (inp.chunk % window):
+                raise CompileError(f"{lab}: input chunks of {inp.chunk} channels do not align "
+                                   f"with the {window}-channel tile window")
+        else:
+            chunk = _chunk(cfg, op.in_channels, window, span, 1, lab)
+            inp = Placement("dbuf", 0, op.in_channels, op.height, op.width, chunk=chunk)
+            inp.addr = b.dbuf_region(inp.entries, lab)
+            segments.append(Segment(len(segments), len(b.instrs), 0))
+            plan.append(segments[-1])
+        # output placement
+        if op.mode == OutputMode.PIXEL_SUM:
+            out = Placement("pbuf", b.pnext, op.out_channels, 1, 1, pixel_sum=True)
+        elif op.mode == OutputMode.RAW:
+            out = Placement("pbuf", b.pnext, op.out_channels, op.height, op.width)
+        else:
+            nxt = ops[j + 1] if j + 1 < len(ops) else None
+            if isinstance(nxt, ArrayOp) and nxt.in_place:
+                nwin, nspan = _consumer_window(ops, j + 1, cfg)
+            else:
+                nwin, nspan = 1, op.out_channels
+            chunk = _chunk(cfg, op.out_channels, nwin, max(nspan, op.out_channels), cfg.rows, lab)
+            out = Placement("dbuf", 0, op.out_channels, op.height, op.width, chunk=chunk)
+            out.addr = b.dbuf_region(out.entries, lab)
+        first = len(b.instrs)
+        n_tiles, k_tiles = b.emit(op, inp, out, lab)
+        seg = segments[-1]
+        lprogs.append(LayerProgram(op, op.last, inp, out, first, len(b.instrs) - first,
+                                   n_tiles, k_tiles, seg.index))
+        seg.layers.append(len(lprogs) - 1)
+        # the segment ends here unless the next op reads this output in place
+        nxt = ops[j + 1] if j + 1 < len(ops) else None
+        if not (isinstance(nxt, ArrayOp) and nxt.in_place):
+            b.instrs.append(Halt())
+            seg.n_instr = len(b.instrs) - seg.start_pc
+        prev_out = out if out.space == "dbuf" else None
+    if len(b.instrs) > cfg.imem_depth:
+        raise CompileError(f"{net.name}: {len(b.instrs)} instructions; the instruction memory "
+                           f"holds {cfg.imem_depth}")
+    if len(b.wrows) > cfg.wdepth or len(b.biases) > cfg.bdepth or len(b.shifts) > cfg.sdepth:
+        raise CompileError(f"{net.name}: needs {len(b.wrows)} weight words, {len(b.biases)} "
+                           f"biases, {len(b.shifts)} shift words; the array has {cfg.wdepth}, "
+                           f"{cfg.bdepth}, {cfg.sdepth}")
+    words = [encode(ins, i) for i, ins in enumerate(b.instrs)]
+    for seg in segments:
+        check_program(words[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
     return Program(
-        config=cfg, network=net, instructions=instrs, words=words,
-        wmem=np.array(wrows, dtype=np.uint8).reshape(-1, cols),
-        bmem=np.array(biases, dtype=np.int32),
-        smem=np.array(shifts, dtype=np.uint8).reshape(-1, cols * 8),
-        host_layers=host, input=inp, layers=lprogs, dbuf_used=dnext, pbuf_used=phigh)
+        config=cfg, network=net, instructions=b.instrs, words=words,
+        wmem=np.array(b.wrows, dtype=np.uint8).reshape(-1, cfg.cols),
+        bmem=np.array(b.biases, dtype=np.int32),
+        smem=np.array(b.shifts, dtype=np.uint8).reshape(-1, cfg.cols * 8),
+        layers=lprogs, segments=segments, plan=plan, dbuf_used=b.dnext, pbuf_used=b.phigh)
+
+
+def fitted_config(net: ir.Network, rows: int, cols: int, cmax: int = 64) -> ArrayConfig:
+    """The smallest power-of-two memory sizes (at least the defaults' minimums) that hold the
+    compiled network on a rows x cols array with `cmax` data-buffer banks."""
+    roomy = ArrayConfig(rows=rows, cols=cols, cmax=cmax, ddepth=1 << 20, pdepth=1 << 20,
+                        wdepth=1 << 22, bdepth=1 << 22, sdepth=1 << 16, imem_depth=1 << 20)
+    prog = compile_network(net, roomy)
+    p2 = lambda n, lo: max(lo, 1 << max(0, int(n) - 1).bit_length())  # noqa: E731
+    return ArrayConfig(rows=rows, cols=cols, cmax=cmax, ddepth=p2(prog.dbuf_used, 64),
+                       pdepth=p2(prog.pbuf_used, 64), wdepth=p2(len(prog.wmem), 64),
+                       bdepth=p2(len(prog.bmem), 64), sdepth=p2(len(prog.smem), 8),
+                       imem_depth=p2(len(prog.words), 16))

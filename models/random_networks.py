@@ -64,3 +64,24 @@ def random_images(rng: np.random.Generator, n: int, shape, zero_fraction: float 
     x[rng.random(x.shape) < zero_fraction] = 0
     x.reshape(n, -1)[:, 0] = 255
     return x
+
+
+def random_bnn_network(rng: np.random.Generator, in_shape=(1, 6, 6), channels=(4, 6),
+                       hidden: int = 7, classes: int = 5, padding: int = 1) -> ir.Network:
+    """A small BNN: IntConv2d, Step, MaxPool, BinConv2d, Step, MaxPool, Flatten, BinDense,
+    Step, BinDense, with thresholds near the middle of each pre-activation's range."""
+    pm = lambda *s: np.where(rng.random(s) < 0.5, -1, 1).astype(np.int8)  # noqa: E731
+    c0, h, w = in_shape
+    c1, c2 = channels
+    layers = [ir.IntConv2d(weight=pm(c1, c0, 3, 3), bias=rng.integers(-1, 2, c1), padding=padding),
+              ir.Step(threshold=rng.integers(-200, 200, c1), direction=pm(c1)),
+              ir.MaxPool2d(),
+              ir.BinConv2d(weight=pm(c2, c1, 3, 3), bias=rng.integers(-1, 2, c2), padding=padding),
+              ir.Step(threshold=rng.integers(-6, 7, c2), direction=pm(c2)),
+              ir.MaxPool2d(), ir.Flatten()]
+    net = ir.Network(in_shape, "uint8", layers)
+    k = net.output_shape[0]
+    layers += [ir.BinDense(weight=pm(hidden, k), bias=rng.integers(-1, 2, hidden)),
+               ir.Step(threshold=rng.integers(-3, 4, hidden), direction=pm(hidden)),
+               ir.BinDense(weight=pm(classes, hidden), bias=rng.integers(-1, 2, classes))]
+    return ir.Network(in_shape, "uint8", layers, name="random_bnn")

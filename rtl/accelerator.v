@@ -8,8 +8,8 @@
 // registered first (no logic depends combinationally on top-level inputs, which also keeps
 // simulation fast), so a write lands at the second clock edge after it is presented and read
 // data appear on `host_rdata` two cycles after `host_en`. After a `start` pulse the
-// accelerator runs the program from instruction 0 by itself until HALT or an error, then
-// raises `done`.
+// accelerator runs the program from the start pc (control register 8, default 0) by itself
+// until HALT or an error, then raises `done`.
 //
 // MATMUL schedule, k = execution cycle (models/cycle_model.py holds the same numbers):
 //   k = 8p          data-buffer banks read pixel p (through the channel shift)
@@ -80,7 +80,8 @@ module accelerator #(
     instruction_decoder #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH),
         .PDEPTH(PDEPTH), .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH),
         .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) u_decoder (
-        .clk(clk), .rst(rst), .start(start), .imem_addr(imem_raddr), .imem_data(imem_q),
+        .clk(clk), .rst(rst), .start(start), .start_pc(start_pc), .imem_addr(imem_raddr),
+        .imem_data(imem_q),
         .busy(busy), .done(done), .error(error), .error_code(error_code), .pc(pc),
         .exec_lw(exec_lw), .exec_mm(exec_mm), .k(k), .retire(retire),
         .rows(lw_rows), .cols(lw_cols), .w_addr(w_addr), .b_addr(b_addr), .s_addr(s_addr),
@@ -101,6 +102,13 @@ module accelerator #(
     wire [3:0]  h_region = host_addr_q[31:28];
     wire [27:0] h_off = host_addr_q[27:0];
     wire        h_write = host_en_q & host_we_q & ~busy;
+    // control register written by the host: where `start` begins (one program image can hold
+    // several segments, each ending in HALT, run one after another with host work between)
+    reg  [IAW:0] start_pc;
+    always @(posedge clk) begin
+        if (rst) start_pc <= {(IAW+1){1'b0}};
+        else if (h_write && h_region == R_CTRL && h_off[3:0] == 4'd8) start_pc <= host_wdata_q[IAW:0];
+    end
     reg  [3:0]  h_region_q;
     /* verilator lint_off UNUSEDSIGNAL */
     reg  [27:0] h_off_q;
@@ -350,6 +358,7 @@ module accelerator #(
             4'd3: ctrl_q <= activity;
             4'd4: ctrl_q <= retired;
             4'd5: ctrl_q <= {8'd0, CMAX[7:0], COLS[7:0], ROWS[7:0]};
+            4'd8: ctrl_q <= {{(31-IAW){1'b0}}, start_pc};
             default: ctrl_q <= 32'd0;
         endcase
     end

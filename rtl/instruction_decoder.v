@@ -21,6 +21,7 @@ module instruction_decoder #(
     input  wire             clk,
     input  wire             rst,
     input  wire             start,
+    input  wire [IAW:0]     start_pc,       // first instruction to run (segments of a program)
     output wire [IAW-1:0]   imem_addr,
     input  wire [127:0]     imem_data,
     // status
@@ -175,7 +176,7 @@ module instruction_decoder #(
                     done <= 1'b0;
                     error <= 1'b0;
                     error_code <= E_NONE;
-                    pc <= {(IAW+1){1'b0}};
+                    pc <= start_pc;
                     tile_rows <= 8'd0;
                     tile_cols <= 8'd0;
                 end

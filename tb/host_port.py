@@ -15,6 +15,7 @@ from models.isa import words_to_u32
 
 R_CTRL, R_IMEM, R_WMEM, R_BMEM, R_SMEM, R_DBUF, R_PBUF, R_TRACE = range(8)
 CTRL_STATUS, CTRL_CYCLES, CTRL_PC, CTRL_ACTIVITY, CTRL_RETIRED, CTRL_CONFIG = range(6)
+CTRL_START_PC = 8
 
 
 def address(region: int, offset: int) -> int:
@@ -101,8 +102,10 @@ class HostPort:
         await self.write_many(items)
 
     async def write_tensor(self, pl: Placement, x) -> None:
+        """Write one image's tensor [C, H, W] into its data-buffer region."""
         x = np.asarray(x, dtype=np.uint8).reshape(pl.channels, pl.pixels)
-        await self.write_many((R_DBUF, ((pl.ch + c) << 16) | (pl.addr + p), int(x[c, p]))
+        bank, entry = pl.banks_entries()
+        await self.write_many((R_DBUF, (int(bank[c]) << 16) | int(entry[c, p]), int(x[c, p]))
                               for c in range(pl.channels) for p in range(pl.pixels))
 
     async def read_tensor(self, pl: Placement) -> np.ndarray:
@@ -111,7 +114,8 @@ class HostPort:
         dbuf = np.zeros((cfg.cmax, cfg.ddepth), dtype=np.uint8)
         pbuf = np.zeros((cfg.rows, cfg.pdepth), dtype=np.int64)
         if pl.space == "dbuf":
-            keys = [(pl.ch + c, pl.addr + p) for c in range(pl.channels) for p in range(pl.pixels)]
+            bank, entry = pl.banks_entries()
+            keys = [(int(bank[c]), int(e)) for c in range(pl.channels) for e in entry[c]]
             vals = await self.read_many([(R_DBUF, (b << 16) | e) for b, e in keys])
             for (b, e), v in zip(keys, vals):
                 dbuf[b, e] = v & 0xFF
@@ -125,9 +129,10 @@ class HostPort:
         return gather(pl, dbuf, pbuf.astype(np.int32), cfg.rows)
 
     # -- running ------------------------------------------------------------------------------
-    async def run(self, timeout_cycles: int = 2_000_000) -> dict:
-        """Pulse start, wait for done, return the status registers."""
+    async def run(self, start_pc: int = 0, timeout_cycles: int = 20_000_000) -> dict:
+        """Set the start pc, pulse start, wait for done, return the status registers."""
         d = self.dut
+        await self.write_many([(R_CTRL, CTRL_START_PC, start_pc)])
         d.start.value = 1
         await FallingEdge(d.clk)            # the rising edge in between took start: done = 0
         d.start.value = 0
@@ -143,7 +148,42 @@ class HostPort:
                 "error_code": (st >> 4) & 0xF, "cycles": cyc, "pc": pc, "activity": act,
                 "retired": ret, "config": (conf & 0xFF, (conf >> 8) & 0xFF, (conf >> 16) & 0xFF)}
 
-    async def trace(self, n: int) -> tuple[list[int], list[int]]:
-        """(end cycle, active cell-cycles) of the first n retired instructions."""
-        vals = await self.read_many([(R_TRACE, i * 2 + w) for i in range(n) for w in (0, 1)])
+    async def trace(self, n: int, first: int = 0) -> tuple[list[int], list[int]]:
+        """(end cycle, active cell-cycles) of instructions first .. first+n-1 of the last run
+        (end cycles count from that run's start)."""
+        vals = await self.read_many([(R_TRACE, i * 2 + w) for i in range(first, first + n)
+                                     for w in (0, 1)])
         return vals[0::2], vals[1::2]
+
+
+class RtlDevice:
+    """The RTL accelerator as a models.execute device (one image per call): runs a segment
+    and reports per-instruction cycles and activity read from the trace memory."""
+
+    def __init__(self, host: HostPort, prog: Program):
+        self.host = host
+        self.prog = prog
+        self.ends = {}               # segment start pc -> retire cycles measured by the RTL
+
+    async def write_tensor(self, pl: Placement, data) -> None:
+        data = np.asarray(data)
+        assert data.shape[0] == 1, "the RTL runs one image at a time"
+        await self.host.write_tensor(pl, data[0])
+
+    async def read_tensor(self, pl: Placement) -> np.ndarray:
+        return (await self.host.read_tensor(pl))[None]
+
+    async def run(self, start_pc: int):
+        from models.interpreter import RunStats
+        from models.isa import ErrorCode, IsaError
+
+        st = await self.host.run(start_pc)
+        if st["error"]:
+            return RunStats(error=IsaError(ErrorCode(st["error_code"]), st["pc"], None,
+                                           "reported by the RTL"))
+        seg = next(s for s in self.prog.segments if s.start_pc == start_pc)
+        ends, acts = await self.host.trace(seg.n_instr, start_pc)
+        self.ends[start_pc] = ends
+        cycles = [e - (ends[i - 1] if i else 0) for i, e in enumerate(ends)]
+        assert sum(cycles) == st["cycles"], (cycles, st)
+        return RunStats(cycles=cycles, activity=acts)

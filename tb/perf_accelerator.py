@@ -17,6 +17,7 @@ from host_port import HostPort
 from models import golden
 from models.arch import ArrayConfig
 from models.compiler import compile_network
+from models.lowering import encode_input
 from models.random_networks import random_images, random_sac_network
 
 
@@ -34,7 +35,9 @@ async def whole_program(dut):
     host = HostPort(dut, cfg)
     await host.reset()
     await host.load_program(prog)
-    await host.write_tensor(prog.input, prog.host_preprocess(image[None])[0])
+    first = prog.layers[0]          # a SAC network: one segment, no host layers
+    assert not prog.host_layers and len(prog.segments) == 1
+    await host.write_tensor(first.input, encode_input(first.op, image[None])[0])
     walls, cycles = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()

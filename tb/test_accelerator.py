@@ -16,17 +16,17 @@ import pytest
 
 from bitserial import start_clock
 from cell_driver import seeded_rng
-from host_port import R_DBUF, R_PBUF, HostPort
+from host_port import R_DBUF, R_PBUF, HostPort, RtlDevice
 from models import golden
 from models.arch import ArrayConfig
 from models.compiler import compile_network
 from models.datasets import adapt_to_network, load_dataset
 from models.onnx_import import import_onnx
 from models.cycle_model import program_timeline
-from models.interpreter import run_program
+from models.execute import execute, interpret
 from models.isa import ErrorCode, Halt, LoadWeights, Matmul, encode
 from models.numerics.sac import OutputMode
-from models.random_networks import random_images, random_sac_network
+from models.random_networks import random_bnn_network, random_images, random_sac_network
 from runner import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "31337"))
@@ -53,28 +53,31 @@ async def setup(dut):
 
 
 async def run_and_check(dut, host, cfg, net, image, label):
-    """Run one image through the compiled network on the RTL; check values, cycles, activity."""
+    """Run one image through the compiled network on the RTL (segments and host layers by
+    models.execute); check every layer against the golden executor, every instruction's retire
+    cycle against the cycle model and its activity against the golden pair count."""
     prog = compile_network(net, cfg)
     ref = golden.run(net, image[None])
     await host.load_program(prog)
-    await host.write_tensor(prog.input, prog.host_preprocess(image[None])[0])
-    st = await host.run()
-    assert not st["error"], f"{label}: error code {st['error_code']} at instruction {st['pc']}"
-    for lp in prog.layers:
-        got = await host.read_tensor(lp.output)
-        want = ref.outputs[lp.layer_index][0]
+    device = RtlDevice(host, prog)
+    res = await execute(prog, device, image[None])
+    for i, got in res.outputs.items():
+        want = ref.outputs[i]
         bad = np.argwhere(got != want)
-        assert not bad.size, (f"{label}: layer {lp.layer_index} differs at {tuple(bad[0])}: "
+        assert not bad.size, (f"{label}: layer {i} differs at {tuple(bad[0])}: "
                               f"got {got[tuple(bad[0])]}, want {want[tuple(bad[0])]}")
-    steps = program_timeline(prog.instructions, cfg)
-    ends, acts = await host.trace(len(steps))
-    assert ends == [s.end for s in steps], f"{label}: retire cycles {ends} != model {[s.end for s in steps]}"
-    assert st["cycles"] == steps[-1].end and st["retired"] == len(steps)
-    _, stats, _ = run_program(prog, image)
-    assert acts == stats.activity, f"{label}: activity {acts} != golden {stats.activity}"
-    dut._log.info(f"{label}: {len(steps)} instructions, {st['cycles']} cycles, "
-                  f"{st['activity']} active cell-cycles: match")
-    return prog
+    interp = interpret(prog, image[None])
+    for seg, st_rtl, st_model in zip(prog.segments, res.segments, interp.segments):
+        steps = program_timeline(prog.instructions[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
+        ends = device.ends[seg.start_pc]
+        assert ends == [s.end for s in steps], f"{label}: retire cycles {ends} != model {[s.end for s in steps]}"
+        assert st_rtl.activity == st_model.activity, \
+            f"{label}: activity {st_rtl.activity} != golden {st_model.activity}"
+    total = sum(st.total_cycles for st in res.segments)
+    dut._log.info(f"{label}: {len(prog.words)} instructions in {len(prog.segments)} segment(s), "
+                  f"{total} cycles, {sum(sum(st.activity) for st in res.segments)} active "
+                  f"cell-cycles, host layers {prog.host_layers}: match")
+    return prog, res
 
 
 @cocotb.test()
@@ -92,6 +95,10 @@ async def compiled_networks(dut):
             assert max(lp.k_tiles for lp in prog.layers) > 1, "need several channel tiles"
             image = random_images(rng, 1, net.input_shape)[0]
             await run_and_check(dut, host, cfg, net, image, f"{final}, shift={shift}")
+    # a BNN lowered onto the array: segments with max pooling and flatten on the host
+    net = random_bnn_network(rng)
+    image = random_images(rng, 1, net.input_shape, zero_fraction=0.2)[0]
+    await run_and_check(dut, host, cfg, net, image, "random BNN")
 
 
 @cocotb.test(skip=os.environ.get("TB_ZOO") != "1")
@@ -102,8 +109,8 @@ async def zoo_sac_network(dut):
     net = import_onnx(ROOT / "models" / "zoo" / "sac_digits.onnx")
     ds = load_dataset("digits", split="test")
     image = adapt_to_network(ds, net)[0]
-    prog = await run_and_check(dut, host, cfg, net, image, "zoo sac_digits")
-    scores = await host.read_tensor(prog.layers[-1].output)
+    prog, res = await run_and_check(dut, host, cfg, net, image, "zoo sac_digits")
+    scores = res.outputs[prog.layers[-1].layer_index][0]
     dut._log.info(f"label {int(ds.labels[0])}, predicted {int(np.argmax(scores))}")
 
 
@@ -144,8 +151,8 @@ async def errors_halt_and_write_nothing(dut):
 
 
 CONFIGS = {
-    "4x3": dict(ROWS=4, COLS=3, CMAX=32, DDEPTH=128, PDEPTH=64, WDEPTH=128, BDEPTH=64,
-                SDEPTH=16, IMEM_DEPTH=64),
+    "4x3": dict(ROWS=4, COLS=3, CMAX=32, DDEPTH=128, PDEPTH=64, WDEPTH=256, BDEPTH=64,
+                SDEPTH=16, IMEM_DEPTH=128),
     "8x8": dict(ROWS=8, COLS=8, CMAX=64, DDEPTH=512, PDEPTH=128, WDEPTH=512, BDEPTH=256,
                 SDEPTH=16, IMEM_DEPTH=128),
 }

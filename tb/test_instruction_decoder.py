@@ -55,9 +55,12 @@ def check_program_prefix(image, n, cfg):
     return out
 
 
-async def run_program(dut, words, cfg, limit=200_000):
-    """Play the instruction memory; return (error, code, pc, retire cycles)."""
-    image = list(words) + [0] * (cfg.imem_depth - len(words))
+async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
+    """Play the instruction memory (`prefix` words before the program, which starts at
+    `start_pc`); return (error, code, pc, retire cycles, cycles)."""
+    image = list(prefix) + list(words)
+    image += [0] * (cfg.imem_depth - len(image))
+    dut.start_pc.value = start_pc
     dut.start.value = 1
     await FallingEdge(dut.clk)
     dut.start.value = 0
@@ -79,9 +82,13 @@ async def run_program(dut, words, cfg, limit=200_000):
     raise AssertionError("decoder never finished")
 
 
-async def check_case(dut, cfg, words, label):
+async def check_case(dut, cfg, words, label, prefix=()):
+    """Run `words` placed after `prefix` (started at len(prefix)); compare with the models."""
     code, index, ends = expected(words, cfg)
-    err, got_code, pc, retires, total = await run_program(dut, words, cfg)
+    if code is not None and index is not None:
+        index += len(prefix)
+    err, got_code, pc, retires, total = await run_program(dut, words, cfg, start_pc=len(prefix),
+                                                          prefix=prefix)
     if code is None:
         assert not err, f"{label}: unexpected error {ErrorCode(got_code).name} at {pc}"
         assert retires == ends, f"{label}: retires {retires} != model {ends}"
@@ -99,6 +106,7 @@ async def programs_and_malformed_words(dut):
     await start_clock(dut)
     dut.rst.value = 1
     dut.start.value = 0
+    dut.start_pc.value = 0
     dut.imem_data.value = 0
     await FallingEdge(dut.clk)
     dut.rst.value = 0
@@ -111,6 +119,8 @@ async def programs_and_malformed_words(dut):
         words = compile_network(net, cfg).words
         valid.append(words)
         await check_case(dut, cfg, words, f"compiled {final}")
+    # a program that starts mid-memory (segments): garbage before it is never fetched
+    await check_case(dut, cfg, valid[0], "start_pc 3", prefix=[0x3, 0x0, encode(Halt())])
     n_flip = 0
     for trial in range(40):
         words = list(valid[trial % len(valid)])

@@ -328,14 +328,23 @@ def apply_mode(acc, mode: OutputMode) -> np.ndarray:
     return pixel_sum(acc)
 
 
-def count_active(dense, data) -> int:
-    """Golden activity count: (cell, pixel) pairs whose weight and selected datum are both
-    nonzero. Zero-skipping gates every other pair; a cell's `active` pulses once per such pair,
-    so the RTL's activity counter is held to this number. ``dense`` as from
-    :func:`array_weights`."""
+def count_active_per_image(dense, data) -> np.ndarray:
+    """Golden activity count per image: (cell, pixel) pairs whose weight and selected datum are
+    both nonzero, for data [..., K, P] (leading axes flattened into images). Zero-skipping
+    gates every other pair; a cell's `active` pulses once per such pair, so the RTL's activity
+    counter is held to this number. ``dense`` as from :func:`array_weights`."""
     w = int_array(dense, "weights", ndim=2)
     x = int_array(data, "data", lo=0, hi=255)
-    return int(np.matmul((w != 0).astype(np.float64), (x != 0).astype(np.float64)).sum())
+    if x.ndim < 2 or x.shape[-2] != w.shape[1]:
+        raise NumericsError(f"data must have shape [..., {w.shape[1]}, P], got {x.shape}")
+    x3 = (x != 0).reshape(-1, x.shape[-2], x.shape[-1]).astype(np.float64)
+    per_pixel = np.matmul((w != 0).astype(np.float64), x3)          # [B, N, P]
+    return per_pixel.sum(axis=(1, 2)).astype(np.int64)
+
+
+def count_active(dense, data) -> int:
+    """Total of :func:`count_active_per_image` over all images."""
+    return int(count_active_per_image(dense, data).sum())
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,351 @@
+"""One model, every path: golden executor, GPU kernels and the FPGA path, layer by layer.
+
+`run(options)` is what scripts/compare_gpu_fpga.py does:
+
+* golden: models.golden on all N images (the reference);
+* GPU (BNNs): gpu_kernels with the mapper's per-layer choice, on CuPy when a CUDA device is
+  usable, else on the CPU emulation of the same CUDA source (the report says which). Without a
+  GPU the mapping is chosen among the seven GPU configurations only (emulation timings cannot
+  rank a GPU against the CPU), so what is checked is the CUDA kernels;
+* FPGA: the network compiled for the SAC array (BNNs lowered onto it, models/lowering.py); the
+  first n images run on the RTL top under cocotb (tb/rtl_job.py), the rest on the
+  instruction-level interpreter (exact cycle model + golden arithmetic). RTL cycles must equal
+  the cycle model;
+* every layer a path materialises is compared with golden: mismatching elements per layer and
+  path, the first differing index printed. Any mismatch makes the run fail (exit 1).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from models import golden, ir
+from models.checks import NumericsError
+from models.compiler import CompileError, Program, compile_network, fitted_config
+from models.cycle_model import program_timeline
+from models.datasets import DatasetError, load_for_network
+from models.energy import energy_uj_per_image
+from models.execute import interpret
+from models.numerics import bnn
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU_LAYERS = (ir.IntConv2d, ir.BinConv2d, ir.Step, ir.MaxPool2d, ir.Flatten, ir.BinDense)
+
+
+class CompareError(Exception):
+    """A user error (bad option, missing file, unsupported model): one clear line."""
+
+
+@dataclass
+class Options:
+    model: Path
+    data: str = "digits"
+    images: int = 100
+    rtl_images: int = 2
+    sim: str = "verilator"
+    array: str = "8x8"
+    clock_mhz: float = 170.0
+    batch: int = 64
+    out: Path = Path("out/compare")
+    save_outputs: bool = False
+    cmax: int = 64
+    seed: int = 0
+    inject_fault: str | None = None     # "gpu" or "fpga": self-test of the mismatch report
+    progress: bool = True
+
+
+@dataclass
+class PathResult:
+    outputs: dict                       # layer index -> [N, ...] golden format
+    info: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+# ---------------------------------------------------------------------------------------------
+def load_model(path: Path) -> ir.Network:
+    from models.onnx_import import import_onnx
+    path = Path(path)
+    if not path.is_file():
+        raise CompareError(f"model file {path} not found")
+    try:
+        return import_onnx(path)
+    except (ValueError, OSError) as exc:
+        msg = str(exc)
+        raise CompareError(msg if str(path) in msg else f"{path}: {msg}") from None
+
+
+def load_data(opts: Options, net: ir.Network):
+    """(images [N, ...], labels or None, description)."""
+    n = opts.images
+    if opts.data.startswith("random"):
+        seed = int(opts.data.split(":")[1]) if ":" in opts.data else opts.seed
+        lo, hi = (0, 255) if net.input_kind == "uint8" else (-128, 127)
+        rng = np.random.default_rng(seed)
+        x = rng.integers(lo, hi + 1, size=(n, *net.input_shape))
+        return x.astype(np.uint8 if net.input_kind == "uint8" else np.int32), None, \
+            f"random {net.input_kind} images (seed {seed})"
+    try:
+        x, labels = load_for_network(opts.data, net, split="test")
+    except DatasetError as exc:
+        raise CompareError(str(exc)) from None
+    return x[:n], labels[:n], f"{opts.data} (test split)"
+
+
+# ---------------------------------------------------------------------------------------------
+# paths
+# ---------------------------------------------------------------------------------------------
+def run_golden(net: ir.Network, x: np.ndarray) -> PathResult:
+    cur = golden.check_input(net, x)
+    outputs, seconds = {}, []
+    for i, layer in enumerate(net.layers):
+        t0 = time.perf_counter()
+        cur = golden.run_layer(layer, cur)
+        seconds.append(time.perf_counter() - t0)
+        outputs[i] = cur.astype(golden._KIND_DTYPE[net.shapes[i + 1][1]], copy=False)
+    return PathResult(outputs, {"layer_s": seconds})
+
+
+def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
+    """GPU kernels with the mapper's choice; None for networks with non-BNN layers."""
+    if not all(isinstance(layer, GPU_LAYERS) for layer in net.layers):
+        return None
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from gpu_kernels import Runner, cuda_available, map_network
+    from gpu_kernels.configs import CONFIGS, IMPLS
+    from gpu_kernels.energy import EnergyMeter
+    from gpu_kernels.profiling import MeasuredProfile
+
+    backend = "cupy" if cuda_available() else "emulation"
+    impls = IMPLS if backend == "cupy" else CONFIGS
+    batch = min(opts.batch, len(x))
+    profile = MeasuredProfile(backend, 32, repeats=3 if backend == "cupy" else 1,
+                              warmup=2 if backend == "cupy" else 0, impls=impls)
+    mapping = map_network(net, [batch], profile, n_images=len(x))
+    choice = mapping.dp
+    runner = Runner(net, mapping=choice, backend=backend, batch=batch)
+    with EnergyMeter() as meter:
+        res = runner.run(x, progress=opts.progress)
+    n_batches = -(-len(x) // batch)
+    info = {
+        "backend": res.backend, "device": res.device_name, "batch": batch,
+        "latency_ms_per_batch": 1e3 * res.wall_s / n_batches,
+        "images_per_s": len(x) / res.wall_s if res.wall_s > 0 else None,
+        "wall_s": res.wall_s, "timing": res.timing,
+        "energy_uj_per_image": None if meter.joules is None else 1e6 * meter.joules / len(x),
+        "layer_s": res.layer_s, "impls": res.impls,
+        "transfers": [t.__dict__ for t in res.transfers],
+        "mapping": {"algorithm1": mapping.algorithm1.as_dict(), "dp": choice.as_dict(),
+                    "candidates": list(impls)},
+    }
+    return PathResult({i: o for i, o in enumerate(res.outputs)}, info)
+
+
+def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) -> list:
+    """Run images on the RTL top through cocotb (a separate simulator process)."""
+    sys.path.insert(0, str(ROOT / "tb"))
+    from runner import run as run_bench      # tb/runner.py
+
+    cfg = prog.config
+    params = {"ROWS": cfg.rows, "COLS": cfg.cols, "CMAX": cfg.cmax, "DDEPTH": cfg.ddepth,
+              "PDEPTH": cfg.pdepth, "WDEPTH": cfg.wdepth, "BDEPTH": cfg.bdepth,
+              "SDEPTH": cfg.sdepth, "IMEM_DEPTH": cfg.imem_depth}
+    job, out = workdir / "rtl_job.pkl", workdir / "rtl_out.pkl"
+    with open(job, "wb") as f:
+        pickle.dump({"program": prog, "images": images}, f)
+    try:
+        run_bench("accelerator", "rtl_job", opts.sim, params,
+                  extra_env={"RTL_JOB": str(job), "RTL_OUT": str(out),
+                             "COCOTB_LOG_LEVEL": "WARNING"})
+    except (SystemExit, Exception) as exc:   # a failed cocotb run ends the runner this way
+        raise RuntimeError(f"RTL simulation ({opts.sim}) failed: {exc}") from None
+    with open(out, "rb") as f:
+        return pickle.load(f)
+
+
+def run_fpga(net: ir.Network, x: np.ndarray, opts: Options, workdir: Path) -> PathResult:
+    rows, cols = _parse_array(opts.array)
+    try:
+        cfg = fitted_config(net, rows, cols, opts.cmax)
+        prog = compile_network(net, cfg)
+    except CompileError as exc:
+        raise CompareError(f"cannot compile {net.name} for a {opts.array} array: {exc}") from None
+    n_rtl = min(opts.rtl_images, len(x))
+    t0 = time.perf_counter()
+    interp = interpret(prog, x)
+    interp_s = time.perf_counter() - t0
+    outputs = {i: o.copy() for i, o in interp.outputs.items()}
+    _, act_pc = interp.instruction_stats(prog)
+    activity = sum(np.asarray(a, dtype=np.int64) * np.ones(len(x), np.int64) for a in act_pc)
+    model_cycles = sum(s.cycles for seg in prog.segments
+                       for s in program_timeline(prog.instructions[seg.start_pc:seg.start_pc + seg.n_instr],
+                                                 cfg))
+    rtl = {"images": n_rtl, "sim": opts.sim if n_rtl else None}
+    if n_rtl:
+        t0 = time.perf_counter()
+        results = _rtl_run(prog, x[:n_rtl], opts, workdir)
+        rtl["wall_s"] = time.perf_counter() - t0
+        rtl["sim_s_per_image"] = [r["wall_s"] for r in results]
+        rtl_cycles = [sum(sum(c) for c, _ in r["segments"]) for r in results]
+        rtl["cycles"] = rtl_cycles
+        rtl["cycles_match_model"] = all(c == model_cycles for c in rtl_cycles) and all(
+            [c for c, _ in r["segments"]] == [st.cycles for st in interp.segments] for r in results)
+        for k, r in enumerate(results):
+            for i, o in r["outputs"].items():
+                outputs[i][k] = o[0]
+            activity[k] = sum(sum(a for a in acts) for _, acts in r["segments"])
+    cycles_pc, _ = interp.instruction_stats(prog)
+    kinds = [type(ins).__name__ for ins in prog.instructions]
+    per_layer = []
+    for lp in prog.layers:
+        span = range(lp.first_instr, lp.first_instr + lp.n_instr)
+        per_layer.append({
+            "layer": lp.layer_index, "first": lp.op.first, "tiles": lp.n_tiles * lp.k_tiles,
+            "n_tiles": lp.n_tiles, "k_tiles": lp.k_tiles, "segment": lp.segment,
+            "load_cycles": sum(cycles_pc[i] for i in span if kinds[i] == "LoadWeights"),
+            "matmul_cycles": sum(cycles_pc[i] for i in span if kinds[i] == "Matmul")})
+    halt_cycles = sum(cycles_pc[s.start_pc + s.n_instr - 1] for s in prog.segments)
+    energy_uj, energy = energy_uj_per_image(prog, activity)
+    latency_ms = model_cycles / (opts.clock_mhz * 1e3)
+    info = {
+        "array": opts.array, "config": cfg.__dict__, "clock_mhz": opts.clock_mhz,
+        "instructions": len(prog.words), "segments": len(prog.segments),
+        "cycles_per_image": model_cycles, "latency_ms": latency_ms,
+        "images_per_s": 1e3 / latency_ms, "energy_uj_per_image": energy_uj, "energy": energy,
+        "activity_per_image": float(np.mean(activity)), "rtl": rtl,
+        "host_layers": prog.host_layers, "layers": per_layer, "halt_cycles": halt_cycles,
+        "interpreter_s": interp_s, "host_s": interp.host_seconds,
+    }
+    return PathResult(outputs, info)
+
+
+def _parse_array(text: str) -> tuple[int, int]:
+    try:
+        rows, cols = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise CompareError(f"--array must look like ROWSxCOLS (e.g. 8x8), got {text!r}") from None
+    if not (1 <= rows <= 255 and 1 <= cols <= 255):
+        raise CompareError(f"--array {text}: rows and columns must be 1..255")
+    return rows, cols
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison
+# ---------------------------------------------------------------------------------------------
+def mismatches(ref: PathResult, path: PathResult | None, n_layers: int) -> list:
+    """Per layer: None (path does not materialise it) or {count, first} against golden."""
+    out = []
+    for i in range(n_layers):
+        if path is None or i not in path.outputs:
+            out.append(None)
+            continue
+        got, want = np.asarray(path.outputs[i]), ref.outputs[i]
+        if got.shape != want.shape:
+            out.append({"count": int(want.size), "first": None,
+                        "note": f"shape {got.shape} != golden {want.shape}"})
+            continue
+        bad = got != want
+        first = [int(v) for v in np.argwhere(bad)[0]] if bad.any() else None
+        out.append({"count": int(bad.sum()), "first": first,
+                    "got": None if first is None else int(got[tuple(first)]),
+                    "want": None if first is None else int(want[tuple(first)])})
+    return out
+
+
+def _inject(path: PathResult | None, name: str) -> None:
+    """Flip one element of the path's last output (self-test of the mismatch report)."""
+    if path is None:
+        raise CompareError(f"--inject-fault {name}: the {name} path did not run for this model")
+    last = max(path.outputs)
+    arr = path.outputs[last] = np.array(path.outputs[last], copy=True)
+    flat = arr.reshape(-1)
+    flat[0] = -flat[0] if arr.dtype == np.int8 else flat[0] + 1
+
+
+def accuracy(scores, labels) -> float | None:
+    if labels is None or scores is None:
+        return None
+    pred = bnn.argmax(np.asarray(scores).reshape(len(scores), -1))
+    return float((pred == labels).mean())
+
+
+def run(opts: Options) -> tuple[dict, int]:
+    """Run every path; returns (report, exit code: 0 all equal, 1 a mismatch)."""
+    if opts.images < 1:
+        raise CompareError("--images must be at least 1")
+    if opts.rtl_images < 0:
+        raise CompareError("--rtl-images must be 0 or more")
+    if opts.sim not in ("verilator", "icarus"):
+        raise CompareError(f"--sim must be verilator or icarus, got {opts.sim!r}")
+    if opts.clock_mhz <= 0:
+        raise CompareError("--clock-mhz must be positive")
+    if opts.batch < 1:
+        raise CompareError("--batch must be at least 1")
+    _parse_array(opts.array)
+    net = load_model(opts.model)
+    x, labels, data_desc = load_data(opts, net)
+    opts.out.mkdir(parents=True, exist_ok=True)
+    ref = run_golden(net, x)
+    try:
+        gpu = run_gpu(net, x, opts)
+        with tempfile.TemporaryDirectory(dir=opts.out) as tmp:
+            fpga = run_fpga(net, x, opts, Path(tmp))
+    except NumericsError as exc:
+        raise CompareError(f"{net.name}: {exc}") from None
+    if opts.inject_fault:
+        _inject(gpu if opts.inject_fault == "gpu" else fpga, opts.inject_fault)
+    n_layers = len(net.layers)
+    mm_gpu, mm_fpga = mismatches(ref, gpu, n_layers), mismatches(ref, fpga, n_layers)
+    last = n_layers - 1
+    report = {
+        "model": str(opts.model), "network": net.name, "data": data_desc,
+        "images": len(x), "rtl_images": fpga.info["rtl"]["images"],
+        "accuracy": {"golden": accuracy(ref.outputs[last], labels),
+                     "gpu": accuracy(gpu.outputs.get(last), labels) if gpu else None,
+                     "fpga": accuracy(fpga.outputs.get(last), labels)},
+        "gpu_backend": gpu.info["backend"] if gpu else "n/a",
+        "mismatches": {
+            "gpu": sum(m["count"] for m in mm_gpu if m) if gpu else None,
+            "fpga": sum(m["count"] for m in mm_fpga if m),
+            "layers": [{"index": i, "layer": net.layers[i].describe(),
+                        "gpu": mm_gpu[i], "fpga": mm_fpga[i]} for i in range(n_layers)],
+        },
+        "fpga": fpga.info,
+        "gpu": gpu.info if gpu else {"batch": None, "latency_ms_per_batch": None,
+                                     "images_per_s": None, "energy_uj_per_image": None,
+                                     "note": "n/a: the GPU kernels cover BNN layers only"},
+        "golden": {"layer_s": ref.info["layer_s"]},
+        "mapping": mapping_table(net, fpga, gpu),
+    }
+    fpga_bad = report["mismatches"]["fpga"] or not fpga.info["rtl"].get("cycles_match_model", True)
+    code = 1 if (report["mismatches"]["gpu"] or fpga_bad) else 0
+    if opts.save_outputs:
+        outdir = opts.out / "outputs"
+        outdir.mkdir(exist_ok=True)
+        np.save(outdir / "golden.npy", ref.outputs[last])
+        np.save(outdir / "fpga.npy", fpga.outputs[last])
+        if gpu:
+            np.save(outdir / "gpu.npy", gpu.outputs[last])
+    return report, code
+
+
+def mapping_table(net: ir.Network, fpga: PathResult, gpu: PathResult | None) -> list:
+    """Where each layer runs on each path."""
+    on_array = {}
+    for lay in fpga.info["layers"]:
+        for i in range(lay["first"], lay["layer"] + 1):
+            on_array[i] = f"array ({'fused into layer ' + str(lay['layer']) if i != lay['layer'] else 'tiles ' + str(lay['tiles'])})"
+    rows = []
+    for i, layer in enumerate(net.layers):
+        rows.append({"index": i, "layer": layer.describe(),
+                     "fpga": on_array.get(i, "host" if i in fpga.info["host_layers"] else "-"),
+                     "gpu": (gpu.info["impls"][i] if gpu else "n/a")})
+    return rows

@@ -1,0 +1,44 @@
+"""Runs a compiled program on the RTL accelerator for scripts/compare_gpu_fpga.py (not a pytest
+bench: no test_ prefix).
+
+$RTL_JOB is a pickle {"program": models.compiler.Program, "images": uint8 [n, ...]}; every image
+goes through the program's plan with models.execute on the RTL (host layers in Python, array
+segments on the RTL through the host port). $RTL_OUT receives a pickle with, per image, every
+layer's output (golden format) and per segment the per-instruction cycles and activity read
+from the accelerator's trace memory.
+"""
+import os
+import pickle
+import sys
+import time
+
+import cocotb
+
+from bitserial import start_clock
+from host_port import HostPort, RtlDevice
+from models.execute import execute
+
+
+@cocotb.test()
+async def run_job(dut):
+    with open(os.environ["RTL_JOB"], "rb") as f:
+        job = pickle.load(f)
+    prog, images = job["program"], job["images"]
+    await start_clock(dut)
+    host = HostPort(dut, prog.config)
+    await host.reset()
+    await host.load_program(prog)
+    device = RtlDevice(host, prog)
+    results = []
+    for i in range(len(images)):
+        t0 = time.perf_counter()
+        res = await execute(prog, device, images[i:i + 1])
+        results.append({"outputs": res.outputs,
+                        "segments": [(st.cycles, st.activity) for st in res.segments],
+                        "wall_s": time.perf_counter() - t0})
+        cycles = sum(sum(c) for c, _ in results[-1]["segments"])
+        # progress for the person watching (the RTL is the slow path)
+        print(f"[rtl] image {i + 1}/{len(images)}: {cycles} cycles in "
+              f"{results[-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
+    with open(os.environ["RTL_OUT"], "wb") as f:
+        pickle.dump(results, f)

@@ -13,6 +13,7 @@ import sys
 import time
 
 import cocotb
+from tqdm import tqdm
 
 from bitserial import start_clock
 from host_port import HostPort, RtlDevice
@@ -30,15 +31,15 @@ async def run_job(dut):
     await host.load_program(prog)
     device = RtlDevice(host, prog)
     results = []
+    bar = tqdm(total=len(images), desc=f"RTL ({cocotb.SIM_NAME})", unit="image", file=sys.stderr)
     for i in range(len(images)):
         t0 = time.perf_counter()
         res = await execute(prog, device, images[i:i + 1])
         results.append({"outputs": res.outputs,
                         "segments": [(st.cycles, st.activity) for st in res.segments],
                         "wall_s": time.perf_counter() - t0})
-        cycles = sum(sum(c) for c, _ in results[-1]["segments"])
-        # progress for the person watching (the RTL is the slow path)
-        print(f"[rtl] image {i + 1}/{len(images)}: {cycles} cycles in "
-              f"{results[-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
+        bar.set_postfix(cycles=sum(sum(c) for c, _ in results[-1]["segments"]))
+        bar.update()
+    bar.close()
     with open(os.environ["RTL_OUT"], "wb") as f:
         pickle.dump(results, f)

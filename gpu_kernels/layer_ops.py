@@ -10,6 +10,7 @@ Packing, unpacking and padding rules are those of models/numerics/bnn.py, reused
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -93,7 +94,7 @@ def step_bounds(threshold, direction) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
-class Op:
+class Op(ABC):
     """One layer ready to run. `consts` are host arrays uploaded once per device."""
     index: int
     layer: ir.Layer
@@ -106,14 +107,18 @@ class Op:
     def label(self) -> str:
         return self.layer.label(self.index)
 
+    @abstractmethod
     def work(self, n: int) -> Work:
-        raise NotImplementedError
+        """The kernel's output index space for a batch of n images."""
 
+    @abstractmethod
     def kernel_args(self, x, out, c: dict) -> list:
-        raise NotImplementedError
+        """The kernel's arguments after SPLIT_PARAMS."""
 
     def run_cpu(self, lib, x: np.ndarray, out: np.ndarray, c: dict) -> None:
-        raise NotImplementedError
+        """The CPU implementation's version of this layer (every layer op has one; the
+        device-side reorder of the input does not)."""
+        raise GpuKernelError(f"{type(self).__name__} runs only on the GPU")
 
 
 def _wsuffix(bits: int) -> str:

@@ -90,8 +90,8 @@ def plan(work: Work, config: str, *, threads: int = DEFAULT_THREADS, window: int
     cp = win if "Y" in spread else work.p
     cf = 1 if "Z" in spread else work.f
     grid = (_ceil_div(work.n, cn), _ceil_div(work.p, cp), _ceil_div(work.f, cf))
-    for dim, (g, limit, axis, name) in enumerate(zip(
-            grid, MAX_GRID_DIM, ("images", "windows", "neurons"), ("x", "y", "z"))):
+    for g, limit, axis, name in zip(
+            grid, MAX_GRID_DIM, ("images", "windows", "neurons"), ("x", "y", "z")):
         if g > limit:
             raise LaunchError(
                 f"{what} in configuration {config}: {g} {axis} need gridDim.{name} = {g} blocks, "

@@ -21,7 +21,6 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from models import ir
 from gpu_kernels.configs import CPU
 from gpu_kernels.errors import GpuKernelError
 from gpu_kernels.profiling import JsonProfile, MeasuredProfile, Profile

@@ -10,7 +10,7 @@ are timed and listed in RunResult.transfers. Copies made only to return every la
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import subprocess
 import sys
 import tempfile
 import time

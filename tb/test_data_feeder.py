@@ -5,7 +5,6 @@ last pixel), LSB first over 8 cycles."""
 import os
 
 import cocotb
-import numpy as np
 import pytest
 from cocotb.triggers import FallingEdge
 

@@ -9,7 +9,6 @@ instruction retires), and the RTL must match both exactly.
 import os
 
 import cocotb
-import numpy as np
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly
 

@@ -9,7 +9,7 @@ from models.numerics import bnn
 from gpu_kernels import CONFIGS, Runner, run_network
 from gpu_kernels.devices import EmuBuffer, get_gpu
 from gpu_kernels.errors import GpuKernelError
-from gpu_kernels.launch import Launch, Work, plan
+from gpu_kernels.launch import Work, plan
 from gpu_kernels.layer_cases import LAYER_KINDS, all_cases, case_seed, make_case
 from gpu_kernels.testing import assert_same, needs_gxx
 

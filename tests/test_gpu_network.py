@@ -6,7 +6,7 @@ import pytest
 
 from models import golden, ir
 from models.checks import NumericsError
-from gpu_kernels import (CONFIGS, GpuKernelError, MappingError, Runner, run_network)
+from gpu_kernels import (GpuKernelError, MappingError, Runner, run_network)
 from gpu_kernels.networks import build_bnn, fashion_bnn, random_images
 from gpu_kernels.testing import assert_same, needs_gxx
 

@@ -52,7 +52,7 @@ class RoundSTE(torch.autograd.Function):
         return g
 
 
-@dataclass
+@dataclass(frozen=True)      # a shared default instance: immutable
 class BnnConfig:
     input_shape: tuple = (1, 8, 8)
     channels: tuple = (64, 128)     # conv widths; each conv is followed by a 2x2 max pool

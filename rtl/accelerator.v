@@ -269,8 +269,9 @@ module accelerator #(
     // ---------------------------------------------------------------- per-row pipeline
     // tokens enter row 0 and move down one row per cycle, following the array's row skew
     wire        rd_tok0 = exec_mm && k[2:0] == 3'd0 && (k[23:3] < pixels[20:0]);
-    wire [23:0] wr_rel = k - (24'd34 + COLS);
-    wire        wr_tok0 = exec_mm && k >= 24'd34 + COLS && wr_rel[2:0] == 3'd0
+    localparam [31:0] WR_START = 34 + COLS;          // k of row 0's first result
+    wire [23:0] wr_rel = k - WR_START[23:0];
+    wire        wr_tok0 = exec_mm && k >= WR_START[23:0] && wr_rel[2:0] == 3'd0
                           && ({3'd0, wr_rel[23:3]} < pixels);
     reg  [ROWS-1:0] rd_v, inj_v, wr_vq;
     reg  [23:0]     rd_pq [0:ROWS-1];
@@ -278,7 +279,7 @@ module accelerator #(
     wire [ACC-1:0]  pbuf_q [0:ROWS-1];
     generate
         for (gi = 0; gi < ROWS; gi = gi + 1) begin : rowpipe
-            localparam [4:0] SKEW = gi + COLS;
+            localparam [31:0] SKEW = gi + COLS;
             wire        rd_in_v = (gi == 0) ? rd_tok0 : rd_v[gi-1];
             wire [23:0] rd_in_p = (gi == 0) ? {3'd0, k[23:3]} : rd_pq[gi-1];
             wire        wr_in_v = (gi == 0) ? wr_tok0 : wr_vq[gi-1];
@@ -299,7 +300,7 @@ module accelerator #(
             wire          q_valid;
             wire [ACC-1:0] raw;
             relu_quant #(.LANES(LANES), .ACC_BITS(ACC), .SHIFT(6)) u_rq (
-                .clk(clk), .serial_in(row_out[gi*LANES +: LANES]), .phase(phase0 - SKEW),
+                .clk(clk), .serial_in(row_out[gi*LANES +: LANES]), .phase(phase0 - SKEW[4:0]),
                 .mode(mode), .valid(q_valid), .raw(raw), .result(row_result[gi]));
 
             wire          sum_valid;

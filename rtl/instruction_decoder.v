@@ -155,7 +155,7 @@ module instruction_decoder #(
     end
 
     // ---- sequencing ----
-    localparam [23:0] MM_FIXED = 24'd26 + COLS;      // see models/cycle_model.py
+    localparam [31:0] MM_FIXED = 26 + COLS;          // see models/cycle_model.py
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;
@@ -220,7 +220,7 @@ module instruction_decoder #(
                         out_ch <= f_outch;
                         acc_addr <= f_acc;
                         pixels <= f_pix[23:0];
-                        exec_len <= {f_pix[20:0], 3'd0} + MM_FIXED + {16'd0, tile_rows}
+                        exec_len <= {f_pix[20:0], 3'd0} + MM_FIXED[23:0] + {16'd0, tile_rows}
                                   + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
                     end
                 end

@@ -34,8 +34,8 @@ module sac_cell #(
     output reg  [LANES-1:0]         psum_out,
     output wire                     active
 );
-    localparam [5:0] SLOTS6 = SLOTS;
-    localparam [3:0] TAPS4 = TAPS;
+    localparam [31:0] SLOTS32 = SLOTS;     // 32 bits: parameters may arrive as -G overrides
+    localparam [31:0] TAPS32 = TAPS;
 
     reg [7:0] weight;
     always @(posedge clk) begin
@@ -46,11 +46,11 @@ module sac_cell #(
     wire [2:0] index = weight[7:5];
     wire       positive = weight[4];
     wire [3:0] code = weight[3:0];
-    wire       valid = (code != 4'd0) && (code <= TAPS4);
+    wire       valid = (code != 4'd0) && (code <= TAPS32[3:0]);
     wire [2:0] shift = code[2:0] - 3'd1;          // only meaningful when valid
 
     // the selector: one tap out of TAPS x SLOTS
-    wire [5:0] sel = {3'd0, shift} * SLOTS6 + {3'd0, index};
+    wire [5:0] sel = {3'd0, shift} * SLOTS32[5:0] + {3'd0, index};
     wire data_bit = valid & taps[sel];
     // the tapped bit belongs to the lane whose word is at bit (phase - 8L) in [shift, shift+8)
     /* verilator lint_off UNUSEDSIGNAL */

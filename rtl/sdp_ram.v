@@ -12,13 +12,13 @@ module sdp_ram #(
     input  wire [AW-1:0]    raddr,
     output reg  [WIDTH-1:0] rdata
 );
-    localparam [AW:0] LIMIT = DEPTH;
+    localparam [31:0] LIMIT = DEPTH;
     reg [WIDTH-1:0] mem [0:DEPTH-1];
 
     // out-of-range addresses are never produced: the decoder checks every instruction's
     // ranges and the host port masks its offsets; the guards keep simulation defined anyway
     always @(posedge clk) begin
-        if (we && {1'b0, waddr} < LIMIT) mem[waddr] <= wdata;
-        rdata <= ({1'b0, raddr} < LIMIT) ? mem[raddr] : {WIDTH{1'b0}};
+        if (we && {{(32-AW){1'b0}}, waddr} < LIMIT) mem[waddr] <= wdata;
+        rdata <= ({{(32-AW){1'b0}}, raddr} < LIMIT) ? mem[raddr] : {WIDTH{1'b0}};
     end
 endmodule

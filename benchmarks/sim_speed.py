@@ -11,11 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tb"))
-sys.path.insert(0, str(ROOT))
-
-from runner import SIMULATORS, run  # noqa: E402
+from fpga.arch import ArrayConfig
+from tb.sim import SIMULATORS, run
 
 TARGET = 250_000
 
@@ -28,17 +25,14 @@ def main() -> int:
                     help="simulator(s) to measure (default both)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     args = ap.parse_args()
-    rows, cols = (int(v) for v in args.array.lower().split("x"))
-    cfg = dict(rows=rows, cols=cols, cmax=64, ddepth=1024, pdepth=1024, wdepth=512, bdepth=512,
-               sdepth=64, imem_depth=256)
-    params = {"ROWS": rows, "COLS": cols, "CMAX": 64, "DDEPTH": 1024, "PDEPTH": 1024,
-              "WDEPTH": 512, "BDEPTH": 512, "SDEPTH": 64, "IMEM_DEPTH": 256}
+    cfg = ArrayConfig.parse(args.array)
+    rows, cols = cfg.rows, cfg.cols
     results = {}
     for sim in args.sim or SIMULATORS:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "perf.json"
-            run("accelerator", "perf_accelerator", sim, params,
-                extra_env={"PERF_CONFIG": json.dumps(cfg), "PERF_OUT": str(out),
+            run("accelerator", "perf_accelerator", sim, cfg.hdl_parameters(),
+                extra_env={"PERF_OUT": str(out),
                            "PERF_REPEATS": str(args.repeats)})
             results[sim] = json.loads(out.read_text())
     print(f"\nwhole program on the {rows}x{cols} accelerator "

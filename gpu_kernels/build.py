@@ -21,6 +21,7 @@ from gpu_kernels.kernel_table import CUDA_DIR, KERNELS, source_files
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_SOURCE = Path(__file__).resolve().parent / "cpu" / "bnn_cpu.cpp"
+TAPS_HEADER = CUDA_DIR / "taps.h"          # shared with the CUDA kernels
 
 EMU_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC")
 # -march=native: the CPU implementation is built on the machine that runs it (never shipped),
@@ -113,7 +114,7 @@ PORTABLE_EXTRA = ("-mno-avx512f",)
 def cpu_library(portable: bool = False) -> Path:
     """Shared library of the CPU implementation (gpu_kernels/cpu/bnn_cpu.cpp)."""
     flags = CPU_FLAGS + (PORTABLE_EXTRA if portable else ())
-    key = _key(_tool_version("g++"), flags, _sources_digest([CPU_SOURCE]))
+    key = _key(_tool_version("g++"), flags, _sources_digest([CPU_SOURCE, TAPS_HEADER]))
     d = build_dir()
     name = "cpu-portable" if portable else "cpu"
 

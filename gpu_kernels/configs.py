@@ -12,6 +12,7 @@ from gpu_kernels.errors import MappingError
 
 CONFIGS = ("X", "Y", "Z", "XY", "XZ", "YZ", "XYZ")
 CPU = "cpu"
+HOST, GPU = "host", "gpu"     # where a layer's data lives (runner records, mapper costs)
 IMPLS = (CPU,) + CONFIGS          # the order of HEP-BNN's Algorithm 1 (CPU first)
 
 

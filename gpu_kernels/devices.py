@@ -16,8 +16,7 @@ from gpu_kernels import build
 from gpu_kernels.errors import BackendError, GpuKernelError, LaunchError
 from gpu_kernels.kernel_table import KERNELS, translation_unit
 from gpu_kernels.launch import MAX_BLOCK_DIM, MAX_GRID_DIM, MAX_THREADS_PER_BLOCK, Launch
-
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+from models.checks import INT32_MAX, INT32_MIN
 
 
 def _int_arg(value, spec, i) -> int:

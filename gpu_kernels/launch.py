@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from gpu_kernels.configs import axes, check_impl, CPU
+from gpu_kernels.configs import CPU, axes, check_impl
 from gpu_kernels.errors import LaunchError
 
 MAX_THREADS_PER_BLOCK = 1024

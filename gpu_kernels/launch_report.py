@@ -6,7 +6,7 @@ from gpu_kernels.configs import CONFIGS
 from gpu_kernels.errors import LaunchError
 from gpu_kernels.launch import DEFAULT_THREADS, plan
 from gpu_kernels.layer_ops import prepare
-from gpu_kernels.runner import load_network
+from models.onnx import load_network
 
 
 def launch_table(net, batch: int, word_bits: int = 32, threads: int = DEFAULT_THREADS) -> str:
@@ -22,8 +22,9 @@ def launch_table(net, batch: int, word_bits: int = 32, threads: int = DEFAULT_TH
         cells = []
         for config in CONFIGS:
             try:
-                l = plan(w, config, threads=threads)
-                cells.append(f"g{l.grid[0]}x{l.grid[1]}x{l.grid[2]} b{l.block[0]}x{l.block[1]}x{l.block[2]}")
+                lp = plan(w, config, threads=threads)
+                cells.append(f"g{lp.grid[0]}x{lp.grid[1]}x{lp.grid[2]} "
+                             f"b{lp.block[0]}x{lp.block[1]}x{lp.block[2]}")
             except LaunchError:
                 cells.append("unmappable")
         lines.append(f"| {op.index} {op.layer.describe()} | `{op.kernel}` | ({w.n}, {w.p}, {w.f}) | "

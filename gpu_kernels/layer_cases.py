@@ -13,6 +13,7 @@ import zlib
 import numpy as np
 
 from models import ir
+from models.checks import INT32_MAX, INT32_MIN
 
 LAYER_KINDS = ("int_conv_u8", "int_conv_i32", "bin_conv", "step_spatial", "step_flat",
                "maxpool_int", "maxpool_packed", "flatten_int", "flatten_packed", "dense")
@@ -67,7 +68,7 @@ def make_case(kind: str, word_bits: int, variant: str, pad: int, batch: int, see
         x.reshape(batch, c, -1)[:, 4:, 0] = thr[4:]          # exactly at the threshold
     elif kind == "maxpool_int":
         net = ir.Network((c, 7, 5), "int", [ir.MaxPool2d()])   # odd sizes: floor mode
-        x = rng.integers(-(1 << 31), (1 << 31) - 1, (batch, c, 7, 5), dtype=np.int64).astype(np.int32)
+        x = rng.integers(INT32_MIN, INT32_MAX, (batch, c, 7, 5), dtype=np.int64).astype(np.int32)
     elif kind == "maxpool_packed":
         net = ir.Network((c, 7, 5), "binary", [ir.MaxPool2d()])
         x = np.where(rng.random((batch, c, 7, 5)) < 0.75, -1, 1).astype(np.int8)   # mostly -1

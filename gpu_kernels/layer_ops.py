@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models import ir
-from models.numerics import bnn
 from gpu_kernels.errors import GpuKernelError
 from gpu_kernels.launch import Work
-
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-GOLDEN_DTYPE = {"int": np.int32, "uint8": np.uint8, "binary": np.int8}
+from models import ir
+from models.checks import INT32_MAX, INT32_MIN
+from models.numerics import bnn
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,7 @@ class Fmt:
             return (bnn.unpack_nhwc(a, self.channels) if self.spatial
                     else bnn.unpack_bits(a, self.channels))
         out = a.transpose(0, 3, 1, 2) if self.spatial else a
-        return np.ascontiguousarray(out).astype(GOLDEN_DTYPE[golden_kind], copy=False)
+        return np.ascontiguousarray(out).astype(ir.KIND_DTYPE[golden_kind], copy=False)
 
 
 def step_bounds(threshold, direction) -> tuple[np.ndarray, np.ndarray]:
@@ -279,6 +277,12 @@ class ArgmaxOp(Op):
 
 _OPS = {ir.IntConv2d: ConvOp, ir.BinConv2d: ConvOp, ir.Step: StepOp, ir.MaxPool2d: MaxPoolOp,
         ir.Flatten: FlattenOp, ir.BinDense: DenseOp}
+SUPPORTED_LAYERS = tuple(_OPS)        # the layer types the GPU path runs (BNN layers)
+
+
+def supports(net: ir.Network) -> bool:
+    """Whether every layer of `net` has a GPU kernel."""
+    return all(type(layer) in _OPS for layer in net.layers)
 
 
 def input_format(net: ir.Network, word_bits: int) -> Fmt:

@@ -21,12 +21,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gpu_kernels.configs import CPU
+from gpu_kernels.configs import CPU, GPU, HOST
 from gpu_kernels.errors import GpuKernelError
 from gpu_kernels.profiling import JsonProfile, MeasuredProfile, Profile
-from gpu_kernels.runner import load_network
-
-HOST, GPU = "host", "gpu"
+from models.onnx import load_network
 
 
 def _device(impl: str) -> str:

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from models import ir
 from gpu_kernels.configs import CPU, IMPLS
 from gpu_kernels.errors import GpuKernelError, LaunchError
 from gpu_kernels.layer_ops import Fmt
 from gpu_kernels.progress import progress
-from gpu_kernels.runner import Runner, load_network
+from gpu_kernels.runner import Runner
+from models import ir
+from models.onnx import load_network
 
 
 @dataclass
@@ -181,7 +182,7 @@ class MeasuredProfile:
         source = (f"measured: {gpu.backend}" + (f" ({gpu.device_name})" if gpu.is_real_gpu else
                                                 " (emulation wall times, NOT GPU timings)")
                   if gpu is not None else "measured: cpu only")
-        return Profile(net.name, [l.describe() for l in net.layers], list(batch_sizes), layer_s,
+        return Profile(net.name, [layer.describe() for layer in net.layers], list(batch_sizes), layer_s,
                        h2d_s, d2h_s, self.impls, source,
                        {"word_bits": self.word_bits, "repeats": self.repeats, "warmup": self.warmup,
                         "slow_s": self.slow_s,

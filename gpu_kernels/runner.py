@@ -14,17 +14,17 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from models import golden, ir
 from gpu_kernels import launch as launch_mod
-from gpu_kernels.configs import CPU, check_impl
+from gpu_kernels.configs import CPU, GPU, HOST, check_impl
 from gpu_kernels.cpu_impl import cpu_impl
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import GpuKernelError, MappingError
 from gpu_kernels.layer_ops import ArgmaxOp, Op, ReorderOp, check_int32_ranges, prepare
 from gpu_kernels.progress import progress as show_progress
+from models import golden
+from models.onnx import load_network
 
 DEFAULT_CONFIG = "X"
-HOST, GPU = "host", "gpu"
 
 
 @dataclass
@@ -89,19 +89,11 @@ class RunResult:
         for r in self.layers:
             lines.append(f"{r.index:3d} {r.layer:34s} {r.impl:>4} {r.device:>6} {1e3 * r.seconds:10.3f}")
         for t in self.transfers:
-            lines.append(f"    transfer {t.direction} of the {t.tensor} at boundary {t.boundary}: {t.count} x, "
+            lines.append(f"    transfer {t.direction} of the {t.tensor} at boundary {t.boundary}: "
+                         f"{t.count} x, "
                          f"{t.bytes / 1e6:.3f} MB, {1e3 * t.seconds:.3f} ms")
         lines.append(f"    wall {1e3 * self.wall_s:.3f} ms ({self.timing})")
         return "\n".join(lines)
-
-
-def load_network(net) -> ir.Network:
-    """An ir.Network as is; a path to an .onnx file or an onnx.ModelProto through the ONNX
-    importer (models.onnx_import.import_onnx, imported only when needed)."""
-    if isinstance(net, ir.Network):
-        return net
-    from models.onnx_import import import_onnx     # noqa: PLC0415 (optional dependency path)
-    return import_onnx(str(net) if not hasattr(net, "graph") else net)
 
 
 def resolve_mapping(mapping, n_layers: int) -> tuple[list[str], int | None]:

@@ -13,13 +13,13 @@ import time
 
 import numpy as np
 
-from models import golden
 from gpu_kernels.configs import CONFIGS
 from gpu_kernels.errors import BuildError
 from gpu_kernels.layer_cases import all_cases, case_seed, make_case
-from gpu_kernels.networks import cifar10_bnn, fashion_bnn, random_images
 from gpu_kernels.progress import progress
 from gpu_kernels.runner import run_network
+from models import golden
+from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
 

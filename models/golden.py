@@ -13,10 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from models import ir
-from models.checks import NumericsError, int_array, pm1_array
+from models.checks import INT32_MAX, INT32_MIN, NumericsError, int_array, pm1_array
 from models.numerics import bnn, sac
-
-_KIND_DTYPE = {"int": np.int32, "uint8": np.uint8, "binary": np.int8}
 
 
 def check_input(net: ir.Network, x) -> np.ndarray:
@@ -28,8 +26,8 @@ def check_input(net: ir.Network, x) -> np.ndarray:
                             f"got shape {a.shape}")
     if net.input_kind == "binary":
         return pm1_array(a, "network input")
-    lo, hi = (0, 255) if net.input_kind == "uint8" else (-(1 << 31), (1 << 31) - 1)
-    return int_array(a, "network input", lo=lo, hi=hi).astype(_KIND_DTYPE[net.input_kind])
+    lo, hi = (0, 255) if net.input_kind == "uint8" else (INT32_MIN, INT32_MAX)
+    return int_array(a, "network input", lo=lo, hi=hi).astype(ir.KIND_DTYPE[net.input_kind])
 
 
 def _pointwise(layer: ir.PointwiseConv, x: np.ndarray) -> np.ndarray:
@@ -89,7 +87,7 @@ def run(net: ir.Network, x) -> GoldenResult:
         except NumericsError as exc:
             raise NumericsError(f"{layer.label(i)}: {exc}") from None
         shape, kind = net.shapes[i + 1]
-        cur = cur.astype(_KIND_DTYPE[kind], copy=False)
+        cur = cur.astype(ir.KIND_DTYPE[kind], copy=False)
         assert cur.shape[1:] == shape, (layer.label(i), cur.shape, shape)
         outputs.append(cur)
     return GoldenResult(outputs, list(net.layers))

@@ -1,7 +1,7 @@
 """The network description shared by both model families: a typed list of integer layers.
 
 Every path reads this and nothing else: the golden executor (models/golden.py), the compiler for
-the SAC array (models/compiler.py), the GPU mapper (gpu_kernels/), the ONNX importer/exporter.
+the SAC array (fpga/compiler.py), the GPU mapper (gpu_kernels/), the ONNX importer/exporter.
 
 Shapes are per image, without the batch axis: spatial tensors are (C, H, W), flat ones (K,).
 Each tensor has a kind:
@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.checks import NumericsError, check_shape, int_array, pm1_array
+from models.checks import INT32_MAX, INT32_MIN, NumericsError, check_shape, int_array, pm1_array
 from models.numerics import sac
 from models.numerics.sac import CombinedWeights, OutputMode
 
 KINDS = ("int", "uint8", "binary")
+# numpy dtype of a tensor of each kind (golden outputs, GPU outputs in golden format)
+KIND_DTYPE = {"int": np.int32, "uint8": np.uint8, "binary": np.int8}
 
 
 class NetworkError(ValueError):
@@ -224,7 +226,7 @@ class PointwiseConv(Layer):
         # strict decode: reserved codes or bad indices are refused here, once
         sac.decode_packed(self.weights.packed, self.weights.group, self.weights.in_channels)
         self.bias = int_array(self.bias, "PointwiseConv bias", ndim=1,
-                              lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int32)
+                              lo=INT32_MIN, hi=INT32_MAX).astype(np.int32)
         check_shape(self.bias, "PointwiseConv bias", (self.weights.out_channels,))
         self.mode = OutputMode(self.mode)
         if self.mode == OutputMode.PIXEL_SUM:

@@ -1,40 +1,11 @@
 #!/usr/bin/env python3
 """`make demo`: the main job on the embedded default data.
 
-The trained digits BNN from models/zoo, then the trained digits SAC CNN, each through
-scripts/compare_gpu_fpga.py: all 364 digits test images through the golden executor, the GPU
-kernels (CuPy, or the CPU emulation of the same CUDA source without a GPU) and the FPGA path
-(3 images on the RTL under Verilator, the rest on the cycle-exact interpreter). Prints each
-summary table and where the reports are; fails if any path differs from the golden model.
-"""
+The same as `sacbench demo`; the code is in workbench/commands/demo.py. Run it with
+.venv/bin/python (or in the activated environment) so that the project's packages import."""
 import sys
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import compare_gpu_fpga  # noqa: E402
-
-RUNS = [("bnn_digits", 3), ("sac_digits", 3)]
-
-
-def main() -> int:
-    t0 = time.perf_counter()
-    codes, reports = [], []
-    for name, rtl_images in RUNS:
-        out = ROOT / "out" / "demo" / name
-        print(f"\n=== {name}: {ROOT / 'models' / 'zoo' / (name + '.onnx')} ===", flush=True)
-        codes.append(compare_gpu_fpga.main([
-            "--model", str(ROOT / "models" / "zoo" / f"{name}.onnx"), "--data", "digits",
-            "--images", "364", "--rtl-images", str(rtl_images), "--out", str(out),
-            "--save-outputs"]))
-        reports.append(out / "report.md")
-    print(f"\ndemo finished in {time.perf_counter() - t0:.0f} s; reports:")
-    for path in reports:
-        print(f"  {path}")
-    return max(codes)
-
+from workbench.commands.demo import main
 
 if __name__ == "__main__":
     sys.exit(main())

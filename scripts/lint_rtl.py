@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""`make lint`: verilator --lint-only -Wall on every module of rtl/, twice: with its default
-parameters, and with every parameter given explicitly (-GNAME=value, as the benches and the
-compare script build it). An overridden parameter is a 32-bit value, which exposes width
-mismatches that the defaults hide. Exit status 1 if any warning remains."""
+"""`make lint` (RTL part): verilator --lint-only -Wall on every module of rtl/, twice: with its
+default parameters, and with every parameter given explicitly (-GNAME=value, as the benches and
+the compare script build it). An overridden parameter is a 32-bit value, which exposes width
+mismatches that the defaults hide. Prints one line per module; exit status 1 if any warning
+remains."""
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from tb.sim import verilator_on_path
 
 RTL = Path(__file__).resolve().parents[1] / "rtl"
 
@@ -22,19 +25,23 @@ def lint(module: str, extra: list) -> str:
 
 
 def main() -> int:
-    failed = 0
+    verilator_on_path()
+    failed = []
     modules = sorted(p.stem for p in RTL.glob("*.v"))
     for module in modules:
         params = parameters((RTL / f"{module}.v").read_text())
+        bad = []
         for label, extra in (("defaults", []),
                              ("-G overrides", [f"-G{k}={v}" for k, v in params.items()])):
             report = lint(module, extra)
             if report:
-                failed += 1
+                bad.append(label)
                 print(f"[lint] {module} ({label}): warnings\n{report}")
-        print(f"[lint] {module}: clean" if not failed else f"[lint] {module}", flush=True)
+        print(f"[lint] {module}: {'WARNINGS with ' + ' and '.join(bad) if bad else 'clean'}",
+              flush=True)
+        failed += [module] * bool(bad)
     if failed:
-        print(f"[lint] {failed} lint run(s) with warnings")
+        print(f"[lint] {len(failed)} of {len(modules)} modules with warnings: {', '.join(failed)}")
         return 1
     print(f"[lint] {len(modules)} modules clean, with default and overridden parameters")
     return 0

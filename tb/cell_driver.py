@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from bitserial import DataStreams, LaneCapture, LaneStreams, bus_bits, pack_bits
+from tb.bitserial import DataStreams, LaneCapture, LaneStreams, bus_bits, pack_bits
 
 
 def stimulus(rng, n_pixels: int, slots: int):

@@ -2,16 +2,17 @@
 
 Loads compiled programs and tensors, starts a run, waits for `done`, and reads back tensors,
 status, counters and the per-instruction trace. Values go through unchanged: tensors are read
-back with models.compiler.gather, the same function the interpreter uses.
+back with fpga.memory.gather, the same function the interpreter uses.
 """
 from __future__ import annotations
 
 import numpy as np
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
 
-from models.arch import ArrayConfig
-from models.compiler import Placement, Program, gather
-from models.isa import words_to_u32
+from fpga.arch import ArrayConfig
+from fpga.compiler import Program
+from fpga.isa import words_to_u32
+from fpga.memory import Placement, gather
 
 R_CTRL, R_IMEM, R_WMEM, R_BMEM, R_SMEM, R_DBUF, R_PBUF, R_TRACE = range(8)
 CTRL_STATUS, CTRL_CYCLES, CTRL_PC, CTRL_ACTIVITY, CTRL_RETIRED, CTRL_CONFIG = range(6)
@@ -102,7 +103,8 @@ class HostPort:
         for i, word in enumerate(prog.smem):
             for j in range(cfg.cols):
                 entries = word[j * 8:(j + 1) * 8].astype(np.uint32)
-                items.append((R_SMEM, i * 256 + j, int(sum(int(e) << (4 * n) for n, e in enumerate(entries)))))
+                packed = sum(int(e) << (4 * n) for n, e in enumerate(entries))
+                items.append((R_SMEM, i * 256 + j, int(packed)))
         await self.write_many(items)
 
     async def write_tensor(self, pl: Placement, x) -> None:
@@ -113,7 +115,7 @@ class HostPort:
                               for c in range(pl.channels) for p in range(pl.pixels))
 
     async def read_tensor(self, pl: Placement) -> np.ndarray:
-        """Read one tensor back; returns what models.compiler.gather returns."""
+        """Read one tensor back; returns what fpga.memory.gather returns."""
         cfg = self.cfg
         dbuf = np.zeros((cfg.cmax, cfg.ddepth), dtype=np.uint8)
         pbuf = np.zeros((cfg.rows, cfg.pdepth), dtype=np.int64)
@@ -161,7 +163,7 @@ class HostPort:
 
 
 class RtlDevice:
-    """The RTL accelerator as a models.execute device (one image per call): runs a segment
+    """The RTL accelerator as a fpga.execute device (one image per call): runs a segment
     and reports per-instruction cycles and activity read from the trace memory."""
 
     def __init__(self, host: HostPort, prog: Program):
@@ -178,8 +180,8 @@ class RtlDevice:
         return (await self.host.read_tensor(pl))[None]
 
     async def run(self, start_pc: int):
-        from models.interpreter import RunStats
-        from models.isa import ErrorCode, IsaError
+        from fpga.interpreter import RunStats
+        from fpga.isa import ErrorCode, IsaError
 
         st = await self.host.run(start_pc)
         if st["error"]:

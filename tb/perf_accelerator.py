@@ -12,25 +12,25 @@ import time
 import cocotb
 import numpy as np
 
-from bitserial import start_clock
-from host_port import HostPort
+from fpga.arch import ArrayConfig
+from fpga.compiler import compile_network
+from fpga.lowering import encode_input
 from models import golden
-from models.arch import ArrayConfig
-from models.compiler import compile_network
-from models.lowering import encode_input
 from models.random_networks import random_images, random_sac_network
+from tb.bitserial import start_clock
+from tb.host_port import HostPort
 
 
 @cocotb.test()
 async def whole_program(dut):
-    cfg = ArrayConfig(**json.loads(os.environ["PERF_CONFIG"]))
+    cfg = ArrayConfig.from_env()
     repeats = int(os.environ.get("PERF_REPEATS", "3"))
     rng = np.random.default_rng(int(os.environ.get("PERF_SEED", "7")))
     side = int(os.environ.get("PERF_SIDE", "16"))
     net = random_sac_network(rng, in_shape=(8, side, side), widths=(16, 16), groups=(1, 2, 4),
                              final="pixel_sum")
     prog = compile_network(net, cfg)
-    image = random_images(rng, 1, net.input_shape)[0]
+    image = random_images(rng, 1, net.input_shape, zero_fraction=0.5)[0]
     await start_clock(dut)
     host = HostPort(dut, cfg)
     await host.reset()

@@ -1,8 +1,8 @@
 """Runs a compiled program on the RTL accelerator for scripts/compare_gpu_fpga.py (not a pytest
 bench: no test_ prefix).
 
-$RTL_JOB is a pickle {"program": models.compiler.Program, "images": uint8 [n, ...]}; every image
-goes through the program's plan with models.execute on the RTL (host layers in Python, array
+$RTL_JOB is a pickle {"program": fpga.compiler.Program, "images": uint8 [n, ...]}; every image
+goes through the program's plan with fpga.execute on the RTL (host layers in Python, array
 segments on the RTL through the host port). $RTL_OUT receives a pickle with, per image, every
 layer's output (golden format) and per segment the per-instruction cycles and activity read
 from the accelerator's trace memory.
@@ -15,9 +15,10 @@ import time
 import cocotb
 from tqdm import tqdm
 
-from bitserial import start_clock
-from host_port import HostPort, RtlDevice
-from models.execute import execute
+from fpga.arch import ArrayConfig
+from fpga.execute import execute
+from tb.bitserial import start_clock
+from tb.host_port import HostPort, RtlDevice
 
 
 @cocotb.test()
@@ -25,6 +26,7 @@ async def run_job(dut):
     with open(os.environ["RTL_JOB"], "rb") as f:
         job = pickle.load(f)
     prog, images = job["program"], job["images"]
+    assert ArrayConfig.from_env() == prog.config, "the simulator was built for another array"
     await start_clock(dut)
     host = HostPort(dut, prog.config)
     await host.reset()

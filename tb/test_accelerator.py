@@ -3,7 +3,7 @@
 Programs come from networks larger than the array (several filter and channel tiles), with the
 channel shift on and off and every output mode. Every layer's output read back through the host
 port equals the golden executor; the cycle at which every instruction retires equals
-models.cycle_model exactly; the active cell-cycles of every instruction equal the golden count
+fpga.cycle_model exactly; the active cell-cycles of every instruction equal the golden count
 of nonzero (weight, datum) pairs; malformed words halt with the right error code and
 write nothing.
 """
@@ -14,36 +14,25 @@ import cocotb
 import numpy as np
 import pytest
 
-from bitserial import start_clock
-from cell_driver import seeded_rng
-from host_port import R_DBUF, R_PBUF, HostPort, RtlDevice
+from fpga.arch import ArrayConfig
+from fpga.compiler import compile_network
+from fpga.cycle_model import program_timeline
+from fpga.execute import execute, interpret
+from fpga.isa import ErrorCode, Halt, LoadWeights, Matmul, encode
 from models import golden
-from models.arch import ArrayConfig
-from models.compiler import compile_network
 from models.datasets import adapt_to_network, load_dataset
-from models.onnx_import import import_onnx
-from models.cycle_model import program_timeline
-from models.execute import execute, interpret
-from models.isa import ErrorCode, Halt, LoadWeights, Matmul, encode
 from models.numerics.sac import OutputMode
+from models.onnx.importer import import_onnx
 from models.random_networks import random_bnn_network, random_images, random_sac_network
-from runner import SIMULATORS, run
+from tb.bitserial import start_clock
+from tb.cell_driver import seeded_rng
+from tb.host_port import R_DBUF, R_PBUF, HostPort, RtlDevice
+from tb.sim import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "31337"))
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG_KEYS = ("ROWS", "COLS", "CMAX", "DDEPTH", "PDEPTH", "WDEPTH", "BDEPTH", "SDEPTH",
-               "IMEM_DEPTH")
-
-
-def env_config() -> ArrayConfig:
-    v = {k: int(os.environ[f"PARAM_{k}"]) for k in CONFIG_KEYS}
-    return ArrayConfig(rows=v["ROWS"], cols=v["COLS"], cmax=v["CMAX"], ddepth=v["DDEPTH"],
-                       pdepth=v["PDEPTH"], wdepth=v["WDEPTH"], bdepth=v["BDEPTH"],
-                       sdepth=v["SDEPTH"], imem_depth=v["IMEM_DEPTH"])
-
-
 async def setup(dut):
-    cfg = env_config()
+    cfg = ArrayConfig.from_env()
     await start_clock(dut)
     host = HostPort(dut, cfg)
     await host.reset()
@@ -54,7 +43,7 @@ async def setup(dut):
 
 async def run_and_check(dut, host, cfg, net, image, label):
     """Run one image through the compiled network on the RTL (segments and host layers by
-    models.execute); check every layer against the golden executor, every instruction's retire
+    fpga.execute); check every layer against the golden executor, every instruction's retire
     cycle against the cycle model and its activity against the golden pair count."""
     prog = compile_network(net, cfg)
     ref = golden.run(net, image[None])
@@ -70,7 +59,8 @@ async def run_and_check(dut, host, cfg, net, image, label):
     for seg, st_rtl, st_model in zip(prog.segments, res.segments, interp.segments):
         steps = program_timeline(prog.instructions[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
         ends = device.ends[seg.start_pc]
-        assert ends == [s.end for s in steps], f"{label}: retire cycles {ends} != model {[s.end for s in steps]}"
+        want = [s.end for s in steps]
+        assert ends == want, f"{label}: retire cycles {ends} != model {want}"
         assert st_rtl.activity == st_model.activity, \
             f"{label}: activity {st_rtl.activity} != golden {st_model.activity}"
     total = sum(st.total_cycles for st in res.segments)
@@ -93,7 +83,7 @@ async def compiled_networks(dut):
             prog = compile_network(net, cfg)
             assert max(lp.n_tiles for lp in prog.layers) > 1
             assert max(lp.k_tiles for lp in prog.layers) > 1, "need several channel tiles"
-            image = random_images(rng, 1, net.input_shape)[0]
+            image = random_images(rng, 1, net.input_shape, zero_fraction=0.5)[0]
             await run_and_check(dut, host, cfg, net, image, f"{final}, shift={shift}")
     # a BNN lowered onto the array: segments with max pooling and flatten on the host
     net = random_bnn_network(rng)
@@ -148,10 +138,10 @@ async def errors_halt_and_write_nothing(dut):
 
 
 CONFIGS = {
-    "4x3": dict(ROWS=4, COLS=3, CMAX=32, DDEPTH=128, PDEPTH=64, WDEPTH=256, BDEPTH=64,
-                SDEPTH=16, IMEM_DEPTH=128),
-    "8x8": dict(ROWS=8, COLS=8, CMAX=64, DDEPTH=512, PDEPTH=128, WDEPTH=512, BDEPTH=256,
-                SDEPTH=16, IMEM_DEPTH=128),
+    "4x3": ArrayConfig(rows=4, cols=3, cmax=32, ddepth=128, pdepth=64, wdepth=256, bdepth=64,
+                       sdepth=16, imem_depth=128),
+    "8x8": ArrayConfig(rows=8, cols=8, cmax=64, ddepth=512, pdepth=128, wdepth=512, bdepth=256,
+                       sdepth=16, imem_depth=128),
 }
 RUNS_ZOO = {"8x8"}        # instances large enough for models/zoo/sac_digits.onnx
 
@@ -159,5 +149,5 @@ RUNS_ZOO = {"8x8"}        # instances large enough for models/zoo/sac_digits.onn
 @pytest.mark.parametrize("array", list(CONFIGS))
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_accelerator(sim, array):
-    run("accelerator", "test_accelerator", sim, CONFIGS[array],
+    run("accelerator", "test_accelerator", sim, CONFIGS[array].hdl_parameters(),
         extra_env={"TB_ZOO": "1" if array in RUNS_ZOO else "0"})

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from cocotb.triggers import Timer
 
-from bitserial import bus_bits
-from cell_driver import seeded_rng
 from models.numerics import sac
-from runner import SIMULATORS, run
+from tb.bitserial import bus_bits
+from tb.cell_driver import seeded_rng
+from tb.sim import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "1414"))
 

@@ -1,6 +1,6 @@
 """Bench for rtl/data_feeder.v: for random tile windows (in_ch, G, tile columns), bank bytes,
 fill flags and load_valid, every slot's serial stream must carry the byte of the bank that
-models.isa.slot_banks names for it (the fill value where flagged, 0 for unused slots or past the
+fpga.isa.slot_banks names for it (the fill value where flagged, 0 for unused slots or past the
 last pixel), LSB first over 8 cycles."""
 import os
 
@@ -8,10 +8,10 @@ import cocotb
 import pytest
 from cocotb.triggers import FallingEdge
 
-from bitserial import bus_bits, start_clock
-from cell_driver import seeded_rng
-from models.isa import slot_banks
-from runner import SIMULATORS, run
+from fpga.isa import slot_banks
+from tb.bitserial import bus_bits, start_clock
+from tb.cell_driver import seeded_rng
+from tb.sim import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "2236"))
 

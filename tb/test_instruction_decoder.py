@@ -2,8 +2,8 @@
 
 Programs: compiled from random networks (valid), the same with one random bit flipped in one
 random word (valid or not), every opcode 0..15 as a word of its own, and hand-made malformed
-words for every error code. For each, the expected outcome comes from models.isa.check_program
-(error code and the index of the failing word) and models.cycle_model (the cycle every
+words for every error code. For each, the expected outcome comes from fpga.isa.check_program
+(error code and the index of the failing word) and fpga.cycle_model (the cycle every
 instruction retires), and the RTL must match both exactly.
 """
 import os
@@ -12,27 +12,17 @@ import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from bitserial import start_clock
-from cell_driver import seeded_rng
-from models.arch import ArrayConfig
-from models.compiler import compile_network
-from models.cycle_model import program_timeline
-from models.isa import (ErrorCode, Halt, IsaError, LoadWeights, Matmul, check_program, decode,
-                        encode)
+from fpga.arch import ArrayConfig
+from fpga.compiler import compile_network
+from fpga.cycle_model import program_timeline
+from fpga.isa import ErrorCode, Halt, IsaError, LoadWeights, Matmul, check_program, decode, encode
 from models.numerics.sac import OutputMode
 from models.random_networks import random_sac_network
-from runner import SIMULATORS, run
+from tb.bitserial import start_clock
+from tb.cell_driver import seeded_rng
+from tb.sim import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "8086"))
-KEYS = ("ROWS", "COLS", "CMAX", "DDEPTH", "PDEPTH", "WDEPTH", "BDEPTH", "SDEPTH", "IMEM_DEPTH")
-
-
-def env_config() -> ArrayConfig:
-    v = {k.lower(): int(os.environ[f"PARAM_{k}"]) for k in KEYS}
-    v["imem_depth"] = v.pop("imem_depth")
-    return ArrayConfig(**v)
-
-
 def expected(words, cfg):
     """(error code or None, failing index, retire cycles) as the models say."""
     image = list(words) + [0] * (cfg.imem_depth - len(words))
@@ -91,7 +81,7 @@ async def check_case(dut, cfg, words, label, prefix=()):
 
 @cocotb.test()
 async def programs_and_malformed_words(dut):
-    cfg = env_config()
+    cfg = ArrayConfig.from_env()
     rng = seeded_rng(SEED, dut._log)
     await start_clock(dut)
     dut.rst.value = 1
@@ -159,16 +149,16 @@ async def programs_and_malformed_words(dut):
 
 
 CONFIGS = {
-    "8x8": dict(ROWS=8, COLS=8, CMAX=64, DDEPTH=256, PDEPTH=128, WDEPTH=256, BDEPTH=128,
-                SDEPTH=16, IMEM_DEPTH=64),
-    "5x3": dict(ROWS=5, COLS=3, CMAX=16, DDEPTH=64, PDEPTH=32, WDEPTH=64, BDEPTH=32,
-                SDEPTH=8, IMEM_DEPTH=32),
+    "8x8": ArrayConfig(rows=8, cols=8, cmax=64, ddepth=256, pdepth=128, wdepth=256, bdepth=128,
+                       sdepth=16, imem_depth=64),
+    "5x3": ArrayConfig(rows=5, cols=3, cmax=16, ddepth=64, pdepth=32, wdepth=64, bdepth=32,
+                       sdepth=8, imem_depth=32),
 }
 
 
 @pytest.mark.parametrize("array", list(CONFIGS))
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_instruction_decoder(sim, array):
-    params = dict(CONFIGS[array])
+    params = CONFIGS[array].hdl_parameters()
     params["IAW"] = max(1, (params["IMEM_DEPTH"] - 1).bit_length())
     run("instruction_decoder", "test_instruction_decoder", sim, params)

@@ -7,10 +7,10 @@ import cocotb
 import numpy as np
 import pytest
 
-from bitserial import start_clock
-from cell_driver import drive_cell, seeded_rng, stimulus
 from models.numerics import sac
-from runner import SIMULATORS, run
+from tb.bitserial import start_clock
+from tb.cell_driver import drive_cell, seeded_rng, stimulus
+from tb.sim import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "6502"))
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from cocotb.triggers import FallingEdge
 
-from bitserial import start_clock
-from cell_driver import seeded_rng
 from models.checks import INT32_MAX, INT32_MIN
 from models.numerics import sac
-from runner import SIMULATORS, run
+from tb.bitserial import start_clock
+from tb.cell_driver import seeded_rng
+from tb.sim import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "4669"))
 

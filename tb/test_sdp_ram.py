@@ -6,9 +6,9 @@ import cocotb
 import pytest
 from cocotb.triggers import FallingEdge
 
-from bitserial import start_clock
-from cell_driver import seeded_rng
-from runner import SIMULATORS, run
+from tb.bitserial import start_clock
+from tb.cell_driver import seeded_rng
+from tb.sim import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "1732"))
 

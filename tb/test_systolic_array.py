@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from bitserial import DataStreams, LaneCapture, bus_bits, pack_bits, start_clock
-from cell_driver import seeded_rng
 from models.numerics import sac
-from runner import SIMULATORS, run
+from tb.bitserial import DataStreams, LaneCapture, bus_bits, pack_bits, start_clock
+from tb.cell_driver import seeded_rng
+from tb.sim import SIMULATORS, run
 
 SEED = int(os.environ.get("TB_SEED", "2718"))
 SLOTS = 8
@@ -102,7 +102,8 @@ async def every_group_size(dut):
         dense = sac.array_weights(cells, group)
         want = sac.dense_matmul(dense, data, init)
         bad = np.argwhere(got != want)
-        assert not bad.size, f"G={group}: row/pixel {tuple(bad[0])} got {got[tuple(bad[0])]}, want {want[tuple(bad[0])]}"
+        assert not bad.size, (f"G={group}: row/pixel {tuple(bad[0])} got {got[tuple(bad[0])]}, "
+                              f"want {want[tuple(bad[0])]}")
         pairs = sac.count_active(dense, data)
         assert active == pairs, f"G={group}: {active} active cell-cycles, want {pairs}"
         dut._log.info(f"G={group}: {rows}x{cols} array, {n_pix} pixels, {pairs} active pairs: match")

@@ -1,21 +1,18 @@
-"""scripts/compare_gpu_fpga.py end to end: every zoo model and the HEP-BNN fixture through the
-golden executor, the GPU kernels (CPU emulation here) and the FPGA path (1 image on the RTL under
-Verilator, the rest on the interpreter) with zero mismatches and a well-formed report; a
-corrupted output is reported with a non-zero exit; bad arguments and files give clear errors."""
-import importlib.util
+"""The compare job (`sacbench compare`, scripts/compare_gpu_fpga.py) end to end: every zoo model
+and the HEP-BNN fixture through the golden executor, the GPU kernels (CPU emulation here) and the
+FPGA path (1 image on the RTL under Verilator, the rest on the interpreter) with zero mismatches
+and a well-formed report; a corrupted output is reported with a non-zero exit; bad arguments and
+files give clear errors."""
 import json
 from pathlib import Path
 
 import pytest
 
+from workbench.commands import compare as compare_script
+
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "models" / "zoo"
 FIXTURE = ROOT / "tests" / "fixtures" / "hepbnn_fashion.onnx"
-
-spec = importlib.util.spec_from_file_location("compare_gpu_fpga",
-                                              ROOT / "scripts" / "compare_gpu_fpga.py")
-compare_script = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(compare_script)
 
 REPORT_KEYS = {"model", "images", "rtl_images", "accuracy", "gpu_backend", "mismatches", "fpga",
                "gpu", "mapping"}

@@ -3,13 +3,13 @@ networks larger than the array (several filter and channel tiles), in every outp
 import numpy as np
 import pytest
 
+from fpga.arch import ArrayConfig
+from fpga.compiler import CompileError, compile_network
+from fpga.cycle_model import program_timeline, seed_tile_cycles, total_cycles
+from fpga.execute import interpret
+from fpga.interpreter import Machine
+from fpga.isa import ErrorCode, Halt, LoadWeights, Matmul, encode
 from models import golden, ir
-from models.arch import ArrayConfig
-from models.compiler import CompileError, compile_network
-from models.cycle_model import program_timeline, seed_tile_cycles, total_cycles
-from models.execute import interpret
-from models.interpreter import Machine
-from models.isa import ErrorCode, Halt, LoadWeights, Matmul, encode
 from models.numerics import sac
 from models.numerics.sac import OutputMode
 from models.random_networks import random_combined, random_images, random_sac_network
@@ -30,7 +30,7 @@ def test_program_equals_golden(array, final, shift):
     cfg = ArrayConfig.parse(array)
     prog = compile_network(net, cfg)
     assert max(lp.n_tiles for lp in prog.layers) > 1 and max(lp.k_tiles for lp in prog.layers) > 1
-    x = random_images(rng, 3, net.input_shape)
+    x = random_images(rng, 3, net.input_shape, zero_fraction=0.5)
     ref = golden.run(net, x)
     res = interpret(prog, x)
     assert sorted(res.outputs) == sorted({0} | {lp.layer_index for lp in prog.layers})
@@ -57,7 +57,7 @@ def test_wide_tensors_are_chunked():
     prog = compile_network(net, cfg)
     # input: windows of 4 cols x G=3 channels -> chunks of 12; output: rows 4, next G=1 -> 16
     assert prog.layers[0].input.chunk == 12 and prog.layers[0].output.chunk == 16
-    x = random_images(rng, 2, net.input_shape)
+    x = random_images(rng, 2, net.input_shape, zero_fraction=0.5)
     ref = golden.run(net, x)
     res = interpret(prog, x)
     for i, out in res.outputs.items():
@@ -124,7 +124,7 @@ def test_host_layers_between_segments():
     prog = compile_network(net, ArrayConfig(rows=4, cols=2))
     assert [type(s).__name__ for s in prog.plan] == ["Segment", "HostOp", "Segment"]
     assert prog.host_layers == [1] and len(prog.segments) == 2
-    x = random_images(rng, 2, net.input_shape)
+    x = random_images(rng, 2, net.input_shape, zero_fraction=0.5)
     ref = golden.run(net, x)
     res = interpret(prog, x)
     for i in (0, 1, 2):

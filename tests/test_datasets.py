@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 from models import ir
-from models.datasets import (DatasetError, adapt_to_network, load_dataset, load_digits,
-                             load_for_network, read_idx)
+from models.datasets import (
+    DatasetError,
+    adapt_to_network,
+    load_dataset,
+    load_digits,
+    load_for_network,
+    read_idx,
+)
 
 SEED = 2024
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpu_kernels.testing import needs_gxx
+from tests.helpers import needs_gxx
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = needs_gxx
@@ -29,6 +29,7 @@ def test_cpu_benchmark_smoke(tmp_path):
                           "--repeats", "1", "--check", "20", "--json", str(tmp_path / "b.json")],
                          capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "every layer equal" in out.stdout and "PyTorch float32 scores vs golden on 20 images: equal" in out.stdout
+    assert "every layer equal" in out.stdout
+    assert "PyTorch float32 scores vs golden on 20 images: equal" in out.stdout
     res = json.loads((tmp_path / "b.json").read_text())
     assert res["exact_vs_golden"] and res["ratio"] > 0

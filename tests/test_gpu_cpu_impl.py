@@ -3,10 +3,10 @@ golden models for every layer type x word size x channel count x padding x batch
 import numpy as np
 import pytest
 
-from models import golden
 from gpu_kernels import Runner, run_network
 from gpu_kernels.layer_cases import all_cases, case_seed, make_case
-from gpu_kernels.testing import assert_same, needs_gxx
+from models import golden
+from tests.helpers import assert_same, needs_gxx
 
 pytestmark = needs_gxx
 
@@ -42,7 +42,7 @@ def test_cpu_padding_bits_never_count(kind, bits):
 def test_cpu_implementation_large_batch_threads(threads):
     """Enough work for the OpenMP path (the small cases above run on one thread)."""
     from gpu_kernels.cpu_impl import cpu_impl
-    from gpu_kernels.networks import fashion_bnn, random_images
+    from models.random_networks import fashion_bnn, random_images
     lib = cpu_impl()
     before = lib.max_threads
     lib.set_threads(threads)

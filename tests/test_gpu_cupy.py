@@ -4,11 +4,11 @@ or a CUDA device is missing (run by scripts/gpu_check.sh on a GPU machine)."""
 import numpy as np
 import pytest
 
-from models import golden
 from gpu_kernels import CONFIGS, Runner, cuda_available, run_network
 from gpu_kernels.layer_cases import all_cases, case_seed, make_case
-from gpu_kernels.networks import cifar10_bnn, fashion_bnn, random_images
-from gpu_kernels.testing import assert_same, needs_gxx
+from models import golden
+from models.random_networks import cifar10_bnn, fashion_bnn, random_images
+from tests.helpers import assert_same, needs_gxx
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a CUDA device")]
@@ -37,7 +37,8 @@ def test_padding_bits_never_count_on_gpu(config, kind, bits):
     op = runner.ops[0]
     words = op.fin.from_golden(x)
     words[..., -1] |= ~np.array(0, dtype=words.dtype) << np.array(op.fin.channels % bits, dtype=words.dtype)
-    got = op.fout.to_golden(runner.gpu.download(runner.run_op_gpu(op, runner.gpu.upload(words), config)), "int")
+    out = runner.gpu.download(runner.run_op_gpu(op, runner.gpu.upload(words), config))
+    got = op.fout.to_golden(out, "int")
     assert_same(got, golden.run(net, x).outputs[0], f"{kind} {config} w{bits}")
 
 

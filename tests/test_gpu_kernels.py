@@ -4,14 +4,14 @@ word size or not) x padding x batch size (gpu_kernels/layer_cases.py builds the 
 import numpy as np
 import pytest
 
-from models import golden
-from models.numerics import bnn
 from gpu_kernels import CONFIGS, Runner, run_network
 from gpu_kernels.devices import EmuBuffer, get_gpu
 from gpu_kernels.errors import GpuKernelError
 from gpu_kernels.launch import Work, plan
 from gpu_kernels.layer_cases import LAYER_KINDS, all_cases, case_seed, make_case
-from gpu_kernels.testing import assert_same, needs_gxx
+from models import golden
+from models.numerics import bnn
+from tests.helpers import assert_same, needs_gxx
 
 pytestmark = needs_gxx
 

@@ -3,8 +3,8 @@ import pytest
 
 from gpu_kernels import CONFIGS, LaunchError
 from gpu_kernels.launch import MAX_BLOCK_DIM, MAX_GRID_DIM, Work, plan
-from gpu_kernels.networks import cifar10_bnn, fashion_bnn
 from gpu_kernels.layer_ops import prepare
+from models.random_networks import cifar10_bnn, fashion_bnn
 
 CONV = Work(n=100, p=14 * 14, f=64, row=14)      # the second Fashion conv, batch 100
 
@@ -75,8 +75,9 @@ def test_unmappable_launches_raise_clear_errors():
 
 def test_runner_refuses_unmappable_layer_before_running():
     import numpy as np
-    from models import ir
+
     from gpu_kernels import run_network
+    from models import ir
     net = ir.Network((16,), "binary", [ir.BinDense(weight=np.ones((70_000, 16), np.int8),
                                                    bias=np.zeros(70_000, np.int32))])
     with pytest.raises(LaunchError, match="gridDim.z = 70000"):
@@ -85,6 +86,7 @@ def test_runner_refuses_unmappable_layer_before_running():
 
 def test_docs_launch_table_is_current():
     from pathlib import Path
+
     from gpu_kernels.launch_report import launch_table
     doc = (Path(__file__).resolve().parents[1] / "docs" / "gpu.md").read_text()
     embedded = doc.split("<!-- launch-table:begin -->\n")[1].split("\n<!-- launch-table:end -->")[0]

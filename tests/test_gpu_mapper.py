@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models import golden, ir
 from gpu_kernels import IMPLS, GpuKernelError, run_network
 from gpu_kernels.mapper import Mapping, batch_range, evaluate, map_network
-from gpu_kernels.networks import fashion_bnn, random_images
 from gpu_kernels.profiling import MeasuredProfile, Profile
-from gpu_kernels.testing import assert_same, needs_gxx
+from models import golden, ir
+from models.random_networks import fashion_bnn, random_images
+from tests.helpers import HAVE_GXX, assert_same, needs_gxx
 
 REPO = Path(__file__).resolve().parents[1]
 INF = None
@@ -42,7 +42,7 @@ def synthetic_profile(net) -> Profile:
     layers4 = [row(cpu=10, X=8), row(cpu=1, X=3), row(cpu=10, XZ=9), row(cpu=1, Y=2)]
     layers8 = [[t * 1.5 for t in r] for r in layers4]
     copies = {4: [5.0] * 5, 8: [10.0] * 5}
-    return Profile(net.name, [l.describe() for l in net.layers], [4, 8], {4: layers4, 8: layers8},
+    return Profile(net.name, [layer.describe() for layer in net.layers], [4, 8], {4: layers4, 8: layers8},
                    copies, dict(copies), list(IMPLS), "synthetic")
 
 
@@ -66,7 +66,7 @@ def test_synthetic_profile_known_optimum():
 def test_dp_prefers_staying_on_gpu_when_copies_dominate():
     net = small_net()
     layers = [row(cpu=5, X=1), row(cpu=0.5, X=0.6), row(cpu=5, Z=1), row(cpu=0.5, XYZ=0.6)]
-    prof = Profile(net.name, [l.describe() for l in net.layers], [16], {16: layers},
+    prof = Profile(net.name, [layer.describe() for layer in net.layers], [16], {16: layers},
                    {16: [0.1] + [3.0] * 3 + [0.1]}, {16: [0.1] + [3.0] * 3 + [0.1]}, list(IMPLS), "synthetic")
     m = map_network(net, [16], prof, n_images=16)
     assert m.algorithm1.impls == ["X", "cpu", "Z", "cpu"]
@@ -86,7 +86,8 @@ def test_dp_equals_brute_force_on_random_profiles(seed):
                for m in IMPLS] for _ in range(4)] for b in batches}
     h2d = {b: list(rng.uniform(0, 3, 5)) for b in batches}
     d2h = {b: list(rng.uniform(0, 3, 5)) for b in batches}
-    prof = Profile("small", [l.describe() for l in net.layers], batches, lt, h2d, d2h, list(IMPLS), "random")
+    names = [layer.describe() for layer in net.layers]
+    prof = Profile("small", names, batches, lt, h2d, d2h, list(IMPLS), "random")
     m = map_network(net, batches, prof, n_images=10)
     best = min((evaluate(list(c), prof, b, 10)[2], b, c) for b in batches
                for c in itertools.product(IMPLS, repeat=4)
@@ -108,7 +109,7 @@ def test_mapping_json_round_trip_and_runner_accepts_it(tmp_path):
     assert back.dp.impls == m.dp.impls and back.algorithm1.per_batch_s == m.algorithm1.per_batch_s
     assert back.profile.layer_s == m.profile.layer_s
     assert "algorithm1 -> batch 8" in m.table() and "dp -> batch 8" in m.table()
-    if needs_gxx.args[0]:
+    if not HAVE_GXX:
         return
     x = random_images(1, 9, net.input_shape)
     res = run_network(net, x, back, backend="emulation")          # the DP choice, its batch
@@ -148,7 +149,7 @@ def test_measured_profile_through_the_emulation(tmp_path):
 def test_cli_with_saved_profile(tmp_path):
     net = fashion_bnn(0)
     L = len(net.layers)
-    prof = Profile(net.name, [l.describe() for l in net.layers], [1, 2],
+    prof = Profile(net.name, [layer.describe() for layer in net.layers], [1, 2],
                    {b: [[0.001 * (i + 1) * (2 if m == "cpu" else 1) for m in IMPLS] for i in range(L)]
                     for b in (1, 2)},
                    {b: [1e-5] * (L + 1) for b in (1, 2)}, {b: [1e-5] * (L + 1) for b in (1, 2)},

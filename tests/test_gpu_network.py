@@ -4,11 +4,11 @@ switches device; bad requests get clear errors."""
 import numpy as np
 import pytest
 
+from gpu_kernels import GpuKernelError, MappingError, Runner, run_network
 from models import golden, ir
 from models.checks import NumericsError
-from gpu_kernels import (GpuKernelError, MappingError, Runner, run_network)
-from gpu_kernels.networks import build_bnn, fashion_bnn, random_images
-from gpu_kernels.testing import assert_same, needs_gxx
+from models.random_networks import build_bnn, fashion_bnn, random_images
+from tests.helpers import assert_same, needs_gxx
 
 pytestmark = needs_gxx
 
@@ -92,8 +92,8 @@ def test_other_shapes_and_odd_sizes():
     net = build_bnn(rng, (3, 13, 11), [[40, 33]], [20], classes=7)
     x = random_images(42, 3, net.input_shape)
     ref = golden.run(net, x)
-    res = run_network(net, x, ["YZ", "cpu", "XY", "X", "Z", "XZ", "cpu", "XYZ", "Y", "X", "Z", "XY"][:len(net.layers)],
-                      backend="emulation", word_bits=64)
+    impls = ["YZ", "cpu", "XY", "X", "Z", "XZ", "cpu", "XYZ", "Y", "X", "Z", "XY"][:len(net.layers)]
+    res = run_network(net, x, impls, backend="emulation", word_bits=64)
     for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
         assert_same(a, b, f"layer {i}")
     # colour images are copied as they come (NCHW uint8) and reordered on the device

@@ -1,19 +1,19 @@
 """The kernels and the mapper accept an ONNX file: HEP-BNN's trained Fashion-MNIST model
-(../shared/fixtures/hepbnn_fashion.onnx) runs through the emulation and the CPU implementation
+(tests/fixtures/hepbnn_fashion.onnx) runs through the emulation and the CPU implementation
 equal to the golden executor on the imported network."""
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from models import golden
-from gpu_kernels import load_network, run_network
+from gpu_kernels import run_network
 from gpu_kernels.mapper import map_network
 from gpu_kernels.profiling import MeasuredProfile
-from gpu_kernels.testing import assert_same, needs_gxx
+from models import golden
+from models.onnx import load_network
+from tests.helpers import FIXTURES, assert_same, needs_gxx
 
-pytest.importorskip("models.onnx_import")
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "hepbnn_fashion.onnx"
+pytest.importorskip("models.onnx.importer")
+FIXTURE = FIXTURES / "hepbnn_fashion.onnx"
 pytestmark = [needs_gxx]
 
 SEED = 55
@@ -34,7 +34,7 @@ def model():
 ])
 def test_hepbnn_fashion_onnx_equals_golden(model, backend, mapping):
     net, x, ref = model
-    assert [l.type_name for l in net.layers] == ["IntConv2d", "Step", "MaxPool2d", "BinConv2d",
+    assert [layer.type_name for layer in net.layers] == ["IntConv2d", "Step", "MaxPool2d", "BinConv2d",
                                                  "Step", "MaxPool2d", "Flatten", "BinDense",
                                                  "Step", "BinDense"]
     res = run_network(str(FIXTURE), x, mapping, backend=backend, word_bits=32, batch=2)

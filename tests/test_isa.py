@@ -4,10 +4,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.arch import ArrayConfig
-from models.isa import (DecoderState, ErrorCode, Halt, IsaError, LoadWeights, Matmul, assemble,
-                        check, check_program, decode, disassemble, encode, from_text, to_text,
-                        words_to_u32)
+from fpga.arch import ArrayConfig
+from fpga.isa import (
+    DecoderState,
+    ErrorCode,
+    Halt,
+    IsaError,
+    LoadWeights,
+    Matmul,
+    assemble,
+    check,
+    check_program,
+    decode,
+    disassemble,
+    encode,
+    from_text,
+    to_text,
+    words_to_u32,
+)
 from models.numerics.sac import OutputMode
 
 CFG = ArrayConfig(rows=8, cols=8, cmax=64, ddepth=256, pdepth=128, wdepth=64, bdepth=32, sdepth=4)

@@ -2,21 +2,21 @@
 layer by layer for both families, thresholds stay exact under onnxruntime's default fusions,
 values that float32 cannot hold are refused, and export -> import -> export keeps the meaning."""
 import json
-from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 
-from models import golden, ir, onnx_ort
+from models import golden, ir
 from models.numerics.sac import OutputMode, combine_columns
-from models.onnx_export import ExportError, export_onnx
-from models.onnx_import import import_onnx
-from models.onnx_ranges import network_ranges
+from models.onnx import ort as onnx_ort
+from models.onnx.export import ExportError, export_onnx
+from models.onnx.importer import import_onnx
+from models.onnx.ranges import network_ranges
 from models.random_networks import random_images, random_sac_network
+from tests.helpers import FIXTURES
 
 SEED = 31337
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def pm(rng, *shape):
@@ -82,7 +82,7 @@ def test_sac_export_equals_golden(final, s2d):
     rng = np.random.default_rng(seed)
     net = random_sac_network(rng, in_shape=(3, 8, 8), widths=(12, 17), groups=(1, 3, 2),
                              final=final, s2d=s2d)
-    x = random_images(rng, 16, net.input_shape)
+    x = random_images(rng, 16, net.input_shape, zero_fraction=0.5)
     model, _ = assert_export_matches(net, x)
     groups = json.loads({p.key: p.value for p in model.metadata_props}["workbench.sac_groups"])
     assert sorted(groups.values()) == sorted(
@@ -100,7 +100,7 @@ def test_sac_shift_with_fill_and_no_shift():
               ir.PointwiseConv(weights=combine_columns(np.eye(5, dtype=np.int32)[:3] * 16, 1),
                                bias=np.zeros(3, np.int32), mode=OutputMode.RAW)]
     net = ir.Network((4, 5, 5), "uint8", layers, name="fill")
-    x = random_images(rng, 8, net.input_shape)
+    x = random_images(rng, 8, net.input_shape, zero_fraction=0.5)
     model, _ = assert_export_matches(net, x)
     assert "Pad" in [n.op_type for n in model.graph.node]
     back = import_onnx(model)
@@ -120,7 +120,7 @@ def test_value_ranges_contain_every_golden_value(family):
     else:
         net = random_sac_network(rng, in_shape=(3, 8, 8), widths=(12, 17), groups=(1, 3, 2),
                                  s2d=2)
-        x = random_images(rng, 60, net.input_shape)
+        x = random_images(rng, 60, net.input_shape, zero_fraction=0.5)
     res = golden.run(net, x)
     for i, (r, out) in enumerate(zip(network_ranges(net)[1:], res.outputs)):
         per_channel = out.reshape(len(x), r.lo.shape[0], -1).astype(np.int64)
@@ -219,7 +219,7 @@ def test_round_trip_keeps_meaning(family, tmp_path):
         x = rng.integers(0, 256, (30, *net.input_shape)).astype(np.uint8)
     else:
         net = random_sac_network(rng, in_shape=(2, 8, 8), widths=(9, 14), groups=(2, 3, 1), s2d=2)
-        x = random_images(rng, 30, net.input_shape)
+        x = random_images(rng, 30, net.input_shape, zero_fraction=0.5)
     first = tmp_path / "a.onnx"
     second = tmp_path / "b.onnx"
     export_onnx(net, first)

@@ -1,18 +1,18 @@
 """ONNX import: the HEP-BNN fixtures and synthetic files, golden executor == onnxruntime layer by
 layer (including pre-activations on or within float32 rounding of a threshold), and every error
 case naming the node and the value."""
-from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from models import golden, ir, onnx_ort
-from models.onnx_graph import OnnxImportError
-from models.onnx_import import import_onnx
+from models import golden, ir
+from models.onnx import ort as onnx_ort
+from models.onnx.graph import OnnxImportError
+from models.onnx.importer import import_onnx
+from tests.helpers import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HEPBNN = ["hepbnn_fashion.onnx", "hepbnn_cudatest.onnx"]
 SEED = 1234
 LAYERS = ["IntConv2d", "Step", "MaxPool2d", "BinConv2d", "Step", "MaxPool2d", "Flatten",

@@ -11,11 +11,12 @@ import onnx
 import pytest
 import torch
 
-from models import golden, onnx_ort
-from models.compiler import compile_network
+from fpga.compiler import compile_network
+from models import golden
 from models.datasets import load_digits
 from models.numerics import sac as sac_num
-from models.onnx_import import import_onnx
+from models.onnx import ort as onnx_ort
+from models.onnx.importer import import_onnx
 from models.train import bnn as bnn_train
 from models.train import sac as sac_train
 from models.train.common import random_shift, seed_everything, to_tensors, training_session
@@ -62,7 +63,7 @@ def test_torch_data_transforms_equal_golden():
 
 def three_way(model, net, x):
     """PyTorch eval scores, golden scores and onnxruntime scores of the exported file."""
-    from models.onnx_export import export_onnx
+    from models.onnx.export import export_onnx
     model.eval()
     with torch.no_grad():
         t = model(torch.from_numpy(x.astype(np.float32))).double().numpy()

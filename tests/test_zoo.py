@@ -8,10 +8,11 @@ import onnx
 import pytest
 import torch
 
-from models import golden, onnx_ort, zoo
-from models.arch import ArrayConfig
-from models.compiler import compile_network
+from fpga.arch import ArrayConfig
+from fpga.compiler import compile_network
+from models import golden, zoo
 from models.datasets import load_digits
+from models.onnx import ort as onnx_ort
 from models.train.bnn import BnnNet
 from models.train.sac import SacNet
 

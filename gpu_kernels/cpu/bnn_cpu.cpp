@@ -15,6 +15,8 @@
 #include <cstring>
 #include <vector>
 
+#include "../cuda/taps.h"
+
 namespace {
 
 typedef int64_t i64;
@@ -166,22 +168,16 @@ inline void xor_popcounts(const W* x, const W* w, int n, int oy, int ox, int H, 
     constexpr int LW = 64 / sizeof(W);
     W acc[NB * LW] = {0};
     taps = 0;
-    for (int ky = 0; ky < 3; ++ky) {
-        const int iy = oy + ky - pad;
-        if (iy < 0 || iy >= H) continue;
-        for (int kx = 0; kx < 3; ++kx) {
-            const int ix = ox + kx - pad;
-            if (ix < 0 || ix >= Wd) continue;
-            ++taps;
-            const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
-            const W* wt = w + (i64)(ky * 3 + kx) * nw * F + fb;
-            for (int j = 0; j < nw; ++j) {
-                const W aj = j == nw - 1 ? (W)(a[j] & last) : a[j];
-                const W* __restrict wr = wt + (i64)j * F;
-                for (int l = 0; l < NB * LW; ++l) acc[l] += (W)popcnt((W)(aj ^ wr[l]));
-            }
+    for_each_tap(oy, ox, pad, H, Wd, [&](int tap, int iy, int ix) {
+        ++taps;
+        const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
+        const W* wt = w + (i64)tap * nw * F + fb;
+        for (int j = 0; j < nw; ++j) {
+            const W aj = j == nw - 1 ? (W)(a[j] & last) : a[j];
+            const W* __restrict wr = wt + (i64)j * F;
+            for (int l = 0; l < NB * LW; ++l) acc[l] += (W)popcnt((W)(aj ^ wr[l]));
         }
-    }
+    });
     for (int l = 0; l < NB * LW; ++l) pop[l] = acc[l];
 }
 

@@ -25,20 +25,8 @@ __device__ __forceinline__ W last_word_mask(int nw, int bits) {
     return rem == (int)(8 * sizeof(W)) ? ~(W)0 : (((W)1 << rem) - (W)1);
 }
 
-// The in-frame taps of a 3x3 window at output pixel (oy, ox), stride 1, padding `pad`:
-// body(tap = ky * 3 + kx, iy, ix). Out-of-frame taps are skipped: padding contributes 0.
-template <class Body>
-__device__ __forceinline__ void for_each_tap(int oy, int ox, int pad, int H, int Wd, Body body) {
-    for (int ky = 0; ky < 3; ++ky) {
-        const int iy = oy + ky - pad;
-        if (iy < 0 || iy >= H) continue;
-        for (int kx = 0; kx < 3; ++kx) {
-            const int ix = ox + kx - pad;
-            if (ix < 0 || ix >= Wd) continue;
-            body(ky * 3 + kx, iy, ix);
-        }
-    }
-}
+#define TAP_FN __device__ __forceinline__
+#include "taps.h"
 
 // ---------------------------------------------------------------------------------------------
 // Work split: how the seven HEP-BNN configurations reach a kernel.

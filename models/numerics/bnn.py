@@ -18,7 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.checks import NumericsError, check_shape, fit_int32, int_array, pm1_array
+from models.checks import (
+    INT32_MAX,
+    INT32_MIN,
+    NumericsError,
+    check_shape,
+    fit_int32,
+    int_array,
+    pm1_array,
+)
 
 WORD_DTYPES = {32: np.uint32, 64: np.uint64}
 
@@ -153,7 +161,7 @@ def bin_conv3x3(x, w, bias, padding: int) -> np.ndarray:
 def int_conv3x3(x, w, bias, padding: int) -> np.ndarray:
     """Integer-input first layer: integer pixels [N, C, H, W] with +-1 weights, else as
     :func:`bin_conv3x3` (a padded tap is a zero pixel, i.e. skipped)."""
-    a = int_array(x, "integer conv input", ndim=4, lo=-(1 << 31), hi=(1 << 31) - 1)
+    a = int_array(x, "integer conv input", ndim=4, lo=INT32_MIN, hi=INT32_MAX)
     wt, b = _check_conv_args(w, bias, padding, a.shape[1])
     return _conv3x3(a, wt, b, padding)
 

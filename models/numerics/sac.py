@@ -20,7 +20,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from models.checks import NumericsError, check_shape, int_array, wrap_int32
+from models.checks import INT32_MAX, INT32_MIN, NumericsError, check_shape, int_array, wrap_int32
 
 EMIN = -6           # smallest representable weight 2^EMIN
 EMAX = 0            # largest representable weight 2^EMAX
@@ -264,7 +264,7 @@ def dense_matmul(dense, data, init) -> np.ndarray:
     x = int_array(data, "data", lo=0, hi=255)
     if x.ndim < 2 or x.shape[-2] != w.shape[1]:
         raise NumericsError(f"data must have shape [..., {w.shape[1]}, P], got {x.shape}")
-    b = int_array(init, "bias/init", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    b = int_array(init, "bias/init", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
     if b.ndim == 1:
         check_shape(b, "bias", (w.shape[0],))
         b = b[:, None]
@@ -286,7 +286,7 @@ def cell_step(byte, data, psum_in, emin: int = EMIN) -> np.ndarray:
     """One SAC cell on one pixel: psum_in + cell_weight(byte) * data, wrapped to int32."""
     w = cell_weight(byte, emin).astype(np.int64)
     x = int_array(data, "data", lo=0, hi=255).astype(np.int64)
-    s = int_array(psum_in, "psum", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    s = int_array(psum_in, "psum", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
     return wrap_int32(s + w * x)
 
 
@@ -294,25 +294,25 @@ def mac_cell_step(weight, data, psum_in) -> np.ndarray:
     """The 8-bit MAC baseline cell on one pixel: psum_in + int8 weight * uint8 data (int32 wrap)."""
     w = int_array(weight, "MAC weight", lo=-128, hi=127).astype(np.int64)
     x = int_array(data, "data", lo=0, hi=255).astype(np.int64)
-    s = int_array(psum_in, "psum", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    s = int_array(psum_in, "psum", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
     return wrap_int32(s + w * x)
 
 
 def relu_quant(acc, shift: int = QUANT_SHIFT) -> np.ndarray:
     """ReLU & quantize: clip(acc >> shift, 0, 255) with an arithmetic shift, as uint8."""
-    a = int_array(acc, "acc", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    a = int_array(acc, "acc", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
     return np.clip(a >> shift, 0, 255).astype(np.uint8)
 
 
 def binarize(acc) -> np.ndarray:
     """Binary output mode: 1 where acc >= 0, else 0 (uint8)."""
-    a = int_array(acc, "acc", lo=-(1 << 31), hi=(1 << 31) - 1)
+    a = int_array(acc, "acc", lo=INT32_MIN, hi=INT32_MAX)
     return (a >= 0).astype(np.uint8)
 
 
 def pixel_sum(acc) -> np.ndarray:
     """Output accumulator: sum raw int32 results over the pixel axis (last), wrapping at 32 bits."""
-    a = int_array(acc, "acc", lo=-(1 << 31), hi=(1 << 31) - 1).astype(np.int64)
+    a = int_array(acc, "acc", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
     return wrap_int32(a.sum(axis=-1))
 
 

@@ -26,30 +26,7 @@ from torch import nn
 
 from models import ir
 from models.numerics import bnn as bnn_num
-
-
-class SignSTE(torch.autograd.Function):
-    """sign with sign(0) = +1; gradient passes where |x| <= 1 (hardtanh)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return torch.where(x >= 0, torch.ones_like(x), -torch.ones_like(x))
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (x.abs() <= 1).to(g.dtype)
-
-
-class RoundSTE(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return torch.round(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
+from models.train.ste import RoundSTE, SignSTE
 
 
 @dataclass(frozen=True)      # a shared default instance: immutable
@@ -212,7 +189,7 @@ class BnnNet(nn.Module):
                 layers += [cls(weight=w, bias=b, padding=1, name=f"conv{len(layers)}"),
                            ir.Step(threshold=td[0], direction=td[1]), ir.MaxPool2d()]
             else:
-                if not any(isinstance(l, ir.Flatten) for l in layers):
+                if not any(isinstance(layer, ir.Flatten) for layer in layers):
                     layers.append(ir.Flatten())
                 layers.append(ir.BinDense(weight=w, bias=b, name=f"dense{len(layers)}"))
                 if td is not None:

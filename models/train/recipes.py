@@ -18,8 +18,7 @@ from models import golden, ir
 from models.datasets import Dataset, load_dataset
 from models.train import bnn as bnn_train
 from models.train import sac as sac_train
-from models.train.common import (accuracy, fit, recalibrate_batchnorm, to_tensors,
-                                  training_session)
+from models.train.common import accuracy, fit, recalibrate_batchnorm, to_tensors, training_session
 
 
 @dataclass

@@ -34,7 +34,8 @@ from torch import nn
 
 from models import ir
 from models.numerics import sac as sac_num
-from models.numerics.sac import EMAX, EMIN, OutputMode
+from models.numerics.sac import EMIN, OutputMode
+from models.train.ste import FloorSTE, Pow2STE
 
 
 @dataclass(frozen=True)      # a shared default instance: immutable
@@ -79,32 +80,6 @@ def shift_kernel(directions: np.ndarray) -> torch.Tensor:
 
 def channel_shift(x: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
     return F.conv2d(x, kernel.to(x.dtype), padding=1, groups=x.shape[1])
-
-
-class Pow2STE(torch.autograd.Function):
-    """Zero or +-2^e, e = floor(log2|w| + 1/2) clipped to the window (saturating above, zero
-    below), as models.numerics.sac.quantize_pow2; identity gradient."""
-
-    @staticmethod
-    def forward(ctx, w):
-        mag = w.abs()
-        e = torch.floor(torch.log2(mag.clamp_min(1e-30)) + 0.5)
-        q = torch.sign(w) * torch.exp2(e.clamp(EMIN, EMAX))
-        return torch.where((e < EMIN) | (mag == 0), torch.zeros_like(w), q)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
-
-
-class FloorSTE(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return torch.floor(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
 
 def round_to_grid(b: torch.Tensor) -> torch.Tensor:

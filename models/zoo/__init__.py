@@ -31,5 +31,5 @@ def card(name: str) -> dict:
 
 def load(name: str):
     """The zoo model as a golden network description (models/ir.py)."""
-    from models.onnx_import import import_onnx
+    from models.onnx.importer import import_onnx
     return import_onnx(path(name))

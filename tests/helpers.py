@@ -1,12 +1,17 @@
-"""Helpers shared by the GPU-path tests (tests/test_gpu_*.py and gpu_kernels.selfcheck)."""
+"""Helpers shared by the tests: paths, the exact-equality assertion the GPU-path tests use, and
+the g++ requirement of the CPU emulation. Fixtures live in tests/conftest.py."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+HAVE_GXX = shutil.which("g++") is not None
+needs_gxx = pytest.mark.skipif(not HAVE_GXX,
                                reason="g++ is needed for the CPU emulation and implementation")
 
 

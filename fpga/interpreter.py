@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.arch import ArrayConfig
-from models.compiler import Placement, Program, gather, scatter
-from models.cycle_model import FETCH, lw_cycles, mm_cycles
-from models.isa import (DecoderState, ErrorCode, Halt, IsaError, LoadWeights, Matmul, check,
-                        decode)
+from fpga.arch import ArrayConfig
+from fpga.compiler import Program
+from fpga.cycle_model import FETCH, lw_cycles, mm_cycles
+from fpga.isa import DecoderState, ErrorCode, Halt, IsaError, LoadWeights, Matmul, check, decode
+from fpga.memory import Placement, gather, scatter
 from models.numerics import sac
 from models.numerics.sac import OutputMode
 

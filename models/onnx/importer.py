@@ -1,7 +1,7 @@
 """ONNX -> network description (models/ir.py), for both families.
 
 ``import_onnx(path_or_model, input_range=None)`` runs the import passes of
-models/onnx_passes.py, then walks the chain of nodes from the input and lowers each pattern to a
+models/onnx/passes.py, then walks the chain of nodes from the input and lowers each pattern to a
 layer:
 
 =====================================================  ==========================================
@@ -25,10 +25,10 @@ ReduceSum over H, W                                    PixelSum
 A final LogSoftmax/Softmax is dropped (the golden scores are the pre-softmax values). What was
 dropped, the ONNX input name and shape (e.g. [None, 784]) and the ONNX tensor that matches each
 layer's output are recorded in ``net.meta["onnx"]`` so callers can feed and compare with
-onnxruntime (models/onnx_ort.py).
+onnxruntime (models/onnx/ort.py).
 
 ``input_range``: None means uint8 pixels 0..255 (input kind "uint8"), unless the file was
-written by models/onnx_export.py for another input (its metadata records the range); ``(lo,
+written by models/onnx/export.py for another input (its metadata records the range); ``(lo,
 hi)`` integer input of that range (kind "int", or "uint8" for (0, 255)); ``"binary"`` +-1
 input. Step thresholds are exact for every input inside that range.
 """
@@ -39,13 +39,13 @@ import json
 import numpy as np
 
 from models import ir
-from models.checks import NumericsError
+from models.checks import INT32_MAX, INT32_MIN, NumericsError
 from models.numerics import sac
 from models.numerics.sac import MAX_GROUP, QUANT_SHIFT, OutputMode
-from models.onnx_graph import Graph, OnnxImportError, attrs, load_model, node_error
-from models.onnx_passes import run_passes
-from models.onnx_ranges import Range, propagate
-from models.onnx_steps import StepEvaluator, derive_steps
+from models.onnx.graph import Graph, OnnxImportError, attrs, load_model, node_error
+from models.onnx.passes import run_passes
+from models.onnx.ranges import Range, propagate
+from models.onnx.steps import StepEvaluator, derive_steps
 
 SUPPORTED = ("Conv", "BatchNormalization", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
              "Where", "MaxPool", "Reshape", "Flatten", "Gemm", "SpaceToDepth", "Pad", "Div",
@@ -396,7 +396,7 @@ def _input_spec(input_range) -> tuple[str, tuple]:
     except (TypeError, ValueError):
         raise OnnxImportError(f"input_range must be None, (lo, hi) or 'binary', got "
                               f"{input_range!r}") from None
-    if lo > hi or lo < -(1 << 31) or hi >= 1 << 31:
+    if lo > hi or lo < INT32_MIN or hi > INT32_MAX:
         raise OnnxImportError(f"input_range ({lo}, {hi}) is not an int32 interval")
     return ("uint8" if (lo, hi) == (0, 255) else "int"), (lo, hi)
 

@@ -4,7 +4,7 @@ One executor serves two devices: the instruction-level interpreter (a batch of i
 and the RTL accelerator behind its host port (tb/rtl_job.py, one image at a time). A device
 offers three coroutines: `write_tensor(placement, data [B, C, H, W] uint8)`,
 `read_tensor(placement) -> [B, ...]` and `run(start_pc) -> RunStats`. The executor turns
-golden tensors into array data and back (models.lowering.encode_input / decode_output) and runs
+golden tensors into array data and back (fpga.lowering.encode_input / decode_output) and runs
 host layers with the golden functions, so every path is compared in golden terms, layer by
 layer.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.compiler import Program, Segment
+from fpga.compiler import Program, Segment
+from fpga.interpreter import Machine, RunStats
+from fpga.lowering import HostOp, decode_output, encode_input
 from models.golden import check_input, run_layer
-from models.interpreter import Machine, RunStats
-from models.lowering import HostOp, decode_output, encode_input
 
 
 @dataclass

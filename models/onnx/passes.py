@@ -1,5 +1,5 @@
-"""Import passes: small rewrites of an ONNX graph (models/onnx_graph.Graph) that bring every file
-to the plain chain of layer patterns that models/onnx_import.py lowers to the network description.
+"""Import passes: small rewrites of an ONNX graph (models.onnx.graph.Graph) that bring every file
+to the plain chain of layer patterns that models/onnx/importer.py lowers to the network description.
 
 In order (:data:`PIPELINE`):
 
@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from models.onnx_graph import Graph, OnnxImportError, attrs, node_error
+from models.onnx.graph import Graph, OnnxImportError, attrs, node_error
 
 BATCH = "N"          # symbol for the batch dimension inside folded shape arithmetic
 

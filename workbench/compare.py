@@ -7,7 +7,7 @@
   usable, else on the CPU emulation of the same CUDA source (the report says which). Without a
   GPU the mapping is chosen among the seven GPU configurations only (emulation timings cannot
   rank a GPU against the CPU), so what is checked is the CUDA kernels;
-* FPGA: the network compiled for the SAC array (BNNs lowered onto it, models/lowering.py); the
+* FPGA: the network compiled for the SAC array (BNNs lowered onto it, fpga/lowering.py); the
   first n images run on the RTL top under cocotb (tb/rtl_job.py), the rest on the
   instruction-level interpreter (exact cycle model + golden arithmetic). RTL cycles must equal
   the cycle model;
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -26,16 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
+from fpga.compiler import CompileError, Program, compile_network, fitted_config
+from fpga.energy import energy_uj_per_image
+from fpga.execute import interpret
 from models import golden, ir
 from models.checks import NumericsError
-from models.compiler import CompileError, Program, compile_network, fitted_config
 from models.datasets import DatasetError, load_for_network
-from models.energy import energy_uj_per_image
-from models.execute import interpret
 from models.numerics import bnn
-
-ROOT = Path(__file__).resolve().parents[1]
-GPU_LAYERS = (ir.IntConv2d, ir.BinConv2d, ir.Step, ir.MaxPool2d, ir.Flatten, ir.BinDense)
 
 
 class CompareError(Exception):
@@ -70,7 +66,7 @@ class PathResult:
 # inputs
 # ---------------------------------------------------------------------------------------------
 def load_model(path: Path) -> ir.Network:
-    from models.onnx_import import import_onnx
+    from models.onnx.importer import import_onnx
     path = Path(path)
     if not path.is_file():
         raise CompareError(f"model file {path} not found")
@@ -108,18 +104,19 @@ def run_golden(net: ir.Network, x: np.ndarray) -> PathResult:
         t0 = time.perf_counter()
         cur = golden.run_layer(layer, cur)
         seconds.append(time.perf_counter() - t0)
-        outputs[i] = cur.astype(golden._KIND_DTYPE[net.shapes[i + 1][1]], copy=False)
+        outputs[i] = cur.astype(ir.KIND_DTYPE[net.shapes[i + 1][1]], copy=False)
     return PathResult(outputs, {"layer_s": seconds})
 
 
 def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     """GPU kernels with the mapper's choice; None for networks with non-BNN layers."""
-    if not all(isinstance(layer, GPU_LAYERS) for layer in net.layers):
+    from gpu_kernels.layer_ops import supports
+    if not supports(net):
         return None
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from gpu_kernels import Runner, cuda_available, map_network
     from gpu_kernels.configs import CONFIGS, IMPLS
-    from gpu_kernels.energy import EnergyMeter
+    from gpu_kernels.nvml_energy import EnergyMeter
     from gpu_kernels.profiling import MeasuredProfile
 
     backend = "cupy" if cuda_available() else "emulation"
@@ -149,18 +146,13 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
 
 def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) -> list:
     """Run images on the RTL top through cocotb (a separate simulator process)."""
-    sys.path.insert(0, str(ROOT / "tb"))
-    from runner import run as run_bench      # tb/runner.py
+    from tb.sim import run as run_bench  # cocotb and the simulators: imported when used
 
-    cfg = prog.config
-    params = {"ROWS": cfg.rows, "COLS": cfg.cols, "CMAX": cfg.cmax, "DDEPTH": cfg.ddepth,
-              "PDEPTH": cfg.pdepth, "WDEPTH": cfg.wdepth, "BDEPTH": cfg.bdepth,
-              "SDEPTH": cfg.sdepth, "IMEM_DEPTH": cfg.imem_depth}
     job, out = workdir / "rtl_job.pkl", workdir / "rtl_out.pkl"
     with open(job, "wb") as f:
         pickle.dump({"program": prog, "images": images}, f)
     try:
-        run_bench("accelerator", "rtl_job", opts.sim, params,
+        run_bench("accelerator", "rtl_job", opts.sim, prog.config.hdl_parameters(),
                   extra_env={"RTL_JOB": str(job), "RTL_OUT": str(out),
                              "COCOTB_LOG_LEVEL": "WARNING"})
     except (SystemExit, Exception) as exc:   # a failed cocotb run ends the runner this way
@@ -338,7 +330,9 @@ def mapping_table(net: ir.Network, fpga: PathResult, gpu: PathResult | None) -> 
     on_array = {}
     for lay in fpga.info["layers"]:
         for i in range(lay["first"], lay["layer"] + 1):
-            on_array[i] = f"array ({'fused into layer ' + str(lay['layer']) if i != lay['layer'] else 'tiles ' + str(lay['tiles'])})"
+            how = (f"fused into layer {lay['layer']}" if i != lay["layer"]
+                   else f"tiles {lay['tiles']}")
+            on_array[i] = f"array ({how})"
     rows = []
     for i, layer in enumerate(net.layers):
         rows.append({"index": i, "layer": layer.describe(),

@@ -12,8 +12,8 @@ import torch
 
 from models import golden
 from models.datasets import load_dataset
-from models.onnx_export import export_onnx
-from models.onnx_ort import run as ort_run
+from models.onnx.export import export_onnx
+from models.onnx.ort import run as ort_run
 
 
 def _pct(x: float) -> float:
@@ -21,8 +21,8 @@ def _pct(x: float) -> float:
 
 
 def _compile_summary(net) -> dict:
-    from models.arch import ArrayConfig
-    from models.compiler import CompileError, compile_network
+    from fpga.arch import ArrayConfig
+    from fpga.compiler import CompileError, compile_network
     try:
         prog = compile_network(net, ArrayConfig())
     except CompileError as exc:

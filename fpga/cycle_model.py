@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.arch import ArrayConfig
-from models.isa import Halt, LoadWeights, Matmul
+from fpga.arch import ArrayConfig
+from fpga.isa import Halt, LoadWeights, Matmul
 from models.numerics.sac import OutputMode
 
 FETCH = 2

@@ -21,8 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from models.checks import NumericsError
 from models.numerics.bnn import step_from_table
-from models.onnx_graph import node_error
-from models.onnx_ort import session
+from models.onnx.graph import node_error
+from models.onnx.ort import session
 
 FULL_TABLE = 1 << 16
 SAMPLES = 1025

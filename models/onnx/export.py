@@ -19,7 +19,7 @@ How each layer is written (docs/models.md has the table and the argument):
 * PixelSum: ``ReduceSum`` over H and W.
 
 Every value and partial sum is an integer; the exporter proves from per-channel value ranges
-(models/onnx_ranges.py) that all stay below 2^24 in magnitude (step inputs below 2^21), so float32
+(models/onnx/ranges.py) that all stay below 2^24 in magnitude (step inputs below 2^21), so float32
 holds them exactly whatever the summation order, and raises :class:`ExportError` otherwise.
 Column-combining group sizes travel in the model's metadata (``workbench.sac_groups``).
 """
@@ -34,7 +34,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from models import ir
 from models.numerics.sac import QUANT_SHIFT, OutputMode
-from models.onnx_ranges import network_ranges
+from models.onnx.ranges import network_ranges
 
 OPSET = 17
 F32_EXACT = 1 << 24          # every integer of magnitude <= 2^24 is a float32

@@ -1,6 +1,6 @@
 """Compiler: network description -> program + buffer images for the SAC accelerator.
 
-`models.lowering` decides which layers the array runs (ArrayOp) and which the host runs
+`fpga.lowering` decides which layers the array runs (ArrayOp) and which the host runs
 (HostOp). This module turns every ArrayOp into tiles and the whole into a Program:
 
 Tiling (docs/isa.md, "Compiling a layer"): an op with F filters and K input channels combined in
@@ -20,7 +20,7 @@ pixel-sum outputs go to the partial-sum buffer, filter f in row bank f % rows.
 Segments: consecutive ops that consume the previous op's output in place form one segment of
 instructions ending in HALT, started at its own `start_pc`. Between segments the host runs its
 layers and writes the next segment's input. `Program.plan` lists segments and host ops in order;
-models/execute.py runs a plan on the interpreter or, through the host port, on the RTL.
+fpga/execute.py runs a plan on the interpreter or, through the host port, on the RTL.
 """
 from __future__ import annotations
 
@@ -29,59 +29,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fpga.arch import ArrayConfig
+from fpga.isa import Halt, LoadWeights, Matmul, check_program, encode
+from fpga.lowering import ArrayOp, HostOp, LoweringError, lower
+from fpga.memory import Placement
 from models import ir
-from models.arch import ArrayConfig
-from models.isa import Halt, LoadWeights, Matmul, check_program, encode
-from models.lowering import ArrayOp, HostOp, LoweringError, lower
 from models.numerics.sac import SHIFT_IDENTITY, OutputMode
 
 
 class CompileError(ValueError):
     """The network cannot run on this array (names the layer and the limit)."""
-
-
-@dataclass
-class Placement:
-    """Where one image's tensor lives in the accelerator's buffers (see the module docstring).
-
-    space "dbuf": channel c, pixel p at bank ch + c % chunk, entry addr + (c // chunk) * P + p.
-    space "pbuf": filter f at partial-sum bank f % rows, entry addr + (f // rows) * P + p (raw),
-    or addr + f // rows (pixel-sum, P = 1).
-    """
-    space: str
-    addr: int
-    channels: int
-    height: int
-    width: int
-    ch: int = 0
-    pixel_sum: bool = False
-    chunk: int = 0          # channels per chunk in the data buffer; 0 = one chunk holds them all
-
-    @property
-    def pixels(self) -> int:
-        return self.height * self.width
-
-    @property
-    def chunk_size(self) -> int:
-        return self.chunk or self.channels
-
-    @property
-    def entries(self) -> int:
-        """Data-buffer entries the tensor occupies."""
-        return -(-self.channels // self.chunk_size) * self.pixels
-
-    def locate(self, c: int) -> tuple[int, int]:
-        """(bank, entry of pixel 0) of channel c in the data buffer."""
-        s = self.chunk_size
-        return self.ch + c % s, self.addr + (c // s) * self.pixels
-
-    def banks_entries(self):
-        """Arrays bank[c], entry[c, p] of every element (data buffer)."""
-        c = np.arange(self.channels)
-        s = self.chunk_size
-        bank = self.ch + c % s
-        entry = self.addr + (c // s)[:, None] * self.pixels + np.arange(self.pixels)[None, :]
-        return bank, entry
 
 
 @dataclass
@@ -126,31 +83,6 @@ class Program:
     def host_layers(self) -> list:
         """Network layers the host runs (labelled "host" in reports)."""
         return [i for step in self.plan if isinstance(step, HostOp) for i in step.layers]
-
-
-def gather(pl: Placement, dbuf: np.ndarray, pbuf: np.ndarray, rows: int) -> np.ndarray:
-    """Read a tensor from buffer snapshots dbuf [..., cmax, ddepth], pbuf [..., rows, pdepth]
-    (optional leading batch axes). Returns [..., C, H, W] (uint8 from the data buffer, int32
-    from the partial-sum buffer) or [..., C] for pixel-sum outputs. The interpreter, the RTL
-    bench and the compare script all read results through this one function."""
-    if pl.space == "dbuf":
-        bank, entry = pl.banks_entries()
-        vals = dbuf[..., bank[:, None], entry]
-        return vals.reshape(vals.shape[:-2] + (pl.channels, pl.height, pl.width)).astype(np.uint8)
-    f = np.arange(pl.channels)
-    per_tile = 1 if pl.pixel_sum else pl.pixels
-    entries = pl.addr + (f // rows)[:, None] * per_tile + np.arange(per_tile)[None, :]
-    vals = pbuf[..., (f % rows)[:, None], entries].astype(np.int32)
-    if pl.pixel_sum:
-        return vals[..., 0]
-    return vals.reshape(vals.shape[:-2] + (pl.channels, pl.height, pl.width))
-
-
-def scatter(pl: Placement, dbuf: np.ndarray, x: np.ndarray) -> None:
-    """Write a tensor [..., C, H, W] into a data-buffer snapshot (inverse of gather)."""
-    bank, entry = pl.banks_entries()
-    x = np.asarray(x, dtype=np.uint8)
-    dbuf[..., bank[:, None], entry] = x.reshape(x.shape[:-3] + (pl.channels, pl.pixels))
 
 
 def _chunk(cfg: ArrayConfig, channels: int, window: int, span: int, producer_rows: int,

@@ -1,8 +1,12 @@
 """Sizes of one accelerator instance. The RTL top's parameters mirror these fields one to one
-(rtl/accelerator.v); the compiler, interpreter and cycle model read them from here."""
+(rtl/accelerator.v); the compiler, interpreter and cycle model read them from here, and the
+benches and the compare job hand them to the simulator through :meth:`ArrayConfig.hdl_parameters`
+(cocotb's runner sets them as HDL parameters and as ``PARAM_<NAME>`` environment variables, which
+:meth:`ArrayConfig.from_env` reads back inside the simulator)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, fields
 
 from models.numerics.sac import ACC_BITS, DATA_BITS, MAX_CODE, MAX_GROUP
 
@@ -38,6 +42,27 @@ class ArrayConfig:
         """Accumulator words in flight per row: a 32-bit result streams for 32 cycles while a
         new 8-bit input enters every 8, so each row interleaves 4 bit-serial lanes."""
         return self.acc_bits // self.data_bits
+
+    def hdl_parameters(self) -> dict:
+        """The RTL top's parameters (rtl/accelerator.v): ROWS, COLS, CMAX, ... IMEM_DEPTH."""
+        return {f.name.upper(): getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_hdl_parameters(cls, params: dict) -> "ArrayConfig":
+        """Inverse of :meth:`hdl_parameters` (other keys, e.g. a bench's own, are ignored)."""
+        return cls(**{f.name: int(params[f.name.upper()]) for f in fields(cls)})
+
+    @classmethod
+    def from_env(cls, environ=None) -> "ArrayConfig":
+        """The configuration a bench runs with, from the ``PARAM_<NAME>`` variables the cocotb
+        runner sets for every HDL parameter (tb/sim.py)."""
+        env = os.environ if environ is None else environ
+        missing = [f"PARAM_{f.name.upper()}" for f in fields(cls)
+                   if f"PARAM_{f.name.upper()}" not in env]
+        if missing:
+            raise KeyError(f"the simulator environment lacks {', '.join(missing)}")
+        return cls.from_hdl_parameters({k[len("PARAM_"):]: v for k, v in env.items()
+                                        if k.startswith("PARAM_")})
 
     @classmethod
     def parse(cls, text: str, **kw) -> "ArrayConfig":

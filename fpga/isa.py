@@ -37,7 +37,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from models.arch import ArrayConfig
+from fpga.arch import ArrayConfig
 from models.numerics.sac import OutputMode
 
 WORD_BITS = 128

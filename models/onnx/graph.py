@@ -1,4 +1,4 @@
-"""A small mutable view of an ONNX graph for the import passes (models/onnx_passes.py):
+"""A small mutable view of an ONNX graph for the import passes (models/onnx/passes.py):
 nodes in topological order, constant tensors as numpy arrays, producer/consumer look-ups, and
 the error type that names the offending node."""
 from __future__ import annotations

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from models.compiler import Program
-from models.isa import LoadWeights, Matmul
+from fpga.compiler import Program
+from fpga.isa import LoadWeights, Matmul
 from models.numerics.sac import OutputMode
 
 # picojoules per operation (Horowitz, ISSCC 2014, 45 nm, 0.9 V)

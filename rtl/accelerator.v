@@ -1,3 +1,4 @@
+`default_nettype none
 // SAC accelerator top: instruction memory, weight/bias/shift memories, data buffer (one bank per
 // channel), partial-sum buffer (one bank per array row), the decoder, the feeder, the systolic
 // array, per-row ReLU & quantization and output accumulators, a cycle counter, an activity
@@ -41,6 +42,23 @@ module accelerator #(
     input  wire [31:0]  host_wdata,
     output reg  [31:0]  host_rdata
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(ROWS >= 1 && ROWS <= 255 && COLS >= 1 && COLS <= 255)) begin : check_rows_and_cols
+            ROWS_and_COLS_must_be_1_to_255 parameter_check_failed();
+        end
+        if (!(CMAX >= 1 && CMAX <= 4096)) begin : check_cmax
+            CMAX_must_be_1_to_4096 parameter_check_failed();
+        end
+        if (!(DDEPTH >= 2 && DDEPTH <= (1 << 20) && PDEPTH >= 2 && PDEPTH <= (1 << 20))) begin : check_ddepth_and_pdepth
+            DDEPTH_and_PDEPTH_must_be_2_to_2_pow_20 parameter_check_failed();
+        end
+        if (!(WDEPTH >= 2 && BDEPTH >= 2 && SDEPTH >= 2 && IMEM_DEPTH >= 2)) begin : check_memory_depths
+            memory_depths_must_be_at_least_2 parameter_check_failed();
+        end
+    endgenerate
+
     localparam SLOTS = 8, TAPS = 7, LANES = 4, ACC = 32;
     localparam IAW = $clog2(IMEM_DEPTH);
     localparam DAW = $clog2(DDEPTH);
@@ -380,3 +398,4 @@ module accelerator #(
         endcase
     end
 endmodule
+`default_nettype wire

@@ -1,3 +1,4 @@
+`default_nettype none
 // Channel shift in the data-buffer address generator.
 //
 // Every data-buffer bank (= channel) is read at its own address: the current pixel moved by
@@ -19,6 +20,14 @@ module channel_shift #(
     output wire [BANKS*AW-1:0]  addr,
     output wire [BANKS-1:0]     fill
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(BANKS >= 1 && AW >= 1 && DW >= 2)) begin : check_banks_aw_dw
+            BANKS_AW_DW_must_be_positive parameter_check_failed();
+        end
+    endgenerate
+
     wire [AW-1:0] row_step = width[AW-1:0];
     wire [8:0] in_frame;
     wire [AW-1:0] cand [0:8];
@@ -47,3 +56,4 @@ module channel_shift #(
         end
     endgenerate
 endmodule
+`default_nettype wire

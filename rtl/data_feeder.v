@@ -1,3 +1,4 @@
+`default_nettype none
 // Data feeder: from the data-buffer banks to the array's column inputs.
 //
 // At MATMUL start (`setup`) it latches which bank feeds each channel slot: column c, slot j
@@ -24,6 +25,20 @@ module data_feeder #(
     input  wire                     load_valid,
     output wire [COLS*SLOTS-1:0]    col_data
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(COLS >= 1 && BANKS >= 1)) begin : check_cols_and_banks
+            COLS_and_BANKS_must_be_positive parameter_check_failed();
+        end
+        if (!(SLOTS >= 1 && SLOTS <= 8)) begin : check_slots
+            SLOTS_must_be_1_to_8 parameter_check_failed();
+        end
+        if (!((1 << BKW) >= BANKS)) begin : check_bkw
+            BKW_must_be_at_least_clog2_BANKS parameter_check_failed();
+        end
+    endgenerate
+
     genvar c, j;
     generate
         for (c = 0; c < COLS; c = c + 1) begin : col
@@ -55,3 +70,4 @@ module data_feeder #(
         end
     endgenerate
 endmodule
+`default_nettype wire

@@ -1,3 +1,4 @@
+`default_nettype none
 // Instruction decoder and sequencer of the SAC accelerator (docs/isa.md, docs/microarchitecture.md).
 //
 // Each instruction takes FETCH (instruction-memory read) and DECODE (the word is checked and
@@ -57,6 +58,26 @@ module instruction_decoder #(
     output reg  [7:0]       tile_rows,      // shape of the loaded tile
     output reg  [7:0]       tile_cols
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(ROWS >= 1 && ROWS <= 255 && COLS >= 1 && COLS <= 255)) begin : check_rows_and_cols
+            ROWS_and_COLS_must_be_1_to_255 parameter_check_failed();
+        end
+        if (!(CMAX >= 1 && CMAX <= 4096)) begin : check_cmax
+            CMAX_must_be_1_to_4096 parameter_check_failed();
+        end
+        if (!(DDEPTH >= 1 && DDEPTH <= (1 << 20) && PDEPTH >= 1 && PDEPTH <= (1 << 20))) begin : check_ddepth_and_pdepth
+            DDEPTH_and_PDEPTH_must_be_1_to_2_pow_20 parameter_check_failed();
+        end
+        if (!(WDEPTH >= 1 && BDEPTH >= 1 && SDEPTH >= 1 && WDEPTH <= (1 << 24) && BDEPTH <= (1 << 24) && SDEPTH <= (1 << 24))) begin : check_wdepth_bdepth_sdepth
+            WDEPTH_BDEPTH_SDEPTH_must_be_1_to_2_pow_24 parameter_check_failed();
+        end
+        if (!((1 << IAW) >= IMEM_DEPTH)) begin : check_iaw
+            IAW_must_be_at_least_clog2_IMEM_DEPTH parameter_check_failed();
+        end
+    endgenerate
+
     localparam [3:0] OP_LW = 4'd1, OP_MM = 4'd2, OP_HALT = 4'd15;
     localparam [3:0] E_NONE = 4'd0, E_OPCODE = 4'd1, E_RESERVED = 4'd2, E_TILE = 4'd3,
                      E_WRANGE = 4'd4, E_NOWEIGHTS = 4'd5, E_SHAPE = 4'd6, E_DBUF = 4'd7,
@@ -237,3 +258,4 @@ module instruction_decoder #(
         end
     end
 endmodule
+`default_nettype wire

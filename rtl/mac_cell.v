@@ -1,3 +1,4 @@
+`default_nettype none
 // 8-bit MAC cell: the seed paper's baseline for the resource comparison with sac_cell.
 //
 // Same ports, timing and role as sac_cell, but the cell holds a full 8-bit signed weight and
@@ -26,6 +27,20 @@ module mac_cell #(
     output reg  [LANES-1:0]         psum_out,
     output wire                     active
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(SLOTS >= 1 && SLOTS <= 8)) begin : check_slots
+            SLOTS_must_be_1_to_8 parameter_check_failed();
+        end
+        if (!(TAPS >= 1 && TAPS <= 7)) begin : check_taps
+            TAPS_must_be_1_to_7 parameter_check_failed();
+        end
+        if (!(LANES == 4)) begin : check_lanes
+            LANES_must_be_4_for_8_bit_data_and_32_bit_words parameter_check_failed();
+        end
+    endgenerate
+
     reg signed [7:0] weight;
     always @(posedge clk) begin
         if (w_clear) weight <= 8'sd0;
@@ -76,3 +91,4 @@ module mac_cell #(
     endgenerate
     assign active = |first_one;
 endmodule
+`default_nettype wire

@@ -1,3 +1,4 @@
+`default_nettype none
 // ReLU & quantization block of one array row.
 //
 // Deserialises the row's LANES bit-serial result lanes (LSB first, 32-bit words; lane L is at
@@ -18,6 +19,17 @@ module relu_quant #(
     output reg  [ACC_BITS-1:0]  raw,
     output wire [7:0]           result
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(LANES == 4 && ACC_BITS == 32)) begin : check_lanes
+            LANES_must_be_4_and_ACC_BITS_32 parameter_check_failed();
+        end
+        if (!(SHIFT >= 0 && SHIFT < ACC_BITS)) begin : check_shift
+            SHIFT_must_be_0_to_ACC_BITS_minus_1 parameter_check_failed();
+        end
+    endgenerate
+
     localparam [1:0] MODE_BINARY = 2'd1;
 
     // per lane: collect bits 0..30; on the cycle bit 31 arrives the word is complete
@@ -46,3 +58,4 @@ module relu_quant #(
     wire [7:0] quant = negative ? 8'd0 : saturate ? 8'd255 : raw[SHIFT+7:SHIFT];
     assign result = (mode == MODE_BINARY) ? {7'd0, ~negative} : quant;
 endmodule
+`default_nettype wire

@@ -1,3 +1,4 @@
+`default_nettype none
 // Selector-Accumulator (SAC) cell: one power-of-two weight of the bit-serial systolic array.
 //
 // The cell holds one packed byte [index:3][sign:1][exp:4] (sign 1 = positive, exponent code
@@ -34,6 +35,20 @@ module sac_cell #(
     output reg  [LANES-1:0]         psum_out,
     output wire                     active
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(SLOTS >= 1 && SLOTS <= 8)) begin : check_slots
+            SLOTS_must_be_1_to_8 parameter_check_failed();
+        end
+        if (!(TAPS >= 1 && TAPS <= 7)) begin : check_taps
+            TAPS_must_be_1_to_7 parameter_check_failed();
+        end
+        if (!(LANES == 4)) begin : check_lanes
+            LANES_must_be_4_for_8_bit_data_and_32_bit_words parameter_check_failed();
+        end
+    endgenerate
+
     localparam [31:0] SLOTS32 = SLOTS;     // 32 bits: parameters may arrive as -G overrides
     localparam [31:0] TAPS32 = TAPS;
 
@@ -86,3 +101,4 @@ module sac_cell #(
     endgenerate
     assign active = |first_one;
 endmodule
+`default_nettype wire

@@ -1,3 +1,4 @@
+`default_nettype none
 // Simple dual-port RAM: one write port, one registered read port (one cycle of latency), the
 // shape FPGA block and distributed RAMs have. Every buffer of the accelerator is built from it.
 module sdp_ram #(
@@ -12,6 +13,17 @@ module sdp_ram #(
     input  wire [AW-1:0]    raddr,
     output reg  [WIDTH-1:0] rdata
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(WIDTH >= 1 && DEPTH >= 1)) begin : check_width_and_depth
+            WIDTH_and_DEPTH_must_be_positive parameter_check_failed();
+        end
+        if (!((1 << AW) >= DEPTH)) begin : check_aw
+            AW_must_be_at_least_clog2_DEPTH parameter_check_failed();
+        end
+    endgenerate
+
     localparam [31:0] LIMIT = DEPTH;
     reg [WIDTH-1:0] mem [0:DEPTH-1];
 
@@ -22,3 +34,4 @@ module sdp_ram #(
         rdata <= ({{(32-AW){1'b0}}, raddr} < LIMIT) ? mem[raddr] : {WIDTH{1'b0}};
     end
 endmodule
+`default_nettype wire

@@ -1,3 +1,4 @@
+`default_nettype none
 // Bit-serial systolic array of ROWS x COLS SAC cells (weight stationary).
 //
 // Data: each column takes SLOTS channel slots (column combining) as SLOTS serial bit streams,
@@ -42,6 +43,29 @@ module systolic_array #(
     output wire [ROWS*LANES-1:0]     row_out,
     output reg  [COUNT_BITS-1:0]     active_count
 );
+    // Parameter checks at elaboration: a violated constraint instantiates a module that
+    // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
+    generate
+        if (!(ROWS >= 1 && COLS >= 1)) begin : check_rows_and_cols
+            ROWS_and_COLS_must_be_positive parameter_check_failed();
+        end
+        if (!(SLOTS >= 1 && SLOTS <= 8)) begin : check_slots
+            SLOTS_must_be_1_to_8 parameter_check_failed();
+        end
+        if (!(TAPS >= 1 && TAPS <= 7)) begin : check_taps
+            TAPS_must_be_1_to_7 parameter_check_failed();
+        end
+        if (!(LANES == 4 && ACC_BITS == 32)) begin : check_lanes
+            LANES_must_be_4_and_ACC_BITS_32 parameter_check_failed();
+        end
+        if (!((1 << ROW_BITS) >= ROWS)) begin : check_row_bits
+            ROW_BITS_must_be_at_least_clog2_ROWS parameter_check_failed();
+        end
+        if (!((1 << COUNT_BITS) > ROWS * COLS)) begin : check_count_bits
+            COUNT_BITS_must_be_at_least_clog2_ROWS_x_COLS_plus_1 parameter_check_failed();
+        end
+    endgenerate
+
     wire [ROWS*COLS-1:0] active;
     wire [LANES-1:0] psum [0:ROWS-1][0:COLS];
 
@@ -106,3 +130,4 @@ module systolic_array #(
             active_count = active_count + {{(COUNT_BITS-1){1'b0}}, active[i]};
     end
 endmodule
+`default_nettype wire

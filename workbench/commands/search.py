@@ -21,7 +21,7 @@ from pathlib import Path
 
 from workbench.commands.args import ArgumentParser, finite_float
 from workbench.search.costs import COSTS
-from workbench.search.driver import SearchError, SearchOptions, run_search
+from workbench.search.driver import SearchError, SearchOptions, TrialFailed, run_search
 from workbench.search.families import FAMILIES
 
 
@@ -150,6 +150,9 @@ def main(argv=None) -> int:
     except SearchError as exc:
         print(f"sacbench search: error: {exc}", file=sys.stderr)
         return 2
+    except TrialFailed as exc:
+        print(f"sacbench search: error: {exc}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

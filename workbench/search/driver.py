@@ -37,6 +37,10 @@ class SearchError(Exception):
     """Bad search options or an unusable environment: one clear line (exit 2)."""
 
 
+class TrialFailed(Exception):
+    """A trial raised: the finished ones are written, the search fails (exit 3)."""
+
+
 @dataclass
 class SearchOptions:
     family: str = "sac"
@@ -379,13 +383,21 @@ def run_search(opts: SearchOptions) -> dict:
                     name="tune", storage_path=str((out / "ray").resolve()), verbose=0,
                     callbacks=[_Progress(opts, len(todo), t0)],
                     failure_config=tune.FailureConfig(max_failures=0)))
-            tuner.fit()
+            grid = tuner.fit()
+            errors = [(r.config["trial"]["name"], r.error) for r in grid if r.error]
         finally:
             ray.shutdown()
-    shutil.rmtree(ray_tmp, ignore_errors=True)
+    else:
+        errors = []
     results = collect(opts)
-    if not results:
-        raise SearchError("no trial finished (see the Ray log in " f"{out / 'ray'})")
+    if errors or not results:
+        if results:
+            write_pareto(opts, results, partial=True)
+        name, err = errors[0] if errors else ("every trial", "no result")
+        first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        raise TrialFailed(f"{len(errors)} of {len(configs)} trial(s) failed; {name}: {first} "
+                          f"(logs: {out / 'ray'}, {ray_tmp})")
+    shutil.rmtree(ray_tmp, ignore_errors=True)
     doc = write_pareto(opts, results, partial=len(results) < len(configs),
                        zoo=zoo_reference(opts))
     plot_pareto(doc, out / "pareto.png")

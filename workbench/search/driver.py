@@ -174,6 +174,10 @@ def _init_ray(opts: SearchOptions, temp_dir: str):
             raise SearchError(f"--address {opts.address}: cannot join the Ray cluster "
                               f"({first})") from None
     else:
+        # Ray kills workers when the node's memory is nearly full, whoever uses it: on a machine
+        # shared with other jobs that killed small trials; the trials' memory is bounded, so the
+        # local Ray leaves the decision to the operating system
+        os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
         # Ray's session directory holds Unix sockets, whose paths must stay short
         ray.init(num_cpus=opts.cpus or os.cpu_count(), _temp_dir=temp_dir, **kwargs)
     return ray
@@ -383,8 +387,11 @@ def run_search(opts: SearchOptions) -> dict:
                     name="tune", storage_path=str((out / "ray").resolve()), verbose=0,
                     callbacks=[_Progress(opts, len(todo), t0)],
                     failure_config=tune.FailureConfig(max_failures=0)))
-            grid = tuner.fit()
-            errors = [(r.config["trial"]["name"], r.error) for r in grid if r.error]
+            try:
+                grid = tuner.fit()
+                errors = [(r.config["trial"]["name"], r.error) for r in grid if r.error]
+            except Exception as exc:          # noqa: BLE001 - Ray Tune gave up on the sweep
+                errors = [("the sweep", exc)]
         finally:
             ray.shutdown()
     else:

@@ -1,0 +1,15 @@
+// GPU-only helper of the profiler (not a BNN kernel; the CPU emulation does not compile it).
+//
+// busy_wait_ns keeps one thread busy for `ns` nanoseconds of the GPU's global timer. The
+// profiler queues it before the launches it times, so that the host has enqueued them all by
+// the time the GPU reaches them: the CUDA events then bracket kernels running back to back,
+// not the host's pace of issuing them (gpu_kernels/devices.py, CupyGpu.time_launches).
+#pragma once
+
+__global__ void busy_wait_ns(long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while ((long long)(t - t0) < ns);
+}

@@ -207,7 +207,11 @@ def smoke(gpu, report: dict) -> None:
                                  f"{type(exc).__name__}: {exc}") from None
     report["smoke"] = {"checks": checked, "seconds": round(time.perf_counter() - t0, 3),
                        "timed_kernel": f"layer 3 ({op.layer.describe()}), 3 images, X",
-                       "kernel_us": round(kernel_s * 1e6, 2), "host_issue_us": round(host_s * 1e6, 2)}
+                       "kernel_us": round(kernel_s * 1e6, 2), "host_issue_us": round(host_s * 1e6, 2),
+                       "timing_note": getattr(gpu, "timing_note", None)}
+    if report["smoke"]["timing_note"]:
+        report.setdefault("warnings", []).append(report["smoke"]["timing_note"])
+        say(f"warning: {report['smoke']['timing_note']}")
     say(f"smoke test: {len(checked)} runs equal to the golden model; one BinConv2d launch "
         f"{kernel_s * 1e6:.1f} us on the GPU, {host_s * 1e6:.1f} us to issue "
         f"({report['smoke']['seconds']:.1f} s)")

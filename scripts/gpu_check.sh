@@ -20,7 +20,8 @@
 # 3 no CuPy; 4 no usable CUDA device (none, driver too old); 5 NVRTC missing or the kernels do
 # not compile; 6 compiled kernels unusable (block size, smoke test); 7 a phase ran out of time.
 #
-# Environment (defaults in brackets): GPU_CHECK_PYTHON [python3]; budgets in seconds
+# Environment (defaults in brackets): GPU_CHECK_PYTHON [the first of python3, python3.12,
+# python that imports numpy and CuPy]; budgets in seconds
 # GPU_CHECK_TOTAL_S [470], GPU_CHECK_PREFLIGHT_S [75], GPU_CHECK_TESTS_S [120],
 # GPU_CHECK_FASHION_S [90], GPU_CHECK_CIFAR10_S [150]; GPU_CHECK_MAXFAIL [3];
 # GPU_CHECK_IMAGES [10000]; GPU_CHECK_FASHION_EXP ["6 12"]; GPU_CHECK_CIFAR10_EXP ["6 10"];
@@ -41,7 +42,6 @@ export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1           # the image's plugins are not 
 export GPU_KERNELS_BUILD_DIR="${GPU_KERNELS_BUILD_DIR:-$PWD/build/gpu_kernels}"
 export CUPY_CACHE_DIR="${CUPY_CACHE_DIR:-$PWD/build/cupy_kernel_cache}"
 export GPU_KERNELS_PROGRESS=plain                  # progress as a line every few seconds
-PY=${GPU_CHECK_PYTHON:-python3}
 TOTAL=${GPU_CHECK_TOTAL_S:-470}
 MAXFAIL=${GPU_CHECK_MAXFAIL:-3}
 IMAGES=${GPU_CHECK_IMAGES:-10000}
@@ -57,6 +57,20 @@ printf 'phase\trc\tseconds\tlimit_s\tstatus\n' > "$phases"
 say() { echo "[gpu_check] $*"; }
 have_timeout=1
 command -v timeout >/dev/null 2>&1 || { have_timeout=0; say "warning: no 'timeout' here: phases run unbounded"; }
+
+# The interpreter: GPU_CHECK_PYTHON, else the first of python3, python3.12, python that imports
+# numpy and CuPy (else python3, and the preflight says what is missing).
+pick_python() {
+  if [ -n "${GPU_CHECK_PYTHON:-}" ]; then echo "$GPU_CHECK_PYTHON"; return; fi
+  local c
+  for c in python3 python3.12 python; do
+    command -v "$c" >/dev/null 2>&1 || continue
+    if (( have_timeout )); then timeout 30 "$c" -c "import numpy, cupy" >/dev/null 2>&1 && { echo "$c"; return; }
+    else "$c" -c "import numpy, cupy" >/dev/null 2>&1 && { echo "$c"; return; }; fi
+  done
+  echo python3
+}
+PY=$(pick_python)
 
 # phase_limit SECONDS: the phase's own budget, cut to what the total leaves (after the reserve
 # for the summary and the phase's own kill grace), so the whole never exceeds TOTAL
@@ -91,6 +105,7 @@ run_phase() {
 
 finish() {
   local code=$1
+  if [ -n "${prebuild:-}" ]; then kill "$prebuild" 2>/dev/null; wait "$prebuild" 2>/dev/null; fi
   if (( have_timeout )); then
     timeout -k 5 "$(( RESERVE - 5 ))" "$PY" -m gpu_kernels.check_summary "$out" --exit-code "$code" --total-s "$TOTAL"
   else
@@ -108,6 +123,16 @@ run_phase preflight "$(phase_limit "${GPU_CHECK_PREFLIGHT_S:-75}")" "$out/prefli
   "$PY" -m gpu_kernels.preflight --out "$out"
 rc=$?
 if (( rc == 124 || rc == 137 )); then finish 7; elif (( rc != 0 )); then finish "$rc"; fi
+
+# The g++ builds later phases use (the CPU implementation: the mapper's "cpu" and the mixed
+# mappings; the emulation: one cross-check test), built while the GPU is being tested. Without
+# g++ those tests skip and the mapper maps the GPU configurations only.
+if (( have_timeout )) && command -v g++ >/dev/null 2>&1; then
+  say "building the CPU implementation and the emulation library in the background (g++)"
+  timeout 150 "$PY" -c "from gpu_kernels.cpu_impl import cpu_impl; from gpu_kernels.build import \
+emulation_library; cpu_impl(); emulation_library(); print('g++ builds ready')" > "$out/gxx_builds.txt" 2>&1 &
+  prebuild=$!
+fi
 
 failed=0; timed_out=0
 note() { if (( $1 == 124 || $1 == 137 )); then timed_out=1; elif (( $1 != 0 )); then failed=1; fi; }

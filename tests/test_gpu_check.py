@@ -81,9 +81,9 @@ def test_early_exit_is_fast_clear_and_recorded(tmp_path, mode, code, reason):
 
 def test_a_phase_out_of_time_stops_with_status_7(tmp_path):
     """NVRTC that never returns: the preflight's timeout ends it; versions were printed first."""
-    proc, out, seconds = run_check(tmp_path, "slow_compile", {"GPU_CHECK_PREFLIGHT_S": "5"})
+    proc, out, seconds = run_check(tmp_path, "slow_compile", {"GPU_CHECK_PREFLIGHT_S": "10"})
     assert proc.returncode == 7, proc.stdout[-3000:]
-    assert seconds < 40
+    assert seconds < 45
     text = proc.stdout
     assert text.index("CUDA runtime 13.0") < text.index("compiling the kernel module")
     summary = load(out, "gpu_check.json")
@@ -145,8 +145,8 @@ def test_whole_check_through_the_fake_gpu(tmp_path):
         assert b["all_exact"] and b["best_wall_s"] > 0 and b["dp_wall_s"] > 0, (shape, b)
         assert b["target_met"] is None                 # 4 images: no verdict on the target
     fashion = load(out, "gpu_bnn_fashion.json")
-    runs = {r["name"]: r for r in fashion["runs"]}
-    assert runs["all-XYZ"]["gpu_kernel_s"] > 0 and runs["all-XYZ"]["gpu_host_s"] > 0
+    assert [r["name"] for r in fashion["runs"]][:2] == ["dp", "all-XYZ"]
+    assert any(r.get("gpu_kernel_s", 0) > 0 and r["gpu_host_s"] > 0 for r in fashion["runs"])
     assert "[gpu_check] fashion (4 images): best" in text and "[gpu_check] cifar10 (4 images)" in text
     refused = (tmp_path / "refused.txt").read_text().split() if (tmp_path / "refused.txt").exists() else []
     assert not {"torch", "onnx", "onnxruntime", "cocotb"} & {n.split(".")[0] for n in refused}, refused
@@ -155,7 +155,8 @@ def test_whole_check_through_the_fake_gpu(tmp_path):
 def test_make_gpu_check_runs_no_setup():
     """`make gpu-check` on the GPU machine must not run `make setup` (apt-get, a venv, pip: no
     network there) nor need the venv."""
-    proc = subprocess.run(["make", "-n", "gpu-check", "OUT=/tmp/somewhere"], cwd=ROOT,
-                          capture_output=True, text=True, env={**os.environ, "MAKEFLAGS": ""})
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    proc = subprocess.run(["make", "--no-print-directory", "-n", "gpu-check", "OUT=/tmp/somewhere"],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "scripts/gpu_check.sh /tmp/somewhere"

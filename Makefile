@@ -28,14 +28,18 @@ WAVES ?= 0
 OUT ?= out/gpu_check
 
 help:
-	@echo "make demo   - run the main job on the embedded default data (installs first)"
-	@echo "make test   - run every test (installs first)"
-	@echo "make setup  - create .venv and install pinned packages and Debian tools"
+	@echo "make demo   - the main job on the embedded default data (installs first; ~2 min)"
+	@echo "make test   - every test (installs first; ~5 min on 2 cores)"
+	@echo "make setup  - create .venv and install pinned packages and Debian tools (idempotent)"
 	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
-	@echo "make sim TOPLEVEL=<module> [SIM=icarus|verilator] [WAVES=1] - run one module's bench"
-	@echo "make synth  - yosys synth_xilinx LUT/FF counts of sac_cell vs mac_cell"
+	@echo "make sim    - one module's cocotb bench: TOPLEVEL=<module> (default $(TOPLEVEL)),"
+	@echo "              SIM=icarus|verilator (default both), SHAPE=<id, e.g. 8x8>, WAVES=1,"
+	@echo "              PYTEST_ARGS=<more pytest options>; modules: $(RTL_MODULES)"
+	@echo "make synth  - yosys synthesis: LUTs/FFs of the cells and arrays"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
-	@echo "make gpu-check OUT=dir - GPU check: versions, exactness, benchmarks (an NVIDIA GPU; no set-up)"
+	@echo "make gpu-check OUT=dir - GPU check: versions, exactness, benchmarks (an NVIDIA GPU;"
+	@echo "              no set-up: the GPU machine's own Python; default OUT=$(OUT))"
+	@echo "make clean  - remove build/, sim_build/, out/ and test caches"
 
 setup: $(STAMP)
 
@@ -72,8 +76,8 @@ lint: setup
 	$(TOOLS_ENV) $(VPY) scripts/lint_rtl.py
 
 sim: setup
-	@test -f tb/test_$(TOPLEVEL).py || { echo "no bench tb/test_$(TOPLEVEL).py (modules: $(RTL_MODULES))"; exit 2; }
-	$(TOOLS_ENV) WAVES=$(WAVES) $(VPY) -m pytest -s -q tb/test_$(TOPLEVEL).py $(if $(SIM),-k $(SIM))
+	$(TOOLS_ENV) $(VENV)/bin/sacbench sim $(TOPLEVEL) $(if $(SIM),--sim $(SIM)) \
+	  $(if $(SHAPE),--shape $(SHAPE)) $(if $(filter-out 0,$(WAVES)),--waves) -- $(PYTEST_ARGS)
 
 synth: setup
 	$(TOOLS_ENV) $(VPY) benchmarks/synth_cells.py

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fpga.arch import ArrayConfig
+from fpga.cycle_model import total_cycles
 from fpga.isa import Halt, LoadWeights, Matmul, check_program, encode
 from fpga.lowering import ArrayOp, HostOp, LoweringError, lower
 from fpga.memory import Placement
@@ -79,6 +80,12 @@ class Program:
     dbuf_used: int = 0
     pbuf_used: int = 0
 
+    def cycles_per_image(self) -> int:
+        """Array cycles of one image: every segment from its start to its HALT, by the cycle
+        model (which the RTL meets exactly). Host layers take no array cycles."""
+        return sum(total_cycles(self.instructions[s.start_pc:s.start_pc + s.n_instr], self.config)
+                   for s in self.segments)
+
     @property
     def host_layers(self) -> list:
         """Network layers the host runs (labelled "host" in reports)."""
@@ -104,6 +111,7 @@ class _Builder:
     def __init__(self, cfg: ArrayConfig):
         self.cfg = cfg
         self.instrs, self.wrows, self.biases, self.shifts = [], [], [], []
+        self.n_wrows = 0        # weight-memory words so far (wrows holds blocks of tile rows)
         self.dnext = 0          # next free data-buffer entry
         self.pnext = 0          # next free partial-sum entry (kept outputs)
         self.phigh = 0
@@ -157,17 +165,23 @@ class _Builder:
         if out.space == "pbuf":
             self.pnext = scratch
         s_words = self.shift_words(op, k_tiles)
+        # weight image: tile (nt, kt) is rows nt*rows.. of packed columns kt*cols.., one word
+        # per tile row, zero-padded to the array width; tiles in the order they are loaded
+        padded = np.zeros((f, k_tiles * cols), dtype=np.uint8)
+        padded[:, :kc] = cw.packed
+        for nt in range(n_tiles):
+            tr = min(rows, f - nt * rows)
+            self.wrows.append(padded[nt * rows:nt * rows + tr].reshape(tr, k_tiles, cols)
+                              .transpose(1, 0, 2).reshape(k_tiles * tr, cols))
+        w_next = self.n_wrows
+        self.n_wrows += f * k_tiles
         for nt in range(n_tiles):
             tr = min(rows, f - nt * rows)
             b_addr = len(self.biases)
-            self.biases.extend(int(v) for v in op.bias[nt * rows:nt * rows + tr])
+            self.biases.extend(op.bias[nt * rows:nt * rows + tr].tolist())
             for kt in range(k_tiles):
                 tc = min(cols, kc - kt * cols)
-                w_addr = len(self.wrows)
-                for r in range(tr):
-                    row = np.zeros(cols, dtype=np.uint8)
-                    row[:tc] = cw.packed[nt * rows + r, kt * cols:kt * cols + tc]
-                    self.wrows.append(row)
+                w_addr, w_next = w_next, w_next + tr
                 self.instrs.append(LoadWeights(rows=tr, cols=tc, w_addr=w_addr, b_addr=b_addr,
                                                s_addr=s_words[kt]))
                 in_ch, in_addr = inp.locate(kt * cols * g)
@@ -194,8 +208,14 @@ def _consumer_window(op: ArrayOp, cfg: ArrayConfig) -> tuple[int, int]:
     return cfg.cols * g, kc * g
 
 
-def compile_network(net: ir.Network, cfg: ArrayConfig | None = None) -> Program:
-    """Compile a network (SAC, or BNN lowered onto the SAC array) for an array of size `cfg`."""
+def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
+                    encode_words: bool = True) -> Program:
+    """Compile a network (SAC, or BNN lowered onto the SAC array) for an array of size `cfg`.
+
+    With ``encode_words=False`` the instructions, memory plan and images are the same but the
+    128-bit words are not encoded nor checked (``Program.words`` is empty): what the cost
+    models need (cycles and energy depend on the instructions only), at a fraction of the time.
+    """
     cfg = cfg or ArrayConfig()
     try:
         ops = lower(net)
@@ -251,29 +271,38 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None) -> Program:
     if len(b.instrs) > cfg.imem_depth:
         raise CompileError(f"{net.name}: {len(b.instrs)} instructions; the instruction memory "
                            f"holds {cfg.imem_depth}")
-    if len(b.wrows) > cfg.wdepth or len(b.biases) > cfg.bdepth or len(b.shifts) > cfg.sdepth:
-        raise CompileError(f"{net.name}: needs {len(b.wrows)} weight words, {len(b.biases)} "
+    if b.n_wrows > cfg.wdepth or len(b.biases) > cfg.bdepth or len(b.shifts) > cfg.sdepth:
+        raise CompileError(f"{net.name}: needs {b.n_wrows} weight words, {len(b.biases)} "
                            f"biases, {len(b.shifts)} shift words; the array has {cfg.wdepth}, "
                            f"{cfg.bdepth}, {cfg.sdepth}")
-    words = [encode(ins, i) for i, ins in enumerate(b.instrs)]
-    for seg in segments:
-        check_program(words[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
+    words = []
+    if encode_words:
+        words = [encode(ins, i) for i, ins in enumerate(b.instrs)]
+        for seg in segments:
+            check_program(words[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
+    wmem = np.concatenate(b.wrows) if b.wrows else np.zeros((0, cfg.cols), dtype=np.uint8)
     return Program(
         config=cfg, network=net, instructions=b.instrs, words=words,
-        wmem=np.array(b.wrows, dtype=np.uint8).reshape(-1, cfg.cols),
+        wmem=wmem,
         bmem=np.array(b.biases, dtype=np.int32),
         smem=np.array(b.shifts, dtype=np.uint8).reshape(-1, cfg.cols * 8),
         layers=lprogs, segments=segments, plan=plan, dbuf_used=b.dnext, pbuf_used=b.phigh)
 
 
+def roomy_config(rows: int, cols: int, cmax: int = 64) -> ArrayConfig:
+    """A rows x cols array with memories as large as the instruction fields allow: compiles any
+    network the array's tiling can take. Cycles do not depend on memory sizes, so cost models
+    compile for this one."""
+    return ArrayConfig(rows=rows, cols=cols, cmax=cmax, ddepth=1 << 20, pdepth=1 << 20,
+                       wdepth=1 << 22, bdepth=1 << 22, sdepth=1 << 16, imem_depth=1 << 20)
+
+
 def fitted_config(net: ir.Network, rows: int, cols: int, cmax: int = 64) -> ArrayConfig:
     """The smallest power-of-two memory sizes (at least the defaults' minimums) that hold the
     compiled network on a rows x cols array with `cmax` data-buffer banks."""
-    roomy = ArrayConfig(rows=rows, cols=cols, cmax=cmax, ddepth=1 << 20, pdepth=1 << 20,
-                        wdepth=1 << 22, bdepth=1 << 22, sdepth=1 << 16, imem_depth=1 << 20)
-    prog = compile_network(net, roomy)
+    prog = compile_network(net, roomy_config(rows, cols, cmax), encode_words=False)
     p2 = lambda n, lo: max(lo, 1 << max(0, int(n) - 1).bit_length())  # noqa: E731
     return ArrayConfig(rows=rows, cols=cols, cmax=cmax, ddepth=p2(prog.dbuf_used, 64),
                        pdepth=p2(prog.pbuf_used, 64), wdepth=p2(len(prog.wmem), 64),
                        bdepth=p2(len(prog.bmem), 64), sdepth=p2(len(prog.smem), 8),
-                       imem_depth=p2(len(prog.words), 16))
+                       imem_depth=p2(len(prog.instructions), 16))

@@ -35,7 +35,7 @@ def lw_cycles(rows: int) -> int:
 
 
 def mm_cycles(cfg: ArrayConfig, pixels: int, rows: int, mode: OutputMode) -> int:
-    extra = 1 if OutputMode(mode) == OutputMode.PIXEL_SUM else 0
+    extra = 1 if mode == OutputMode.PIXEL_SUM else 0      # an IntEnum or its int value
     return (FETCH + cfg.data_bits * pixels + LANE_WORD_TAIL + cfg.cols + rows
             + FEED_LATENCY + extra)
 
@@ -52,29 +52,35 @@ class Step:
         return self.start + self.cycles
 
 
-def program_timeline(instructions, cfg: ArrayConfig) -> list[Step]:
-    """Start cycle and length of every instruction of a (checked) program, HALT included."""
-    steps, t, tile_rows = [], 0, 0
-    for i, ins in enumerate(instructions):
+def instruction_cycles(instructions, cfg: ArrayConfig):
+    """Cycles of every instruction of a (checked) program, in order, up to and including HALT
+    (a MATMUL's cycles depend on the rows of the tile loaded before it)."""
+    tile_rows = 0
+    for ins in instructions:
         if isinstance(ins, LoadWeights):
-            n = lw_cycles(ins.rows)
             tile_rows = ins.rows
+            yield lw_cycles(ins.rows)
         elif isinstance(ins, Matmul):
-            n = mm_cycles(cfg, ins.pixels, tile_rows, ins.mode)
+            yield mm_cycles(cfg, ins.height * ins.width, tile_rows, ins.mode)
         elif isinstance(ins, Halt):
-            n = FETCH
+            yield FETCH
+            return
         else:
             raise TypeError(f"not an instruction: {ins!r}")
+
+
+def program_timeline(instructions, cfg: ArrayConfig) -> list[Step]:
+    """Start cycle and length of every instruction of a (checked) program, HALT included."""
+    steps, t = [], 0
+    for i, (ins, n) in enumerate(zip(instructions, instruction_cycles(instructions, cfg))):
         steps.append(Step(i, ins, t, n))
         t += n
-        if isinstance(ins, Halt):
-            break
     return steps
 
 
 def total_cycles(instructions, cfg: ArrayConfig) -> int:
-    steps = program_timeline(instructions, cfg)
-    return steps[-1].end if steps else 0
+    """Cycles from the program's start to the end of its HALT (or of its last instruction)."""
+    return sum(instruction_cycles(instructions, cfg))
 
 
 def seed_tile_cycles(pixels: int, width: int, height: int) -> int:

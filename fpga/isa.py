@@ -32,7 +32,7 @@ Field layout (bit ranges inclusive, LSB = bit 0):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from enum import IntEnum
 
 import numpy as np
@@ -71,6 +71,7 @@ class IsaError(ValueError):
         self.code = ErrorCode(code)
         self.index = index
         self.word = word
+        self.detail = message
         where = f"instruction {index}" if index is not None else "instruction"
         hexword = f" (0x{word:032x})" if isinstance(word, int) else ""
         super().__init__(f"{where}{hexword}: {self.code.name}: {message}")
@@ -178,7 +179,8 @@ def _check_unused(opcode, values, index, word):
 
 def decode(word: int, index=None) -> Instruction:
     """128-bit word -> Instruction; illegal opcodes and nonzero reserved bits raise IsaError."""
-    if not isinstance(word, (int, np.integer)) or not 0 <= int(word) < (1 << WORD_BITS):
+    if (not isinstance(word, (int, np.integer)) or isinstance(word, (bool, np.bool_))
+            or not 0 <= int(word) < (1 << WORD_BITS)):
         raise IsaError(ErrorCode.RESERVED_BITS, index, None, f"not a 128-bit word: {word!r}")
     word = int(word)
     try:
@@ -311,50 +313,79 @@ def to_text(instr: Instruction) -> str:
     return " ".join(parts)
 
 
+class AsmError(ValueError):
+    """A line of assembly text that does not parse: names the line and the column."""
+
+
+_FLAGS = ("acc_in", "shift_en")
+
+
 def from_text(line: str, lineno=None) -> Instruction:
-    """Parse one line of assembly (see :func:`to_text`). Errors name the line."""
-    where = f"line {lineno}: " if lineno is not None else ""
-    tokens = line.split()
-    if not tokens or tokens[0].upper() not in _NAMES:
-        raise ValueError(f"{where}expected LOAD_WEIGHTS, MATMUL or HALT, got {line.strip()!r}")
-    cls = _NAMES[tokens[0].upper()]
+    """Parse one line of assembly (see :func:`to_text`). Every operand is NAME=VALUE, once;
+    values are non-negative integers (decimal or 0x/0b/0o), flags 0 or 1, the mode a name.
+    Errors (AsmError) name the line and column; range checks are encode()'s."""
+    if not isinstance(line, str):
+        raise AsmError(f"an assembly line must be text, got {type(line).__name__}")
+
+    def fail(col: int, msg: str):
+        where = f"line {lineno}, column {col}" if lineno is not None else f"column {col}"
+        raise AsmError(f"{where}: {msg}")
+
+    tokens = [(m.start() + 1, m.group()) for m in re.finditer(r"\S+", line)]
+    if not tokens or tokens[0][1].upper() not in _NAMES:
+        fail(tokens[0][0] if tokens else 1,
+             f"expected LOAD_WEIGHTS, MATMUL or HALT, got {line.strip()!r}")
+    op = tokens[0][1].upper()
+    cls = _NAMES[op]
     names = {f.name for f in fields(cls)}
     kw = {}
-    for tok in tokens[1:]:
+    for col, tok in tokens[1:]:
         m = re.fullmatch(r"(\w+)=(\S+)", tok)
         if not m or m.group(1) not in names:
-            raise ValueError(f"{where}unknown operand {tok!r} for {tokens[0].upper()} "
-                             f"(expected {', '.join(sorted(names)) or 'none'})")
+            fail(col, f"unknown operand {tok!r} for {op} "
+                      f"(expected {', '.join(sorted(names)) or 'none'})")
         key, val = m.groups()
+        if key in kw:
+            fail(col, f"{key} is given twice")
         if key == "mode":
             if val.lower() not in _MODE_NAMES:
-                raise ValueError(f"{where}mode must be one of {', '.join(_MODE_NAMES)}, got {val!r}")
+                fail(col, f"mode must be one of {', '.join(_MODE_NAMES)}, got {val!r}")
             kw[key] = _MODE_NAMES[val.lower()]
-        else:
-            try:
-                kw[key] = int(val, 0)
-            except ValueError:
-                raise ValueError(f"{where}{key} must be an integer, got {val!r}") from None
-            if key in ("acc_in", "shift_en"):
-                kw[key] = bool(kw[key])
-    try:
-        return cls(**kw)
-    except TypeError as exc:
-        raise ValueError(f"{where}{exc}") from None
+            continue
+        try:
+            v = int(val, 0)
+        except ValueError:
+            fail(col, f"{key} must be an integer, got {val!r}")
+        if v < 0:
+            fail(col, f"{key} must not be negative, got {val!r}")
+        if key in _FLAGS:
+            if v not in (0, 1):
+                fail(col, f"{key} must be 0 or 1, got {val!r}")
+            v = bool(v)
+        kw[key] = v
+    missing = [f.name for f in fields(cls) if f.name not in kw
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        fail(len(line.rstrip()) + 1, f"{op} needs {', '.join(missing)}")
+    return cls(**kw)
 
 
 def assemble(source) -> list[int]:
     """Assembly text (or a list of Instructions) -> list of 128-bit words.
-    Blank lines and ``#`` comments are ignored."""
+    Blank lines and ``#`` comments are ignored; an error names the line (AsmError or, for a
+    value that does not fit its field, IsaError)."""
     if isinstance(source, str):
-        instrs = []
+        words = []
         for n, raw in enumerate(source.splitlines(), 1):
-            line = raw.split("#", 1)[0].strip()
-            if line:
-                instrs.append((n, from_text(line, n)))
-    else:
-        instrs = list(enumerate(source))
-    return [encode(ins, idx) for idx, ins in instrs]
+            line = raw.split("#", 1)[0].rstrip()
+            if line.strip():
+                ins = from_text(line, n)
+                try:
+                    words.append(encode(ins, len(words)))
+                except IsaError as exc:
+                    raise IsaError(exc.code, len(words), None, f"line {n}: {exc.detail}") from None
+        return words
+    return [encode(ins, idx) for idx, ins in enumerate(source)]
 
 
 def disassemble(words) -> str:

@@ -92,6 +92,37 @@ def test_cycle_model_terms():
     assert seed_tile_cycles(1024, 64, 128) == 8 * 1024 + 64 + 128 + 22
 
 
+def test_cycle_model_terms_on_a_non_square_array():
+    """COLS (the column skew and the row pipeline) and the tile's rows enter MATMUL
+    separately: a 5x7 array and a 3-row tile tell them apart."""
+    cfg = ArrayConfig(rows=5, cols=7)
+    prog = [LoadWeights(rows=3, cols=2), Matmul(height=2, width=2, in_addr=0, out_addr=6),
+            Halt()]
+    assert [s.cycles for s in program_timeline(prog, cfg)] == \
+        [2 + 3 + 1, 2 + 8 * 4 + 24 + 7 + 3 + 2, 2]
+
+
+def test_channel_shift_fill_reaches_the_array():
+    """A nonzero fill value travels from the ChannelShift layer into every shifted MATMUL and
+    the array's result equals the golden model, which differs from a zero fill."""
+    rng = np.random.default_rng(SEED + 99)
+    net = random_sac_network(rng, in_shape=(5, 6, 6), widths=(11,), groups=(2, 3), shift=True)
+    shifts = [layer for layer in net.layers if isinstance(layer, ir.ChannelShift)]
+    for layer in shifts:
+        layer.fill = 77
+    x = random_images(rng, 2, net.input_shape, zero_fraction=0.5)
+    prog = compile_network(net, ArrayConfig(rows=4, cols=3))
+    shifted = [m for m in prog.instructions if isinstance(m, Matmul) and m.shift_en]
+    assert shifted and all(m.fill == 77 for m in shifted)
+    ref = golden.run(net, x)
+    res = interpret(prog, x)
+    for i, out in res.outputs.items():
+        assert np.array_equal(out, ref.outputs[i]), i
+    for layer in shifts:
+        layer.fill = 0
+    assert not np.array_equal(golden.run(net, x).scores, ref.scores)
+
+
 def test_compile_errors_name_the_layer():
     rng = np.random.default_rng(SEED)
     shift = ir.ChannelShift(directions=np.zeros(4, dtype=int))

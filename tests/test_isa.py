@@ -9,6 +9,7 @@ from fpga.isa import (
     DecoderState,
     ErrorCode,
     Halt,
+    AsmError,
     IsaError,
     LoadWeights,
     Matmul,
@@ -170,12 +171,58 @@ def test_matmul_before_weights_and_missing_halt():
 
 
 def test_text_errors_name_the_line():
-    with pytest.raises(ValueError, match="line 2: unknown operand 'rowz=1'"):
+    with pytest.raises(AsmError, match="line 2, column 14: unknown operand 'rowz=1'"):
         assemble("HALT\nLOAD_WEIGHTS rowz=1 cols=1\n")
-    with pytest.raises(ValueError, match="line 1: mode must be one of"):
+    with pytest.raises(AsmError, match="line 1, column 46: mode must be one of"):
         assemble("MATMUL height=1 width=1 in_addr=0 out_addr=0 mode=relu\n")
-    with pytest.raises(ValueError, match="line 3: expected LOAD_WEIGHTS"):
+    with pytest.raises(AsmError, match="line 3, column 1: expected LOAD_WEIGHTS"):
         assemble("# comment\n\nNOP\n")
     assert assemble("LOAD_WEIGHTS rows=0x2 cols=1 # tile\nHALT") == \
         [encode(LoadWeights(rows=2, cols=1)), encode(Halt())]
     assert np.array_equal(words_to_u32([2 ** 127]), [[0, 0, 0, 2 ** 31]])
+
+
+@pytest.mark.parametrize("line,message", [
+    ("MATMUL height=1", "column 16: MATMUL needs width, in_addr, out_addr"),
+    ("LOAD_WEIGHTS rows=1 rows=2 cols=1", "column 21: rows is given twice"),
+    ("MATMUL height=1 width=1 in_addr=0 out_addr=0 acc_in=-1", "acc_in must not be negative"),
+    ("MATMUL height=1 width=1 in_addr=0 out_addr=0 shift_en=2", "shift_en must be 0 or 1"),
+    ("LOAD_WEIGHTS rows=1.5 cols=1", "rows must be an integer, got '1.5'"),
+    ("HALT rows=1", r"unknown operand 'rows=1' for HALT \(expected none\)"),
+])
+def test_malformed_text_is_refused_naming_line_and_column(line, message):
+    with pytest.raises(AsmError, match=f"line 7, {message}" if "column" in message else message):
+        from_text(line, 7)
+
+
+def test_values_that_do_not_fit_name_the_line():
+    with pytest.raises(IsaError, match="line 2: LOAD_WEIGHTS field rows=300 does not fit 8 bits"):
+        assemble("HALT\nLOAD_WEIGHTS rows=300 cols=1")
+
+
+@pytest.mark.parametrize("word", [True, False, -1, 1 << 128, 2.0, "2", None])
+def test_decode_refuses_what_is_not_a_word(word):
+    with pytest.raises(IsaError, match="not a 128-bit word"):
+        decode(word)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="MATULODWEIGHSNP_=0123456789xabcdfhilmnoprstuvw -\t#", max_size=80))
+def test_any_text_parses_or_raises_the_projects_error(text):
+    """Whatever the text, assemble() returns words that decode back to the same program, or
+    raises AsmError / IsaError: never another exception."""
+    try:
+        words = assemble(text)
+    except (AsmError, IsaError):
+        return
+    assert assemble(disassemble(words)) == words
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=-2, max_value=(1 << 128) + 2))
+def test_any_integer_decodes_or_raises_isa_error(word):
+    try:
+        ins = decode(word)
+    except IsaError:
+        return
+    assert encode(ins) == word

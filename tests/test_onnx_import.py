@@ -5,6 +5,8 @@ case naming the node and the value."""
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from models import golden, ir
@@ -402,5 +404,68 @@ def test_pointwise_on_integer_input_is_refused():
 
 
 def test_network_description_accepts_import_result():
+    """A file from elsewhere is named after the file, not its graph ("torch-jit-export")."""
     net = import_onnx(FIXTURES / "hepbnn_cudatest.onnx")
-    assert isinstance(net, ir.Network) and net.name == "torch-jit-export"
+    assert isinstance(net, ir.Network) and net.name == "hepbnn_cudatest"
+
+
+def _fixture_model():
+    return onnx.load(str(FIXTURES / "hepbnn_cudatest.onnx"))
+
+
+def test_files_that_are_not_models_are_refused(tmp_path):
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    with pytest.raises(OnnxImportError, match="empty.onnx: empty file, not an ONNX model"):
+        import_onnx(empty)
+    with pytest.raises(OnnxImportError, match="is a directory, not an ONNX file"):
+        import_onnx(tmp_path)
+
+
+def test_integer_input_is_refused():
+    """onnxruntime cannot run an INT64-input graph of these operators: refuse it up front."""
+    m = _fixture_model()
+    m.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.INT64
+    with pytest.raises(OnnxImportError, match="is INT64; the importer reads FLOAT inputs"):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize("which,value,message", [
+    (4, -1.0, "variance .* is negative"), (3, float("nan"), "mean .* is not finite"),
+    (1, float("inf"), "scale .* is not finite")])
+def test_invalid_batch_norm_parameters_are_refused(which, value, message):
+    m = _fixture_model()
+    bn = next(n for n in m.graph.node if n.op_type == "BatchNormalization")
+    init = next(t for t in m.graph.initializer if t.name == bn.input[which])
+    arr = numpy_helper.to_array(init).copy()
+    arr.reshape(-1)[0] = value
+    init.CopyFrom(numpy_helper.from_array(arr, init.name))
+    with pytest.raises(OnnxImportError, match=message):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize("bad", [(0.5, 3), (0, 2.5), (True, 3), (1,), "pixels"])
+def test_input_range_bounds_must_be_integers(bad):
+    with pytest.raises(OnnxImportError, match="input_range must be"):
+        import_onnx(FIXTURES / "hepbnn_cudatest.onnx", input_range=bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(op=st.sampled_from(["Conv", "MaxPool"]),
+       name=st.sampled_from(["pads", "strides", "kernel_shape", "dilations", "group",
+                             "auto_pad", "ceil_mode", "storage_order", "bogus"]),
+       value=st.one_of(st.lists(st.integers(-3, 5), min_size=1, max_size=5), st.integers(-3, 5),
+                       st.sampled_from(["SAME_UPPER", "VALID", "NOTSET", "x"])))
+def test_any_attribute_imports_or_raises_the_projects_error(op, name, value):
+    """Whatever a Conv or MaxPool attribute holds, the import gives a network or an
+    OnnxImportError (never another exception)."""
+    m = _fixture_model()
+    node = next(n for n in m.graph.node if n.op_type == op)
+    kept = [a for a in node.attribute if a.name != name]
+    del node.attribute[:]
+    node.attribute.extend(kept + [helper.make_attribute(name, value)])
+    try:
+        net = import_onnx(m)
+    except OnnxImportError:
+        return
+    assert isinstance(net, ir.Network)

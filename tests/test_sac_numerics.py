@@ -126,6 +126,16 @@ def test_array_weights_reads_any_byte_like_the_hardware():
     assert np.array_equal(dense, want)
 
 
+@pytest.mark.parametrize("group", range(1, 8))
+def test_array_weights_index_equal_to_group_selects_nothing(group):
+    """The channel index must be below G: index == G (the first slot of the next group) is
+    not a tap of this column, and the cell adds nothing."""
+    at = np.array([[(group << 5) | 0x11]], dtype=np.uint8)       # index G, positive, 2^-6
+    below = np.array([[((group - 1) << 5) | 0x11]], dtype=np.uint8)
+    assert not sac.array_weights(at, group).any()
+    assert sac.array_weights(below, group)[0, group - 1] == 1
+
+
 # --- the array -------------------------------------------------------------------------------
 @pytest.mark.parametrize("group", range(1, 9))
 def test_matmul_equals_float64_product(group):

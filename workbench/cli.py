@@ -4,6 +4,7 @@
     sacbench compare --model M.onnx    one model through the golden, GPU and FPGA paths
     sacbench train --family bnn|sac    quantization-aware training, ONNX + model card
     sacbench map --network fashion     BNN layers to CPU / GPU configurations
+    sacbench search --budgets 20000    co-design search (BSN) over cycles, energy, ...
     sacbench sim MODULE                one RTL module's cocotb bench
 
 `sacbench <command> --help` shows each command's options. Exit status: 0 ok, 1 a path differs
@@ -19,6 +20,7 @@ COMMANDS = {
     "compare": "one model through every path, layer by layer, with costs",
     "train": "train a BNN or SAC CNN (QAT) and export ONNX + card",
     "map": "map a BNN's layers to the CPU or a GPU configuration",
+    "search": "co-design search: budgeted super networks, one Pareto front",
     "sim": "run one RTL module's cocotb bench",
 }
 

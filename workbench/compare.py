@@ -148,6 +148,7 @@ def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) ->
     """Run images on the RTL top through cocotb (a separate simulator process)."""
     from tb.sim import run as run_bench  # cocotb and the simulators: imported when used
 
+    workdir = workdir.resolve()          # the simulator runs in its build directory
     job, out = workdir / "rtl_job.pkl", workdir / "rtl_out.pkl"
     with open(job, "wb") as f:
         pickle.dump({"program": prog, "images": images}, f)

@@ -38,33 +38,44 @@ def summary_lines(r: dict) -> list:
         lines.append(f"{row['index']:3d} {row['layer']:38s} {row['fpga'][:26]:26s} {row['gpu']:5s} "
                      f"{_mm(mm['fpga']):>12s} {_mm(mm['gpu']):>12s}")
     acc = r["accuracy"]
+    gpu_ran = _gpu_ran(r)
     lines += [
         "",
-        f"mismatching elements: FPGA {r['mismatches']['fpga']}, GPU "
-        f"{'n/a' if r['mismatches']['gpu'] is None else r['mismatches']['gpu']}",
-        f"accuracy: golden {_pct(acc['golden'])}, GPU {_pct(acc['gpu'])}, FPGA {_pct(acc['fpga'])}",
+        f"mismatching elements: FPGA {r['mismatches']['fpga']}"
+        + (f", GPU {r['mismatches']['gpu']}" if gpu_ran else ""),
+        f"accuracy: golden {_pct(acc['golden'])}, "
+        + (f"GPU {_pct(acc['gpu'])}, " if gpu_ran else "") + f"FPGA {_pct(acc['fpga'])}",
         f"FPGA ({f['array']} SAC array at {f['clock_mhz']:g} MHz): {f['cycles_per_image']:,} cycles "
         f"per image, {f['latency_ms']:.3f} ms, {f['images_per_s']:,.0f} images/s, "
         f"{f['energy_uj_per_image']:.3f} uJ/image (op-energy model), "
         f"{f['activity_per_image']:,.0f} active cell ops/image"
         + ("" if not rtl.get("images") else
            f"; RTL cycles {'equal' if rtl.get('cycles_match_model') else 'DIFFER FROM'} the cycle model"),
-        f"GPU ({r['gpu_backend']}): " + (
-            "n/a" if g.get("batch") is None else
-            f"batch {g['batch']}, {g['latency_ms_per_batch']:.3f} ms/batch, "
-            f"{_num(g['images_per_s'], '{:,.0f}')} images/s, energy "
-            f"{_num(g['energy_uj_per_image'], '{:.3f} uJ/image')}"
-            + (" (emulation timings, not a GPU)" if r["gpu_backend"] == "emulation" else "")),
+        (f"GPU ({r['gpu_backend']}): batch {g['batch']}, {g['latency_ms_per_batch']:.3f} ms/batch, "
+         f"{_num(g['images_per_s'], '{:,.0f}')} images/s, energy "
+         f"{_num(g['energy_uj_per_image'], '{:.3f} uJ/image')}"
+         + (" (emulation timings, not a GPU)" if r["gpu_backend"] == "emulation" else ""))
+        if gpu_ran else f"GPU path: not run ({_gpu_note(r)})",
     ]
     return lines
 
 
+def _gpu_ran(r: dict) -> bool:
+    return r["gpu"].get("batch") is not None
+
+
+def _gpu_note(r: dict) -> str:
+    return r["gpu"].get("note", "").removeprefix("n/a: ") or "the GPU kernels are for BNNs"
+
+
 def write_markdown(r: dict, path: Path, plots: list) -> None:
     f, g = r["fpga"], r["gpu"]
+    gpu = (f"- GPU backend: {r['gpu_backend']}" if _gpu_ran(r)
+           else f"- GPU path: not run ({_gpu_note(r)})")
     lines = [f"# Compare report: {r['network']}", "",
              f"- model: `{r['model']}`", f"- data: {r['data']}, {r['images']} images "
              f"({r['rtl_images']} through the RTL on {f['rtl'].get('sim') or 'none'})",
-             f"- GPU backend: {r['gpu_backend']}", "",
+             gpu, "",
              "## Agreement with the golden model (mismatching elements per layer)", "",
              "| # | layer | FPGA path | GPU impl | FPGA mismatches | GPU mismatches |",
              "| --- | --- | --- | --- | --- | --- |"]
@@ -74,15 +85,18 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
     acc = r["accuracy"]
     lines += ["", "`-`: the path does not materialise that layer (fused into the next one).", "",
               "## Accuracy", "", "| golden | GPU | FPGA |", "| --- | --- | --- |",
-              f"| {_pct(acc['golden'])} | {_pct(acc['gpu'])} | {_pct(acc['fpga'])} |", "",
-              "## Cost", "", "| | FPGA | GPU |", "| --- | --- | --- |",
-              f"| latency | {f['latency_ms']:.3f} ms per image ({f['cycles_per_image']:,} cycles at "
-              f"{f['clock_mhz']:g} MHz) | {_num(g.get('latency_ms_per_batch'))} ms per batch of "
-              f"{g.get('batch') or 'n/a'} |",
-              f"| throughput | {f['images_per_s']:,.0f} images/s | "
-              f"{_num(g.get('images_per_s'), '{:,.0f}')} images/s |",
-              f"| energy | {f['energy_uj_per_image']:.3f} uJ/image (op-energy model, docs/energy.md) | "
-              f"{_num(g.get('energy_uj_per_image'), '{:.3f} uJ/image')} |", ""]
+              f"| {_pct(acc['golden'])} | {_pct(acc['gpu']) if _gpu_ran(r) else 'not run'} | "
+              f"{_pct(acc['fpga'])} |", "",
+              "## Cost", "", "| | FPGA | GPU |", "| --- | --- | --- |"]
+    gpu_cols = ([f"{_num(g.get('latency_ms_per_batch'))} ms per batch of {g['batch']}",
+                 f"{_num(g.get('images_per_s'), '{:,.0f}')} images/s",
+                 _num(g.get('energy_uj_per_image'), '{:.3f} uJ/image')] if _gpu_ran(r)
+                else ["not run"] * 3)
+    lines += [f"| latency | {f['latency_ms']:.3f} ms per image ({f['cycles_per_image']:,} cycles "
+              f"at {f['clock_mhz']:g} MHz) | {gpu_cols[0]} |",
+              f"| throughput | {f['images_per_s']:,.0f} images/s | {gpu_cols[1]} |",
+              f"| energy | {f['energy_uj_per_image']:.3f} uJ/image (op-energy model, "
+              f"docs/energy.md) | {gpu_cols[2]} |", ""]
     if r["gpu_backend"] == "emulation":
         lines += ["GPU times are CPU-emulation times of the CUDA kernels (no GPU on this machine).", ""]
     lines += ["## FPGA cycles per layer", "",
@@ -90,7 +104,8 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
     for lay in f["layers"]:
         lines.append(f"| {lay['layer']} | {lay['n_tiles']} x {lay['k_tiles']} | "
                      f"{lay['load_cycles']:,} | {lay['matmul_cycles']:,} |")
-    lines += ["", f"Host layers (run by the host, not the array): {f['host_layers'] or 'none'}.", ""]
+    host = ", ".join(map(str, f["host_layers"])) or "none"
+    lines += ["", f"Host layers (run by the host, not the array): {host}.", ""]
     lines += [f"![{p.stem}]({p.name})" for p in plots]
     path.write_text("\n".join(lines) + "\n")
 
@@ -102,40 +117,48 @@ def write_plots(r: dict, out: Path) -> list:
 
     f, g = r["fpga"], r["gpu"]
     n = r["images"]
-    names = [f"{row['index']} {row['layer'][:22]}" for row in r["mapping"]]
-    fpga_s = np.full(len(names), np.nan)      # no bar: fused into the layer it feeds
+    names = [_wrap(f"{row['index']} {row['layer']}", 13) for row in r["mapping"]]
+    array_s = np.full(len(names), np.nan)     # no bar: fused into the layer it feeds
+    host_s = np.full(len(names), np.nan)
     for lay in f["layers"]:
-        fpga_s[lay["layer"]] = (lay["load_cycles"] + lay["matmul_cycles"]) / (f["clock_mhz"] * 1e6)
+        array_s[lay["layer"]] = (lay["load_cycles"] + lay["matmul_cycles"]) / (f["clock_mhz"] * 1e6)
     for i, s in f.get("host_s", {}).items():
-        fpga_s[int(i)] = s / n
-    series = [("golden (numpy)", np.array(r["golden"]["layer_s"]) / n), ("FPGA", fpga_s)]
+        host_s[int(i)] = s / n
+    # (label, seconds per image, bar position in the group, colour); the FPGA path's array
+    # times (modelled) and host times (measured) share a slot but not a colour
+    series = [("golden (numpy, measured)", np.array(r["golden"]["layer_s"]) / n, 0, "tab:blue"),
+              (f"FPGA array (cycle model, {f['clock_mhz']:g} MHz)", array_s, 1, "tab:orange"),
+              ("FPGA host layers (measured)", host_s, 1, "tab:brown")]
     if g.get("layer_s"):
-        series.append((f"GPU ({r['gpu_backend']})", np.array(g["layer_s"]) / n))
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    width = 0.8 / len(series)
-    for k, (label, vals) in enumerate(series):
-        ax.bar(np.arange(len(names)) + k * width, 1e6 * vals, width, label=label)
+        series.append((f"GPU ({r['gpu_backend']}, measured)", np.array(g["layer_s"]) / n, 2,
+                       "tab:green"))
+    slots = 1 + max(s[2] for s in series)
+    fig, ax = plt.subplots(figsize=(3.5 + 1.05 * len(names), 5))
+    width = 0.8 / slots
+    for label, vals, slot, colour in series:
+        if np.isfinite(vals).any():
+            ax.bar(np.arange(len(names)) + slot * width, 1e6 * vals, width, label=label,
+                   color=colour)
     ax.set_yscale("log")
     ax.set_ylabel("microseconds per image")
-    ax.set_xticks(np.arange(len(names)) + width * (len(series) - 1) / 2)
-    ax.set_xticklabels(names, rotation=40, ha="right", fontsize=8)
-    ax.set_title(f"{r['network']}: time per layer (FPGA: cycle model at {f['clock_mhz']:g} MHz, "
-                 "a fused conv+step shown on the step; host layers measured)", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.set_xticks(np.arange(len(names)) + width * (slots - 1) / 2)
+    ax.set_xticklabels(names, fontsize=7)
+    fused = ("a layer fused into the next (a conv with its step, a shift with its conv) is "
+             "counted on the layer it feeds")
+    ax.set_title(f"{r['network']}: time per layer\n({fused})", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     p1 = out / "layer_times.png"
     fig.savefig(p1, dpi=110)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(8, 4))
-    desc = {row["index"]: row["layer"] for row in r["mapping"]}
-    labels = [f"{lay['layer']}: {desc[lay['first']][:18]}\n{lay['n_tiles']}x{lay['k_tiles']} tiles"
-              for lay in f["layers"]]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    labels = [_op_label(lay, r["mapping"]) for lay in f["layers"]]
     loads = [lay["load_cycles"] for lay in f["layers"]]
     mms = [lay["matmul_cycles"] for lay in f["layers"]]
     ax.bar(labels, mms, label="MATMUL")
     ax.bar(labels, loads, bottom=mms, label="LOAD_WEIGHTS")
-    ax.set_xlabel("array operation (output layer: first layer it covers)")
+    ax.set_xlabel("array operation (the layers it covers; N x K tiles)")
     ax.tick_params(axis="x", labelsize=7)
     ax.set_ylabel("cycles per image")
     ax.set_title(f"{r['network']}: FPGA cycle breakdown on a {f['array']} array "
@@ -146,6 +169,24 @@ def write_plots(r: dict, out: Path) -> list:
     fig.savefig(p2, dpi=110)
     plt.close(fig)
     return [p1, p2]
+
+
+_COMPUTE = ("PointwiseConv", "IntConv2d", "BinConv2d", "BinDense")
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False)) or text
+
+
+def _op_label(lay: dict, mapping: list) -> str:
+    """An array operation named by the layer that computes (the conv or dense layer), with
+    the range of layers it covers and its tiles."""
+    first, last = lay["first"], lay["layer"]
+    covered = [mapping[i]["layer"] for i in range(first, last + 1)]
+    main = next((d for d in covered if d.split()[0] in _COMPUTE), covered[-1])
+    span = f"layer {last}" if first == last else f"layers {first}-{last}"
+    return f"{span}\n{_wrap(main, 16)}\n{lay['n_tiles']}x{lay['k_tiles']} tiles"
 
 
 def write_all(r: dict, out: Path) -> list:

@@ -27,18 +27,32 @@ def attrs(node) -> dict:
 
 
 def load_model(path_or_model) -> tuple[onnx.ModelProto, str]:
-    """The model and a description of where it came from; unreadable files raise clearly."""
+    """The model and a description of where it came from. Unreadable files, and models that
+    onnx.checker rejects, raise OnnxImportError naming the file and the problem."""
     if isinstance(path_or_model, onnx.ModelProto):
-        return path_or_model, path_or_model.graph.name or "<model>"
-    path = Path(path_or_model)
-    if not path.exists():
-        raise OnnxImportError(f"{path}: no such file")
+        model, source = path_or_model, path_or_model.graph.name or "<model>"
+    else:
+        path = Path(path_or_model)
+        if not path.exists():
+            raise OnnxImportError(f"{path}: no such file")
+        if path.is_dir():
+            raise OnnxImportError(f"{path}: is a directory, not an ONNX file")
+        if path.stat().st_size == 0:
+            raise OnnxImportError(f"{path}: empty file, not an ONNX model")
+        try:
+            model = onnx.load(str(path))
+        except Exception as exc:  # noqa: BLE001 - protobuf raises several types for bad files
+            raise OnnxImportError(f"{path}: not a readable ONNX file ({type(exc).__name__}: "
+                                  f"{exc})") from None
+        source = str(path)
+    if not model.graph.node:
+        raise OnnxImportError(f"{source}: not an ONNX model with a graph (no nodes)")
     try:
-        model = onnx.load(str(path))
-    except Exception as exc:  # noqa: BLE001 - protobuf raises several types for bad files
-        raise OnnxImportError(f"{path}: not a readable ONNX file ({type(exc).__name__}: "
-                              f"{exc})") from None
-    return model, str(path)
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid"
+        raise OnnxImportError(f"{source}: onnx.checker rejects the model: {first}") from None
+    return model, source
 
 
 class Graph:
@@ -57,6 +71,11 @@ class Graph:
             raise OnnxImportError(f"{source}: the graph must have exactly one output, has "
                                   f"{[o.name for o in g.output]}")
         self.input = inputs[0]
+        elem = self.input.type.tensor_type.elem_type
+        if elem != onnx.TensorProto.FLOAT:
+            raise OnnxImportError(f"{source}: the input {self.input.name!r} is "
+                                  f"{onnx.TensorProto.DataType.Name(elem)}; the importer reads "
+                                  f"FLOAT inputs (integers held in float32, as exported)")
         self.output = g.output[0].name
         self.meta = {p.key: p.value for p in model.metadata_props}
         self.opset = {o.domain or "": o.version for o in model.opset_import}.get("", 0)

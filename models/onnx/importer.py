@@ -35,8 +35,10 @@ input. Step thresholds are exact for every input inside that range.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
+import onnx
 
 from models import ir
 from models.checks import INT32_MAX, INT32_MIN, NumericsError
@@ -173,7 +175,11 @@ class _Lowering:
         if a.get("training_mode", 0):
             raise node_error(bn, "training_mode=1 is not an inference batch norm")
         for i, what in enumerate(("scale", "bias", "mean", "var"), start=1):
-            _const(g, bn, i, what)
+            v = _const(g, bn, i, what).astype(np.float64)
+            if not np.all(np.isfinite(v)):
+                raise node_error(bn, f"{what} {_first_bad(v, ~np.isfinite(v))} is not finite")
+            if what == "var" and np.any(v < 0):
+                raise node_error(bn, f"variance {_first_bad(v, v < 0)} is negative")
         cmp = g.sole_consumer(bn.output[0], "a comparison (Greater/Less) after the batch norm")
         if cmp.op_type not in COMPARE:
             raise node_error(cmp, f"follows batch norm {bn.name!r}; expected one of {COMPARE} "
@@ -392,10 +398,13 @@ def _input_spec(input_range) -> tuple[str, tuple]:
                                   f"{input_range!r}")
         return "binary", (-1, 1)
     try:
-        lo, hi = (int(v) for v in input_range)
-    except (TypeError, ValueError):
-        raise OnnxImportError(f"input_range must be None, (lo, hi) or 'binary', got "
-                              f"{input_range!r}") from None
+        values = list(input_range)
+        if len(values) != 2 or any(isinstance(v, bool) or int(v) != v for v in values):
+            raise ValueError
+        lo, hi = (int(v) for v in values)
+    except (TypeError, ValueError, OverflowError):
+        raise OnnxImportError(f"input_range must be None, (lo, hi) with integer bounds or "
+                              f"'binary', got {input_range!r}") from None
     if lo > hi or lo < INT32_MIN or hi > INT32_MAX:
         raise OnnxImportError(f"input_range ({lo}, {hi}) is not an int32 interval")
     return ("uint8" if (lo, hi) == (0, 255) else "int"), (lo, hi)
@@ -421,7 +430,10 @@ def import_onnx(path_or_model, input_range=None) -> ir.Network:
             "onnx": {"input_name": g.input.name, "input_shape": g.record["onnx_input_shape"],
                      "output_name": g.model.graph.output[0].name,
                      "dropped": list(g.record["dropped"]), "layer_outputs": low.outputs}}
-    name = g.meta.get("workbench.network") or g.model.graph.name or "onnx_model"
+    # a file from elsewhere is named after the file (HEP-BNN's graph is "torch-jit-export")
+    from_file = not isinstance(path_or_model, onnx.ModelProto)
+    name = (g.meta.get("workbench.network")
+            or (Path(source).stem if from_file else g.model.graph.name) or "onnx_model")
     try:
         return ir.Network(low.input_shape, low.input_kind, low.layers, name=name, meta=meta)
     except ir.NetworkError as exc:

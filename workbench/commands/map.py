@@ -58,6 +58,8 @@ def main(argv=None) -> int:
     print(mapping.table())
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
+        # which network was measured: the search's gpu cost scales this profile to others
+        mapping.profile.meta.update(network_spec=args.network, network_seed=args.seed)
         path = mapping.save(args.out / "mapping.json")
         png = mapping.heatmap(args.out / "heatmap.png")
         print(f"\nwrote {path}" + (f" and {png}" if png else " (no matplotlib: no heatmap)"))

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The co-design search's numbers (issue 9), each with its anchor measured in the same run.
+
+For the SAC and BNN families on a data set (cost = cycles on an 8x8 array): a sweep of
+budgets at fixed fractions of the zoo model's own cycles, two seeds each, through local Ray;
+the validation Pareto front; whether a front model dominates the zoo model of the family
+(test accuracy at least equal, cycles at most 0.6x); the front verified on the FPGA path (zero
+mismatches, RTL cycles equal to the model). For the ResNet fabric (cost = params): the fixed
+ResNet inside it trained with the same recipe, then B-ResNet at that ResNet's parameter budget.
+Times: the sweep's wall time and each trial's.
+
+    .venv/bin/python benchmarks/search_pareto.py --data digits
+    .venv/bin/python benchmarks/search_pareto.py --data fashion --families sac,bnn
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from workbench.commands.search import verify
+from workbench.search.driver import SearchOptions, run_search, zoo_reference
+
+FRACTIONS = {"sac": (0.35, 0.45, 0.55), "bnn": (0.3, 0.45, 0.55)}
+TARGET_RATIO = 0.6
+
+
+def sweep(family: str, cost: str, budgets: list, args, out: Path, trial: dict) -> tuple:
+    opts = SearchOptions(family=family, cost=cost, budgets=budgets, lambdas=[1.0],
+                         seeds=args.seeds, data=args.data, out=out, trial=trial,
+                         command=f"benchmarks/search_pareto.py --data {args.data}")
+    t0 = time.perf_counter()
+    doc = run_search(opts)
+    return opts, doc, time.perf_counter() - t0
+
+
+def report_chain(family: str, args, root: Path) -> dict:
+    trial = {"costs": {"array": args.array}}
+    probe = SearchOptions(family=family, cost="cycles", budgets=[1.0], data=args.data,
+                          out=root / f"{family}_{args.data}", trial=trial)
+    zoo = zoo_reference(probe)
+    if zoo is None:
+        print(f"\n{family}: no zoo model for {args.data}: nothing to compare with")
+        return {}
+    budgets = [round(f * zoo["costs"]["cycles"]) for f in FRACTIONS[family]]
+    print(f"\n=== {family} family on {args.data}, cost cycles ({args.array}); anchor: zoo "
+          f"{zoo['name']}: test {100 * zoo['test']:.2f}%, {zoo['costs']['cycles']:,.0f} cycles; "
+          f"budgets {budgets} ===", flush=True)
+    opts, doc, wall = sweep(family, "cycles", budgets, args, probe.out, trial)
+    print(f"\n{'model':28s} {'arch':52s} {'val':>7s} {'test':>7s} {'cycles':>9s} {'x zoo':>6s} "
+          f"{'front':>5s} {'trial s':>8s}")
+    for m in doc["models"]:
+        print(f"{m['name']:28s} {m['arch_text'][:52]:52s} {100 * m['accuracy']['val']:6.2f}% "
+              f"{100 * m['accuracy']['test']:6.2f}% {m['costs']['cycles']:9,.0f} "
+              f"{m['cost_vs_zoo']:6.2f} {'yes' if m['on_front'] else '':>5s} "
+              f"{m['seconds']['total']:8.0f}")
+    winners = [m for m in doc["models"] if m["on_front"] and
+               m["accuracy"]["test"] >= zoo["test"] and m["cost_vs_zoo"] <= TARGET_RATIO]
+    print(f"front models dominating the zoo model (test >= {100 * zoo['test']:.2f}%, cycles <= "
+          f"{TARGET_RATIO}x): {', '.join(m['name'] for m in winners) or 'NONE'}")
+    code = verify(doc, opts, images=args.verify_images) if args.verify else None
+    trials = [m["seconds"]["total"] for m in doc["models"]]
+    print(f"sweep of {len(doc['models'])} trials through local Ray: {wall / 60:.1f} min wall; "
+          f"one trial {min(trials):.0f}-{max(trials):.0f} s (mean {sum(trials) / len(trials):.0f} s)")
+    if code is not None:
+        print(f"verification of the front on the FPGA path: {'zero mismatches' if code == 0 else 'MISMATCH'}")
+    return {"family": family, "zoo": zoo, "winners": [m["name"] for m in winners],
+            "sweep_s": wall, "trial_s": trials, "verify_exit": code}
+
+
+def report_fabric(args, root: Path) -> dict:
+    out = root / f"fabric_{args.data}"
+    probe = SearchOptions(family="resnet-fabric", cost="params", budgets=[1.0], data=args.data,
+                          out=out, trial={"final_epochs": args.fabric_epochs})
+    base = zoo_reference(probe)        # the fixed ResNet, trained with the same recipe
+    budget = base["costs"]["params"]
+    print(f"\n=== resnet-fabric on {args.data}, cost params; anchor: fixed {base['name']}: test "
+          f"{100 * base['test']:.2f}%, {budget:,.0f} parameters (the budget) ===", flush=True)
+    opts, doc, wall = sweep("resnet-fabric", "params", [budget], args, out,
+                            {"final_epochs": args.fabric_epochs})
+    for m in doc["models"]:
+        print(f"{m['name']:34s} {m['arch_text']:44s} val {100 * m['accuracy']['val']:6.2f}% test "
+              f"{100 * m['accuracy']['test']:6.2f}% params {m['costs']['params']:,.0f} "
+              f"({m['costs']['params'] / budget:.2f}x the ResNet's){' front' if m['on_front'] else ''}")
+    better = [m["name"] for m in doc["models"] if m["accuracy"]["test"] >= base["test"]
+              and m["costs"]["params"] < budget]
+    print(f"B-ResNet models with test accuracy >= the ResNet's and fewer parameters: "
+          f"{', '.join(better) or 'NONE'}; sweep {wall / 60:.1f} min")
+    return {"family": "resnet-fabric", "baseline": base, "better": better, "sweep_s": wall}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="digits")
+    ap.add_argument("--families", default="sac,bnn,fabric")
+    ap.add_argument("--array", default="8x8")
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--fabric-epochs", type=int, default=30)
+    ap.add_argument("--verify-images", type=int, default=100)
+    ap.add_argument("--no-verify", dest="verify", action="store_false")
+    ap.add_argument("--out", type=Path, default=Path("out/bench/search"))
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    results = []
+    for fam in args.families.split(","):
+        if fam in ("sac", "bnn"):
+            results.append(report_chain(fam, args, args.out))
+        elif fam == "fabric":
+            results.append(report_fabric(args, args.out))
+        else:
+            print(f"unknown family {fam!r}", file=sys.stderr)
+            return 2
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+#!/usr/bin/env python3
+"""Co-design search: budgeted super networks (BSN) over the workbench's own cost models.
+
+The same as `sacbench search`; the code is in workbench/commands/search.py. Run it with
+.venv/bin/python (or in the activated environment) so that the project's packages import."""
+import sys
+
+from workbench.commands.search import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""The co-design search (workbench/search): the REINFORCE estimator, the Pareto front, the
+parallel-step cost, the costs the super networks train with equal the compiler and cycle model
+on the trained networks, a whole trial, the command line's errors, and a tiny sweep through
+local Ray that can be interrupted and resumed."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from fpga.compiler import compile_network, fitted_config
+from models.train.bnn import BnnNet
+from models.train.sac import SacNet
+from tests.helpers import ROOT
+from workbench.search import bnn_family, resnet_fabric, sac_family
+from workbench.search.costs import CostModel, CostSettings, parallel_steps
+from workbench.search.gates import GateSet, budget_penalty, reinforce_loss
+from workbench.search.pareto import pareto_front
+from workbench.search.trial import TrialConfig, run_trial
+
+SEED = 2018        # BSN's year; every random draw below starts from it
+
+
+def test_reinforce_moves_each_gate_towards_lower_quality_cost():
+    """With D = sum_i c_i h_i, the estimator drives gates with c_i > 0 off and c_i < 0 on."""
+    torch.manual_seed(SEED)
+    gates = GateSet([("g", 4, 0.5)])
+    c = torch.tensor([1.0, -1.0, 2.0, -2.0])
+    opt = torch.optim.SGD(gates.parameters(), lr=0.5)
+    for _ in range(200):
+        h = gates.sample(64)
+        loss = reinforce_loss(h @ c, gates.log_prob(h))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    p = gates.probs().detach()
+    assert p[0] < 0.1 and p[2] < 0.1 and p[1] > 0.9 and p[3] > 0.9, p
+    assert gates.deterministic().tolist() == [[0.0, 1.0, 0.0, 1.0]]
+
+
+def test_budget_penalty_is_relative_and_one_sided():
+    cost = torch.tensor([50.0, 100.0, 150.0, 300.0])
+    assert budget_penalty(cost, 100.0, 2.0).tolist() == [0.0, 0.0, 1.0, 4.0]
+    with pytest.raises(ValueError):
+        budget_penalty(cost, 0.0, 1.0)
+
+
+def test_pareto_front():
+    pts = [(0.9, 10.0), (0.95, 20.0), (0.85, 30.0), (0.95, 15.0), (0.99, 50.0), (0.9, 10.0)]
+    assert pareto_front(pts) == [0, 5, 3, 4]      # (0.95, 20) and (0.85, 30) are dominated
+
+
+def test_parallel_steps():
+    chain = {k: [k - 1] if k else [] for k in range(5)}
+    assert parallel_steps(chain, 1) == parallel_steps(chain, 4) == 5
+    fork = {"a": [], "b1": ["a"], "b2": ["a"], "b3": ["a"], "c": ["b1", "b2", "b3"]}
+    assert parallel_steps(fork, 1) == 5 and parallel_steps(fork, 2) == 4
+    assert parallel_steps(fork, 3) == 3
+
+
+def _sample_archs(net, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    probs = torch.rand(n, net.gates.size, generator=g)
+    return {a for a in net.decode_batch(torch.bernoulli(probs, generator=g))}
+
+
+@pytest.mark.parametrize("array", ["8x8", "4x6"])
+def test_sac_cost_equals_compiling_the_trained_networks_structure(array):
+    """The structure the search costs is the network SacNet.to_network builds for that
+    architecture: same cycles (compile_network + cycle model) for random architectures."""
+    space = sac_family.make_space((1, 8, 8), 10, {"layers": 3, "width": 24})
+    net = sac_family.supernet(space, 0.5)
+    model = CostModel(sac_family, CostSettings(array=array), (1, 8, 8), 10)
+    rows, cols = (int(v) for v in array.split("x"))
+    torch.manual_seed(SEED)
+    for arch in sorted(_sample_archs(net, 12, SEED), key=str)[:6]:
+        sac = SacNet(arch.config((1, 8, 8), 10))
+        sac.quantize_from_float(torch.rand(16, 1, 8, 8) * 255)
+        for stage in range(4):                    # column combining up to the final groups
+            sac.set_stage_groups(stage, 4)
+        real = sac.to_network()
+        prog = compile_network(real, fitted_config(real, rows, cols))
+        assert model.static("cycles", arch) == prog.cycles_per_image(), arch
+        assert model.static("params", arch) == sac_family_params(real)
+
+
+def sac_family_params(net):
+    from workbench.search.costs import network_params
+    return network_params(net)
+
+
+def test_bnn_cost_equals_compiling_the_trained_networks_structure():
+    space = bnn_family.make_space((1, 8, 8), 10, {"channels": (16, 24), "hidden": 64})
+    net = bnn_family.supernet(space, 0.5)
+    model = CostModel(bnn_family, CostSettings(array="8x8"), (1, 8, 8), 10)
+    for arch in sorted(_sample_archs(net, 8, SEED), key=str)[:3]:
+        real = BnnNet(arch.config((1, 8, 8), 10), binary=True).eval().to_network()
+        prog = compile_network(real, fitted_config(real, 8, 8))
+        assert model.static("cycles", arch) == prog.cycles_per_image(), arch
+
+
+def test_fabric_params_are_the_modules_parameters():
+    space = resnet_fabric.make_space((1, 8, 8), 10, {})
+    net = resnet_fabric.supernet(space, 0.9)
+    full = net.decode(torch.ones(net.gates.size))
+    assert resnet_fabric.static_cost("params", full, 2) == \
+        sum(p.numel() for p in net.weight_parameters())
+    base = resnet_fabric.baseline_arch(space)
+    assert resnet_fabric.static_cost("params", base, 2) < \
+        resnet_fabric.static_cost("params", full, 2)
+    # two branches per block run side by side on two processors, not on one
+    assert resnet_fabric.static_cost("parallel", full, 2) < \
+        resnet_fabric.static_cost("parallel", full, 1)
+
+
+def test_sac_trial_end_to_end(tmp_path):
+    """A tiny trial: the super network trains, the architecture's searched cycles equal those
+    of the trained integer network compiled for the array, the card and ONNX are written."""
+    cfg = TrialConfig(family="sac", cost="cycles", budget=8000, lam=1.0, seed=0, epochs=2,
+                      warmup_epochs=1, final_epochs=1, final_float_epochs=1, out=str(tmp_path),
+                      name="tiny", space={"layers": 2, "width": 16}, energy_images=8)
+    res = run_trial(cfg, log=None)
+    assert res["searched_cost"] == res["costs"]["cycles"]
+    assert len(res["history"]) == 2 and 0 <= res["accuracy"]["val"] <= 1
+    card = json.loads((tmp_path / "tiny.json").read_text())
+    assert card["search"]["arch"] == res["arch"] and (tmp_path / "tiny.onnx").exists()
+    assert json.loads((tmp_path / "result.json").read_text())["name"] == "tiny"
+
+
+def _search(*args, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "search.py"), *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--budgets", "0"], "--budgets must be positive"),
+    (["--budgets=-5,10"], "--budgets must be positive"),
+    (["--budgets", "nan"], "--budgets must be finite numbers"),
+    (["--budgets", "100", "--clock-mhz", "inf"], "--clock-mhz must be a finite number"),
+    (["--budgets", "100", "--epochs", "0"], "--epochs must be at least 1"),
+    (["--budgets", "abc"], "--budgets must be comma-separated numbers"),
+    (["--budgets", "100", "--family", "sac", "--cost", "gpu"], "not defined for the sac family"),
+    (["--budgets", "100", "--cost", "watts"], "invalid choice: 'watts'"),
+    (["--budgets", "100", "--array", "0x8"], "rows and columns must be 1..255"),
+    (["--budgets", "100", "--data", "/nonexistent"], "--data"),
+    (["--budgets", "100", "--address", "127.0.0.1:1"], "cannot reach the Ray cluster"),
+    (["--budgets", "100", "--family", "bnn", "--cost", "gpu"], "the gpu cost needs"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
+    from workbench.commands.search import main
+    try:
+        code = main([*map(str, args), "--out", str(tmp_path / "o")])
+    except SystemExit as exc:             # argparse's usage errors
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+SWEEP = ["--family", "sac", "--cost", "cycles", "--budgets", "6000,20000", "--epochs", "1",
+         "--warmup-epochs", "0", "--final-epochs", "1", "--final-float-epochs", "1",
+         "--layers", "2", "--width", "16", "--cpus", "2"]
+
+
+def test_sweep_through_local_ray(tmp_path):
+    """Two trials as Ray Tune trials on a local Ray: pareto.json lists both with every cost
+    and the zoo model, the front's models are published with their cards."""
+    out = _search(*SWEEP, "--out", tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads((tmp_path / "pareto.json").read_text())
+    assert doc["complete"] and len(doc["models"]) == 2
+    assert set(doc["models"][0]["costs"]) >= {"params", "flops", "cycles", "energy"}
+    assert any(m["on_front"] for m in doc["models"]) and (tmp_path / "pareto.png").exists()
+    assert list((tmp_path / "front").glob("*.onnx")) and doc["zoo"]["name"] == "sac_digits"
+    assert np.isfinite([m["accuracy"]["test"] for m in doc["models"]]).all()
+    assert "sac_cycles_b6000_l1_s0: epoch 1/1" in out.stdout      # progress per trial
+
+
+def test_interrupted_search_keeps_finished_trials_and_resumes(tmp_path, capsys):
+    """Trials that finished before an interruption are read back, not rerun: with every
+    trial's result.json present the search writes the front without starting Ray."""
+    from workbench.commands.search import build_parser, options_from_args
+    from workbench.search.driver import run_search
+    args = [*SWEEP, "--out", str(tmp_path)]
+    opts = options_from_args(build_parser().parse_args(args), args)
+    for cfg in opts.trial_configs():
+        run_trial(TrialConfig(**{**cfg.__dict__, "epochs": 1, "final_epochs": 1,
+                                 "final_float_epochs": 1, "export": False}), log=None)
+    doc = run_search(opts)
+    assert "2 already done" in capsys.readouterr().out
+    assert doc["complete"] and len(doc["models"]) == 2

@@ -1,0 +1,159 @@
+"""Co-design search: budgeted super networks (BSN) that pay in SAC-array cycles, energy, GPU
+time, parameters, mult-adds or parallel steps; many (budget, lambda, seed) trials through Ray
+Tune, one Pareto front on the validation split.
+
+Examples:
+  sacbench search --family sac --cost cycles --budgets 12000,20000 --array 8x8 \\
+      --data digits --epochs 15 --out out/search/sac
+  sacbench search --family bnn --cost cycles --budgets 100000 --seeds 2 --out out/search/bnn
+  sacbench search --family resnet-fabric --cost params --budgets 20000 --out out/search/fabric
+
+Writes DIR/pareto.json (every evaluated model: architecture, validation and test accuracy,
+every cost), DIR/pareto.png, DIR/front/*.onnx + cards and DIR/trials/<trial>/. With --verify
+the models on the front run through the compare job (FPGA path with a few RTL images, GPU path
+for BNNs). Exit status: 0 ok; 1 a verified model differs from its golden model; 2 bad usage or
+input (found before any training); 3 an internal or tool failure (a trial failed).
+"""
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from workbench.commands.args import ArgumentParser, finite_float
+from workbench.search.costs import COSTS
+from workbench.search.driver import SearchError, SearchOptions, TrialFailed, run_search
+from workbench.search.families import FAMILIES
+
+
+def _numbers(text: str, flag: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{flag} must be comma-separated numbers, got "
+                                         f"{text!r}") from None
+    if not values or any(v != v or v in (float("inf"), float("-inf")) for v in values):
+        raise argparse.ArgumentTypeError(f"{flag} must be finite numbers, got {text!r}")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = ArgumentParser(prog="sacbench search", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="sac")
+    ap.add_argument("--cost", choices=COSTS, default="cycles", help="the budgeted cost")
+    ap.add_argument("--budgets", required=True, type=lambda t: _numbers(t, "--budgets"),
+                    help="comma-separated budgets in the cost's unit (e.g. 12000,20000 cycles)")
+    ap.add_argument("--lambdas", default=[1.0], type=lambda t: _numbers(t, "--lambdas"),
+                    help="comma-separated weights of the budget penalty "
+                         "lambda * max(0, C - budget) / budget (default 1)")
+    ap.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per (budget, lambda)")
+    ap.add_argument("--data", default="digits", help="digits, fashion or a dataset path")
+    ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS for cycles and energy")
+    ap.add_argument("--clock-mhz", type=finite_float("--clock-mhz"), default=170.0,
+                    help="for latency_ms")
+    ap.add_argument("--processors", type=int, default=2, help="for the parallel cost")
+    ap.add_argument("--gpu-profile", default=None,
+                    help="reference GPU profile JSON for the gpu cost (sacbench map --out)")
+    ap.add_argument("--epochs", type=int, default=20, help="super-network epochs per trial")
+    ap.add_argument("--warmup-epochs", type=int, default=3,
+                    help="first epochs train the weights only")
+    ap.add_argument("--final-epochs", type=int, default=None,
+                    help="QAT epochs of the final model (default: the zoo recipe's)")
+    ap.add_argument("--final-float-epochs", type=int, default=None,
+                    help="float-twin epochs of the final model (default: the zoo recipe's)")
+    ap.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
+                    help="weights' optimizer (sgd: the paper's, momentum 0.9, weight decay 1e-4)")
+    ap.add_argument("--lr", type=finite_float("--lr"), default=None,
+                    help="weights' learning rate (adam 0.01, sgd 0.05)")
+    ap.add_argument("--gate-lr", type=finite_float("--gate-lr"), default=0.1,
+                    help="gate logits' learning rate (SGD, momentum 0.9)")
+    ap.add_argument("--gate-clip", type=finite_float("--gate-clip"), default=3.0,
+                    help="keep gate logits in [-c, c] (0: no limit)")
+    ap.add_argument("--layers", type=int, default=None, help="super network: hidden layers")
+    ap.add_argument("--width", type=int, default=None, help="super network: most channels")
+    ap.add_argument("--out", type=Path, default=Path("out/search"))
+    ap.add_argument("--address", default=None,
+                    help="join this Ray cluster (default: a local Ray for the search)")
+    ap.add_argument("--cpus", type=int, default=None, help="local Ray: trials at once")
+    ap.add_argument("--verify", action="store_true",
+                    help="run the compare job on the front's models; fail on any mismatch")
+    ap.add_argument("--verify-images", type=int, default=100)
+    return ap
+
+
+def options_from_args(args, argv) -> SearchOptions:
+    trial = {"epochs": args.epochs, "warmup_epochs": args.warmup_epochs,
+             "final_epochs": args.final_epochs, "final_float_epochs": args.final_float_epochs,
+             "optimizer": args.optimizer, "gate_lr": args.gate_lr, "gate_clip": args.gate_clip,
+             "costs": {"array": args.array, "clock_mhz": args.clock_mhz,
+                       "processors": args.processors, "gpu_profile": args.gpu_profile}}
+    if args.lr is not None or args.optimizer == "sgd":
+        trial["lr"] = args.lr if args.lr is not None else 0.05
+    space = {k: v for k, v in (("layers", args.layers), ("width", args.width)) if v is not None}
+    if space:
+        trial["space"] = space
+    return SearchOptions(family=args.family, cost=args.cost, budgets=args.budgets,
+                         lambdas=args.lambdas, seeds=args.seeds, data=args.data, out=args.out,
+                         address=args.address, cpus=args.cpus, trial=trial,
+                         command="sacbench search " + " ".join(map(shlex.quote, argv)))
+
+
+def verify(doc: dict, opts: SearchOptions, images: int) -> int:
+    """The compare job on every model of the front: 1 if any path differs."""
+    from workbench.compare import CompareError, Options, run
+    worst = 0
+    for m in doc["models"]:
+        if not (m["on_front"] and m["files"].get("onnx")):
+            continue
+        out = Path(opts.out) / "verify" / m["name"]
+        try:
+            report, code = run(Options(model=Path(m["files"]["onnx"]), data=opts.data,
+                                       images=images, rtl_images=2,
+                                       array=opts.trial["costs"]["array"], out=out,
+                                       progress=False))
+        except CompareError as exc:
+            raise SearchError(f"verify {m['name']}: {exc}") from None
+        fpga, gpu = report["mismatches"]["fpga"], report["mismatches"]["gpu"]
+        rtl = report["fpga"]["rtl"]
+        print(f"[verify] {m['name']}: FPGA mismatches {fpga}, GPU mismatches "
+              f"{'n/a' if gpu is None else gpu}, RTL cycles "
+              f"{'equal' if rtl.get('cycles_match_model') else 'DIFFER FROM'} the model "
+              f"({report['fpga']['cycles_per_image']:,} per image)")
+        worst = max(worst, code)
+    return worst
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    opts = options_from_args(args, argv)
+    try:
+        doc = run_search(opts)
+        front = [m for m in doc["models"] if m["on_front"]]
+        print(f"\n{len(doc['models'])} model(s), {len(front)} on the validation Pareto front "
+              f"({doc['cost']}, {doc['unit']}):")
+        for m in front:
+            print(f"  {m['name']}: {m['arch_text']}; val {100 * m['accuracy']['val']:.2f}%, "
+                  f"test {100 * m['accuracy']['test']:.2f}%, {doc['cost']} "
+                  f"{m['costs'][doc['cost']]:,.4g}"
+                  + (f" ({m['cost_vs_zoo']:.2f}x the zoo's)" if "cost_vs_zoo" in m else ""))
+        if doc.get("zoo"):
+            z = doc["zoo"]
+            print(f"  zoo {z['name']}: test {100 * z['test']:.2f}%, {doc['cost']} "
+                  f"{z['costs'][doc['cost']]:,.4g}")
+        print(f"wrote {opts.out / 'pareto.json'}, {opts.out / 'pareto.png'} and "
+              f"{opts.out / 'front'}/")
+        if args.verify:
+            return verify(doc, opts, args.verify_images)
+        return 0
+    except SearchError as exc:
+        print(f"sacbench search: error: {exc}", file=sys.stderr)
+        return 2
+    except TrialFailed as exc:
+        print(f"sacbench search: error: {exc}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

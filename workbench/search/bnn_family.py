@@ -1,0 +1,203 @@
+"""The BNN family's super network: the zoo BNN's shape (3x3 conv blocks of conv -> batch norm
+-> sign -> 2x2 max pool, then flatten, a hidden dense layer and the class scores), gated over
+
+* depth: how many conv blocks run (a chain of gates: block k only if block k-1), "depth";
+* width: each conv block's channels in blocks of `block` channels, the first always on,
+  "width<k>";
+* the hidden dense layer's width in blocks of `hidden_block`, the first always on, "hidden".
+
+Examples that stop after k conv blocks flatten a different tensor, so the hidden layer has one
+weight matrix per depth. The super network trains in float (ReLU instead of sign, like the zoo
+recipe's float twin); the chosen architecture is then trained from scratch with the zoo's BNN
+recipe (models.train.recipes.train_bnn) into the exact integer network. Costs: on the SAC array
+(cycles, latency, energy: the BNN lowered onto the array, docs/fpga_bnn.md) or on the GPU path
+(the mapper's latency), parameters, mult-adds, parallel steps.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models import ir
+from models.train.bnn import BnnConfig
+from workbench.search.gates import GateSet, nested_count
+
+
+@dataclass(frozen=True)
+class BnnArch:
+    channels: tuple          # widths of the conv blocks that run
+    hidden: int
+
+    def config(self, input_shape: tuple, classes: int) -> BnnConfig:
+        return BnnConfig(input_shape=tuple(input_shape), channels=self.channels,
+                         hidden=self.hidden, classes=classes)
+
+    def describe(self) -> str:
+        return f"conv {'/'.join(map(str, self.channels))}, hidden {self.hidden}"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["channels"] = list(self.channels)
+        return d
+
+
+def structure(arch: BnnArch, input_shape: tuple, classes: int) -> ir.Network:
+    """The architecture as a network description with +1 weights and zero thresholds: the
+    layers models.train.bnn.BnnNet.to_network produces for it."""
+    layers: list = []
+    c, h, w = input_shape
+    for k, f in enumerate(arch.channels):
+        cls = ir.IntConv2d if k == 0 else ir.BinConv2d
+        layers += [cls(weight=np.ones((f, c, 3, 3), np.int8), bias=np.zeros(f, np.int32),
+                       padding=1, name=f"conv{k}"),
+                   ir.Step(threshold=np.zeros(f, np.int64), direction=np.ones(f, np.int8)),
+                   ir.MaxPool2d()]
+        c, h, w = f, h // 2, w // 2
+    flat = c * h * w
+    layers += [ir.Flatten(),
+               ir.BinDense(weight=np.ones((arch.hidden, flat), np.int8),
+                           bias=np.zeros(arch.hidden, np.int32), name="hidden"),
+               ir.Step(threshold=np.zeros(arch.hidden, np.int64),
+                       direction=np.ones(arch.hidden, np.int8)),
+               ir.BinDense(weight=np.ones((classes, arch.hidden), np.int8),
+                           bias=np.zeros(classes, np.int32), name="scores")]
+    return ir.Network(tuple(input_shape), "uint8", layers, name="bnn_arch",
+                      meta={"family": "bnn"})
+
+
+@dataclass(frozen=True)
+class BnnSpace:
+    input_shape: tuple
+    classes: int = 10
+    channels: tuple = (64, 128)      # most channels of each conv block
+    block: int = 8                   # channels per width gate (the array's rows)
+    hidden: int = 256
+    hidden_block: int = 32
+
+    def __post_init__(self):
+        _, h, w = self.input_shape
+        if any(c % self.block for c in self.channels) or self.hidden % self.hidden_block:
+            raise ValueError(f"channels {self.channels} and hidden {self.hidden} must be "
+                             f"multiples of their blocks ({self.block}, {self.hidden_block})")
+        if min(h, w) >> len(self.channels) < 1:
+            raise ValueError(f"{len(self.channels)} conv blocks with 2x2 pooling do not fit a "
+                             f"{h}x{w} input")
+
+
+class BnnSuperNet(nn.Module):
+    family = "bnn"
+
+    def __init__(self, space: BnnSpace, init_prob: float = 0.9):
+        super().__init__()
+        self.space = sp = space
+        groups = [("depth", len(sp.channels) - 1, init_prob)]
+        groups += [(f"width{k}", c // sp.block - 1, init_prob) for k, c in enumerate(sp.channels)]
+        groups += [("hidden", sp.hidden // sp.hidden_block - 1, init_prob)]
+        self.gates = GateSet(groups)
+        c, h, w = sp.input_shape
+        self.convs = nn.ParameterList()
+        self.bns = nn.ModuleList()
+        self.dense_in = nn.ParameterList()       # one hidden-layer matrix per depth
+        self.dense_bn = nn.ModuleList()
+        for f in sp.channels:
+            self.convs.append(nn.Parameter(self._init((f, c, 3, 3))))
+            self.bns.append(nn.BatchNorm2d(f))
+            c, h, w = f, h // 2, w // 2
+            self.dense_in.append(nn.Parameter(self._init((sp.hidden, c * h * w))))
+            self.dense_bn.append(nn.BatchNorm1d(sp.hidden))
+        self.out_w = nn.Parameter(self._init((sp.classes, sp.hidden)))
+        self.out_b = nn.Parameter(torch.zeros(sp.classes))
+
+    @staticmethod
+    def _init(shape) -> torch.Tensor:
+        w = torch.empty(shape)
+        nn.init.kaiming_uniform_(w, a=5 ** 0.5)
+        return w
+
+    def weight_parameters(self) -> list:
+        return [p for n, p in self.named_parameters() if not n.startswith("gates.")]
+
+    def _mask(self, h: torch.Tensor, name: str, block: int) -> torch.Tensor:
+        return torch.cat([torch.ones(len(h), 1), self.gates.part(h, name)], dim=1) \
+            .repeat_interleave(block, dim=1)
+
+    def _depth(self, h: torch.Tensor) -> torch.Tensor:
+        return 1 + nested_count(self.gates.part(h, "depth")).long()
+
+    def decode(self, h_row: torch.Tensor) -> BnnArch:
+        return self.decode_batch(h_row[None])[0]
+
+    def decode_batch(self, h: torch.Tensor) -> list[BnnArch]:
+        sp = self.space
+        depth = self._depth(h).tolist()
+        widths = torch.stack([self.gates.part(h, f"width{k}").sum(dim=1) + 1
+                              for k in range(len(sp.channels))], dim=1).long() * sp.block
+        hidden = ((self.gates.part(h, "hidden").sum(dim=1) + 1) * sp.hidden_block).long()
+        return [BnnArch(tuple(w[:d]), hid)
+                for d, w, hid in zip(depth, widths.tolist(), hidden.tolist())]
+
+    @staticmethod
+    def _nonzero(x: torch.Tensor) -> torch.Tensor:
+        """Nonzero data per example as the array stores them: pixels > 0, and +1 activations
+        (stored as 2; -1 is stored as 0), here the float network's positive activations."""
+        return (x.detach() > 0).flatten(1).float().sum(dim=1)
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor):
+        """Logits of each example's sub-network and its estimated active (weight, datum) pairs
+        on the array: every nonzero input of a 3x3 conv meets 9 taps of each filter that is on
+        (borders ignored), of a dense layer one weight of each output."""
+        sp = self.space
+        depth = self._depth(h)
+        a, act = x, x.new_zeros(len(x))
+        logits = x.new_zeros((len(x), sp.classes))
+        for k, (w, bn) in enumerate(zip(self.convs, self.bns)):
+            m = self._mask(h, f"width{k}", sp.block)
+            act = act + (depth > k) * self._nonzero(a) * 9 * m.sum(dim=1)
+            a = F.relu(F.max_pool2d(bn(F.conv2d(a, w, padding=1)), 2)) * m[:, :, None, None]
+            sel = (depth == k + 1).nonzero(as_tuple=True)[0]
+            if len(sel):
+                flat = a[sel].flatten(1)
+                mh = self._mask(h[sel], "hidden", sp.hidden_block)
+                z = F.relu(self.dense_bn[k](F.linear(flat, self.dense_in[k]))) * mh
+                logits = logits.index_put((sel,), F.linear(z, self.out_w, self.out_b))
+                act = act.index_put((sel,), act[sel] + self._nonzero(flat) * mh.sum(dim=1)
+                                    + self._nonzero(z) * sp.classes)
+        return logits, act
+
+
+# ---------------------------------------------------------------------------------------------
+# the family's interface to the search (workbench/search/families.py)
+# ---------------------------------------------------------------------------------------------
+NAME = "bnn"
+COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "gpu", "parallel")
+ZOO = {"digits": "bnn_digits", "fashion": "bnn_fashion"}
+Arch = BnnArch
+
+
+def make_space(input_shape: tuple, classes: int, options: dict) -> BnnSpace:
+    opts = dict(options)
+    if "width" in opts:           # --width: the widest conv block; the others in proportion
+        w = int(opts.pop("width"))
+        opts["channels"] = tuple(max(8, w * c // 128) for c in BnnSpace.channels)
+    if "layers" in opts:
+        n = int(opts.pop("layers"))
+        base = opts.get("channels", BnnSpace.channels)
+        opts["channels"] = tuple(base[min(k, len(base) - 1)] for k in range(n))
+    return BnnSpace(input_shape=tuple(input_shape), classes=classes, **opts)
+
+
+def supernet(space: BnnSpace, init_prob: float) -> BnnSuperNet:
+    return BnnSuperNet(space, init_prob)
+
+
+def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, seed: int,
+                threads: int, epochs: int | None, float_epochs: int | None, name: str):
+    """The zoo recipe (float twin, then the binarized model distilled from it), from scratch."""
+    from models.train.recipes import train_bnn
+    kw = {k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs)) if v is not None}
+    return train_bnn(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),
+                     progress=False, name=name, **kw)

@@ -1,0 +1,212 @@
+"""Costs of sampled architectures, each computed by the workbench's own tools and cached by
+architecture (BSN: "the cost may be anything measured after the forward pass"). The table of
+costs, their units and how each is computed is in docs/search.md:
+
+params, flops     counted on the network description (SAC, BNN) or the PyTorch module (fabric)
+cycles            fpga.compiler.compile_network for --array + the exact cycle model
+latency_ms        cycles at --clock-mhz
+energy            fpga.energy: the compiled program's memory traffic + the example's active
+                  (weight, datum) pairs (per example: a stochastic cost)
+gpu               BNN: the mapper's transfer-aware DP latency (workbench/search/gpu_cost.py)
+parallel          steps to compute the module graph on --processors processors
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import torch
+
+from fpga.compiler import CompileError, compile_network, roomy_config
+from fpga.energy import PJ_ADD32, program_counts
+from models import ir
+
+COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "gpu", "parallel")
+UNITS = {"params": "parameters", "flops": "mult-adds per image", "cycles": "cycles per image",
+         "latency_ms": "ms per image", "energy": "uJ per image", "gpu": "GPU ms per image",
+         "parallel": "steps"}
+
+
+class CostError(ValueError):
+    """A cost that cannot be computed for this family or architecture (names both)."""
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    array: str = "8x8"              # SAC array ROWSxCOLS for cycles, latency and energy
+    cmax: int = 64                  # data-buffer banks
+    clock_mhz: float = 170.0
+    processors: int = 2             # for the parallel cost
+    gpu_profile: str | None = None  # reference profile JSON for the gpu cost (see gpu_cost.py)
+    gpu_batch: int = 64
+
+    @cached_property
+    def rows_cols(self) -> tuple[int, int]:
+        try:
+            r, c = (int(v) for v in self.array.lower().split("x"))
+        except ValueError:
+            raise CostError(f"--array must look like ROWSxCOLS (e.g. 8x8), got "
+                            f"{self.array!r}") from None
+        if not (1 <= r <= 255 and 1 <= c <= 255):
+            raise CostError(f"--array {self.array}: rows and columns must be 1..255")
+        return r, c
+
+
+# ---------------------------------------------------------------------------------------------
+# costs of a network description (SAC and BNN families)
+# ---------------------------------------------------------------------------------------------
+def network_params(net: ir.Network) -> int:
+    n = 0
+    for layer in net.layers:
+        if isinstance(layer, ir.PointwiseConv):
+            n += layer.weights.packed.size + layer.bias.size
+        elif isinstance(layer, (ir.IntConv2d, ir.BinConv2d, ir.BinDense)):
+            n += layer.weight.size + layer.bias.size
+        elif isinstance(layer, ir.Step):
+            n += layer.threshold.size
+    return int(n)
+
+
+def network_flops(net: ir.Network) -> int:
+    n = 0
+    for i, layer in enumerate(net.layers):
+        (c, *spatial), _ = net.shapes[i]
+        out_shape = net.shapes[i + 1][0]
+        if isinstance(layer, ir.PointwiseConv):
+            n += layer.weights.packed.size * int(np.prod(spatial))
+        elif isinstance(layer, (ir.IntConv2d, ir.BinConv2d)):
+            n += layer.weight.size * int(np.prod(out_shape[1:]))
+        elif isinstance(layer, ir.BinDense):
+            n += layer.weight.size
+    return int(n)
+
+
+def chain_modules(net: ir.Network) -> int:
+    """Compute modules of a chain network (convolutions and dense layers)."""
+    return sum(isinstance(layer, (ir.PointwiseConv, ir.IntConv2d, ir.BinConv2d, ir.BinDense))
+               for layer in net.layers)
+
+
+def parallel_steps(preds: dict, processors: int) -> int:
+    """Steps to compute a DAG of unit-time modules on `processors` processors: greedy list
+    scheduling, longest remaining path first (Hu's priority). preds: module -> modules it
+    needs. A chain takes one step per module whatever the processors."""
+    if processors < 1:
+        raise CostError(f"--processors must be at least 1, got {processors}")
+    succ: dict = {m: [] for m in preds}
+    for m, ps in preds.items():
+        for p in ps:
+            succ[p].append(m)
+    level: dict = {}
+
+    def height(m):
+        if m not in level:
+            level[m] = 1 + max((height(s) for s in succ[m]), default=0)
+        return level[m]
+
+    done, steps = set(), 0
+    while len(done) < len(preds):
+        ready = [m for m in preds if m not in done and all(p in done for p in preds[m])]
+        ready.sort(key=lambda m: -height(m))
+        done.update(ready[:processors])
+        steps += 1
+    return steps
+
+
+class CostModel:
+    """The costs of one family's architectures under one set of settings, cached by
+    architecture. `family` provides structure(arch) -> ir.Network (SAC, BNN) or, for the
+    fabric, params(arch) / flops(arch) / dag(arch)."""
+
+    def __init__(self, family, settings: CostSettings, input_shape: tuple, classes: int):
+        self.family = family
+        self.settings = settings
+        self.input_shape = tuple(input_shape)
+        self.classes = classes
+        self._cache: dict = {}
+        self._gpu = None
+
+    def check(self, name: str) -> None:
+        if name not in COSTS:
+            raise CostError(f"unknown cost {name!r} (choose from {', '.join(COSTS)})")
+        if name not in self.family.COSTS:
+            raise CostError(f"cost {name!r} is not defined for the {self.family.NAME} family "
+                            f"(it has {', '.join(self.family.COSTS)})")
+        if name in ("cycles", "latency_ms", "energy"):
+            self.settings.rows_cols       # noqa: B018 (validates --array)
+
+    # -- per architecture -------------------------------------------------------------------
+    def network(self, arch) -> ir.Network:
+        return self._cached(("network", arch),
+                            lambda: self.family.structure(arch, self.input_shape, self.classes))
+
+    def program(self, arch):
+        """The compiled program of the architecture (instructions and memory plan; the words
+        are not encoded, which does not change a cycle)."""
+        def build():
+            rows, cols = self.settings.rows_cols
+            try:
+                return compile_network(self.network(arch), roomy_config(rows, cols,
+                                                                        self.settings.cmax),
+                                       encode_words=False)
+            except CompileError as exc:
+                raise CostError(f"architecture {arch.describe()} does not compile for a "
+                                f"{self.settings.array} array: {exc}") from None
+        return self._cached(("program", arch), build)
+
+    def static(self, name: str, arch) -> float:
+        """The cost `name` of `arch` that does not depend on the example (energy: without the
+        accumulations, which the example's activity adds)."""
+        def compute():
+            if self.family.NAME == "resnet-fabric":
+                return float(self.family.static_cost(name, arch, self.settings.processors))
+            if name == "params":
+                return float(network_params(self.network(arch)))
+            if name == "flops":
+                return float(network_flops(self.network(arch)))
+            if name == "cycles":
+                return float(self.program(arch).cycles_per_image())
+            if name == "latency_ms":
+                return self.static("cycles", arch) / (self.settings.clock_mhz * 1e3)
+            if name == "energy":
+                counts = program_counts(self.program(arch), 0.0)
+                return counts.picojoules()["total"] * 1e-6
+            if name == "parallel":
+                n = chain_modules(self.network(arch))
+                return float(parallel_steps({k: [k - 1] if k else [] for k in range(n)},
+                                            self.settings.processors))
+            if name == "gpu":
+                return self.gpu_model().ms_per_image(self.network(arch))
+            raise CostError(f"unknown cost {name!r}")
+        return self._cached((name, arch), compute)
+
+    def of(self, name: str, arch, activity: float = 0.0) -> float:
+        """The cost of one example computed by `arch` with `activity` active pairs."""
+        c = self.static(name, arch)
+        if name == "energy":
+            c += activity * PJ_ADD32 * 1e-6
+        return c
+
+    def per_example(self, name: str, archs: list, activity: torch.Tensor | None) -> torch.Tensor:
+        act = activity.detach().tolist() if activity is not None else [0.0] * len(archs)
+        return torch.tensor([self.of(name, a, x) for a, x in zip(archs, act)],
+                            dtype=torch.float32)
+
+    def all_static(self, arch) -> dict:
+        return {n: self.static(n, arch) for n in self.family.COSTS}
+
+    def gpu_model(self):
+        if self._gpu is None:
+            from workbench.search.gpu_cost import GpuLatencyModel
+            self._gpu = GpuLatencyModel.from_settings(self.settings)
+        return self._gpu
+
+    def _cached(self, key, fn):
+        if key not in self._cache:
+            self._cache[key] = fn()
+        return self._cache[key]
+
+    @property
+    def cached_architectures(self) -> int:
+        return sum(1 for k in self._cache if k[0] == "network")

@@ -1,0 +1,406 @@
+"""A search: many (budget, lambda, seed) trials as Ray Tune trials, gathered into one Pareto
+front on the validation split (BSN's model selection), with the test accuracy of the models on
+it reported.
+
+Ray runs locally by default (a Ray instance started for the search, one CPU per trial); with
+`address` it joins an existing cluster (`ray start --head` ...). Every trial writes its own
+result.json, ONNX model and card into DIR/trials/<name>/ as soon as it finishes, and the
+driver rewrites DIR/pareto.json after every finished trial, so an interrupted search leaves the
+finished trials readable. At the end: DIR/pareto.json (every evaluated model with its
+architecture, validation and test accuracy and every cost; the front; the zoo model of the
+family for comparison), DIR/pareto.png, and DIR/front/<name>.onnx + .json for the models on
+the front.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from workbench.files import write_json_atomic
+from workbench.search.costs import COSTS, UNITS, CostError, CostModel
+from workbench.search.families import family as get_family
+from workbench.search.pareto import pareto_front
+from workbench.search.trial import TrialConfig, run_trial
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class SearchError(Exception):
+    """Bad search options or an unusable environment: one clear line (exit 2)."""
+
+
+class TrialFailed(Exception):
+    """A trial raised: the finished ones are written, the search fails (exit 3)."""
+
+
+@dataclass
+class SearchOptions:
+    family: str = "sac"
+    cost: str = "cycles"
+    budgets: list = field(default_factory=lambda: [20000.0])
+    lambdas: list = field(default_factory=lambda: [1.0])
+    seeds: int = 1
+    data: str = "digits"
+    out: Path = Path("out/search")
+    address: str | None = None
+    cpus: int | None = None            # local Ray: CPUs to use (default: all)
+    trial: dict = field(default_factory=dict)     # TrialConfig fields (epochs, space, costs...)
+    command: str = ""
+
+    def trial_configs(self) -> list[TrialConfig]:
+        out = []
+        for budget, lam, seed in itertools.product(self.budgets, self.lambdas,
+                                                   range(self.seeds)):
+            name = f"{self.family}_{self.cost}_b{budget:g}_l{lam:g}_s{seed}"
+            out.append(TrialConfig(family=self.family, cost=self.cost, budget=float(budget),
+                                   lam=float(lam), seed=seed, data=self.data,
+                                   out=str(Path(self.out).resolve() / "trials" / name),
+                                   name=name, command=self.command, **self.trial))
+        return out
+
+
+def check_options(opts: SearchOptions) -> None:
+    """Everything that can be checked before any training starts (SearchError otherwise)."""
+    try:
+        fam = get_family(opts.family)
+    except ValueError as exc:
+        raise SearchError(str(exc)) from None
+    if opts.cost not in COSTS:
+        raise SearchError(f"--cost: unknown cost {opts.cost!r} (choose from {', '.join(COSTS)})")
+    if opts.cost not in fam.COSTS:
+        raise SearchError(f"--cost {opts.cost} is not defined for the {opts.family} family "
+                          f"(it has {', '.join(fam.COSTS)})")
+    if not opts.budgets or any(not b > 0 for b in opts.budgets):
+        raise SearchError(f"--budgets must be positive numbers, got {opts.budgets}")
+    if not opts.lambdas or any(not lam >= 0 for lam in opts.lambdas):
+        raise SearchError(f"--lambdas must be numbers >= 0, got {opts.lambdas}")
+    if opts.seeds < 1:
+        raise SearchError(f"--seeds must be at least 1, got {opts.seeds}")
+    cfg = opts.trial_configs()[0]
+    if cfg.epochs < 1:
+        raise SearchError(f"--epochs must be at least 1, got {cfg.epochs}")
+    if not 0 <= cfg.warmup_epochs:
+        raise SearchError(f"--warmup-epochs must be 0 or more, got {cfg.warmup_epochs}")
+    for flag, v in (("--final-epochs", cfg.final_epochs),
+                    ("--final-float-epochs", cfg.final_float_epochs)):
+        if v is not None and v < 1:
+            raise SearchError(f"{flag} must be at least 1, got {v}")
+    settings = cfg.cost_settings()
+    if not settings.clock_mhz > 0:
+        raise SearchError(f"--clock-mhz must be positive, got {settings.clock_mhz}")
+    if settings.processors < 1:
+        raise SearchError(f"--processors must be at least 1, got {settings.processors}")
+    if opts.cpus is not None and opts.cpus < 1:
+        raise SearchError(f"--cpus must be at least 1, got {opts.cpus}")
+    if not cfg.lr > 0 or not cfg.gate_lr > 0 or cfg.gate_clip < 0:
+        raise SearchError("--lr and --gate-lr must be positive and --gate-clip 0 or more")
+    from models.datasets import DatasetError, load_dataset
+    try:
+        ds = load_dataset(opts.data, "val")
+    except DatasetError as exc:
+        raise SearchError(f"--data: {exc}") from None
+    try:
+        space = fam.make_space(ds.image_shape, ds.classes, cfg.space)
+        model = CostModel(fam, cfg.cost_settings(), ds.image_shape, ds.classes)
+        model.check(opts.cost)
+        # the largest and the smallest architecture of the space must be mappable
+        net = fam.supernet(space, cfg.init_prob)
+        import torch
+        for h in (torch.ones(1, net.gates.size), torch.zeros(1, net.gates.size)):
+            model.all_static(net.decode(h[0]))
+    except (CostError, ValueError) as exc:
+        raise SearchError(f"{opts.family} search space: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Ray
+# ---------------------------------------------------------------------------------------------
+def _trainable(config: dict) -> None:
+    """A Ray Tune trial: one BSN run, reporting every epoch and the final result."""
+    from ray import tune
+    cfg = TrialConfig(**config["trial"])
+
+    def report(entry):
+        tune.report({**{k: v for k, v in entry.items() if k != "arch"}, "arch": entry["arch"],
+                     "final": False})
+
+    result = run_trial(cfg, report=report, log=None)
+    tune.report({"final": True, "val_accuracy": result["accuracy"]["val"],
+                 "test_accuracy": result["accuracy"]["test"],
+                 "cost": result["costs"].get(cfg.cost), "arch": result["arch_text"],
+                 "result_file": str(Path(cfg.out) / "result.json")})
+
+
+def check_address(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on a Ray address nobody answers at (ray.init waits minutes before it gives
+    up). "auto" (a cluster started on this machine) is left to Ray."""
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise SearchError(f"--address must look like HOST:PORT (or ray://HOST:PORT, or auto), "
+                          f"got {address!r}")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise SearchError(f"--address {address}: cannot reach the Ray cluster "
+                          f"({exc.strerror or exc})") from None
+
+
+def _init_ray(opts: SearchOptions, temp_dir: str):
+    import ray
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
+              "configure_logging": True}
+    if opts.address:
+        check_address(opts.address)
+        kwargs["runtime_env"] = {"working_dir": str(ROOT), "excludes": [
+            ".venv", "build", "out", ".git", "sim_build", "*.onnx.tmp"]}
+        try:
+            ray.init(address=opts.address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise SearchError(f"--address {opts.address}: cannot join the Ray cluster "
+                              f"({first})") from None
+    else:
+        # Ray's session directory holds Unix sockets, whose paths must stay short
+        ray.init(num_cpus=opts.cpus or os.cpu_count(), _temp_dir=temp_dir, **kwargs)
+    return ray
+
+
+class _Progress:
+    """A Ray Tune callback: one line per trial epoch, and pareto.json after every finished
+    trial (so an interrupted search keeps what is done)."""
+
+    def __new__(cls, *args, **kwargs):
+        from ray.tune import Callback
+
+        class Progress(Callback):
+            def __init__(self, opts, total, t0):
+                self.opts, self.total, self.t0, self.finished = opts, total, t0, 0
+
+            def on_trial_result(self, iteration, trials, trial, result, **info):
+                name = trial.config["trial"]["name"]
+                elapsed = time.perf_counter() - self.t0
+                if result.get("final"):
+                    return
+                epochs = trial.config["trial"].get("epochs")
+                print(f"[search {elapsed:6.0f} s] {name}: epoch {result['epoch']}/{epochs}, "
+                      f"val {100 * result['val_accuracy']:.1f}%, {self.opts.cost} "
+                      f"{result['cost']:,.4g}, {result['arch']}", flush=True)
+
+            def on_trial_complete(self, iteration, trials, trial, **info):
+                self.finished += 1
+                name = trial.config["trial"]["name"]
+                res = _read_result(Path(trial.config["trial"]["out"]))
+                elapsed = time.perf_counter() - self.t0
+                left = self.total - self.finished
+                eta = elapsed / self.finished * left / max(1, min(left, _parallel(self.opts)))
+                if res:
+                    print(f"[search {elapsed:6.0f} s] {name} done ({self.finished}/{self.total}):"
+                          f" {res['arch_text']}; val {100 * res['accuracy']['val']:.2f}%, test "
+                          f"{100 * res['accuracy']['test']:.2f}%, {self.opts.cost} "
+                          f"{res['costs'].get(self.opts.cost):,.4g}"
+                          + (f"; about {eta / 60:.1f} min left" if left else ""), flush=True)
+                write_pareto(self.opts, collect(self.opts), partial=left > 0)
+
+            def on_trial_error(self, iteration, trials, trial, **info):
+                self.finished += 1
+                print(f"[search] {trial.config['trial']['name']} FAILED (see "
+                      f"{self.opts.out}/ray for its log)", flush=True)
+
+        return Progress(*args, **kwargs)
+
+
+def _parallel(opts: SearchOptions) -> int:
+    return max(1, opts.cpus or os.cpu_count() or 1)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _read_result(trial_dir: Path) -> dict | None:
+    return _read_json(Path(trial_dir) / "result.json")
+
+
+def collect(opts: SearchOptions) -> list[dict]:
+    """The results of the trials that have finished, in trial order."""
+    out = []
+    for cfg in opts.trial_configs():
+        res = _read_result(Path(cfg.out))
+        if res is not None:
+            out.append(res)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# results
+# ---------------------------------------------------------------------------------------------
+def zoo_reference(opts: SearchOptions) -> dict | None:
+    """The zoo model of the family for the data set, with the same costs (for comparison)."""
+    fam = get_family(opts.family)
+    cfg = opts.trial_configs()[0]
+    if hasattr(fam, "baseline"):         # the fabric: its fixed ResNet, trained once
+        path = Path(opts.out) / "baseline.json"
+        cached = _read_json(path)
+        if cached is None:
+            from models.datasets import load_dataset
+            ds = load_dataset(opts.data, "val")
+            cached = fam.baseline(opts.data, ds.image_shape, ds.classes, cfg.space,
+                                  epochs=cfg.final_epochs,
+                                  processors=cfg.cost_settings().processors)
+            write_json_atomic(path, cached)
+        return cached
+    name = getattr(fam, "ZOO", {}).get(str(opts.data))
+    if name is None:
+        return None
+    from models import zoo
+    try:
+        card = zoo.card(name)
+        net = zoo.load(name)
+    except (FileNotFoundError, OSError):
+        return None
+    model = CostModel(fam, cfg.cost_settings(), net.input_shape, int(net.output_shape[0]))
+    from models.datasets import load_dataset
+    from workbench.search.trial import exact_costs
+    val = load_dataset(opts.data, "val")
+    costs = exact_costs(fam, model, net, val.images, cfg.energy_images)
+    acc = card["accuracy_percent"]
+    return {"name": name, "val": acc["quantized_val"] / 100, "test": acc["golden_test"] / 100,
+            "costs": costs}
+
+
+def write_pareto(opts: SearchOptions, results: list[dict], partial: bool = False,
+                 zoo: dict | None = None) -> dict:
+    points = [(r["accuracy"]["val"], r["costs"][opts.cost]) for r in results]
+    front = set(pareto_front(points))
+    doc = {
+        "family": opts.family, "cost": opts.cost, "unit": UNITS[opts.cost], "data": opts.data,
+        "complete": not partial, "command": opts.command,
+        "selection": "Pareto front of (validation accuracy, cost) over every evaluated model; "
+                     "test accuracy reported, never used to select",
+        "zoo": zoo,
+        "models": [],
+    }
+    for i, r in enumerate(results):
+        entry = {k: r[k] for k in ("name", "budget", "lambda", "seed", "arch", "arch_text",
+                                   "searched_cost", "costs", "accuracy", "files", "seconds")}
+        entry["on_front"] = i in front
+        if zoo:     # at least as accurate on the test split, at most as costly
+            entry["cost_vs_zoo"] = r["costs"][opts.cost] / zoo["costs"][opts.cost]
+            entry["dominates_zoo"] = (r["accuracy"]["test"] >= zoo["test"]
+                                      and entry["cost_vs_zoo"] <= 1.0)
+        doc["models"].append(entry)
+    write_json_atomic(Path(opts.out) / "pareto.json", doc)
+    return doc
+
+
+def plot_pareto(doc: dict, path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    models = doc["models"]
+    cost = [m["costs"][doc["cost"]] for m in models]
+    val = [100 * m["accuracy"]["val"] for m in models]
+    test = [100 * m["accuracy"]["test"] for m in models]
+    ax.scatter(cost, val, marker="o", facecolors="none", edgecolors="tab:blue",
+               label="models (validation)")
+    ax.scatter(cost, test, marker="x", color="tab:red", label="the same models (test)")
+    front = sorted((c, v) for c, v, m in zip(cost, val, models) if m["on_front"])
+    if front:
+        ax.step([c for c, _ in front], [v for _, v in front], where="post", color="tab:blue",
+                lw=1.5, label="Pareto front (validation)")
+        ax.scatter([c for c, _ in front], [v for _, v in front], color="tab:blue", zorder=3)
+    zoo = doc.get("zoo")
+    if zoo:
+        ax.scatter([zoo["costs"][doc["cost"]]], [100 * zoo["test"]], marker="*", s=180,
+                   color="tab:green", zorder=4, label=f"zoo {zoo['name']} (test)")
+    ax.set_xlabel(f"{doc['cost']} ({doc['unit']})")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(f"{doc['family']} family on {doc['data']}: accuracy vs {doc['cost']}",
+                 fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def publish_front(opts: SearchOptions, doc: dict) -> list[Path]:
+    """Copy the front's ONNX files and cards into DIR/front/."""
+    front_dir = Path(opts.out) / "front"
+    front_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for m in doc["models"]:
+        if m["on_front"] and m["files"].get("onnx"):
+            for key in ("onnx", "card"):
+                src = Path(m["files"][key])
+                shutil.copy2(src, front_dir / src.name)
+            out.append(front_dir / Path(m["files"]["onnx"]).name)
+    return out
+
+
+def run_search(opts: SearchOptions) -> dict:
+    """Run every trial through Ray Tune, then write pareto.json, pareto.png and front/."""
+    if opts.address:
+        check_address(opts.address)
+    check_options(opts)
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    configs = opts.trial_configs()
+    todo = [c for c in configs if _read_result(Path(c.out)) is None]
+    t0 = time.perf_counter()
+    ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    print(f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in "
+          f"{out}); Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", flush=True)
+    if todo:
+        ray = _init_ray(opts, ray_tmp)
+        try:
+            from ray import tune
+            tuner = tune.Tuner(
+                tune.with_resources(_trainable, {"cpu": 1}),
+                param_space={"trial": tune.grid_search([asdict(c) for c in todo])},
+                tune_config=tune.TuneConfig(max_concurrent_trials=_parallel(opts)),
+                run_config=tune.RunConfig(
+                    name="tune", storage_path=str((out / "ray").resolve()), verbose=0,
+                    callbacks=[_Progress(opts, len(todo), t0)],
+                    failure_config=tune.FailureConfig(max_failures=0)))
+            grid = tuner.fit()
+            errors = [(r.config["trial"]["name"], r.error) for r in grid if r.error]
+        finally:
+            ray.shutdown()
+    else:
+        errors = []
+    results = collect(opts)
+    if errors or not results:
+        if results:
+            write_pareto(opts, results, partial=True)
+        name, err = errors[0] if errors else ("every trial", "no result")
+        first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        raise TrialFailed(f"{len(errors)} of {len(configs)} trial(s) failed; {name}: {first} "
+                          f"(logs: {out / 'ray'}, {ray_tmp})")
+    shutil.rmtree(ray_tmp, ignore_errors=True)
+    doc = write_pareto(opts, results, partial=len(results) < len(configs),
+                       zoo=zoo_reference(opts))
+    plot_pareto(doc, out / "pareto.png")
+    publish_front(opts, doc)
+    print(f"[search] done in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return doc

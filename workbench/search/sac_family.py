@@ -1,0 +1,270 @@
+"""The SAC family's super network: a fabric of the streamlined SAC CNN (channel shift + 1x1
+power-of-two convolution + ReLU & quantize), gated over
+
+* the input reshaping factor (space-to-depth by 1 or 2): gate "s2d";
+* depth: every hidden layer but the first can be skipped (all hidden layers have the same
+  maximum width, so a skipped layer is the identity): gates "depth";
+* width: the channels of each hidden layer in blocks of `block` channels (the array's rows,
+  the unit filters tile on), the first block always on: gates "width<i>";
+* the column-combining group size of each layer but the first and of the final layer:
+  three gates in a chain, G = 2^(number of leading gates on) = 1, 2, 4 or 8: gates "group<i>".
+
+The super network trains in float (batch norm, ReLU, average pooling, like the zoo recipe's
+float twin) with the sampled sub-network's column-combining masks (in every group of G input
+channels a filter keeps only its largest weight). Every sampled architecture is a network the
+SAC compiler accepts (`structure` builds it; the cost models compile it). The chosen
+architecture is then trained from scratch with the zoo's recipe (models.train.recipes.train_sac)
+into the exact integer network the array runs.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models import ir
+from models.numerics import sac as sac_num
+from models.numerics.sac import OutputMode
+from models.train.sac import SacConfig, combine_mask, shift_directions, shift_kernel, space_to_depth
+from workbench.search.gates import GateSet, nested_count
+
+
+@dataclass(frozen=True)
+class SacArch:
+    """One architecture of the SAC family (what the cost depends on; hashable)."""
+    s2d: int
+    widths: tuple           # widths of the hidden layers that are on, in order
+    groups: tuple           # their column-combining group sizes (the first layer's is 1)
+    final_group: int
+
+    def config(self, input_shape: tuple, classes: int) -> SacConfig:
+        return SacConfig(input_shape=tuple(input_shape), s2d=self.s2d, widths=self.widths,
+                         groups=self.groups, final_group=self.final_group, final_shift=True,
+                         classes=classes)
+
+    def describe(self) -> str:
+        return (f"s2d {self.s2d}, widths {'/'.join(map(str, self.widths))}, groups "
+                f"{'/'.join(map(str, self.groups))}, final group {self.final_group}")
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["widths"], d["groups"] = list(self.widths), list(self.groups)
+        return d
+
+
+def structure(arch: SacArch, input_shape: tuple, classes: int) -> ir.Network:
+    """The architecture as a network description with zero weights: the layers, shapes and
+    group sizes that models.train.sac.SacNet.to_network produces for it, which is all the
+    compiler's tiling and the cycle model look at."""
+    layers: list = []
+    c, h, w = input_shape
+    if arch.s2d > 1:
+        layers.append(ir.SpaceToDepth(factor=arch.s2d))
+        c *= arch.s2d * arch.s2d
+    shapes = list(zip(arch.widths, arch.groups)) + [(classes, arch.final_group)]
+    for i, (f, g) in enumerate(shapes):
+        final = i == len(shapes) - 1
+        if i > 0:
+            layers.append(ir.ChannelShift(directions=shift_directions(c), name=f"shift{i}"))
+        packed = np.zeros((f, -(-c // g)), dtype=np.uint8)
+        layers.append(ir.PointwiseConv(
+            weights=sac_num.CombinedWeights(packed, g, c), bias=np.zeros(f, dtype=np.int32),
+            mode=OutputMode.RAW if final else OutputMode.RELU_QUANT,
+            name="final" if final else f"conv{i}"))
+        c = f
+    layers.append(ir.PixelSum())
+    return ir.Network(tuple(input_shape), "uint8", layers, name="sac_arch",
+                      meta={"family": "sac"})
+
+
+@dataclass(frozen=True)
+class SacSpace:
+    """The size of the SAC super network."""
+    input_shape: tuple
+    classes: int = 10
+    layers: int = 4              # hidden 1x1 layers; the first is always on
+    width: int = 64              # most channels of a hidden layer
+    block: int = 8               # channels per width gate
+    s2d: tuple = (1, 2)          # input reshaping factors to choose from (one or two)
+    max_group: int = 8           # largest column-combining group (a power of two <= 8)
+
+    def __post_init__(self):
+        c, h, w = self.input_shape
+        if self.width % self.block or self.block < 1:
+            raise ValueError(f"width {self.width} is not a multiple of the block {self.block}")
+        if not 1 <= len(self.s2d) <= 2 or any(h % s or w % s for s in self.s2d):
+            raise ValueError(f"s2d factors {self.s2d} must be one or two factors dividing the "
+                             f"{h}x{w} input")
+        if self.max_group not in (1, 2, 4, 8):
+            raise ValueError(f"max_group must be 1, 2, 4 or 8, got {self.max_group}")
+        if self.layers < 1:
+            raise ValueError("the super network needs at least one hidden layer")
+
+    @property
+    def blocks(self) -> int:
+        return self.width // self.block
+
+    @property
+    def group_gates(self) -> int:
+        return self.max_group.bit_length() - 1
+
+
+class SacSuperNet(nn.Module):
+    family = "sac"
+
+    def __init__(self, space: SacSpace, init_prob: float = 0.9):
+        super().__init__()
+        self.space = space
+        sp = space
+        off = 1.0 - init_prob          # gates that make the network cheaper start off
+        groups = [("s2d", len(sp.s2d) - 1, off), ("depth", sp.layers - 1, init_prob)]
+        groups += [(f"width{i}", sp.blocks - 1, init_prob) for i in range(sp.layers)]
+        groups += [(f"group{i}", sp.group_gates, off) for i in range(1, sp.layers)]
+        groups += [("group_final", sp.group_gates, off)]
+        self.gates = GateSet(groups)
+        c = sp.input_shape[0]
+        self.first = nn.ParameterList(
+            [nn.Parameter(self._init(sp.width, c * s * s)) for s in sp.s2d])
+        self.first_bn = nn.ModuleList([nn.BatchNorm2d(sp.width) for _ in sp.s2d])
+        self.hidden = nn.ParameterList(
+            [nn.Parameter(self._init(sp.width, sp.width)) for _ in range(sp.layers - 1)])
+        self.hidden_bn = nn.ModuleList([nn.BatchNorm2d(sp.width) for _ in range(sp.layers - 1)])
+        self.final_w = nn.Parameter(self._init(sp.classes, sp.width))
+        self.final_b = nn.Parameter(torch.zeros(sp.classes))
+        self.register_buffer("shift_k", shift_kernel(shift_directions(sp.width)).float())
+
+    @staticmethod
+    def _init(f: int, k: int) -> torch.Tensor:
+        w = torch.empty(f, k)
+        nn.init.kaiming_uniform_(w, a=5 ** 0.5)
+        return w
+
+    def weight_parameters(self) -> list:
+        return [p for n, p in self.named_parameters() if not n.startswith("gates.")]
+
+    # -- decoding gates ---------------------------------------------------------------------
+    def _groups(self, h: torch.Tensor, name: str) -> torch.Tensor:
+        return torch.pow(2.0, nested_count(self.gates.part(h, name))).long()
+
+    def _width_mask(self, h: torch.Tensor, i: int) -> torch.Tensor:
+        """[n, width] 0/1 channel mask of layer i: block 0 always on."""
+        blocks = torch.cat([torch.ones(len(h), 1), self.gates.part(h, f"width{i}")], dim=1)
+        return blocks.repeat_interleave(self.space.block, dim=1)
+
+    def decode(self, h_row: torch.Tensor) -> SacArch:
+        return self.decode_batch(h_row[None])[0]
+
+    def decode_batch(self, h: torch.Tensor) -> list[SacArch]:
+        """The architecture of every row of h [n, gates]."""
+        sp = self.space
+        s2d = self.gates.part(h, "s2d").sum(dim=1).long().tolist() if len(sp.s2d) > 1 \
+            else [0] * len(h)
+        on = torch.cat([torch.ones(len(h), 1), self.gates.part(h, "depth")], dim=1) > 0.5
+        width = torch.stack([self.gates.part(h, f"width{i}").sum(dim=1) + 1
+                             for i in range(sp.layers)], dim=1).long() * sp.block
+        group = torch.stack([torch.ones(len(h), dtype=torch.long)]
+                            + [self._groups(h, f"group{i}") for i in range(1, sp.layers)], dim=1)
+        final = self._groups(h, "group_final").tolist()
+        out = []
+        for r, (o, w, g) in enumerate(zip(on.tolist(), width.tolist(), group.tolist())):
+            out.append(SacArch(sp.s2d[s2d[r]], tuple(x for x, k in zip(w, o) if k),
+                               tuple(x for x, k in zip(g, o) if k), final[r]))
+        return out
+
+    # -- forward ----------------------------------------------------------------------------
+    def _shift(self, a: torch.Tensor) -> torch.Tensor:
+        return F.conv2d(a, self.shift_k, padding=1, groups=a.shape[1])
+
+    @staticmethod
+    def _pairs(x: torch.Tensor, wmask: torch.Tensor, out_mask: torch.Tensor) -> torch.Tensor:
+        """Active (weight, datum) pairs per example: nonzero inputs x [n, K, H, W] times the
+        nonzero weights [F, K] of the filters that are on (out_mask [n, F])."""
+        nz = (x.detach() != 0).float().sum(dim=(2, 3))
+        return ((nz @ wmask.t()) * out_mask).sum(dim=1)
+
+    def _combined(self, x, w, groups, out_mask, bias=None):
+        """1x1 conv of every example with w column-combined at that example's group size;
+        returns (output, active pairs per example of the filters in out_mask [n, F])."""
+        out = x.new_zeros((x.shape[0], w.shape[0]) + x.shape[2:])
+        pairs = x.new_zeros(x.shape[0])
+        for g in torch.unique(groups).tolist():
+            sel = (groups == g).nonzero(as_tuple=True)[0]
+            mask = combine_mask(w.detach(), torch.ones_like(w), int(g)) if g > 1 \
+                else torch.ones_like(w)
+            wg = w * mask
+            out = out.index_put((sel,), F.conv2d(x[sel], wg[:, :, None, None], bias))
+            pairs = pairs.index_put((sel,), self._pairs(x[sel], (wg.detach() != 0).float(),
+                                                        out_mask[sel]))
+        return out, pairs
+
+    def _forward_res(self, x: torch.Tensor, h: torch.Tensor, r: int):
+        sp = self.space
+        m = self._width_mask(h, 0)
+        w0 = self.first[r]
+        a = F.relu(self.first_bn[r](F.conv2d(x, w0[:, :, None, None]))) * m[:, :, None, None]
+        act = self._pairs(x, (w0.detach() != 0).float(), m)
+        depth = self.gates.part(h, "depth")
+        for i in range(1, sp.layers):
+            on = depth[:, i - 1]
+            m = self._width_mask(h, i)
+            xin = self._shift(a)
+            z, pairs = self._combined(xin, self.hidden[i - 1], self._groups(h, f"group{i}"), m)
+            new = F.relu(self.hidden_bn[i - 1](z)) * m[:, :, None, None]
+            a = torch.where(on[:, None, None, None] > 0.5, new, a)
+            act = act + on * pairs
+        xin = self._shift(a)
+        z, pairs = self._combined(xin, self.final_w, self._groups(h, "group_final"),
+                                  torch.ones(len(h), sp.classes), self.final_b)
+        return z.mean(dim=(2, 3)), act + pairs
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor):
+        """Logits [n, classes] of each example's sampled sub-network, and the active (weight,
+        datum) pairs of each example (an estimate from the float activations)."""
+        sp = self.space
+        if len(sp.s2d) == 1:
+            return self._forward_res(space_to_depth(x, sp.s2d[0]), h, 0)
+        pick = self.gates.part(h, "s2d")[:, 0] > 0.5
+        logits = x.new_zeros((x.shape[0], sp.classes))
+        act = x.new_zeros(x.shape[0])
+        for r, s in enumerate(sp.s2d):
+            sel = (pick == bool(r)).nonzero(as_tuple=True)[0]
+            if len(sel):
+                lg, ac = self._forward_res(space_to_depth(x[sel], s), h[sel], r)
+                logits = logits.index_put((sel,), lg)
+                act = act.index_put((sel,), ac)
+        return logits, act
+
+
+# ---------------------------------------------------------------------------------------------
+# the family's interface to the search (workbench/search/families.py)
+# ---------------------------------------------------------------------------------------------
+NAME = "sac"
+COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "parallel")
+ZOO = {"digits": "sac_digits", "fashion": "sac_fashion"}
+Arch = SacArch
+
+
+def make_space(input_shape: tuple, classes: int, options: dict) -> SacSpace:
+    opts = dict(options)
+    if "s2d" in opts:
+        opts["s2d"] = tuple(int(s) for s in opts["s2d"])
+    else:           # offer input reshaping where the image divides
+        opts["s2d"] = (1, 2) if input_shape[1] % 2 == 0 and input_shape[2] % 2 == 0 else (1,)
+    return SacSpace(input_shape=tuple(input_shape), classes=classes, **opts)
+
+
+def supernet(space: SacSpace, init_prob: float) -> SacSuperNet:
+    return SacSuperNet(space, init_prob)
+
+
+def train_final(arch: SacArch, data: str, input_shape: tuple, classes: int, *, seed: int,
+                threads: int, epochs: int | None, float_epochs: int | None, name: str):
+    """The zoo recipe (float twin, then power-of-two QAT with progressive column combining)
+    on the chosen architecture, from scratch."""
+    from models.train.recipes import train_sac
+    kw = {k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs)) if v is not None}
+    return train_sac(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),
+                     progress=False, name=name, **kw)

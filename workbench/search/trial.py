@@ -1,0 +1,260 @@
+"""One search trial: a (family, cost, budget, lambda, seed) run of Budgeted Super Networks.
+
+1. Train the super network (BSN): for every example sample H ~ Gamma, compute the sampled
+   sub-network, D = loss + lambda * max(0, C(H) - budget) / budget; the weights get the
+   gradient of the loss (SGD, momentum 0.9, weight decay 1e-4, cosine decay), the gate logits
+   the REINFORCE estimate with the batch mean of D as baseline (workbench/search/gates.py).
+   After every epoch the deterministic architecture (gates with probability > 0.5) is
+   evaluated on the validation split and reported.
+2. The final architecture is trained with the family's zoo recipe into the exact integer network,
+   whose validation and test accuracy (golden model) and exact costs (compiled for the array)
+   are the trial's result; the cost the search trained with is checked against them.
+3. The model is exported as ONNX with a JSON card (like the zoo's) into the trial's directory,
+   and the result is written there as result.json (atomically: an interrupted sweep leaves the
+   finished trials readable).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from models.datasets import load_dataset
+from models.train.common import random_shift, to_tensors, training_session
+from workbench.files import write_json_atomic
+from workbench.search.costs import CostModel, CostSettings
+from workbench.search.families import family as get_family
+from workbench.search.gates import budget_penalty, reinforce_loss
+
+
+@dataclass
+class TrialConfig:
+    family: str
+    cost: str
+    budget: float
+    lam: float
+    seed: int
+    data: str = "digits"
+    epochs: int = 20                  # super-network epochs
+    warmup_epochs: int = 3            # first epochs train the weights only (gates held)
+    batch: int = 64
+    optimizer: str = "adam"           # weights: "adam" (measured better) or "sgd" (the paper's)
+    lr: float = 0.01                  # adam: 0.01; sgd: momentum 0.9, weight decay 1e-4
+    gate_optimizer: str = "sgd"       # gate logits: "sgd" (momentum below) or "adam"
+    gate_lr: float = 0.1
+    gate_momentum: float = 0.9
+    gate_clip: float = 3.0            # |logit| <= this (0: no limit): p in [0.05, 0.95], so a
+    #                                   pruned part is still sampled and can come back
+    init_prob: float = 0.9
+    bn_images: int = 1000             # training images that recalibrate batch norms for eval
+    augment: float = 1.0              # fraction of images shifted by up to one pixel
+    space: dict = field(default_factory=dict)
+    costs: dict = field(default_factory=dict)      # CostSettings fields
+    final_epochs: int | None = None   # the family recipe's defaults when None
+    final_float_epochs: int | None = None
+    energy_images: int = 200          # validation images the exact energy is measured on
+    threads: int = 1
+    out: str = "out/search/trial"
+    name: str = "trial"
+    command: str = ""
+    export: bool = True
+
+    def cost_settings(self) -> CostSettings:
+        return CostSettings(**self.costs)
+
+
+def _splits(data: str):
+    return tuple(load_dataset(data, s) for s in ("train", "val", "test"))
+
+
+@torch.no_grad()
+def recalibrate(net, x, h_row, batch: int = 256) -> None:
+    """Batch-norm statistics of the architecture h_row, recomputed over x: the running
+    averages collected while sampling many sub-networks do not describe any one of them."""
+    bns = [m for m in net.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    saved = [m.momentum for m in bns]
+    net.train()
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None                  # cumulative average over the pass
+    for i in range(0, len(x), batch):
+        xb = x[i:i + batch]
+        net(xb, h_row.expand(len(xb), -1))
+    for m, mom in zip(bns, saved):
+        m.momentum = mom
+
+
+@torch.no_grad()
+def _accuracy(net, x, y, h_row, batch: int = 512) -> float:
+    net.eval()
+    hits = 0
+    for i in range(0, len(x), batch):
+        xb = x[i:i + batch]
+        logits, _ = net(xb, h_row.expand(len(xb), -1))
+        hits += int((logits.argmax(1) == y[i:i + batch]).sum())
+    return hits / max(1, len(x))
+
+
+def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen,
+                   report=None, log=None) -> tuple:
+    """BSN training of the family's super network; returns (net, history)."""
+    x, y = train
+    space = fam.make_space(tuple(x.shape[1:]), cost_model.classes, cfg.space)
+    net = fam.supernet(space, cfg.init_prob)
+    weights = net.weight_parameters()
+    if cfg.optimizer == "sgd":
+        opt_w = torch.optim.SGD(weights, lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
+    elif cfg.optimizer == "adam":
+        opt_w = torch.optim.Adam(weights, lr=cfg.lr)
+    else:
+        raise ValueError(f"optimizer must be adam or sgd, got {cfg.optimizer!r}")
+    if cfg.gate_optimizer == "adam":
+        opt_g = torch.optim.Adam(net.gates.parameters(), lr=cfg.gate_lr)
+    else:
+        opt_g = torch.optim.SGD(net.gates.parameters(), lr=cfg.gate_lr,
+                                momentum=cfg.gate_momentum)
+    steps = cfg.epochs * math.ceil(len(x) / cfg.batch)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt_w, T_max=max(1, steps))
+    history = []
+    for ep in range(cfg.epochs):
+        net.train()
+        t0 = time.perf_counter()
+        perm = torch.randperm(len(x), generator=gen)
+        tot = {"loss": 0.0, "cost": 0.0, "penalty": 0.0, "n": 0}
+        for i in range(0, len(x), cfg.batch):
+            idx = perm[i:i + cfg.batch]
+            xb, yb = x[idx], y[idx]
+            if cfg.augment:
+                xb = random_shift(xb, gen, prob=float(cfg.augment))
+            h = net.gates.sample(len(idx), generator=gen)
+            logits, activity = net(xb, h)
+            loss = F.cross_entropy(logits, yb, reduction="none")
+            archs = net.decode_batch(h)
+            cost = cost_model.per_example(cfg.cost, archs, activity)
+            penalty = budget_penalty(cost, cfg.budget, cfg.lam)
+            objective = loss.mean() + reinforce_loss(loss.detach() + penalty,
+                                                     net.gates.log_prob(h))
+            opt_w.zero_grad(set_to_none=True)
+            opt_g.zero_grad(set_to_none=True)
+            objective.backward()
+            opt_w.step()
+            if ep >= cfg.warmup_epochs:
+                opt_g.step()
+                if cfg.gate_clip:
+                    with torch.no_grad():
+                        net.gates.logits.clamp_(-cfg.gate_clip, cfg.gate_clip)
+            sched.step()
+            n = len(idx)
+            tot["loss"] += float(loss.detach().sum())
+            tot["cost"] += float(cost.sum())
+            tot["penalty"] += float(penalty.sum())
+            tot["n"] += n
+        det = net.gates.deterministic()
+        arch = net.decode(det[0])
+        recalibrate(net, x[:cfg.bn_images], det)
+        entry = {"epoch": ep + 1, "loss": tot["loss"] / tot["n"],
+                 "sampled_cost": tot["cost"] / tot["n"], "penalty": tot["penalty"] / tot["n"],
+                 "val_accuracy": _accuracy(net, *val, det), "arch": arch.describe(),
+                 "cost": cost_model.static(cfg.cost, arch),
+                 "architectures_seen": cost_model.cached_architectures,
+                 "seconds": time.perf_counter() - t0}
+        history.append(entry)
+        if report is not None:
+            report(entry)
+        if log is not None:
+            log(f"epoch {ep + 1}/{cfg.epochs}: val {100 * entry['val_accuracy']:.2f}%, "
+                f"{cfg.cost} {entry['cost']:,.4g} (budget {cfg.budget:,.4g}), {arch.describe()}")
+    return net, history
+
+
+def exact_costs(fam, cost_model: CostModel, net, x_val, energy_images: int) -> dict:
+    """The costs of a trained integer network, measured by the tools (not the search's cached
+    model): compiled for a fitted array, energy from the interpreter's activity counts."""
+    from fpga.compiler import compile_network, fitted_config
+    from fpga.energy import energy_uj_per_image
+    from fpga.execute import interpret
+    from workbench.search.costs import chain_modules, network_flops, network_params, parallel_steps
+    s = cost_model.settings
+    out = {"params": float(network_params(net)), "flops": float(network_flops(net))}
+    if "cycles" in fam.COSTS:
+        rows, cols = s.rows_cols
+        prog = compile_network(net, fitted_config(net, rows, cols, s.cmax))
+        out["cycles"] = float(prog.cycles_per_image())
+        out["latency_ms"] = out["cycles"] / (s.clock_mhz * 1e3)
+        run = interpret(prog, x_val[:energy_images])
+        _, act = run.instruction_stats(prog)
+        per_image = sum(np.asarray(a, dtype=np.int64) * np.ones(len(x_val[:energy_images]),
+                                                                dtype=np.int64) for a in act)
+        out["energy"] = energy_uj_per_image(prog, per_image)[0]
+    n = chain_modules(net)
+    out["parallel"] = float(parallel_steps({k: [k - 1] if k else [] for k in range(n)},
+                                           s.processors))
+    if "gpu" in fam.COSTS:
+        out["gpu"] = cost_model.gpu_model().ms_per_image(net) if s.gpu_profile else None
+    return out
+
+
+def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
+    """Run one trial (see the module docstring); returns the result written to result.json."""
+    fam = get_family(cfg.family)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    with training_session(cfg.seed, cfg.threads) as gen:
+        train_ds, val_ds, test_ds = _splits(cfg.data)
+        train, val = to_tensors(train_ds), to_tensors(val_ds)
+        cost_model = CostModel(fam, cfg.cost_settings(), train_ds.image_shape, train_ds.classes)
+        cost_model.check(cfg.cost)
+        net, history = train_supernet(cfg, fam, cost_model, train, val, gen, report, log)
+    t_super = time.perf_counter() - t_start
+    arch = net.decode(net.gates.deterministic()[0])
+    searched_cost = cost_model.static(cfg.cost, arch)
+    final = fam.train_final(arch, cfg.data, train_ds.image_shape, train_ds.classes,
+                            seed=cfg.seed, threads=cfg.threads, epochs=cfg.final_epochs,
+                            float_epochs=cfg.final_float_epochs, name=cfg.name)
+    t_final = time.perf_counter() - t_start - t_super
+    if hasattr(final, "net"):          # an integer network: measure it with the tools
+        costs = exact_costs(fam, cost_model, final.net, val_ds.images, cfg.energy_images)
+    else:                              # the fabric's costs are the architecture's
+        costs = cost_model.all_static(arch)
+    acc = final.accuracy
+    result = {
+        "name": cfg.name, "family": cfg.family, "cost": cfg.cost, "budget": cfg.budget,
+        "lambda": cfg.lam, "seed": cfg.seed, "data": cfg.data,
+        "arch": arch.as_dict(), "arch_text": arch.describe(),
+        "gates": net.gates.summary(),
+        "searched_cost": searched_cost,           # what the super network was trained with
+        "costs": costs,                           # measured on the final network
+        "accuracy": {"val": acc["quantized_val"], "test": acc.get("golden_test",
+                                                                 acc["quantized_test"]),
+                     "float_val": acc.get("float_val"), "float_test": acc.get("float_test"),
+                     "supernet_val": history[-1]["val_accuracy"] if history else None},
+        "history": history,
+        "seconds": {"supernet": t_super, "final": t_final,
+                    "total": time.perf_counter() - t_start},
+        "config": asdict(cfg),
+        "files": {},
+    }
+    if cfg.export and hasattr(final, "net"):
+        result["files"] = export(final, out, cfg, result)
+    write_json_atomic(out / "result.json", result)
+    return result
+
+
+def export(final, out: Path, cfg: TrialConfig, result: dict) -> dict:
+    """ONNX + JSON card (the zoo's card, plus a "search" section) of the trial's model."""
+
+    from workbench.cards import write_model_and_card
+    onnx_path = out / f"{cfg.name}.onnx"
+    card = write_model_and_card(final, onnx_path, cfg.command or f"search trial {cfg.name}")
+    card["search"] = {k: result[k] for k in ("family", "cost", "budget", "lambda", "seed",
+                                             "arch", "arch_text", "searched_cost", "costs",
+                                             "gates")}
+    card["search"]["config"] = result["config"]
+    write_json_atomic(onnx_path.with_suffix(".json"), card)
+    return {"onnx": str(onnx_path), "card": str(onnx_path.with_suffix(".json"))}

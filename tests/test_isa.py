@@ -6,10 +6,10 @@ from hypothesis import strategies as st
 
 from fpga.arch import ArrayConfig
 from fpga.isa import (
+    AsmError,
     DecoderState,
     ErrorCode,
     Halt,
-    AsmError,
     IsaError,
     LoadWeights,
     Matmul,

@@ -37,8 +37,8 @@ help:
 	@echo "              PYTEST_ARGS=<more pytest options>; modules: $(RTL_MODULES)"
 	@echo "make synth  - yosys synthesis: LUTs/FFs of the cells and arrays"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
-	@echo "make gpu-check OUT=dir - GPU exactness tests and benchmarks (needs an NVIDIA GPU;"
-	@echo "              default OUT=$(OUT))"
+	@echo "make gpu-check OUT=dir - GPU check: versions, exactness, benchmarks (an NVIDIA GPU;"
+	@echo "              no set-up: the GPU machine's own Python; default OUT=$(OUT))"
 	@echo "make clean  - remove build/, sim_build/, out/ and test caches"
 
 setup: $(STAMP)
@@ -87,8 +87,10 @@ bench: setup
 	$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
 	$(TOOLS_ENV) $(VPY) benchmarks/cifar_cycles.py
 
-gpu-check: setup
-	$(TOOLS_ENV) scripts/gpu_check.sh $(OUT)
+# No `setup` here: the GPU machine has no network and no project venv. The script runs with
+# that machine's own Python (python3, or GPU_CHECK_PYTHON=...) and the repository on PYTHONPATH.
+gpu-check:
+	scripts/gpu_check.sh $(OUT)
 
 clean:
 	rm -rf build sim_build out .pytest_cache .hypothesis

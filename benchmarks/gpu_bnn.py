@@ -1,17 +1,29 @@
 #!/usr/bin/env python3
-"""GPU benchmark of the GPU issue: the HEP-BNN Fashion-MNIST and CIFAR-10 shapes, 10,000 random
-images each, on CuPy: a measured profile (every layer in the CPU implementation and the seven
-configurations, batch sizes 2^bl..2^bu), Algorithm 1 and the transfer-aware DP mapping, then full
-runs of every uniform configuration (all layers X, ..., all XYZ), CPU only, and both mappings.
-Every run's outputs are checked against the golden executor on the first images. Writes JSON
-(and the mapper's table, mapping JSON and heatmap) into --out.
+"""GPU benchmark of the BNN path: the HEP-BNN Fashion-MNIST and CIFAR-10 shapes (or ONNX
+models), 10,000 images each, on CuPy: a measured profile (every layer in the CPU implementation
+and the seven configurations, batch sizes 2^bl..2^bu; kernel times and host issue times
+separately), Algorithm 1 and the transfer-aware DP mapping, then full runs of both mappings,
+every uniform configuration (all layers X, ..., all XYZ) and CPU only, most important first.
+Every run's outputs are checked against the golden executor on the first images; with real
+data (--data) its accuracy over all images is reported beside its time. Writes JSON (and the
+mapper's table, mapping JSON and heatmap) into --out, after every step, so that a run cut short
+leaves what it measured.
+
+Time budget: each shape gets --budget-s seconds: its profile may use --profile-share of them
+(batch sizes that would end later are left out), then runs start only while their predicted
+time fits what is left. scripts/gpu_check.sh runs one shape per invocation, each with its own
+budget, so the CIFAR-10 shape is never the one squeezed out.
 
 Targets on an H200 for 10,000 images: Fashion-MNIST shape under 20 ms, CIFAR-10 shape under
 200 ms (HEP-BNN: 2.23 s and 42.44 s). Wall time = first input copy to scores on the host.
 
     python benchmarks/gpu_bnn.py --backend cupy --out results/
-    python benchmarks/gpu_bnn.py --backend emulation --images 8 --fashion-exp 1 2 --shapes fashion \
+    python benchmarks/gpu_bnn.py --backend cupy --shapes fashion --data fashion --out results/
+    python benchmarks/gpu_bnn.py --backend emulation --images 8 --fashion-exp 1 2 --shapes fashion \\
         --out /tmp/x
+
+Exit status: 0 every run equal to the golden model, 1 a run differs, 2 bad arguments or data,
+3 the backend cannot run here, 130 interrupted (SIGINT, e.g. `timeout -s INT`; JSON written).
 """
 from __future__ import annotations
 
@@ -26,16 +38,22 @@ import numpy as np
 
 from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.devices import get_gpu
-from gpu_kernels.errors import BuildError, GpuKernelError
+from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
 from gpu_kernels.mapper import batch_range, evaluate, map_network
 from gpu_kernels.nvml_energy import EnergyMeter
 from gpu_kernels.profiling import MeasuredProfile
 from gpu_kernels.runner import Runner
 from models import golden
-from models.random_networks import SHAPES, random_images
+from models.datasets import DatasetError, load_for_network
+from models.random_networks import SHAPES, network_from_spec, random_images
 
 TARGET_S = {"fashion": 0.020, "cifar10": 0.200}
+TARGET_IMAGES = 10_000
 NET_SEED, DATA_SEED = 2024, 7
+# The order full runs are tried in: what the issue reports first (the mapping vs all-XYZ).
+PRIORITY = ("dp", "all-XYZ", "algorithm1", "all-X", "all-XY", "all-XZ", "all-YZ", "all-Y",
+            "all-Z", "cpu-only")
+RUN_OVERHEAD_S = 0.5            # Runner set-up, weight upload, exactness check, per run
 
 
 def best_uniform_batch(impls, prof, n_images):
@@ -51,55 +69,110 @@ def best_uniform_batch(impls, prof, n_images):
     return best
 
 
-def bench_shape(shape: str, exps, args, deadline: float) -> dict:
-    net = SHAPES[shape](NET_SEED)
-    x = random_images(DATA_SEED, args.images, net.input_shape)
+def shape_name(spec: str) -> str:
+    return spec if spec in SHAPES else Path(spec).stem
+
+
+def load_images(net, name: str, args) -> tuple[np.ndarray, np.ndarray | None, str]:
+    """(images, labels or None, where they come from): the first --data spec whose images fit
+    the network, else seeded random images."""
+    notes = []
+    for spec in args.data or ():
+        try:
+            x, y = load_for_network(spec, net)
+        except DatasetError as exc:
+            notes.append(str(exc))
+            continue
+        n = min(args.images, len(x))
+        if n < args.images:
+            print(f"{name}: {spec} holds {len(x)} test images, fewer than --images {args.images}: "
+                  f"using {n}", flush=True)
+        return np.ascontiguousarray(x[:n]), y[:n], f"{spec} (test split, first {n} images)"
+    if notes:
+        print(f"{name}: no --data fits this network ({'; '.join(notes)}): random images", flush=True)
+    return (random_images(DATA_SEED, args.images, net.input_shape), None,
+            f"random (seed {DATA_SEED})")
+
+
+class Recorder:
+    """The shape's JSON, rewritten after every step."""
+
+    def __init__(self, out: Path, name: str, summary: dict):
+        self.path, self.summary = out / f"gpu_bnn_{name}.json", summary
+        self.write()
+
+    def write(self) -> None:
+        self.path.write_text(json.dumps(self.summary, indent=1, default=str))
+
+
+def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
+    name = shape_name(spec)
+    t_start = time.perf_counter()
+    net = network_from_spec(spec, NET_SEED)
+    x, labels, data_source = load_images(net, name, args)
+    n_images = len(x)
     out_dir = args.out
-    print(f"\n=== {shape}: {net.name}, {args.images} images (data seed {DATA_SEED}, network seed "
-          f"{NET_SEED}), {args.word_bits}-bit words, backend {args.backend}", flush=True)
+    print(f"\n=== {name}: {net.name}, {n_images} images ({data_source}; network seed {NET_SEED} "
+          f"if random), {args.word_bits}-bit words, backend {args.backend}, budget "
+          f"{budget_end - t_start:.0f} s", flush=True)
+    summary = {"shape": name, "network": net.name, "images": n_images, "data": data_source,
+               "word_bits": args.word_bits, "budget_s": round(budget_end - t_start, 1),
+               "target_s": TARGET_S.get(name), "status": "profiling", "runs": []}
+    rec = Recorder(out_dir, name, summary)
     impls = list(IMPLS)
     try:
         Runner(net, "cpu", backend="cpu").cpu
     except BuildError as exc:           # no g++ here: map among GPU configurations only
         print(f"CPU implementation unavailable ({exc}); mapping GPU configurations only")
         impls = list(CONFIGS)
-    t0 = time.perf_counter()
+    profile_deadline = t_start + args.profile_share * (budget_end - t_start)
     src = MeasuredProfile(backend=args.backend, word_bits=args.word_bits, repeats=args.repeats,
-                          warmup=args.warmup, impls=impls, progress=True)
-    mapping = map_network(net, batch_range(*exps), src, n_images=args.images)
-    profile_s = time.perf_counter() - t0
+                          warmup=args.warmup, impls=impls, progress=True, launches=args.launches,
+                          deadline=profile_deadline)
+    mapping = map_network(net, batch_range(*exps), src, n_images=n_images)
+    profile_s = time.perf_counter() - t_start
     table = mapping.table()
     print(table, flush=True)
-    mapping.save(out_dir / f"mapping_{shape}.json")
-    (out_dir / f"mapping_{shape}.txt").write_text(table + "\n")
-    mapping.heatmap(out_dir / f"heatmap_{shape}.png")
+    mapping.save(out_dir / f"mapping_{name}.json")
+    (out_dir / f"mapping_{name}.txt").write_text(table + "\n")
+    mapping.heatmap(out_dir / f"heatmap_{name}.png")
     prof = mapping.profile
+    left_out = prof.meta.get("batch_sizes_left_out", [])
+    if left_out:
+        print(f"{name}: profile budget used up: batch sizes {left_out} left out", flush=True)
+    summary.update(status="running", batch_sizes=prof.batch_sizes, batch_sizes_left_out=left_out,
+                   profile_source=prof.source, profile_s=round(profile_s, 2))
+    rec.write()
 
-    n_check = min(args.check, args.images)
+    n_check = min(args.check, n_images)
     ref = golden.run(net, x[:n_check])
     L = len(net.layers)
-    plans = [(f"all-{c}", [c] * L) for c in CONFIGS if c in impls]
+    plans = {f"all-{c}": [c] * L for c in CONFIGS if c in impls}
     if CPU in impls:
-        plans.append(("cpu-only", [CPU] * L))
-    runs = []
-    for name, ch in (("algorithm1", mapping.algorithm1), ("dp", mapping.dp)):
-        runs.append({"name": name, "impls": ch.impls, "batch": ch.batch, "predicted_s": ch.total_s})
-    for name, m in plans:
-        best = best_uniform_batch(m, prof, args.images)
-        if best is None:
-            runs.append({"name": name, "impls": m, "skipped": "cannot be launched at any batch size"})
-        else:
-            runs.append({"name": name, "impls": m, "batch": best[0], "predicted_s": best[1]})
-
-    for run in runs:
+        plans["cpu-only"] = [CPU] * L
+    candidates = {ch.algorithm: {"impls": ch.impls, "batch": ch.batch, "predicted_s": ch.total_s,
+                                 "predicted_gpu_kernel_s": ch.gpu_kernel_s,
+                                 "predicted_gpu_host_s": ch.gpu_host_s}
+                  for ch in (mapping.dp, mapping.algorithm1)}
+    for plan_name, m in plans.items():
+        best = best_uniform_batch(m, prof, n_images)
+        candidates[plan_name] = ({"impls": m, "skipped": "cannot be launched at any batch size"}
+                                 if best is None else {"impls": m, "batch": best[0], "predicted_s": best[1]})
+    runs = summary["runs"]
+    for run_name in [p for p in PRIORITY if p in candidates]:
+        run = {"name": run_name, **candidates[run_name]}
+        runs.append(run)
+        if "skipped" not in run:
+            left = budget_end - time.perf_counter()
+            # a run costs its prediction, plus a warm-up batch, plus the set-up and check
+            cost = run["predicted_s"] * (1 + run["batch"] / n_images) + RUN_OVERHEAD_S
+            if run["predicted_s"] > args.max_run_s:
+                run["skipped"] = f"predicted {run['predicted_s']:.1f} s > --max-run-s {args.max_run_s}"
+            elif cost > left:
+                run["skipped"] = f"predicted {cost:.1f} s, {max(left, 0):.1f} s of the budget left"
         if "skipped" in run:
-            continue
-        if run["predicted_s"] > args.max_run_s:
-            run["skipped"] = f"predicted {run['predicted_s']:.1f} s > --max-run-s {args.max_run_s}"
-        elif time.perf_counter() > deadline:
-            run["skipped"] = "time budget of --deadline-s used up"
-        if "skipped" in run:
-            print(f"{run['name']:>12}: skipped ({run['skipped']})", flush=True)
+            print(f"{run_name:>12}: skipped ({run['skipped']})", flush=True)
+            rec.write()
             continue
         runner = Runner(net, run["impls"], backend=args.backend, word_bits=args.word_bits,
                         batch=run["batch"])
@@ -109,65 +182,138 @@ def bench_shape(shape: str, exps, args, deadline: float) -> dict:
         runner.run(x[:run["batch"]], keep_outputs=False)   # warm-up at full batch size
         with EnergyMeter() as meter:
             res = runner.run(x, keep_outputs=False)
-        run.update({"wall_s": res.wall_s, "exact_on_first": n_check if exact else None,
-                    "exact": exact, "energy_j": meter.joules, "result": res.as_dict()})
-        print(f"{run['name']:>12}: batch {run['batch']:>5}, wall {1e3 * res.wall_s:10.3f} ms "
-              f"(predicted {1e3 * run['predicted_s']:10.3f} ms), exact on {n_check}: {exact}"
+        accuracy = (float(np.mean(res.predictions == labels))
+                    if labels is not None and res.predictions is not None else None)
+        run.update({"wall_s": res.wall_s, "gpu_kernel_s": res.gpu_kernel_s,
+                    "gpu_host_s": res.gpu_host_s, "transfer_s": res.transfer_s,
+                    "exact_on_first": n_check if exact else None, "exact": exact,
+                    "accuracy": accuracy, "energy_j": meter.joules, "result": res.as_dict()})
+        print(f"{run_name:>12}: batch {run['batch']:>5}, wall {1e3 * res.wall_s:10.3f} ms "
+              f"(predicted {1e3 * run['predicted_s']:10.3f} ms; GPU kernels {1e3 * res.gpu_kernel_s:.3f} ms, "
+              f"host issue {1e3 * res.gpu_host_s:.3f} ms, copies {1e3 * res.transfer_s:.3f} ms), "
+              f"exact on {n_check}: {exact}"
+              + (f", accuracy {100 * accuracy:.2f}%" if accuracy is not None else "")
               + (f", {meter.joules:.2f} J" if meter.joules is not None else ""), flush=True)
+        rec.write()
 
     done = [r for r in runs if "wall_s" in r]
     best = min(done, key=lambda r: r["wall_s"]) if done else None
-    summary = {
-        "shape": shape, "network": net.name, "images": args.images, "word_bits": args.word_bits,
-        "batch_sizes": prof.batch_sizes, "profile_source": prof.source, "profile_s": profile_s,
-        "runs": runs, "all_exact": all(r["exact"] for r in done),
-        "best_run": best["name"] if best else None, "best_wall_s": best["wall_s"] if best else None,
-        "target_s": TARGET_S[shape],
-        "target_met": bool(best and best["wall_s"] < TARGET_S[shape]) if args.backend == "cupy" else None,
-    }
+    walls = {r["name"]: r["wall_s"] for r in done}
+    target = TARGET_S.get(name)
+    verdict = (bool(best and best["wall_s"] < target)
+               if args.backend == "cupy" and target is not None and n_images == TARGET_IMAGES else None)
+    if not done:
+        print(f"{name}: no full run fitted the budget", flush=True)
+    summary.update(
+        status="done", all_exact=all(r["exact"] for r in done) if done else None,
+        best_run=best["name"] if best else None, best_wall_s=best["wall_s"] if best else None,
+        dp_vs_all_xyz=(walls["all-XYZ"] / walls["dp"]) if {"dp", "all-XYZ"} <= set(walls) else None,
+        target_met=verdict, seconds=round(time.perf_counter() - t_start, 2))
+    rec.write()
     if best:
-        print(f"{shape}: best {best['name']} {1e3 * best['wall_s']:.3f} ms for {args.images} images"
-              f" (target {1e3 * TARGET_S[shape]:.0f} ms on an H200"
-              + (")" if args.backend == "cupy" else "; emulation: NOT GPU timings)"))
-    (out_dir / f"gpu_bnn_{shape}.json").write_text(json.dumps(summary, indent=1, default=str))
+        print(f"{name}: best {best['name']} {1e3 * best['wall_s']:.3f} ms for {n_images} images"
+              + (f" (target {1e3 * target:.0f} ms for {TARGET_IMAGES} on an H200"
+                 + (f": {'met' if verdict else 'NOT met'})" if verdict is not None else ")")
+                 if target is not None else "")
+              + ("" if args.backend == "cupy" else "; emulation: NOT GPU timings")
+              + (f"; dp vs all-XYZ: all-XYZ takes {summary['dp_vs_all_xyz']:.2f}x the DP mapping's time"
+                 if summary["dp_vs_all_xyz"] else ""), flush=True)
     return summary
+
+
+def _merge_json(path: Path, info: dict, shapes: dict, seconds: float, interrupted: bool) -> None:
+    """gpu_bnn.json: every shape benchmarked into this directory (one invocation per shape adds
+    its own)."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        old = {}
+    merged = {"info": info, "shapes": {**old.get("shapes", {}), **shapes},
+              "seconds": {**old.get("seconds", {}), **{k: seconds for k in shapes}}}
+    if interrupted:
+        merged["interrupted"] = sorted(set(old.get("interrupted", [])) | set(shapes))
+    path.write_text(json.dumps(merged, indent=1, default=str))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--backend", default="cupy", choices=("cupy", "emulation", "auto"))
-    ap.add_argument("--shapes", nargs="+", default=["fashion", "cifar10"], choices=sorted(SHAPES))
-    ap.add_argument("--images", type=int, default=10_000)
+    ap.add_argument("--shapes", nargs="+", default=["fashion", "cifar10"],
+                    help="fashion, cifar10 (seeded random parameters) or .onnx files")
+    ap.add_argument("--data", nargs="+", default=None, metavar="SPEC",
+                    help="real images instead of random ones: a dataset directory or file, or a "
+                         "name models.datasets knows (fashion); each shape takes the first that "
+                         "fits its input, the test split; accuracy is reported beside time")
+    ap.add_argument("--images", type=int, default=TARGET_IMAGES)
     ap.add_argument("--word-bits", type=int, default=64, choices=(32, 64))
     ap.add_argument("--fashion-exp", type=int, nargs=2, default=(6, 12), metavar=("BL", "BU"))
     ap.add_argument("--cifar10-exp", type=int, nargs=2, default=(6, 10), metavar=("BL", "BU"))
+    ap.add_argument("--exp", type=int, nargs=2, default=(6, 10), metavar=("BL", "BU"),
+                    help="batch exponents of ONNX shapes")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--launches", type=int, default=4, help="back-to-back launches per GPU timing")
     ap.add_argument("--check", type=int, default=16, help="images checked against the golden model")
     ap.add_argument("--max-run-s", type=float, default=10.0,
                     help="skip a full run whose profile predicts more than this")
-    ap.add_argument("--deadline-s", type=float, default=200.0,
-                    help="start no new full run after this many seconds")
+    ap.add_argument("--budget-s", type=float, default=150.0,
+                    help="seconds for each shape: profile, mapping and full runs")
+    ap.add_argument("--profile-share", type=float, default=0.5,
+                    help="share of a shape's budget its profile may use")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
+    for spec in args.shapes:
+        if spec not in SHAPES and not (spec.endswith(".onnx") and Path(spec).is_file()):
+            print(f"gpu_bnn: --shapes {spec}: neither {' nor '.join(SHAPES)} nor an existing .onnx "
+                  f"file", file=sys.stderr)
+            return 2
+    if args.images < 1 or args.budget_s <= 0 or not 0 < args.profile_share <= 1:
+        print("gpu_bnn: --images and --budget-s must be positive, --profile-share in (0, 1]",
+              file=sys.stderr)
+        return 2
+    if args.data:
+        fits = []
+        for spec in args.shapes:
+            net = network_from_spec(spec, NET_SEED)
+            for d in args.data:
+                try:
+                    load_for_network(d, net)
+                    fits.append(spec)
+                    break
+                except DatasetError as exc:
+                    last = exc
+        if not fits:
+            print(f"gpu_bnn: --data {' '.join(args.data)} fits none of the shapes "
+                  f"{', '.join(args.shapes)} ({last})", file=sys.stderr)
+            return 2
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    gpu = get_gpu(args.backend)
+    try:
+        gpu = get_gpu(args.backend)
+    except (BackendError, BuildError) as exc:
+        print(f"gpu_bnn: the {args.backend} backend cannot run here: {exc}", file=sys.stderr)
+        return 3
     args.backend = gpu.backend
     info = {"backend": gpu.backend, "device": getattr(gpu, "device_name", None),
             "python": platform.python_version(), "numpy": np.__version__,
             "host": platform.node(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    print(json.dumps(info))
-    results = {"info": info, "shapes": {}}
-    for shape in args.shapes:
-        exps = args.fashion_exp if shape == "fashion" else args.cifar10_exp
-        results["shapes"][shape] = bench_shape(shape, exps, args, start + args.deadline_s)
-    results["seconds"] = time.perf_counter() - start
-    (args.out / "gpu_bnn.json").write_text(json.dumps(results, indent=1, default=str))
-    print(f"\nwrote {args.out / 'gpu_bnn.json'} ({results['seconds']:.0f} s)")
-    ok = all(s["all_exact"] for s in results["shapes"].values())
-    return 0 if ok else 1
+    print(json.dumps(info), flush=True)
+    shapes, interrupted = {}, False
+    try:
+        for i, spec in enumerate(args.shapes):
+            exps = {"fashion": args.fashion_exp, "cifar10": args.cifar10_exp}.get(spec, args.exp)
+            budget_end = time.perf_counter() + args.budget_s
+            shapes[shape_name(spec)] = bench_shape(spec, exps, args, budget_end)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\ngpu_bnn: interrupted; the JSON holds what was measured", flush=True)
+    seconds = time.perf_counter() - start
+    _merge_json(args.out / "gpu_bnn.json", info, shapes, seconds, interrupted)
+    print(f"\nwrote {args.out / 'gpu_bnn.json'} ({seconds:.0f} s)")
+    if interrupted:
+        return 130
+    return 1 if any(s["all_exact"] is False for s in shapes.values()) else 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Compiling the kernel source for the CPU emulation and the nvcc check, and the CPU
-implementation, with a cache.
+"""Compiling the kernel source for the CPU emulation (plain, or with AddressSanitizer) and the
+nvcc check, and the CPU implementation, with a cache.
 
 Each artefact lands in build/gpu_kernels/ (git-ignored) under a name keyed by a hash of its
 sources, flags and compiler version, so the test suite compiles each variant once and pytest-xdist
@@ -11,24 +11,41 @@ import fcntl
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from gpu_kernels.errors import BuildError
-from gpu_kernels.kernel_table import CUDA_DIR, KERNELS, source_files
+from gpu_kernels.kernel_table import (
+    CUDA_DIR,
+    CUPY_APPENDED_OPTIONS,
+    KERNELS,
+    NVRTC_OPTIONS,
+    TIMING_KERNEL,
+    source_files,
+    translation_unit,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_SOURCE = Path(__file__).resolve().parent / "cpu" / "bnn_cpu.cpp"
 TAPS_HEADER = CUDA_DIR / "taps.h"          # shared with the CUDA kernels
 
 EMU_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC")
+# The AddressSanitizer build of the emulation: every load and store of the kernels is checked
+# against ASan's shadow memory, where EmuBuffer poisons its guard zones, so an out-of-bounds
+# read is caught as well as a write. The library needs the ASan runtime loaded first
+# (LD_PRELOAD=asan_runtime(), see devices.EmulatedGpu and selfcheck --asan).
+EMU_ASAN_FLAGS = ("-std=c++17", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address",
+                  "-shared", "-fPIC")
 # -march=native: the CPU implementation is built on the machine that runs it (never shipped),
 # and AVX-512 VPOPCNTDQ, where present, turns the popcount loops into vector instructions.
 CPU_FLAGS = ("-std=c++17", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
 NVCC_ARCH = "sm_90"
-NVCC_FLAGS = ("-std=c++17", f"-arch={NVCC_ARCH}", "-cubin", "-Xptxas", "-v")
+# What CuPy compiles, with NVRTC's options (kernel_table.NVRTC_OPTIONS and what CuPy appends),
+# the H200's architecture, and ptxas's resource report.
+NVCC_FLAGS = (*NVRTC_OPTIONS, *CUPY_APPENDED_OPTIONS, f"-arch={NVCC_ARCH}", "-cubin", "-Xptxas", "-v")
 
 
 def build_dir() -> Path:
@@ -91,19 +108,35 @@ def emulation_wrapper() -> str:
     return "\n".join(lines) + "\n"
 
 
-def emulation_library() -> Path:
-    """Shared library with every kernel instantiation compiled for the CPU emulation."""
+def emulation_library(sanitize: bool = False) -> Path:
+    """Shared library with every kernel instantiation compiled for the CPU emulation; with
+    `sanitize`, built with AddressSanitizer (see EMU_ASAN_FLAGS)."""
     wrapper = emulation_wrapper()
-    key = _key(_tool_version("g++"), EMU_FLAGS, wrapper, _sources_digest(source_files()))
+    flags = EMU_ASAN_FLAGS if sanitize else EMU_FLAGS
+    key = _key(_tool_version("g++"), flags, wrapper, _sources_digest(source_files()))
     d = build_dir()
+    name = "emu-asan" if sanitize else "emu"
 
     def produce(tmp: Path):
-        src = d / f"emu-{key}.cpp"
+        src = d / f"{name}-{key}.cpp"
         src.write_text(wrapper)
-        _run(["g++", *EMU_FLAGS, f"-I{CUDA_DIR}", str(src), "-o", str(tmp)],
-             "the kernel emulation library (g++)")
+        _run(["g++", *flags, f"-I{CUDA_DIR}", str(src), "-o", str(tmp)],
+             f"the kernel emulation library{' with AddressSanitizer' if sanitize else ''} (g++)")
 
-    return _cached(d / f"emu-{key}.so", produce)
+    return _cached(d / f"{name}-{key}.so", produce)
+
+
+def asan_runtime() -> Path:
+    """The AddressSanitizer runtime g++ links against (what LD_PRELOAD must name)."""
+    try:
+        out = subprocess.run(["g++", "-print-file-name=libasan.so"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise BuildError(f"g++ is needed to find the AddressSanitizer runtime: {exc}") from None
+    path = Path(out)
+    if not path.is_absolute() or not path.exists():
+        raise BuildError("g++ has no AddressSanitizer runtime (libasan.so) here")
+    return path.resolve()
 
 
 # The portable variant has no AVX-512 (AVX2 at most): it exercises the code paths a machine
@@ -126,30 +159,70 @@ def cpu_library(portable: bool = False) -> Path:
 
 
 def nvcc_instantiation_source() -> str:
-    """kernels.cu plus a table that takes the address of every instantiation, which makes nvcc
-    emit device code for each of them."""
-    lines = ['#include "kernels.cu"', "", "void* gpu_kernels_instantiations[] = {"]
+    """The translation unit CuPy hands NVRTC (kernel_table.translation_unit), plus a table that
+    takes the address of every kernel NVRTC is asked to name, which makes nvcc emit device code
+    for each of them (NVRTC does the same for its name expressions)."""
+    lines = [translation_unit(), "", "void* gpu_kernels_instantiations[] = {"]
     lines += [f"    (void*)&{s.expr}," for s in KERNELS.values()]
-    lines += ["};", ""]
+    lines += [f"    (void*)&{TIMING_KERNEL},", "};", ""]
     return "\n".join(lines)
 
 
 def nvcc_check() -> tuple[Path, str]:
-    """Compile every instantiation for sm_90 with nvcc; return the cubin and ptxas's report
-    (registers, spills) of every kernel."""
+    """Compile what CuPy compiles (same text, NVRTC's options) for sm_90 with nvcc; return the
+    cubin and ptxas's report (registers, stack, spills) of every kernel."""
     if not have_tool("nvcc"):
         raise BuildError("nvcc is not on PATH")
     text = nvcc_instantiation_source()
-    key = _key(_tool_version("nvcc"), NVCC_FLAGS, text, _sources_digest(source_files()))
+    key = _key(_tool_version("nvcc"), NVCC_FLAGS, text)
     d = build_dir()
     log = d / f"nvcc-{key}.log"
 
     def produce(tmp: Path):
         src = d / f"nvcc-{key}.cu"
         src.write_text(text)
-        proc = _run(["nvcc", *NVCC_FLAGS, "-diag-suppress", "177", f"-I{CUDA_DIR}", str(src),
-                     "-o", str(tmp)], f"every kernel instantiation for {NVCC_ARCH} (nvcc)")
+        proc = _run(["nvcc", *NVCC_FLAGS, "-diag-suppress", "177", str(src), "-o", str(tmp)],
+                    f"every kernel instantiation for {NVCC_ARCH} (nvcc, NVRTC's options)")
         log.write_text(proc.stdout + proc.stderr)
 
     cubin = _cached(d / f"nvcc-{key}.cubin", produce)
     return cubin, log.read_text()
+
+
+_PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
+_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+
+
+def ptxas_resources(log: str) -> dict[str, dict]:
+    """Per kernel (demangled name without its parameter list, e.g. "bin_conv3x3<unsigned int>"):
+    registers, stack bytes, spill stores and loads, from ptxas's -v report."""
+    found, current = {}, None
+    for line in log.splitlines():
+        m = _PTXAS_ENTRY.search(line)
+        if m:
+            current = found.setdefault(m.group(1), {"arch": m.group(2)})
+            continue
+        if current is None:
+            continue
+        m = _PTXAS_STACK.search(line)
+        if m:
+            current.update(stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)),
+                           spill_loads=int(m.group(3)))
+        m = _PTXAS_REGS.search(line)
+        if m:
+            current["registers"] = int(m.group(1))
+    names = _demangle(list(found))
+    return {names[k]: v for k, v in found.items()}
+
+
+def _demangle(symbols: list[str]) -> dict[str, str]:
+    """mangled -> "name<template args>" (c++filt, from binutils, next to every nvcc)."""
+    if not symbols:
+        return {}
+    try:
+        out = subprocess.run(["c++filt"], input="\n".join(symbols), capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise BuildError(f"c++filt is needed to read ptxas's report: {exc}") from None
+    return {s: n.split("(")[0].removeprefix("void ").strip() for s, n in zip(symbols, out)}

@@ -1,9 +1,10 @@
-"""The kernel instantiations, listed once.
+"""The kernel instantiations, listed once, and what the GPU compiles.
 
-Every backend reads this table: the CuPy module asks NVRTC for exactly these name expressions,
-the CPU emulation exports one C symbol per entry, and the nvcc check instantiates each of them
-for sm_90. A kernel's parameters are the six work-split integers of common.cuh (added by the
-launcher) followed by the ones listed here: "p" a pointer to a device buffer, "i" an int.
+Every backend reads this table: the CuPy module asks NVRTC for exactly these name expressions
+(plus the GPU-only timing helper), the CPU emulation exports one C symbol per entry, and the
+nvcc check instantiates each of them from the same translation unit with NVRTC's options. A
+kernel's parameters are the six work-split integers of common.cuh (added by the launcher)
+followed by the ones listed here: "p" a pointer to a device buffer, "i" an int.
 """
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
-ENTRY_SOURCE = CUDA_DIR / "kernels.cu"
+ENTRY_SOURCE = CUDA_DIR / "kernels.cu"          # every BNN kernel (all three backends)
+GPU_ENTRY_SOURCE = CUDA_DIR / "gpu_module.cu"    # + the GPU-only timing helper (NVRTC, nvcc)
+
+# What CuPy hands NVRTC for our module: our options, then what CuPy appends itself
+# (cupy/cuda/compiler.py: "-ftz=true", then the architecture, "-arch=sm_XY" where NVRTC can
+# emit a cubin for the device). The nvcc check compiles with the same ones.
+NVRTC_OPTIONS = ("-std=c++17",)
+CUPY_APPENDED_OPTIONS = ("-ftz=true",)
+# GPU-only kernels of gpu_module.cu (name expressions for NVRTC, not emulated)
+TIMING_KERNEL = "busy_wait_ns"
 
 WORD_TYPES = {32: "unsigned int", 64: "unsigned long long"}
 
@@ -54,6 +64,20 @@ def _specs() -> dict[str, KernelSpec]:
 KERNELS: dict[str, KernelSpec] = _specs()
 
 
+def kernel_max_threads(header: Path = CUDA_DIR / "common.cuh") -> int:
+    """KERNEL_MAX_THREADS of common.cuh: the __launch_bounds__ of every kernel (the number is
+    written once, there)."""
+    m = re.search(r"^#define KERNEL_MAX_THREADS (\d+)\s*$", header.read_text(), re.M)
+    if m is None:
+        raise RuntimeError(f"{header}: no '#define KERNEL_MAX_THREADS <n>' line")
+    return int(m.group(1))
+
+
+def gpu_name_expressions() -> list[str]:
+    """Every kernel NVRTC must instantiate and name: the table's, then the timing helper."""
+    return [s.expr for s in KERNELS.values()] + [TIMING_KERNEL]
+
+
 def source_files() -> list[Path]:
     """Every file of the kernel source (what the build caches hash)."""
     return sorted(p for p in CUDA_DIR.iterdir() if p.suffix in (".cu", ".cuh", ".h"))
@@ -62,9 +86,10 @@ def source_files() -> list[Path]:
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
 
 
-def translation_unit(entry: Path = ENTRY_SOURCE) -> str:
-    """kernels.cu with its local includes inlined (each file once), for NVRTC: CuPy's kernel
-    cache keys on the source text, so headers must be part of it."""
+def translation_unit(entry: Path = GPU_ENTRY_SOURCE) -> str:
+    """gpu_module.cu with its local includes inlined (each file once): the text NVRTC compiles
+    (CuPy's kernel cache keys on the source text, so headers must be part of it) and the nvcc
+    check compiles."""
     seen: set[Path] = set()
     lines: list[str] = []
 

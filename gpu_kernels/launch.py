@@ -13,8 +13,10 @@ blockIdx.y/threadIdx.y <-> p, blockIdx.z/threadIdx.x <-> f. For a configuration:
 Threads of a block (at most `threads`, default 256) go first to the window's pixels when Y is
 spread (HEP-BNN: the pixels of a window are the block's threads), then to the neurons (threadIdx.x,
 so that a warp reads consecutive weights and writes consecutive outputs), then to pixels, then
-to images. CUDA's limits are checked here, and a launch that does not fit raises LaunchError
-naming the layer, the configuration and the limit.
+to images. CUDA's limits are checked here, and so is the kernel's own limit on threads per
+block (its __launch_bounds__, KERNEL_MAX_THREADS in cuda/common.cuh, or on a GPU the compiled
+kernel's max_threads_per_block, which the registers it uses decide); a launch that does not fit
+raises LaunchError naming the layer, the configuration and the limit.
 """
 from __future__ import annotations
 
@@ -22,11 +24,27 @@ from dataclasses import asdict, dataclass
 
 from gpu_kernels.configs import CPU, axes, check_impl
 from gpu_kernels.errors import LaunchError
+from gpu_kernels.kernel_table import kernel_max_threads
 
-MAX_THREADS_PER_BLOCK = 1024
+MAX_THREADS_PER_BLOCK = 1024                # CUDA's limit for any kernel
 MAX_BLOCK_DIM = (1024, 1024, 64)            # x, y, z
 MAX_GRID_DIM = (2 ** 31 - 1, 65535, 65535)  # x, y, z
 DEFAULT_THREADS = 256
+KERNEL_MAX_THREADS = kernel_max_threads()   # the kernels' __launch_bounds__ (cuda/common.cuh)
+
+# sm_90 (H100/H200) register file: what decides how many threads of a kernel fit in a block
+REGISTERS_PER_BLOCK = 65536
+REGISTER_ALLOCATION_UNIT = 256              # registers are given to a warp in units of 256
+WARP_SIZE = 32
+
+
+def max_threads_for_registers(registers: int) -> int:
+    """Largest block (a multiple of the warp size) a kernel using `registers` per thread can be
+    launched with on sm_90: 72 registers -> 896 threads, 80 -> 800, 64 or fewer -> 1024."""
+    if registers < 1:
+        return MAX_THREADS_PER_BLOCK
+    per_warp = -(-registers * WARP_SIZE // REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
+    return min(MAX_THREADS_PER_BLOCK, REGISTERS_PER_BLOCK // per_warp * WARP_SIZE)
 
 
 @dataclass(frozen=True)
@@ -70,8 +88,10 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def plan(work: Work, config: str, *, threads: int = DEFAULT_THREADS, window: int | None = None,
-         what: str = "kernel") -> Launch:
-    """Grid and block for `work` in `config`; `what` names the layer in error messages."""
+         what: str = "kernel", max_threads: int = KERNEL_MAX_THREADS) -> Launch:
+    """Grid and block for `work` in `config`; `what` names the layer in error messages.
+    `max_threads` is the kernel's own limit on threads per block (default: its launch bound;
+    a GPU backend passes the compiled kernel's max_threads_per_block)."""
     config = check_impl(config)
     if config == CPU:
         raise LaunchError(f"{what}: 'cpu' is not a GPU configuration")
@@ -80,6 +100,10 @@ def plan(work: Work, config: str, *, threads: int = DEFAULT_THREADS, window: int
     if not 1 <= threads <= MAX_THREADS_PER_BLOCK:
         raise LaunchError(f"{what}: {threads} threads per block requested; CUDA allows 1.."
                           f"{MAX_THREADS_PER_BLOCK}")
+    if threads > max_threads:
+        raise LaunchError(f"{what}: {threads} threads per block requested; the kernel can be "
+                          f"launched with at most {max_threads} (the registers it was compiled "
+                          f"with; KERNEL_MAX_THREADS = {KERNEL_MAX_THREADS} in cuda/common.cuh)")
     spread = axes(config)
     win = work.row if window is None else window
     if win < 1:

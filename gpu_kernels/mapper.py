@@ -2,7 +2,9 @@
 
 Both work on a Profile (profiling.py): seconds per batch of b images for every layer in every
 implementation (the CPU and the seven GPU configurations), and the copy time of every tensor
-between layers. Costs are for the whole data set: n_images in ceil(n_images / b) batches.
+between layers. A GPU layer costs max(kernel time, host time to issue it) (Profile.cost_s): at
+small batches the host's launch overhead, not the kernel, sets the pace. Costs are for the
+whole data set: n_images in ceil(n_images / b) batches.
 
 * Algorithm 1, as published: for each batch size keep the fastest implementation of each layer
   and sum those times; pick the batch size with the lowest sum. It ignores the copies that its
@@ -41,6 +43,8 @@ class Choice:
     objective_s: float             # what the algorithm minimised (Algorithm 1: layers only)
     total_s: float                 # layers + implied copies (the honest prediction)
     per_batch_s: dict = field(default_factory=dict)   # objective at every batch size
+    gpu_kernel_s: float = 0.0      # the GPU layers' kernel times alone (whole data set)
+    gpu_host_s: float = 0.0        # the host's time to issue them (whole data set)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -116,14 +120,35 @@ def transfers_of(impls, prof: Profile, batch: int, n_images: int) -> list[dict]:
 def evaluate(impls, prof: Profile, batch: int, n_images: int) -> tuple[list, list, float]:
     """(per-layer seconds, copies, total seconds) of a mapping for the whole data set."""
     k = n_batches(n_images, batch)
+    cost = prof.cost_s(batch)
     layer_s = []
     for i, m in enumerate(impls):
-        t = prof.layer_s[batch][i][prof.impls.index(m)]
+        t = cost[i][prof.impls.index(m)]
         if t is None:
             raise GpuKernelError(f"layer {i} cannot run as {m} at batch {batch}")
         layer_s.append(t * k)
     copies = transfers_of(impls, prof, batch, n_images)
     return layer_s, copies, sum(layer_s) + sum(c["seconds"] for c in copies)
+
+
+def gpu_split(impls, prof: Profile, batch: int, n_images: int) -> tuple[float, float]:
+    """(kernel seconds, host issue seconds) of a mapping's GPU layers for the whole data set."""
+    k = n_batches(n_images, batch)
+    kernel = host = 0.0
+    for i, m in enumerate(impls):
+        if m == CPU:
+            continue
+        j = prof.impls.index(m)
+        kernel += (prof.layer_s[batch][i][j] or 0.0) * k
+        host += (prof.host_row(batch, i)[j] or 0.0) * k
+    return kernel, host
+
+
+def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch) -> Choice:
+    layer_s, copies, total = evaluate(impls, prof, batch, n_images)
+    kernel, host = gpu_split(impls, prof, batch, n_images)
+    return Choice(algorithm, batch, impls, layer_s, copies, total if objective is None else objective,
+                  total, per_batch, kernel, host)
 
 
 def _fastest(row, impls, allowed) -> tuple[str | None, float]:
@@ -139,11 +164,11 @@ def algorithm1(prof: Profile, n_images: int) -> Choice:
     per_batch, picks = {}, {}
     for b in prof.batch_sizes:
         k = n_batches(n_images, b)
-        picks[b] = [_fastest(row, prof.impls, prof.impls)[0] for row in prof.layer_s[b]]
-        per_batch[b] = sum(_fastest(row, prof.impls, prof.impls)[1] * k for row in prof.layer_s[b])
+        cost = prof.cost_s(b)
+        picks[b] = [_fastest(row, prof.impls, prof.impls)[0] for row in cost]
+        per_batch[b] = sum(_fastest(row, prof.impls, prof.impls)[1] * k for row in cost)
     best = min(prof.batch_sizes, key=lambda b: per_batch[b])    # first on ties
-    layer_s, copies, total = evaluate(picks[best], prof, best, n_images)
-    return Choice("algorithm1", best, picks[best], layer_s, copies, per_batch[best], total, per_batch)
+    return _choice("algorithm1", prof, best, picks[best], per_batch[best], n_images, per_batch)
 
 
 def dp_mapping(prof: Profile, n_images: int) -> Choice:
@@ -154,6 +179,7 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
     for b in prof.batch_sizes:
         k = n_batches(n_images, b)
         L = len(prof.layers)
+        layer_cost = prof.cost_s(b)
         cost = {HOST: 0.0, GPU: math.inf}
         back = []                       # per layer: {device: (previous device, impl)}
         for i in range(L):
@@ -165,7 +191,7 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
                 reach[GPU] = (cost[HOST] + prof.h2d_s[b][i] * k, HOST)
             step, new = {}, {}
             for dev, allowed in ((HOST, host_impls), (GPU, gpu_impls)):
-                m, t = _fastest(prof.layer_s[b][i], prof.impls, allowed)
+                m, t = _fastest(layer_cost[i], prof.impls, allowed)
                 new[dev] = reach[dev][0] + t * k if m is not None else math.inf
                 step[dev] = (reach[dev][1], m)
             cost = new
@@ -183,8 +209,7 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
     best = min(prof.batch_sizes, key=lambda b: per_batch[b])
     if math.isinf(per_batch[best]):
         raise GpuKernelError("no implementation of some layer can run at any batch size")
-    layer_s, copies, total = evaluate(picks[best], prof, best, n_images)
-    return Choice("dp", best, picks[best], layer_s, copies, total, total, per_batch)
+    return _choice("dp", prof, best, picks[best], None, n_images, per_batch)
 
 
 def _profile_source(src):
@@ -231,11 +256,12 @@ def format_table(m: Mapping) -> str:
         k = n_batches(m.n_images, b)
         lines.append("")
         lines.append(f"{ch.algorithm} -> batch {b}: objective {1e3 * ch.objective_s:.3f} ms, "
-                     f"with copies {1e3 * ch.total_s:.3f} ms (whole data set; * = chosen)")
+                     f"with copies {1e3 * ch.total_s:.3f} ms (whole data set; * = chosen); GPU "
+                     f"kernels {1e3 * ch.gpu_kernel_s:.3f} ms, host issue {1e3 * ch.gpu_host_s:.3f} ms")
         lines.append(f"{'#':>3} {'layer':30s} " + " ".join(f"{i:>9}" for i in p.impls))
         for i, name in enumerate(p.layers):
             cells = []
-            for impl, t in zip(p.impls, p.layer_s[b][i]):
+            for impl, t in zip(p.impls, p.cost_s(b)[i]):
                 s = "n/a" if t is None else f"{1e3 * t * k:.3f}"
                 cells.append(f"{s + ('*' if impl == ch.impls[i] else ' '):>9}")
             lines.append(f"{i:3d} {name[:30]:30s} " + " ".join(cells))
@@ -267,7 +293,7 @@ def write_heatmap(m: Mapping, path) -> Path | None:
     fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 3, 0.3 * len(p.layers) * rows + 1.4 * rows),
                              squeeze=False, layout="constrained")
     grids = {b: np.array([[np.nan if t is None else max(t / b, 1e-12) * 1e6 for t in row]
-                          for row in p.layer_s[b]]) for b in p.batch_sizes}
+                          for row in p.cost_s(b)]) for b in p.batch_sizes}
     finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()])
     vmin, vmax = np.log10(finite.min()), np.log10(finite.max())
     im = None

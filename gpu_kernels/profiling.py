@@ -1,12 +1,18 @@
-"""Timing sources for the mapper: per layer x implementation x batch size seconds, and the
-host<->device copy time of every tensor between layers.
+"""Timing sources for the mapper: per layer x implementation x batch size seconds, the host's
+time to issue each GPU layer, and the host<->device copy time of every tensor between layers.
 
 A source is anything with ``profile(net, batch_sizes) -> Profile``:
-* MeasuredProfile runs the layers: GPU configurations timed with CUDA events after warm-up
-  (CuPy), the CPU implementation with perf_counter; the median of `repeats` runs. With the
-  emulation backend the "GPU" numbers are emulation wall times, useful only to exercise the
-  pipeline (the profile says so).
+* MeasuredProfile runs the layers. A GPU configuration gets two numbers: the kernel's time
+  (CUDA events around back-to-back launches that a busy-wait kernel queued ahead keeps from
+  waiting on the host: devices.CupyGpu.time_launches) and the host's time to prepare and issue
+  one launch (perf_counter, as the runner does it). The CPU implementation is timed with
+  perf_counter. Medians of `repeats`. With the emulation backend the "GPU" numbers are
+  emulation wall times, useful only to exercise the pipeline (the profile says so). With a
+  `deadline`, batch sizes (smallest first) whose profiling would end after it are left out.
 * JsonProfile reads a saved profile (Profile.to_json), so the search is tested without a GPU.
+
+The mapper charges a GPU layer max(kernel, host) per batch (Profile.cost_s): the host issues
+launches while the GPU runs earlier ones, so the slower of the two sets the pace.
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_kernels.configs import CPU, IMPLS
+from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.errors import GpuKernelError, LaunchError
 from gpu_kernels.layer_ops import Fmt
 from gpu_kernels.progress import progress
@@ -39,11 +45,29 @@ class Profile:
     impls: list = field(default_factory=lambda: list(IMPLS))
     source: str = "unknown"
     meta: dict = field(default_factory=dict)
+    host_s: dict = field(default_factory=dict)   # b -> [layer][impl] host seconds to issue a GPU
+    #                                               layer's launch (None: CPU or not launchable);
+    #                                               missing batch sizes count as 0
+
+    def host_row(self, b: int, i: int) -> list:
+        rows = self.host_s.get(b)
+        return rows[i] if rows is not None else [None] * len(self.impls)
+
+    def cost_s(self, b: int) -> list:
+        """[layer][impl] seconds the mapper charges per batch of b: the CPU's time, or for a GPU
+        configuration max(kernel, host issue time); None where it cannot run."""
+        out = []
+        for i, row in enumerate(self.layer_s[b]):
+            host = self.host_row(b, i)
+            out.append([t if t is None or m == CPU or h is None else max(t, h)
+                        for m, t, h in zip(self.impls, row, host)])
+        return out
 
     def to_json(self) -> dict:
         key = lambda d: {str(b): v for b, v in d.items()}   # noqa: E731
         return {"network": self.network, "layers": self.layers, "impls": self.impls,
                 "batch_sizes": self.batch_sizes, "layer_s": key(self.layer_s),
+                "host_s": key(self.host_s),
                 "h2d_s": key(self.h2d_s), "d2h_s": key(self.d2h_s), "source": self.source,
                 "meta": self.meta}
 
@@ -54,7 +78,8 @@ class Profile:
             p = cls(network=d["network"], layers=list(d["layers"]), impls=list(d["impls"]),
                     batch_sizes=[int(b) for b in d["batch_sizes"]], layer_s=unkey(d["layer_s"]),
                     h2d_s=unkey(d["h2d_s"]), d2h_s=unkey(d["d2h_s"]),
-                    source=d.get("source", "json"), meta=d.get("meta", {}))
+                    source=d.get("source", "json"), meta=d.get("meta", {}),
+                    host_s=unkey(d.get("host_s", {})))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise GpuKernelError(f"malformed profile JSON: {exc!r}") from None
         p.validate()
@@ -76,6 +101,10 @@ class Profile:
                                          f"{len(self.impls)} implementations")
                 if all(t is None for t in row):
                     raise GpuKernelError(f"profile layer {i}, batch {b}: no implementation can run")
+            if b in self.host_s and (len(self.host_s[b]) != n or any(
+                    len(r) != len(self.impls) for r in self.host_s[b])):
+                raise GpuKernelError(f"profile host_s for batch {b} must have {n} rows of "
+                                     f"{len(self.impls)} entries")
 
 
 class JsonProfile:
@@ -107,7 +136,8 @@ class JsonProfile:
                                  f"(it has {sorted(p.layer_s)})")
         return Profile(p.network, p.layers, list(batch_sizes),
                        {b: p.layer_s[b] for b in batch_sizes}, {b: p.h2d_s[b] for b in batch_sizes},
-                       {b: p.d2h_s[b] for b in batch_sizes}, p.impls, p.source, p.meta)
+                       {b: p.d2h_s[b] for b in batch_sizes}, p.impls, p.source, p.meta,
+                       {b: p.host_s[b] for b in batch_sizes if b in p.host_s})
 
 
 def random_tensor(fmt: Fmt, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -121,21 +151,24 @@ def random_tensor(fmt: Fmt, n: int, rng: np.random.Generator) -> np.ndarray:
         return words
     if fmt.kind == "uint8":
         return rng.integers(0, 256, size=shape, dtype=np.uint8)
-    return rng.integers(-64, 64, size=shape, dtype=np.int32)
+    # drawn as int8 (several times faster for the 100M-element tensors of large batches)
+    return rng.integers(-64, 64, size=shape, dtype=np.int8).astype(np.int32)
 
 
 class MeasuredProfile:
     """Times every layer in every implementation on this machine."""
 
-    def __init__(self, backend: str = "auto", word_bits: int = 32, repeats: int = 5,
+    def __init__(self, backend="auto", word_bits: int = 32, repeats: int = 5,
                  warmup: int = 2, impls=IMPLS, threads: int | None = None,
                  window: int | None = None, progress: bool = False, seed: int = 0,
-                 slow_s: float = 0.05):
+                 slow_s: float = 0.05, launches: int = 4, deadline: float | None = None):
         self.backend, self.word_bits = backend, word_bits
         self.repeats, self.warmup = max(1, repeats), max(0, warmup)
         self.impls = list(impls)
         self.launch_kw = {k: v for k, v in (("threads", threads), ("window", window)) if v is not None}
         self.progress, self.seed, self.slow_s = progress, seed, slow_s
+        self.launches = max(1, launches)          # back-to-back launches per GPU timing
+        self.deadline = deadline                  # perf_counter() time profiling must end by
 
     def _median(self, fn) -> float:
         """Median of `repeats` timed runs after `warmup` untimed ones; a run slower than
@@ -158,38 +191,71 @@ class MeasuredProfile:
             raise GpuKernelError("a measured profile of GPU configurations needs backend "
                                  "'cupy' or 'emulation'")
         L = len(runner.ops)
-        layer_s, h2d_s, d2h_s = {}, {}, {}
-        steps = [(b, i) for b in batch_sizes for i in range(L)]
+        layer_s, host_s, h2d_s, d2h_s = {}, {}, {}, {}
+        sizes, skipped = sorted(batch_sizes), []
+        steps = [(b, i) for b in sizes for i in range(L)]
         if self.progress:
             steps = progress(steps, f"profiling {net.name}", "layer")
+        started, prev = {}, None                     # batch size -> start time; last finished
         for b, i in steps:
+            if b in skipped:
+                continue
+            now = time.perf_counter()
+            if i == 0:
+                started[b] = now
+                if self.deadline is not None and prev is not None:
+                    # a batch size costs about its images' share of the last one's time
+                    guess = (started[b] - started[prev]) * b / prev
+                    if started[b] + guess > self.deadline:
+                        skipped += [s for s in sizes if s >= b]
+                        continue
+            elif self.deadline is not None and prev is not None and now > self.deadline:
+                skipped += [s for s in sizes if s >= b]      # give up this one half-profiled
+                continue
             op = runner.ops[i]
             layer_s.setdefault(b, [None] * L)
+            host_s.setdefault(b, [None] * L)
             x = random_tensor(op.fin, b, rng)
-            row = []
+            row, hrow = [], []
             for impl in self.impls:
-                row.append(self._time_cpu(runner, op, x) if impl == CPU
-                           else self._time_gpu(runner, op, x, impl))
-            layer_s[b][i] = row
+                if impl == CPU:
+                    row.append(self._time_cpu(runner, op, x))
+                    hrow.append(None)
+                else:
+                    kernel, host = self._time_gpu(runner, op, x, impl)
+                    row.append(kernel)
+                    hrow.append(host)
+            layer_s[b][i], host_s[b][i] = row, hrow
             if i == L - 1:                                   # every boundary tensor of batch b
                 fmts = [o.fin for o in runner.ops] + [runner.ops[-1].fout]
                 tensors = [random_tensor(f, b, rng) for f in fmts]
                 h2d_s[b] = [self._time_copy(gpu, t, "h2d") for t in tensors]
                 d2h_s[b] = [self._time_copy(gpu, t, "d2h") for t in tensors]
+                prev = b
+        done = [b for b in sizes if b not in skipped]
+        if not done:
+            raise GpuKernelError("no batch size could be profiled before the deadline")
         if gpu is None:
-            zero = {b: [0.0] * (L + 1) for b in batch_sizes}
+            zero = {b: [0.0] * (L + 1) for b in done}
             h2d_s, d2h_s = zero, dict(zero)
         source = (f"measured: {gpu.backend}" + (f" ({gpu.device_name})" if gpu.is_real_gpu else
                                                 " (emulation wall times, NOT GPU timings)")
                   if gpu is not None else "measured: cpu only")
-        return Profile(net.name, [layer.describe() for layer in net.layers], list(batch_sizes), layer_s,
-                       h2d_s, d2h_s, self.impls, source,
+        return Profile(net.name, [layer.describe() for layer in net.layers], done,
+                       {b: layer_s[b] for b in done}, {b: h2d_s[b] for b in done},
+                       {b: d2h_s[b] for b in done}, self.impls, source,
                        {"word_bits": self.word_bits, "repeats": self.repeats, "warmup": self.warmup,
-                        "slow_s": self.slow_s,
+                        "slow_s": self.slow_s, "launches": self.launches,
                         "statistic": "median", "time_of": "one batch of b images",
-                        "gpu_timer": "CUDA events" if gpu is not None and gpu.is_real_gpu else "perf_counter",
+                        "gpu_timer": ((getattr(gpu, "timing_note", None) or
+                                       "CUDA events around back-to-back launches queued behind a "
+                                       "busy-wait kernel") if gpu is not None and gpu.is_real_gpu
+                                      else "perf_counter"),
+                        "host_timer": "perf_counter: prepare + issue one launch",
                         "cpu_timer": "perf_counter",
-                        "cpu_threads": runner.cpu.max_threads if CPU in self.impls else None})
+                        "batch_sizes_left_out": skipped,
+                        "cpu_threads": runner.cpu.max_threads if CPU in self.impls else None},
+                       {b: host_s[b] for b in done})
 
     def _time_cpu(self, runner, op, x) -> float:
         def once():
@@ -198,21 +264,39 @@ class MeasuredProfile:
             return time.perf_counter() - t0
         return self._median(once)
 
-    def _time_gpu(self, runner, op, x, config) -> float | None:
+    def _time_gpu(self, runner, op, x, config) -> tuple[float | None, float | None]:
+        """(kernel seconds, host seconds to prepare and issue it) of one batch, or (None, None)
+        when the configuration cannot launch it."""
+        if config not in CONFIGS:
+            raise GpuKernelError(f"{config!r} is not a GPU configuration")
         try:
             if op.kernel is not None:
                 runner.plan(op, x.shape[0], config)
         except LaunchError:
-            return None
+            return None, None
         gpu = runner.gpu
         xd = gpu.upload(x)
+        _, go = runner.prepare_op_gpu(op, xd, config)
+        if go is None:                                  # a no-op layer (flatten of a flat tensor)
+            return 0.0, 0.0
 
-        def once():
-            e0 = gpu.event()
-            runner.run_op_gpu(op, xd, config)
-            e1 = gpu.event()
-            return gpu.elapsed_s(e0, e1)
-        return self._median(once)
+        def host_once():
+            t0 = time.perf_counter()
+            _, again = runner.prepare_op_gpu(op, xd, config)
+            gpu.event()                                 # what the runner records per launch
+            again()
+            gpu.event()
+            t = time.perf_counter() - t0
+            gpu.synchronize()
+            return t
+
+        first, _ = gpu.time_launches(go, 1)
+        if first > self.slow_s:
+            return first, host_once()
+        kernel = statistics.median([first] + [gpu.time_launches(go, self.launches)[0]
+                                              for _ in range(self.repeats - 1)])
+        host = statistics.median([host_once() for _ in range(self.repeats)])
+        return kernel, host
 
     def _time_copy(self, gpu, t: np.ndarray, direction: str) -> float:
         if gpu is None:

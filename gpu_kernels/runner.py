@@ -6,6 +6,11 @@ other, and a host<->device copy happens only where the mapping switches device, 
 network input (which starts on the host) and the final scores (which end there). Those copies
 are timed and listed in RunResult.transfers. Copies made only to return every layer's output
 (keep_outputs=True) happen after the timed work and are not listed.
+
+Times of a GPU layer: `seconds` = CUDA events around the kernel launch alone (its arguments are
+prepared before the first event); `host_s` = the host's time to prepare and issue it (output
+allocation, argument checks, CuPy's call), which overlaps earlier kernels while the GPU is
+busy and sets the pace when it is not.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from gpu_kernels.configs import CPU, GPU, HOST, check_impl
 from gpu_kernels.cpu_impl import cpu_impl
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import GpuKernelError, MappingError
+from gpu_kernels.launch import KERNEL_MAX_THREADS
 from gpu_kernels.layer_ops import ArgmaxOp, Op, ReorderOp, check_int32_ranges, prepare
 from gpu_kernels.progress import progress as show_progress
 from models import golden
@@ -33,8 +39,9 @@ class LayerRecord:
     layer: str           # describe() of the layer
     impl: str            # "cpu" or a configuration
     device: str          # "host" or "gpu"
-    seconds: float = 0.0
+    seconds: float = 0.0         # GPU layers: CUDA events around the launch; CPU layers: wall
     launch: dict | None = None   # grid/block of the first batch (GPU layers)
+    host_s: float = 0.0          # GPU layers: host time to prepare and issue the launches
 
 
 @dataclass
@@ -71,6 +78,16 @@ class RunResult:
         return sum(t.seconds for t in self.transfers)
 
     @property
+    def gpu_kernel_s(self) -> float:
+        """Sum of the GPU layers' event times (kernels alone)."""
+        return sum(r.seconds for r in self.layers if r.device == GPU)
+
+    @property
+    def gpu_host_s(self) -> float:
+        """Sum of the host's time to prepare and issue the GPU layers' launches."""
+        return sum(r.host_s for r in self.layers if r.device == GPU)
+
+    @property
     def impls(self) -> list[str]:
         return [r.impl for r in self.layers]
 
@@ -85,9 +102,11 @@ class RunResult:
     def summary(self) -> str:
         lines = [f"backend {self.backend}" + (f" ({self.device_name})" if self.device_name else "")
                  + f", {self.n_images} images in batches of {self.batch}, {self.word_bits}-bit words",
-                 f"{'#':>3} {'layer':34s} {'impl':>4} {'device':>6} {'ms':>10}"]
+                 f"{'#':>3} {'layer':34s} {'impl':>4} {'device':>6} {'ms':>10} {'host ms':>10}"]
         for r in self.layers:
-            lines.append(f"{r.index:3d} {r.layer:34s} {r.impl:>4} {r.device:>6} {1e3 * r.seconds:10.3f}")
+            host = f"{1e3 * r.host_s:10.3f}" if r.device == GPU else f"{'':10s}"
+            lines.append(f"{r.index:3d} {r.layer:34s} {r.impl:>4} {r.device:>6} {1e3 * r.seconds:10.3f} "
+                         f"{host}")
         for t in self.transfers:
             lines.append(f"    transfer {t.direction} of the {t.tensor} at boundary {t.boundary}: "
                          f"{t.count} x, "
@@ -158,8 +177,9 @@ class Runner:
             return None
         key = (op.index, n, config)
         if key not in self._plans:
+            limit = self.gpu.max_threads(op.kernel) if self.gpu is not None else KERNEL_MAX_THREADS
             self._plans[key] = launch_mod.plan(op.work(n), config, threads=self.threads,
-                                               window=self.window, what=op.label)
+                                               window=self.window, what=op.label, max_threads=limit)
         return self._plans[key]
 
     def consts_on_gpu(self, op: Op) -> dict:
@@ -168,13 +188,35 @@ class Runner:
         return self._dev_consts[op.index]
 
     # -- one layer --------------------------------------------------------------------------
-    def run_op_gpu(self, op: Op, x, config: str):
-        """Launch one layer's kernel on device buffer x; returns the output buffer."""
+    def prepare_op_gpu(self, op: Op, x, config: str):
+        """(output buffer, the call that launches the layer's kernel on device buffer x);
+        (x, None) for a layer with no kernel."""
         n = x.shape[0]
         if op.kernel is None:
-            return x
+            return x, None
         out = self.gpu.empty(op.fout.host_shape(n), op.fout.dtype)
-        self.gpu.launch(op.kernel, self.plan(op, n, config), op.kernel_args(x, out, self.consts_on_gpu(op)))
+        go = self.gpu.prepare(op.kernel, self.plan(op, n, config),
+                              op.kernel_args(x, out, self.consts_on_gpu(op)))
+        return out, go
+
+    def run_op_gpu(self, op: Op, x, config: str):
+        """Launch one layer's kernel on device buffer x; returns the output buffer."""
+        out, go = self.prepare_op_gpu(op, x, config)
+        if go is not None:
+            go()
+        return out
+
+    def _timed_gpu(self, op: Op, x, config: str, pending: list, record) -> object:
+        """Run one layer on the GPU with events around the launch alone; the host's time to
+        prepare and issue it goes to record.host_s (when record is a LayerRecord)."""
+        t0 = time.perf_counter()
+        out, go = self.prepare_op_gpu(op, x, config)
+        e0 = self.gpu.event()
+        if go is not None:
+            go()
+        pending.append((record, e0, self.gpu.event()))
+        if isinstance(record, LayerRecord):
+            record.host_s += time.perf_counter() - t0
         return out
 
     def run_op_cpu(self, op: Op, x: np.ndarray, reuse: bool = False) -> np.ndarray:
@@ -247,7 +289,7 @@ class Runner:
                 t.bytes += int(raw.nbytes)
                 e0 = gpu.event()
                 cur = self.run_op_gpu(self.reorder, gpu.upload(raw), DEFAULT_CONFIG)
-                pending.append((t, e0, gpu.event()))
+                pending.append((t, e0, gpu.event()))         # copy + reorder: one record
                 where = GPU
             else:
                 cur = fin0.from_golden(x[s:s + batch])
@@ -255,9 +297,7 @@ class Runner:
                 cur = move(cur, where, rec.device, op.index, pending)
                 where = rec.device
                 if where == GPU:
-                    e0 = gpu.event()
-                    cur = self.run_op_gpu(op, cur, rec.impl)
-                    pending.append((rec, e0, gpu.event()))
+                    cur = self._timed_gpu(op, cur, rec.impl, pending, rec)
                 else:
                     t0 = time.perf_counter()
                     cur = self.run_op_cpu(op, cur, reuse=not keep_outputs)
@@ -266,9 +306,7 @@ class Runner:
                     outputs[op.index].append(cur if where == HOST else ("dev", cur))
             if want_pred:
                 if where == GPU:
-                    e0 = gpu.event()
-                    pred = self.run_op_gpu(self.argmax, cur, DEFAULT_CONFIG)
-                    pending.append((None, e0, gpu.event()))
+                    pred = self._timed_gpu(self.argmax, cur, DEFAULT_CONFIG, pending, None)
                     pred = move(pred, GPU, HOST, len(self.ops), pending, "predictions")
                 else:
                     pred = self.run_op_cpu(self.argmax, cur)
@@ -291,7 +329,8 @@ class Runner:
         scores = outs[last] if keep_outputs else self.ops[last].fout.to_golden(
             np.concatenate(scores_parts), net.shapes[-1][1])
         preds = np.concatenate(pred_parts).reshape(-1).astype(np.int64) if want_pred else None
-        timing = ("GPU layers: CUDA events; CPU layers and wall: perf_counter" if self.backend == "cupy"
+        timing = ("GPU layers: CUDA events around each launch (host_s: host time to prepare and "
+                  "issue it); CPU layers and wall: perf_counter" if self.backend == "cupy"
                   else "perf_counter (emulated GPU layers: NOT GPU timings)" if self.backend == "emulation"
                   else "perf_counter")
         return RunResult(outputs=outs, scores=scores, predictions=preds, layers=records,

@@ -1,20 +1,28 @@
 """Bit-exactness check of every kernel without pytest (for a GPU machine whose Python lacks
-it): the matrix of tests/test_gpu_kernels.py plus whole networks, on a chosen backend,
-against the golden executor.
+it): the matrix of tests/test_gpu_kernels.py plus whole networks, on a chosen backend, against
+the golden executor. On the emulation it can visit blocks and threads reversed or shuffled and
+run the AddressSanitizer build (this process re-executes itself with the ASan runtime
+preloaded).
 
-    python -m gpu_kernels.selfcheck --backend cupy [--json results.json]
+    python -m gpu_kernels.selfcheck --backend cupy [--json results.json] [--maxfail 3]
+    python -m gpu_kernels.selfcheck --backend emulation --order shuffled:7 --asan --every 5
+
+Exit status: 0 every check equal to the golden model, 1 a mismatch, 2 bad arguments, 3 the
+backend cannot start (no CuPy or GPU, a failed build).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
 import numpy as np
 
 from gpu_kernels.configs import CONFIGS
-from gpu_kernels.errors import BuildError
+from gpu_kernels.devices import EmulatedGpu, get_gpu, parse_order
+from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
 from gpu_kernels.layer_cases import all_cases, case_seed, make_case
 from gpu_kernels.progress import progress
 from gpu_kernels.runner import run_network
@@ -22,46 +30,101 @@ from models import golden
 from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
+ASAN_MARK = "GPU_KERNELS_SELFCHECK_ASAN"       # set once the process runs under the ASan runtime
 
 
 def _equal(res, ref) -> bool:
     return all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(res.outputs, ref.outputs))
 
 
-def run(backend: str) -> dict:
+def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dict:
+    """Every `every`-th case of the matrix (and the whole networks); stops after `maxfail`
+    failures (0: never)."""
     failures, skipped, n = [], [], 0
-    for case in progress(all_cases(CONFIGS), f"kernels on {backend}", "case"):
+    gpu = get_gpu(backend)
+    name = gpu.describe() if hasattr(gpu, "describe") else str(backend)
+
+    def stop():
+        return maxfail and len(failures) >= maxfail
+
+    for case in progress(all_cases(CONFIGS)[::every], f"kernels on {name}", "case"):
         kind, config, bits, variant, pad, batch = case
         net, x = make_case(kind, bits, variant, pad, batch, case_seed(kind, bits, variant, pad, batch))
-        res = run_network(net, x, [config], backend=backend, word_bits=bits)
+        try:
+            res = run_network(net, x, [config], backend=gpu, word_bits=bits)
+            ok = _equal(res, golden.run(net, x))
+        except GpuKernelError as exc:
+            ok = False
+            case = (*case, f"error: {exc}")
         n += 1
-        if not _equal(res, golden.run(net, x)):
+        if not ok:
             failures.append("-".join(map(str, case)))
-    for name, build, shape_seed, mapping in (("fashion", fashion_bnn, 31, MIXED),
-                                             ("fashion", fashion_bnn, 31, "XYZ"),
-                                             ("cifar10", cifar10_bnn, 33, "X")):
-        net = build(shape_seed)
+            if stop():
+                break
+    nets = (("fashion", fashion_bnn, 31, MIXED), ("fashion", fashion_bnn, 31, "XYZ"),
+            ("cifar10", cifar10_bnn, 33, "X")) if networks and not stop() else ()
+    for net_name, make, shape_seed, mapping in nets:
+        net = make(shape_seed)
         x = random_images(shape_seed + 1, 3, net.input_shape)
         ref = golden.run(net, x)
         for bits in (32, 64):
+            label = f"{net_name}-{mapping if isinstance(mapping, str) else 'mixed'}-w{bits}"
             try:
-                res = run_network(net, x, mapping, backend=backend, word_bits=bits, batch=2)
+                res = run_network(net, x, mapping, backend=gpu, word_bits=bits, batch=2)
             except BuildError as exc:          # a mapping with CPU layers needs g++
-                skipped.append(f"{name}-mixed-w{bits}: {exc}")
+                skipped.append(f"{label}: {exc}")
                 continue
             n += 1
             if not (_equal(res, ref) and np.array_equal(res.predictions, ref.predictions)):
-                failures.append(f"{name}-{mapping if isinstance(mapping, str) else 'mixed'}-w{bits}")
-    return {"backend": backend, "checks": n, "failures": failures, "skipped": skipped}
+                failures.append(label)
+                if stop():
+                    break
+    return {"backend": name, "checks": n, "failures": failures, "skipped": skipped}
+
+
+def _reexec_under_asan(argv) -> int:
+    """Run this module again with the ASan runtime preloaded (it must come first)."""
+    from gpu_kernels.build import asan_runtime  # noqa: PLC0415
+    env = dict(os.environ, LD_PRELOAD=str(asan_runtime()), **{ASAN_MARK: "1"})
+    env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
+    os.execve(sys.executable, [sys.executable, "-m", "gpu_kernels.selfcheck", *argv], env)
+    return 3     # not reached
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--backend", default="auto", choices=("auto", "cupy", "emulation"))
+    ap.add_argument("--order", default=None,
+                    help="emulation: in-order | reversed | shuffled[:SEED] (blocks and threads)")
+    ap.add_argument("--asan", action="store_true", help="emulation: the AddressSanitizer build")
+    ap.add_argument("--every", type=int, default=1, help="check every n-th case of the matrix")
+    ap.add_argument("--maxfail", type=int, default=0, help="stop after this many failures")
+    ap.add_argument("--no-networks", action="store_true", help="the layer matrix only")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    out = run(args.backend)
+    if (args.order or args.asan) and args.backend != "emulation":
+        print("selfcheck: --order and --asan apply to --backend emulation only", file=sys.stderr)
+        return 2
+    if args.every < 1 or args.maxfail < 0:
+        print("selfcheck: --every must be >= 1 and --maxfail >= 0", file=sys.stderr)
+        return 2
+    try:
+        if args.asan and not os.environ.get(ASAN_MARK):
+            return _reexec_under_asan(argv)
+        backend = args.backend
+        if args.backend == "emulation" and (args.order or args.asan):
+            order, seed = parse_order(args.order)
+            backend = EmulatedGpu(order, seed, sanitize=args.asan)
+        t0 = time.perf_counter()
+        out = run(backend, args.every, args.maxfail, not args.no_networks)
+    except (BackendError, BuildError) as exc:
+        print(f"selfcheck: the {args.backend} backend cannot run here: {exc}", file=sys.stderr)
+        return 3
+    except GpuKernelError as exc:
+        print(f"selfcheck: {exc}", file=sys.stderr)
+        return 2
     out["seconds"] = time.perf_counter() - t0
     print(f"{out['checks']} checks on {out['backend']}, {len(out['failures'])} failures "
           f"({out['seconds']:.1f} s)" + "".join(f"\n  FAIL {f}" for f in out["failures"]))

@@ -5,23 +5,71 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import needs_gxx
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = needs_gxx
 
 
+FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+SMALL = ["--backend", "emulation", "--repeats", "1", "--warmup", "0", "--launches", "1"]
+
+
+def bench(*args, out):
+    return subprocess.run([sys.executable, "benchmarks/gpu_bnn.py", *SMALL, *args, "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO)
+
+
 def test_gpu_benchmark_smoke_on_emulation(tmp_path):
-    out = subprocess.run([sys.executable, "benchmarks/gpu_bnn.py", "--backend", "emulation",
-                          "--shapes", "fashion", "--images", "5", "--fashion-exp", "1", "2",
-                          "--repeats", "1", "--warmup", "0", "--check", "3", "--out", str(tmp_path)],
-                         capture_output=True, text=True, cwd=REPO)
+    out = bench("--shapes", "fashion", "--images", "5", "--fashion-exp", "1", "2", "--check", "3",
+                out=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads((tmp_path / "gpu_bnn.json").read_text())["shapes"]["fashion"]
-    names = {r["name"] for r in res["runs"]}
-    assert {"algorithm1", "dp", "cpu-only", "all-X", "all-XYZ"} <= names
+    assert res == json.loads((tmp_path / "gpu_bnn_fashion.json").read_text())
+    runs = {r["name"]: r for r in res["runs"]}
+    assert {"algorithm1", "dp", "cpu-only", "all-X", "all-XYZ"} <= set(runs)
+    assert [r["name"] for r in res["runs"]][:3] == ["dp", "all-XYZ", "algorithm1"]   # priority
     assert res["all_exact"] and res["target_met"] is None          # emulation: no verdict
+    assert res["dp_vs_all_xyz"] > 0 and runs["all-XYZ"]["gpu_host_s"] > 0
+    assert runs["dp"]["accuracy"] is None and res["data"].startswith("random")
     assert (tmp_path / "heatmap_fashion.png").exists() and (tmp_path / "mapping_fashion.json").exists()
+    profile = json.loads((tmp_path / "mapping_fashion.json").read_text())["profile"]
+    assert set(profile["host_s"]) == {"2", "4"}                    # host issue times kept
+
+
+def test_budget_leaves_out_batch_sizes_and_runs_then_stops(tmp_path):
+    """A budget too small for anything but the first batch size: the larger one is left out,
+    every full run is skipped for the budget, and the JSON says so."""
+    out = bench("--shapes", "fashion", "--images", "5", "--fashion-exp", "1", "2", "--budget-s", "0.2",
+                out=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads((tmp_path / "gpu_bnn_fashion.json").read_text())
+    assert res["status"] == "done" and res["batch_sizes"] == [2] and res["batch_sizes_left_out"] == [4]
+    assert all("of the budget left" in r["skipped"] for r in res["runs"] if "impls" in r and "batch" in r)
+    assert res["best_run"] is None and res["all_exact"] is None
+    assert "no full run fitted the budget" in out.stdout
+
+
+@pytest.mark.skipif(not FASHION_DIR.exists(), reason="no Fashion-MNIST files here")
+def test_real_images_report_accuracy(tmp_path):
+    """--data: the Fashion-MNIST test images for both 1x28x28 networks (the random-parameter
+    shape and the HEP-BNN ONNX model); accuracy over all images beside each run's time."""
+    model = "tests/fixtures/hepbnn_fashion.onnx"
+    out = bench("--shapes", "fashion", model, "--images", "6", "--fashion-exp", "1", "1", "--exp", "1", "1",
+                "--check", "2", "--max-run-s", "0.05", "--data", str(FASHION_DIR), out=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    shapes = json.loads((tmp_path / "gpu_bnn.json").read_text())["shapes"]
+    assert set(shapes) == {"fashion", "hepbnn_fashion"}
+    for res in shapes.values():
+        assert res["data"].startswith(f"{FASHION_DIR} (test split, first 6 images)")
+        done = [r for r in res["runs"] if "wall_s" in r]
+        assert done and all(0.0 <= r["accuracy"] <= 1.0 for r in done)
+    assert "accuracy" in out.stdout
+    bad = bench("--shapes", "cifar10", "--images", "2", "--data", str(FASHION_DIR), out=tmp_path / "b")
+    assert bad.returncode == 2 and "fits none of the shapes cifar10" in bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_cpu_benchmark_smoke(tmp_path):

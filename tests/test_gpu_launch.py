@@ -1,10 +1,21 @@
-"""Launch geometry of the seven configurations and CUDA's limits."""
+"""Launch geometry of the seven configurations, CUDA's limits and the kernels' own limit on
+threads per block (their __launch_bounds__, or a GPU's compiled max_threads_per_block)."""
+import numpy as np
 import pytest
 
-from gpu_kernels import CONFIGS, LaunchError
-from gpu_kernels.launch import MAX_BLOCK_DIM, MAX_GRID_DIM, Work, plan
+from gpu_kernels import CONFIGS, LaunchError, Runner
+from gpu_kernels.devices import EmulatedGpu
+from gpu_kernels.launch import (
+    KERNEL_MAX_THREADS,
+    MAX_BLOCK_DIM,
+    MAX_GRID_DIM,
+    Work,
+    max_threads_for_registers,
+    plan,
+)
 from gpu_kernels.layer_ops import prepare
 from models.random_networks import cifar10_bnn, fashion_bnn
+from tests.helpers import needs_gxx
 
 CONV = Work(n=100, p=14 * 14, f=64, row=14)      # the second Fashion conv, batch 100
 
@@ -29,8 +40,8 @@ def test_block_threads_go_to_window_pixels_then_neurons():
     assert plan(CONV, "Y").block == (18, 14, 1)       # the 14 pixels of the window, then neurons
     assert plan(CONV, "XYZ").block == (1, 14, 1)      # HEP-BNN XYZ: threads = pixels of a row
     assert plan(CONV, "Z").block == (1, 196, 1)
-    assert plan(CONV, "YZ", threads=1024).block == (1, 14, 64)   # then images, blockDim.z <= 64
-    assert plan(Work(5000, 1, 3), "Y", threads=1024).block == (3, 1, 64)  # blockDim.z <= 64
+    assert plan(CONV, "YZ", threads=1024, max_threads=1024).block == (1, 14, 64)   # then images,
+    assert plan(Work(5000, 1, 3), "Y", threads=1024, max_threads=1024).block == (3, 1, 64)  # z <= 64
 
 
 def test_window_option():
@@ -91,3 +102,64 @@ def test_docs_launch_table_is_current():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "gpu.md").read_text()
     embedded = doc.split("<!-- launch-table:begin -->\n")[1].split("\n<!-- launch-table:end -->")[0]
     assert embedded == launch_table(fashion_bnn(0), 256)
+
+
+def test_registers_decide_the_largest_block():
+    """sm_90: 64K registers per block, given to warps in units of 256 (the issue's numbers)."""
+    assert max_threads_for_registers(72) == 896
+    assert max_threads_for_registers(80) == 800
+    assert max_threads_for_registers(64) == 1024
+    assert max_threads_for_registers(255) == 256
+    assert max_threads_for_registers(80) >= KERNEL_MAX_THREADS > max_threads_for_registers(88)
+
+
+def test_kernel_thread_limit_is_checked_before_launching():
+    """Blocks above the kernel's limit are refused by plan, naming the limit, whether it comes
+    from the launch bound (the default) or from a GPU's compiled kernel."""
+    assert KERNEL_MAX_THREADS == 768
+    assert plan(CONV, "X", threads=KERNEL_MAX_THREADS).threads <= KERNEL_MAX_THREADS
+    with pytest.raises(LaunchError, match="1024 threads per block requested; the kernel can be "
+                                          "launched with at most 768"):
+        plan(CONV, "X", threads=1024)
+    with pytest.raises(LaunchError, match="at most 640"):       # a GPU reporting fewer
+        plan(CONV, "X", threads=700, max_threads=640)
+
+
+class _FewThreadsGpu(EmulatedGpu):
+    """The emulation, reporting a lower compiled limit for one kernel (as a GPU whose NVRTC
+    used more registers would)."""
+    def max_threads(self, key):
+        return 96 if key.startswith("bin_conv3x3") else super().max_threads(key)
+
+
+@needs_gxx
+def test_runner_plans_with_the_devices_limit():
+    from models.random_networks import fashion_bnn, random_images
+    net = fashion_bnn(3)
+    x = random_images(4, 2, net.input_shape)
+    with pytest.raises(LaunchError, match=r"layer 3 \(BinConv2d .*at most 96"):
+        Runner(net, "X", backend=_FewThreadsGpu(), threads=128).run(x)
+    res = Runner(net, "X", backend=_FewThreadsGpu(), threads=96).run(x)
+    assert max(np.prod(r.launch["block"]) for r in res.layers if r.launch) <= 96
+
+
+@needs_gxx
+def test_emulation_refuses_blocks_above_the_launch_bound():
+    """The emulated launcher refuses what the driver would (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES):
+    Python's checks first, and the C entry point itself when they are bypassed."""
+    import ctypes
+
+    from gpu_kernels.launch import Launch
+    gpu = EmulatedGpu()
+    big = Launch(grid=(1, 1, 1), block=(1024, 1, 1), chunks=(1, 1, 1024), work=Work(1, 1, 1024),
+                 config="X")
+    buf = gpu.empty((1, 1024), np.int32)
+    with pytest.raises(LaunchError, match="allows at most 768"):
+        gpu.launch("flatten_int", big, [buf, buf, 1, 1024])
+    dims = (ctypes.c_uint * 6)(1, 1, 1, 1024, 1, 1)
+    params = (ctypes.c_void_p * 10)()        # never read: the launcher refuses before the kernel
+    assert gpu._entry["flatten_int"](dims, params) == 1
+    dims = (ctypes.c_uint * 6)(1, 1, 1, 768, 1, 1)
+    x, out = gpu.upload(np.arange(768, dtype=np.int32).reshape(1, 768)), gpu.empty((1, 768), np.int32)
+    gpu.launch("flatten_int", plan(Work(1, 1, 768), "X", threads=768), [x, out, 1, 768])
+    assert np.array_equal(out.array, x.array)

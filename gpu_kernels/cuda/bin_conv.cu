@@ -12,7 +12,7 @@
 #include "common.cuh"
 
 template <typename W>
-__global__ void bin_conv3x3(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
+BNN_KERNEL bin_conv3x3(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
                             const int* __restrict__ bias, int* __restrict__ out,
                             int H, int Wd, int C, int pad, int Wo) {
     const int F = f_total, Ho = p_total / Wo;

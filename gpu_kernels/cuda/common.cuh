@@ -1,9 +1,10 @@
 // Shared definitions of the BNN kernels.
 //
-// The same text is compiled three ways: by NVRTC (CuPy RawModule), by nvcc (sm_90 compile
-// check) and by g++ with emu_shim.h (CPU emulation). So: no system headers, no shared memory,
-// no __syncthreads (the emulation runs the threads of a block one after the other), and only
-// the CUDA built-ins emu_shim.h provides.
+// The same text is compiled three ways: by NVRTC (CuPy RawModule), by nvcc with NVRTC's
+// options (the compile check: registers, spills) and by g++ with emu_shim.h (CPU emulation). So: no system headers, no shared memory,
+// no __syncthreads, no warp intrinsics (the emulation runs the threads of a block one after the
+// other and refuses to compile those, see emu_shim.h), and only the CUDA built-ins emu_shim.h
+// provides.
 #pragma once
 
 typedef unsigned char u8;
@@ -27,6 +28,18 @@ __device__ __forceinline__ W last_word_mask(int nw, int bits) {
 
 #define TAP_FN __device__ __forceinline__
 #include "taps.h"
+
+// Threads per block every kernel is compiled for. __launch_bounds__ makes the compiler keep the
+// registers per thread low enough for a block this large to launch: without it NVRTC gave
+// bin_conv3x3 72 registers, which allow 896 threads per block on sm_90, not CUDA's 1024, so a
+// 1024-thread launch would fail on the GPU alone (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). 768
+// leaves a budget of 80 registers per thread (registers go to warps in units of 256), under
+// which no kernel spills (ptxas -v, tests/test_gpu_nvcc.py); 1024 (64 registers) made
+// bin_conv3x3 spill. gpu_kernels/launch.py
+// reads the number from this line and refuses larger blocks; the CPU emulation refuses them
+// too, as the driver would.
+#define KERNEL_MAX_THREADS 768
+#define BNN_KERNEL __global__ void __launch_bounds__(KERNEL_MAX_THREADS)
 
 // ---------------------------------------------------------------------------------------------
 // Work split: how the seven HEP-BNN configurations reach a kernel.

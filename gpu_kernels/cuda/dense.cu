@@ -10,7 +10,7 @@
 #include "common.cuh"
 
 template <typename W>
-__global__ void bin_dense(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
+BNN_KERNEL bin_dense(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
                           const int* __restrict__ bias, int* __restrict__ out, int K) {
     const int F = f_total;
     const int nw = (K + (int)(8 * sizeof(W)) - 1) / (int)(8 * sizeof(W));

@@ -8,7 +8,7 @@
 #pragma once
 #include "common.cuh"
 
-__global__ void flatten_int(SPLIT_PARAMS, const int* __restrict__ x, int* __restrict__ out,
+BNN_KERNEL flatten_int(SPLIT_PARAMS, const int* __restrict__ x, int* __restrict__ out,
                             int C, int HW) {
     const int K = f_total;
     FOR_EACH_OUTPUT([&](int n, int p, int k) {
@@ -18,7 +18,7 @@ __global__ void flatten_int(SPLIT_PARAMS, const int* __restrict__ x, int* __rest
 }
 
 template <typename W>
-__global__ void flatten_packed(SPLIT_PARAMS, const W* __restrict__ x, W* __restrict__ out,
+BNN_KERNEL flatten_packed(SPLIT_PARAMS, const W* __restrict__ x, W* __restrict__ out,
                                int C, int HW) {
     const int B = (int)(8 * sizeof(W));
     const int nw_in = (C + B - 1) / B, K = C * HW;

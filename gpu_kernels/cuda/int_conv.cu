@@ -12,7 +12,7 @@
 #include "common.cuh"
 
 template <typename T>
-__global__ void int_conv3x3(SPLIT_PARAMS, const T* __restrict__ x, const i8* __restrict__ w,
+BNN_KERNEL int_conv3x3(SPLIT_PARAMS, const T* __restrict__ x, const i8* __restrict__ w,
                             const int* __restrict__ bias, int* __restrict__ out,
                             int H, int Wd, int C, int pad, int Wo) {
     const int F = f_total, Ho = p_total / Wo;

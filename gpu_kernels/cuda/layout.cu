@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 template <typename T>
-__global__ void nchw_to_nhwc(SPLIT_PARAMS, const T* __restrict__ x, T* __restrict__ out) {
+BNN_KERNEL nchw_to_nhwc(SPLIT_PARAMS, const T* __restrict__ x, T* __restrict__ out) {
     const int HW = p_total, C = f_total;
     FOR_EACH_OUTPUT([&](int n, int p, int c) {
         out[((i64)n * HW + p) * C + c] = x[((i64)n * C + c) * HW + p];

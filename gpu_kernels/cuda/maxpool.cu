@@ -14,7 +14,7 @@ __device__ __forceinline__ T pool_combine(T a, T b) {
 }
 
 template <typename T, bool PACKED>
-__global__ void maxpool2x2(SPLIT_PARAMS, const T* __restrict__ x, T* __restrict__ out,
+BNN_KERNEL maxpool2x2(SPLIT_PARAMS, const T* __restrict__ x, T* __restrict__ out,
                            int H, int Wd, int Wo) {
     const int K = f_total, Ho = p_total / Wo;
     FOR_EACH_OUTPUT([&](int n, int p, int f) {

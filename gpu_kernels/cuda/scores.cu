@@ -7,7 +7,7 @@
 #pragma once
 #include "common.cuh"
 
-__global__ void argmax_scores(SPLIT_PARAMS, const int* __restrict__ s, int* __restrict__ out,
+BNN_KERNEL argmax_scores(SPLIT_PARAMS, const int* __restrict__ s, int* __restrict__ out,
                               int classes) {
     FOR_EACH_OUTPUT([&](int n, int p, int f) {
         const int* row = s + (i64)n * classes;

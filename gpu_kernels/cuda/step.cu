@@ -11,7 +11,7 @@
 #include "common.cuh"
 
 template <typename W>
-__global__ void step_pack(SPLIT_PARAMS, const int* __restrict__ x, const int* __restrict__ lo,
+BNN_KERNEL step_pack(SPLIT_PARAMS, const int* __restrict__ x, const int* __restrict__ lo,
                           const int* __restrict__ hi, W* __restrict__ out, int C) {
     const int B = (int)(8 * sizeof(W));
     FOR_EACH_OUTPUT([&](int n, int p, int f) {

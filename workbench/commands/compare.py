@@ -23,6 +23,12 @@ def main(argv=None) -> int:
                          "CIFAR-10 batches, HEP-BNN CSV), or random[:SEED]")
     ap.add_argument("--images", type=int, default=100, help="images through golden/GPU/FPGA model")
     ap.add_argument("--rtl-images", type=int, default=2, help="of those, how many through the RTL")
+    ap.add_argument("--rtl-jobs", type=int, default=None, metavar="N",
+                    help="simulator processes the RTL images are sharded over (default: the "
+                         "number of cores); results are merged in image order")
+    ap.add_argument("--address", default=None, metavar="ADDR",
+                    help="run the RTL shards as tasks on the Ray cluster at ADDR (host:port or "
+                         "auto); 'local' starts a Ray instance on this machine")
     ap.add_argument("--sim", default="verilator", choices=["verilator", "icarus"])
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS")
     ap.add_argument("--clock-mhz", type=float, default=170.0, help="FPGA clock (seed: 170 MHz)")
@@ -35,7 +41,8 @@ def main(argv=None) -> int:
     opts = Options(model=args.model, data=args.data, images=args.images,
                    rtl_images=args.rtl_images, sim=args.sim, array=args.array,
                    clock_mhz=args.clock_mhz, batch=args.batch, out=args.out,
-                   save_outputs=args.save_outputs, inject_fault=args.inject_fault)
+                   save_outputs=args.save_outputs, inject_fault=args.inject_fault,
+                   rtl_jobs=args.rtl_jobs, address=args.address)
     try:
         report, code = run(opts)
     except CompareError as exc:

@@ -202,36 +202,42 @@ class HostPort:
 
 
 # -- bulk transfers through rtl/accelerator_tb_wrapper.v ----------------------------------------
-LOAD_DEPTH = 65536           # entries of one bulk load (the wrapper's default LOAD_DEPTH)
+LOAD_DEPTH = 65536           # entries of one bulk load: the wrapper's default (PARAM_LOAD_DEPTH)
 D_DBUF, D_PBUF, D_TRACE = range(3)
 _HEX = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate(b"0123456789abcdef"):
     _HEX[_c] = _HEX[ord(chr(_c).upper())] = _i
 
 
-def read_memh(path: Path, count: int, digits: int, split: bool = False) -> np.ndarray:
-    """The `count` words of a hex file ($writememh, or one $fwrite %h per line) of `digits`
-    hex digits each, as uint64 (`split`: as [count, digits] nibbles, most significant first).
-    Address comments (Icarus writes `// 0x...`) are skipped; X or Z bits raise: a result word
-    the design left undefined is a bug, never a number."""
+def read_hex_lines(path: Path, count: int, digits: int, fields: int = 1):
+    """A hex file ($writememh, or one $fwrite %h per line): `count` lines of `fields` words of
+    `digits` hex digits each (field 0 is the last of a line). Returns (words uint64 [count,
+    fields], undefined bool [count, fields]: X or Z bits, read as 0). Address comments (Icarus
+    writes `// 0x...`) are skipped."""
     raw = path.read_bytes()
     if b"/" in raw or b"@" in raw:
         raw = b"\n".join(ln for ln in raw.split(b"\n") if not ln.startswith((b"//", b"@")))
     text = np.frombuffer(b"".join(raw.split()), dtype=np.uint8)
-    if text.size != count * digits:
-        raise RuntimeError(f"{path.name}: expected {count} words of {digits} hex digits, "
-                           f"got {text.size} digits")
-    nib = _HEX[text].reshape(count, digits)
-    if (nib == 255).any():
-        row = int(np.argwhere(nib == 255)[0][0])
-        raise RuntimeError(f"{path.name}: word {row} is undefined (X/Z): "
-                           f"{bytes(text[row * digits:(row + 1) * digits]).decode()}")
-    if split:
-        return nib
-    out = np.zeros(count, dtype=np.uint64)
+    if text.size != count * fields * digits:
+        raise RuntimeError(f"{path.name}: expected {count} lines of {fields * digits} hex "
+                           f"digits, got {text.size} digits")
+    nib = _HEX[text].reshape(count, fields, digits)[:, ::-1]
+    undefined = (nib == 255).any(axis=2)
+    nib = np.where(nib == 255, 0, nib).astype(np.uint64)
+    out = np.zeros((count, fields), dtype=np.uint64)
     for k in range(digits):
-        out = (out << np.uint64(4)) | nib[:, k].astype(np.uint64)
-    return out
+        out = (out << np.uint64(4)) | nib[:, :, k]
+    return out, undefined
+
+
+def read_memh(path: Path, count: int, digits: int) -> np.ndarray:
+    """The `count` words of a $writememh file as uint64; X or Z bits raise: a result the
+    design left undefined is a bug, never a number."""
+    words, undefined = read_hex_lines(path, count, digits)
+    if undefined.any():
+        raise RuntimeError(f"{path.name}: word {int(np.argmax(undefined[:, 0]))} is undefined "
+                           f"(X/Z)")
+    return words[:, 0]
 
 
 class BulkPort:
@@ -247,6 +253,7 @@ class BulkPort:
         self.dut = dut
         self.cfg = cfg
         self.dir = Path(os.getcwd())         # where the simulator reads and writes the files
+        self.depth = int(os.environ.get("PARAM_LOAD_DEPTH", LOAD_DEPTH))
         dut.load_go.value = 0
         dut.load_count.value = 0
         dut.dump_go.value = 0
@@ -258,8 +265,8 @@ class BulkPort:
         d = self.dut
         t0 = time.perf_counter()
         addr, data = np.asarray(addr, dtype=np.uint64), np.asarray(data, dtype=np.uint64)
-        for s in range(0, len(addr), LOAD_DEPTH):
-            a, v = addr[s:s + LOAD_DEPTH], data[s:s + LOAD_DEPTH]
+        for s in range(0, len(addr), self.depth):
+            a, v = addr[s:s + self.depth], data[s:s + self.depth]
             entries = ((a << np.uint64(32)) | (v & np.uint64(0xFFFFFFFF))).astype(">u8")
             text = np.frombuffer(entries.tobytes().hex().encode(), dtype=np.uint8)
             lines = np.full((len(a), 17), ord("\n"), dtype=np.uint8)
@@ -295,16 +302,6 @@ class BulkPort:
             await FallingEdge(d.dump_busy)
             await FallingEdge(d.clk)
 
-    def _lines(self, count: int, banks: int, bits: int) -> np.ndarray:
-        """dump.hex as [count, banks] words (bank 0 is the last field of a line)."""
-        digits = bits // 4
-        nib = read_memh(self.dir / "dump.hex", count, banks * digits, split=True)
-        nib = nib.reshape(count, banks, digits)[:, ::-1].astype(np.uint64)
-        out = np.zeros((count, banks), dtype=np.uint64)
-        for k in range(digits):
-            out = (out << np.uint64(4)) | nib[:, :, k]
-        return out
-
     async def read_tensor(self, pl: Placement) -> np.ndarray:
         """Read one tensor back: only the entries that hold it; returns what
         fpga.memory.gather returns."""
@@ -312,15 +309,22 @@ class BulkPort:
         t0 = time.perf_counter()
         dbuf = np.zeros((cfg.cmax, cfg.ddepth), dtype=np.uint8)
         pbuf = np.zeros((cfg.rows, cfg.pdepth), dtype=np.int32)
+        undef_d = np.zeros(dbuf.shape, dtype=np.uint8)      # X/Z entries (Icarus)
+        undef_p = np.zeros(pbuf.shape, dtype=np.uint8)
         if pl.space == "dbuf":
             lo, n = pl.addr, pl.entries
             await self.dump(D_DBUF, lo, lo + n - 1)
-            dbuf[:, lo:lo + n] = self._lines(n, cfg.cmax, 8).T
+            words, undef = read_hex_lines(self.dir / "dump.hex", n, 2, cfg.cmax)
+            dbuf[:, lo:lo + n], undef_d[:, lo:lo + n] = words.T, undef.T
         else:
             per_tile = 1 if pl.pixel_sum else pl.pixels
             lo, n = pl.addr, -(-pl.channels // cfg.rows) * per_tile
             await self.dump(D_PBUF, lo, lo + n - 1)
-            pbuf[:, lo:lo + n] = self._lines(n, cfg.rows, 32).T.astype(np.uint32).view(np.int32)
+            words, undef = read_hex_lines(self.dir / "dump.hex", n, 8, cfg.rows)
+            pbuf[:, lo:lo + n] = words.T.astype(np.uint32).view(np.int32)
+            undef_p[:, lo:lo + n] = undef.T
+        if gather(pl, undef_d, undef_p, cfg.rows).any():
+            raise RuntimeError(f"the RTL left undefined (X/Z) values in a tensor at {pl}")
         self.read_wall_s += time.perf_counter() - t0
         return gather(pl, dbuf, pbuf, cfg.rows)
 

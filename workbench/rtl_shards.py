@@ -109,6 +109,7 @@ def _progress_of(workdir: Path) -> int:
 def run_local(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
               bar=None) -> list[dict]:
     """Shards as local simulator processes, at most `jobs` at once."""
+    workdir.mkdir(parents=True, exist_ok=True)
     bdir = build(prog, sim, workdir / "build.log")
     bounds = shard_bounds(len(images), jobs)
     dirs = [workdir / f"shard{k}" for k in range(len(bounds))]
@@ -153,6 +154,7 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
         import ray
     except ImportError as exc:
         raise ShardError(f"--address needs Ray (pip package ray[tune]): {exc}") from None
+    workdir.mkdir(parents=True, exist_ok=True)
     build(prog, sim, workdir / "build.log")            # once here; other nodes build their own
     started = not ray.is_initialized()
     if started:

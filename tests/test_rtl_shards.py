@@ -70,3 +70,14 @@ def test_bad_sharding_options_exit_2_with_one_line(args, message, capsys, tmp_pa
                              "--out", str(tmp_path), *args])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0]
+
+
+def test_failed_simulator_build_exits_3_and_keeps_the_log(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(rtl_shards, "TOPLEVEL", "no_such_top")
+    code = compare_cmd.main(["--model", str(zoo.path("sac_digits")), "--images", "1",
+                             "--rtl-images", "1", "--out", str(tmp_path)])
+    last = capsys.readouterr().err.strip().splitlines()[-1]      # after the progress bar
+    assert code == 3 and last.startswith("compare_gpu_fpga: error: building the verilator "
+                                         "simulator of no_such_top failed")
+    assert (tmp_path / "rtl_failure.log").exists() and last.endswith(
+        f"simulator log: {tmp_path / 'rtl_failure.log'}")

@@ -37,6 +37,11 @@ class CompareError(Exception):
     """A user error (bad option, missing file, unsupported model): one clear line."""
 
 
+class RtlFailure(CompareError):
+    """The RTL simulator could not be built or a simulation failed (its log is kept in the
+    output directory): one line, exit status 3."""
+
+
 @dataclass
 class Options:
     model: Path
@@ -156,7 +161,9 @@ def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) ->
     try:
         run = rtl_shards.run(prog, images, opts.sim, jobs, workdir, opts.address, opts.progress)
     except rtl_shards.ShardError as exc:
-        raise RuntimeError(str(exc)) from None
+        log = opts.out / "rtl_failure.log"
+        log.write_text(exc.log)
+        raise RtlFailure(f"{exc}; simulator log: {log}") from None
     results = run["results"]
     cycles = [sum(sum(c) for c, _ in r["segments"]) for r in results]
     total = sum(cycles)

@@ -26,7 +26,16 @@ TOPLEVEL = "accelerator_tb_wrapper"
 
 
 class ShardError(RuntimeError):
-    """A shard's simulation failed (the message names the shard and its log)."""
+    """The simulator could not be built, or a shard's simulation failed: the message names
+    which; `log` holds the simulator's (or the build's) output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+def _log_text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
 
 
 def default_jobs() -> int:
@@ -47,7 +56,12 @@ def shard_bounds(n: int, jobs: int) -> list[tuple[int, int]]:
 
 def build(prog: Program, sim: str, log_file: Path | None = None) -> Path:
     from tb.sim import build as build_sim
-    return build_sim(TOPLEVEL, sim, prog.config.hdl_parameters(), waves=False, log_file=log_file)
+    try:
+        return build_sim(TOPLEVEL, sim, prog.config.hdl_parameters(), waves=False,
+                         log_file=log_file)
+    except (SystemExit, Exception) as exc:    # the runner exits on a failed tool run
+        raise ShardError(f"building the {sim} simulator of {TOPLEVEL} failed ({exc})",
+                         _log_text(log_file) if log_file else "") from None
 
 
 RAM_DISK = Path("/dev/shm")
@@ -90,9 +104,7 @@ def _run_shard(prog, images, sim, bdir, workdir: Path, run_dir: Path, label: str
     except (SystemExit, Exception):       # a failed cocotb run ends the runner this way
         ok = False
     if not ok:
-        tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
-        raise ShardError(f"RTL simulation ({sim}) of {label} failed; log {log}:\n"
-                         + "\n".join(tail))
+        raise ShardError(f"RTL simulation ({sim}) of {label} failed", _log_text(log))
     with open(out, "rb") as f:
         res = pickle.load(f)
     res["process_s"] = time.perf_counter() - t0
@@ -178,7 +190,9 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
         try:
             return ray.get(refs)
         except ray.exceptions.RayTaskError as exc:
-            raise ShardError(str(exc.cause) if exc.cause else str(exc)) from None
+            cause = exc.cause if isinstance(exc.cause, ShardError) else None
+            raise ShardError(str(cause or exc).splitlines()[0],
+                             cause.log if cause else str(exc)) from None
     finally:
         if started:
             ray.shutdown()
@@ -191,7 +205,8 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
     process start-ups and the build check, "jobs": shards run}."""
     from tqdm import tqdm
 
-    bar = tqdm(total=len(images), desc=f"RTL ({sim}, {min(jobs, len(images))} jobs)",
+    n_shards = min(jobs, len(images))
+    bar = tqdm(total=len(images), desc=f"RTL ({sim}, {n_shards} job{'s' * (n_shards > 1)})",
                unit="image", disable=not progress, leave=False)
     t0 = time.perf_counter()
     try:

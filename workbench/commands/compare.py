@@ -2,7 +2,9 @@
 
 Reports agreement layer by layer, accuracy, cycles, latency and energy; writes DIR/report.json,
 DIR/report.md and PNG plots. Exit status: 0 when every path equals the golden model, 1 on any
-mismatch, 2 on bad arguments or inputs. See README ("Your own model and data").
+mismatch, 2 on bad arguments or inputs, 3 when the RTL simulator could not be built or a
+simulation failed (its log is kept as DIR/rtl_failure.log). See README ("Your own model and
+data").
 """
 import argparse
 import os
@@ -11,7 +13,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # before torch or the CPU kernels load
 
-from workbench.compare import CompareError, Options, run  # noqa: E402
+from workbench.compare import CompareError, Options, RtlFailure, run  # noqa: E402
 from workbench.report import summary_lines, write_all  # noqa: E402
 
 
@@ -47,7 +49,7 @@ def main(argv=None) -> int:
         report, code = run(opts)
     except CompareError as exc:
         print(f"compare_gpu_fpga: error: {exc}", file=sys.stderr)
-        return 2
+        return 3 if isinstance(exc, RtlFailure) else 2
     print("\n".join(summary_lines(report)))
     files = write_all(report, args.out)
     print(f"\nreport: {files[1]} (and {', '.join(p.name for p in files if p != files[1])} in "

@@ -279,6 +279,11 @@ def main(argv=None) -> int:
     print(f"  end to end: {total:.3e} MACs, {total / med['fused']:.2e} MAC/s (median), "
           f"{100 * (total / med['fused']) / (total / t_limit):.1f}% of the limit "
           f"({total / t_limit:.2e} MAC/s for this mix)")
+    cores = min(threads, os.cpu_count() or threads)
+    print(f"  per CPU second (what a busy machine still measures): "
+          f"{total / med_cpu['fused']:.2e} MACs, "
+          f"{100 * (total / med_cpu['fused']) / (total / t_limit / cores):.1f}% of one core's "
+          f"limit")
     names = {"fused": "fused CPU network", "layers": "per-layer CPU implementation",
              "ort": "onnxruntime (all optimizations)", "torch": "PyTorch float32"}
     print()
@@ -287,8 +292,13 @@ def main(argv=None) -> int:
               f"{med[k] / med['fused']:6.2f}x the fused network's time")
     if labels is not None:
         acc = float((final.predictions == labels).mean())
+        classes = np.unique(final.predictions)
+        note = (f"; every image predicted as class {int(classes[0])}: the network's steps are "
+                f"constant on this data (the HEP-BNN fixture's are with 0..255 pixels, "
+                f"docs/models.md); give a trained model with --model" if len(classes) == 1
+                else "")
         print(f"accuracy on {data_desc}: {100 * acc:.2f}% (fused network; every image computed "
-              f"exactly as the golden model computes it)")
+              f"exactly as the golden model computes it{note})")
     else:
         acc = None
     print(f"targets: fused under 0.2 s: {'met' if med['fused'] < 0.2 else 'NOT met'} "

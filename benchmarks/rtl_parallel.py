@@ -72,17 +72,21 @@ def main() -> int:
             same = True if ref is None else same_results(ref, res["results"])
             ref = ref or res["results"]
             rows.append({"jobs": res["jobs"], "address": address, "wall_s": res["wall_s"],
+                         "connect_s": res["connect_s"],
                          "images_per_s": len(x) / res["wall_s"], "identical": same,
                          "shards": res["shards"]})
             print(f"[rtl_parallel] {res['jobs']} job(s){' on Ray ' + address if address else ''}"
                   f": {rows[-1]['images_per_s']:.2f} images/s", file=sys.stderr, flush=True)
     base = rows[0]["images_per_s"]
     print(f"\n  {'jobs':>4} {'where':<12} {'wall s':>7} {'images/s':>9} {'speed-up':>8} "
-          f"{'identical to 1 job':>18}")
+          f"{'identical to 1 job':>18}  per shard: images, process s (of which job s)")
     for r in rows:
         where = f"Ray {r['address']}" if r["address"] else "processes"
+        shards = ", ".join(f"{s['images']}: {s['process_s']:.1f} ({s['job_s']:.1f})"
+                           for s in r["shards"])
         print(f"  {r['jobs']:>4} {where:<12} {r['wall_s']:>7.2f} {r['images_per_s']:>9.2f} "
-              f"{r['images_per_s'] / base:>7.2f}x {str(r['identical']):>18}")
+              f"{r['images_per_s'] / base:>7.2f}x {str(r['identical']):>18}  {shards}"
+              + (f"; Ray start {r['connect_s']:.1f} s" if r["address"] else ""))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0 if all(r["identical"] for r in rows) else 1

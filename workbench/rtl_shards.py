@@ -159,9 +159,10 @@ def _ray_shard(prog: Program, images: np.ndarray, sim: str, label: str) -> dict:
 
 
 def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str,
-            workdir: Path, bar=None) -> list[dict]:
+            workdir: Path, bar=None) -> tuple[list[dict], float]:
     """Shards as Ray tasks (one CPU each) on the cluster at `address` ("local": a Ray
-    instance started here with `jobs` CPUs)."""
+    instance started here with `jobs` CPUs); returns the shards' results and the seconds
+    spent connecting to (or starting) the cluster."""
     try:
         import ray
     except ImportError as exc:
@@ -169,6 +170,7 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
     workdir.mkdir(parents=True, exist_ok=True)
     build(prog, sim, workdir / "build.log")            # once here; other nodes build their own
     started = not ray.is_initialized()
+    t0 = time.perf_counter()
     if started:
         kw = {"num_cpus": jobs} if address == "local" else {"address": address}
         try:
@@ -176,6 +178,7 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
                      configure_logging=False, **kw)
         except Exception as exc:   # ConnectionError and Ray's own errors: one clear line
             raise ShardError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
+    connect_s = time.perf_counter() - t0
     try:
         task = ray.remote(num_cpus=1)(_ray_shard)
         bounds = shard_bounds(len(images), jobs)
@@ -188,7 +191,7 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
                 bar.update(sum(bounds[refs.index(r)][1] - bounds[refs.index(r)][0]
                                for r in ready))
         try:
-            return ray.get(refs)
+            return ray.get(refs), connect_s
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if isinstance(exc.cause, ShardError) else None
             raise ShardError(str(cause or exc).splitlines()[0],
@@ -201,17 +204,18 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
 def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
         address: str | None = None, progress: bool = True) -> dict:
     """Run `images` on the RTL in shards; returns {"results": per image in order, "shards":
-    per shard {images, load_s, job_s, sim_s, process_s}, "wall_s": the whole run with
-    process start-ups and the build check, "jobs": shards run}."""
+    per shard {images, load_s, job_s, sim_s, process_s, ...}, "wall_s": the whole run with
+    process start-ups and the build check, "jobs": shards run, "connect_s": of wall_s, the
+    time to reach (or start) the Ray cluster}."""
     from tqdm import tqdm
 
     n_shards = min(jobs, len(images))
     bar = tqdm(total=len(images), desc=f"RTL ({sim}, {n_shards} job{'s' * (n_shards > 1)})",
                unit="image", disable=not progress, leave=False)
-    t0 = time.perf_counter()
+    t0, connect_s = time.perf_counter(), 0.0
     try:
         if address:
-            shards = run_ray(prog, images, sim, jobs, address, workdir, bar)
+            shards, connect_s = run_ray(prog, images, sim, jobs, address, workdir, bar)
         else:
             shards = run_local(prog, images, sim, jobs, workdir, bar)
     finally:
@@ -219,7 +223,7 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
     wall = time.perf_counter() - t0
     results = [r for sh in shards for r in sh["results"]]
     assert len(results) == len(images), (len(results), len(images))
-    return {"results": results, "wall_s": wall, "jobs": len(shards),
+    return {"results": results, "wall_s": wall, "jobs": len(shards), "connect_s": connect_s,
             "shards": [{"images": len(sh["results"]), "load_s": sh["load_s"],
                         "load_words": sh["load_words"], "job_s": sh["job_s"],
                         "sim_s": sh["sim_s"], "process_s": sh["process_s"],

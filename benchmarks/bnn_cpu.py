@@ -232,7 +232,8 @@ def main(argv=None) -> int:
     xt = torch.from_numpy(x.astype(np.float32))
     with torch.inference_mode():
         torch_same = np.array_equal(forward(xt[:n_check]).numpy(), ref.scores.astype(np.float32))
-    print(f"PyTorch float32 scores vs golden: {'equal' if torch_same else 'DIFFERENT'}")
+    print(f"PyTorch float32 scores vs golden on {n_check} images: "
+          f"{'equal' if torch_same else 'DIFFERENT'}")
 
     def run_layers():
         return runner.run(x, keep_outputs=False)
@@ -312,6 +313,7 @@ def main(argv=None) -> int:
             "wall_s": wall, "cpu_s": cpu, "median_s": med, "median_cpu_s": med_cpu,
             "stage_s": stage_s, "stages": final.labels, "macs": macs, "limits": limits,
             "limit": limit_text, "accuracy": acc, "load_average": load,
+            "ratio": med["torch"] / med["fused"], "ratio_ort": med["ort"] / med["fused"],
             "exact_vs_golden": not bad and not bad_layers}, indent=2))
     return 0 if not bad and not bad_layers else 1
 

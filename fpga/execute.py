@@ -10,7 +10,6 @@ layer.
 """
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 
@@ -68,11 +67,16 @@ async def execute(prog: Program, device, x) -> PlanResult:
 
 
 class InterpretedDevice:
-    """The interpreter as an executor device (a whole batch per call)."""
+    """The interpreter as an executor device (a whole batch per call). Give it the machine of
+    the previous batch of the same size to keep what that one decoded."""
 
-    def __init__(self, prog: Program, batch: int):
-        self.machine = Machine(prog.config, batch)
-        self.machine.load_program(prog)
+    def __init__(self, prog: Program, batch: int, machine: Machine | None = None):
+        if machine is not None and machine.batch == batch:
+            machine.clear_buffers()
+            self.machine = machine
+        else:
+            self.machine = Machine(prog.config, batch)
+            self.machine.load_program(prog)
 
     async def write_tensor(self, pl, data):
         self.machine.write_tensor(pl, data)
@@ -84,7 +88,56 @@ class InterpretedDevice:
         return self.machine.run(start_pc)
 
 
-def interpret(prog: Program, x) -> PlanResult:
-    """Run a batch through the program on the instruction-level interpreter."""
+def _run_to_end(coro):
+    """Drive a coroutine whose awaits all complete at once (the interpreter device's), without
+    an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError("the interpreter device suspended: it must never wait")
+
+
+# Images interpreted together: the buffers of one batch take about this many bytes.
+BATCH_BYTES = 1 << 28
+
+
+def batch_size(prog: Program) -> int:
+    """Images per interpreter batch: the buffers (data and partial-sum buffers per image) of a
+    batch fit BATCH_BYTES, at most 4096 images."""
+    cfg = prog.config
+    per_image = cfg.cmax * cfg.ddepth + 4 * cfg.rows * cfg.pdepth
+    return max(1, min(4096, BATCH_BYTES // per_image))
+
+
+def _merge(parts: list[PlanResult], sizes: list[int]) -> PlanResult:
+    """One PlanResult from those of consecutive batches of `sizes` images: outputs and
+    per-image activity concatenated in image order (cycles do not depend on the data)."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    outputs = {i: np.concatenate([p.outputs[i] for p in parts]) for i in first.outputs}
+    segments = []
+    for k, st in enumerate(first.segments):
+        acts = [np.concatenate([np.broadcast_to(np.asarray(p.segments[k].activity[j]), (n,))
+                                for p, n in zip(parts, sizes)])
+                for j in range(len(st.activity))]
+        segments.append(RunStats(cycles=list(st.cycles), activity=acts, error=st.error))
+    host = {i: sum(p.host_seconds.get(i, 0.0) for p in parts) for i in first.host_seconds}
+    return PlanResult(outputs, segments, host)
+
+
+def interpret(prog: Program, x, batch: int | None = None) -> PlanResult:
+    """Run images through the program on the instruction-level interpreter, `batch` at a time
+    (default :func:`batch_size`); the result is that of one batch holding them all."""
     x = np.asarray(x)
-    return asyncio.run(execute(prog, InterpretedDevice(prog, len(x)), x))
+    batch = batch or batch_size(prog)
+    parts, sizes, machine = [], [], None
+    for s in range(0, max(len(x), 1), batch):
+        chunk = x[s:s + batch]
+        device = InterpretedDevice(prog, len(chunk), machine)
+        parts.append(_run_to_end(execute(prog, device, chunk)))
+        sizes.append(len(chunk))
+        machine = device.machine
+    return _merge(parts, sizes)

@@ -6,6 +6,12 @@ and counts cycles with the cycle model and activity with the golden activity cou
 it to show that compiled programs compute what the golden executor computes; the RTL is held to
 the same golden outputs and the same cycle model; the compare script uses it for the images it
 does not simulate.
+
+Vectorised across images: the buffers hold the image index innermost ([bank, entry, image]),
+so the operand of a MATMUL over all images is one matrix [channels, pixels x images] and each
+instruction is one matrix product for the whole batch, whatever its size. `dbuf` and `pbuf`
+are the same memories seen batch first ([image, bank, entry]), the layout of
+fpga.memory.gather/scatter.
 """
 from __future__ import annotations
 
@@ -34,6 +40,13 @@ class RunStats:
         return sum(self.cycles)
 
 
+# Multiply-accumulates of one step of a MATMUL (rows x channels x columns, a column being one
+# pixel of one image): its operands and results stay in the caches, and the matrix product
+# stays below the size at which OpenBLAS starts threads (on a busy machine those cost
+# several times what they save on such skinny products).
+BLOCK_MACS = 1 << 19
+
+
 class Machine:
     """The accelerator's memories and decoder state, for `batch` images side by side."""
 
@@ -44,16 +57,31 @@ class Machine:
         self.wmem = np.zeros((cfg.wdepth, cfg.cols), dtype=np.uint8)
         self.bmem = np.zeros(cfg.bdepth, dtype=np.int32)
         self.smem = np.full((cfg.sdepth, cfg.cols * 8), sac.SHIFT_IDENTITY, dtype=np.uint8)
-        self.dbuf = np.zeros((batch, cfg.cmax, cfg.ddepth), dtype=np.uint8)
-        self.pbuf = np.zeros((batch, cfg.rows, cfg.pdepth), dtype=np.int32)
+        # image innermost; .dbuf / .pbuf are batch-first views of the same memory
+        self._dbuf = np.zeros((cfg.cmax, cfg.ddepth, batch), dtype=np.uint8)
+        self._pbuf = np.zeros((cfg.rows, cfg.pdepth, batch), dtype=np.int32)
+        self.dbuf = self._dbuf.transpose(2, 0, 1)
+        self.pbuf = self._pbuf.transpose(2, 0, 1)
         self.cells = np.zeros((cfg.rows, cfg.cols), dtype=np.uint8)
         self.bias = np.zeros(cfg.rows, dtype=np.int32)
         self.window_dirs = np.full(cfg.cols * 8, sac.SHIFT_IDENTITY, dtype=np.uint8)
+        # the same program runs for batch after batch: decoded words and the dense weights of
+        # each loaded tile are kept (keyed by what they are computed from)
+        self._decoded = {}           # pc -> (word, instruction)
+        self._dense = {}             # (w_addr, rows, cols, group) -> sac.array_weights
+        self._tile = None            # (w_addr, rows, cols) of the last LOAD_WEIGHTS
+
+    def clear_buffers(self) -> None:
+        """Zero the data and partial-sum buffers (a fresh machine's), keeping the program."""
+        self._dbuf.fill(0)
+        self._pbuf.fill(0)
 
     # -- host side ---------------------------------------------------------------------------
     def load_program(self, prog: Program) -> None:
         if prog.config != self.cfg:
             raise ValueError(f"program compiled for {prog.config}, machine is {self.cfg}")
+        self._decoded.clear()
+        self._dense.clear()
         self.imem[:] = 0
         self.imem[:len(prog.words)] = prog.words
         self.wmem[:len(prog.wmem)] = prog.wmem
@@ -75,7 +103,10 @@ class Machine:
         for pc in range(start_pc, limit):
             word = int(self.imem[pc])
             try:
-                instr = decode(word, pc)
+                cached = self._decoded.get(pc)
+                if cached is None or cached[0] != word:
+                    cached = self._decoded[pc] = (word, decode(word, pc))
+                instr = cached[1]
                 check(instr, self.cfg, state, pc, word)
             except IsaError as exc:
                 stats.error = exc
@@ -104,28 +135,46 @@ class Machine:
         self.cells[:lw.rows, :lw.cols] = self.wmem[lw.w_addr:lw.w_addr + lw.rows, :lw.cols]
         self.bias[:lw.rows] = self.bmem[lw.b_addr:lw.b_addr + lw.rows]
         self.window_dirs[:] = self.smem[lw.s_addr]
+        self._tile = (lw.w_addr, lw.rows, lw.cols)
 
     def _matmul(self, m: Matmul, state: DecoderState):
         g = m.group
         rows, cols = state.tile_rows, state.tile_cols
-        p = m.pixels
+        p, b = m.pixels, self.batch
         # tile channel i = c*G + j (column c, slot j) comes from bank in_ch + i
         slots = cols * g
-        data = self.dbuf[:, m.in_ch:m.in_ch + slots, m.in_addr:m.in_addr + p]
+        data = self._dbuf[m.in_ch:m.in_ch + slots, m.in_addr:m.in_addr + p]   # [K, P, B]
         if m.shift_en:
             # window entry i steers channel in_ch + i; codes 9..15 read as the identity
             dirs = sac.table_directions(self.window_dirs[:slots])
-            data = sac.channel_shift(data.reshape(-1, slots, m.height, m.width), dirs,
-                                     m.fill).reshape(-1, slots, p)
-        dense = sac.array_weights(self.cells[:rows, :cols], g)
-        init = self.pbuf[:, :rows, m.acc_addr:m.acc_addr + p] if m.acc_in else self.bias[:rows]
-        acc = sac.dense_matmul(dense, data, init)
-        out = sac.apply_mode(acc, m.mode)
-        if m.mode in (OutputMode.RELU_QUANT, OutputMode.BINARY):
-            self.dbuf[:, m.out_ch:m.out_ch + rows, m.out_addr:m.out_addr + p] = out
-        elif m.mode == OutputMode.RAW:
-            self.pbuf[:, :rows, m.out_addr:m.out_addr + p] = out
-        else:
-            self.pbuf[:, :rows, m.out_addr] = out
-        counts = sac.count_active_per_image(dense, data)
+            shifted = sac.channel_shift(data.reshape(slots, m.height, m.width, b)
+                                        .transpose(3, 0, 1, 2), dirs, m.fill)   # [B, K, H, W]
+            data = np.ascontiguousarray(shifted.reshape(b, slots, p).transpose(1, 2, 0))
+        key = (*self._tile, g) if self._tile else None
+        dense = self._dense.get(key) if key else None
+        if dense is None:
+            dense = sac.array_weights(self.cells[:rows, :cols], g)
+            if key:
+                self._dense[key] = dense
+        if m.mode == OutputMode.PIXEL_SUM:       # sums over each image's pixels: all at once
+            spans = [(0, p)]
+        else:                                    # pixels are independent: cache-sized blocks
+            step = max(1, BLOCK_MACS // (rows * slots * b))
+            spans = [(q, min(p, q + step)) for q in range(0, p, step)]
+        for q0, q1 in spans:
+            n = q1 - q0
+            x = data[:, q0:q1].reshape(slots, n * b)     # one operand for the whole batch
+            init = (self._pbuf[:rows, m.acc_addr + q0:m.acc_addr + q1].reshape(rows, n * b)
+                    if m.acc_in else self.bias[:rows])
+            acc = sac.dense_matmul(dense, x, init)                     # [rows, n * B]
+            if m.mode in (OutputMode.RELU_QUANT, OutputMode.BINARY):
+                self._dbuf[m.out_ch:m.out_ch + rows, m.out_addr + q0:m.out_addr + q1] = \
+                    sac.apply_mode(acc, m.mode).reshape(rows, n, b)
+            elif m.mode == OutputMode.RAW:
+                self._pbuf[:rows, m.out_addr + q0:m.out_addr + q1] = \
+                    sac.apply_mode(acc, m.mode).reshape(rows, n, b)
+            else:                                # per image over its pixels
+                per_image = acc.reshape(rows, n, b).transpose(2, 0, 1)      # [B, rows, P]
+                self._pbuf[:rows, m.out_addr] = sac.apply_mode(per_image, m.mode).T
+        counts = sac.count_active_per_image(dense, data.transpose(2, 0, 1))   # [B, K, P]
         return counts if self.batch > 1 else int(counts[0])

@@ -28,9 +28,11 @@ def int_array(x, name: str, *, ndim: int | tuple[int, ...] | None = None,
         if a.ndim not in allowed:
             raise NumericsError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, "
                                 f"got shape {a.shape}")
-    if a.size and lo is not None and a.min() < lo:
+    # a bound the dtype already guarantees needs no pass over the data
+    info = np.iinfo(a.dtype)
+    if a.size and lo is not None and info.min < lo and a.min() < lo:
         raise NumericsError(f"{name} has value {int(a.min())} below the allowed minimum {lo}")
-    if a.size and hi is not None and a.max() > hi:
+    if a.size and hi is not None and info.max > hi and a.max() > hi:
         raise NumericsError(f"{name} has value {int(a.max())} above the allowed maximum {hi}")
     return a
 

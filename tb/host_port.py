@@ -1,10 +1,18 @@
-"""Driver for the accelerator's host port (memory map in docs/microarchitecture.md).
+"""Drivers for the accelerator's host port (memory map in docs/microarchitecture.md).
 
-Loads compiled programs and tensors, starts a run, waits for `done`, and reads back tensors,
-status, counters and the per-instruction trace. Values go through unchanged: tensors are read
-back with fpga.memory.gather, the same function the interpreter uses.
+:class:`HostPort` drives the real port word by word from Python: loads compiled programs and
+tensors, starts a run, waits for `done`, and reads back tensors, status, counters and the
+per-instruction trace. :class:`BulkPort` does the same transfers in bulk through the bench
+wrapper rtl/accelerator_tb_wrapper.v (writes still go through the real port, one word per
+clock, but without a Python round trip per word; reads come straight from the memories), which
+is what long runs use (tb/rtl_job.py). Values go through unchanged: tensors are read back with
+fpga.memory.gather, the same function the interpreter uses.
 """
 from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
 
 import numpy as np
 from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
@@ -31,6 +39,44 @@ def to_i32(v: int) -> int:
 READ_LATENCY = 2      # the port's inputs are registered, then the memories' read is registered
 
 
+# -- what a program or a tensor writes: (full address, 32-bit word) arrays -----------------------
+def _addr(region: int, offsets) -> np.ndarray:
+    return (np.uint32(region) << np.uint32(28)) | np.asarray(offsets, dtype=np.uint32)
+
+
+def program_image(prog: Program, cfg: ArrayConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Every host write that loads `prog`: instruction words (4 chunks each), weight words
+    (COLS bytes in 32-bit chunks), biases and shift-table words (8 directions of 4 bits per
+    chunk), as (address, data) uint32 arrays in that order."""
+    parts = []
+    imem = np.asarray(words_to_u32(prog.words), dtype=np.uint32).reshape(-1, 4)
+    parts.append((_addr(R_IMEM, np.arange(imem.size)), imem.reshape(-1)))
+    if len(prog.wmem):
+        wmem = np.asarray(prog.wmem, dtype=np.uint8).reshape(len(prog.wmem), -1)
+        padded = np.zeros((len(wmem), -(-cfg.cols // 4) * 4), dtype=np.uint8)
+        padded[:, :cfg.cols] = wmem[:, :cfg.cols]
+        chunks = padded.view("<u4")                              # [words, chunks]
+        offs = np.arange(len(wmem))[:, None] * 256 + np.arange(chunks.shape[1])[None, :]
+        parts.append((_addr(R_WMEM, offs.reshape(-1)), chunks.reshape(-1).astype(np.uint32)))
+    bmem = np.asarray(prog.bmem, dtype=np.int64).reshape(-1)
+    parts.append((_addr(R_BMEM, np.arange(len(bmem))), (bmem & 0xFFFFFFFF).astype(np.uint32)))
+    if len(prog.smem):
+        smem = np.asarray(prog.smem, dtype=np.uint32).reshape(len(prog.smem), cfg.cols, 8)
+        packed = (smem << (4 * np.arange(8, dtype=np.uint32))).sum(axis=2, dtype=np.uint32)
+        offs = np.arange(len(smem))[:, None] * 256 + np.arange(cfg.cols)[None, :]
+        parts.append((_addr(R_SMEM, offs.reshape(-1)), packed.reshape(-1)))
+    return (np.concatenate([a for a, _ in parts]).astype(np.uint32),
+            np.concatenate([d for _, d in parts]).astype(np.uint32))
+
+
+def tensor_writes(pl: Placement, x) -> tuple[np.ndarray, np.ndarray]:
+    """Host writes that put one image's tensor [C, H, W] into its data-buffer region."""
+    x = np.asarray(x, dtype=np.uint8).reshape(pl.channels, pl.pixels)
+    bank, entry = pl.banks_entries()
+    offs = (bank[:, None].astype(np.uint32) << np.uint32(16)) | entry.astype(np.uint32)
+    return _addr(R_DBUF, offs.reshape(-1)), x.reshape(-1).astype(np.uint32)
+
+
 class HostPort:
     """All accesses happen at falling edges; a read's data is there READ_LATENCY cycles later."""
 
@@ -42,6 +88,7 @@ class HostPort:
         dut.host_addr.value = 0
         dut.host_wdata.value = 0
         dut.start.value = 0
+        self.run_wall_s = 0.0        # wall time from start to done, all runs: the raw sim speed
 
     async def reset(self):
         self.dut.rst.value = 1
@@ -52,12 +99,18 @@ class HostPort:
 
     async def write_many(self, items) -> None:
         """items: iterable of (region, offset, value)."""
+        items = list(items)
+        await self.write_words([address(r, o) for r, o, _ in items],
+                               [int(v) & 0xFFFFFFFF for _, _, v in items])
+
+    async def write_words(self, addr, data) -> None:
+        """One write per clock: full addresses and 32-bit words."""
         d = self.dut
         d.host_en.value = 1
         d.host_we.value = 1
-        for region, offset, value in items:
-            d.host_addr.value = address(region, offset)
-            d.host_wdata.value = int(value) & 0xFFFFFFFF
+        for a, v in zip(np.asarray(addr).tolist(), np.asarray(data).tolist()):
+            d.host_addr.value = int(a)
+            d.host_wdata.value = int(v) & 0xFFFFFFFF
             await FallingEdge(d.clk)
         d.host_en.value = 0
         d.host_we.value = 0
@@ -92,27 +145,11 @@ class HostPort:
                 for j, v in enumerate(row)]
 
     async def load_program(self, prog: Program) -> None:
-        cfg = self.cfg
-        items = self.program_writes(prog.words)
-        for i, word in enumerate(prog.wmem):
-            padded = np.zeros(-(-cfg.cols // 4) * 4, dtype=np.uint8)
-            padded[:cfg.cols] = word
-            for j, chunk in enumerate(padded.view("<u4")):
-                items.append((R_WMEM, i * 256 + j, int(chunk)))
-        items += [(R_BMEM, i, int(b) & 0xFFFFFFFF) for i, b in enumerate(prog.bmem)]
-        for i, word in enumerate(prog.smem):
-            for j in range(cfg.cols):
-                entries = word[j * 8:(j + 1) * 8].astype(np.uint32)
-                packed = sum(int(e) << (4 * n) for n, e in enumerate(entries))
-                items.append((R_SMEM, i * 256 + j, int(packed)))
-        await self.write_many(items)
+        await self.write_words(*program_image(prog, self.cfg))
 
     async def write_tensor(self, pl: Placement, x) -> None:
         """Write one image's tensor [C, H, W] into its data-buffer region."""
-        x = np.asarray(x, dtype=np.uint8).reshape(pl.channels, pl.pixels)
-        bank, entry = pl.banks_entries()
-        await self.write_many((R_DBUF, (int(bank[c]) << 16) | int(entry[c, p]), int(x[c, p]))
-                              for c in range(pl.channels) for p in range(pl.pixels))
+        await self.write_words(*tensor_writes(pl, x))
 
     async def read_tensor(self, pl: Placement) -> np.ndarray:
         """Read one tensor back; returns what fpga.memory.gather returns."""
@@ -140,10 +177,12 @@ class HostPort:
         d = self.dut
         await self.write_many([(R_CTRL, CTRL_START_PC, start_pc)])
         d.start.value = 1
+        t0 = time.perf_counter()
         await FallingEdge(d.clk)            # the rising edge in between took start: done = 0
         d.start.value = 0
         await with_timeout(RisingEdge(d.done), timeout_cycles * 10, "ns")
         await FallingEdge(d.clk)
+        self.run_wall_s += time.perf_counter() - t0
         return await self.status()
 
     async def status(self) -> dict:
@@ -162,22 +201,162 @@ class HostPort:
         return vals[0::2], vals[1::2]
 
 
+# -- bulk transfers through rtl/accelerator_tb_wrapper.v ----------------------------------------
+LOAD_DEPTH = 65536           # entries of one bulk load: the wrapper's default (PARAM_LOAD_DEPTH)
+D_DBUF, D_PBUF, D_TRACE = range(3)
+_HEX = np.full(256, 255, dtype=np.uint8)
+for _i, _c in enumerate(b"0123456789abcdef"):
+    _HEX[_c] = _HEX[ord(chr(_c).upper())] = _i
+
+
+def read_hex_lines(path: Path, count: int, digits: int, fields: int = 1):
+    """A hex file ($writememh, or one $fwrite %h per line): `count` lines of `fields` words of
+    `digits` hex digits each (field 0 is the last of a line). Returns (words uint64 [count,
+    fields], undefined bool [count, fields]: X or Z bits, read as 0). Address comments (Icarus
+    writes `// 0x...`) are skipped."""
+    raw = path.read_bytes()
+    if b"/" in raw or b"@" in raw:
+        raw = b"\n".join(ln for ln in raw.split(b"\n") if not ln.startswith((b"//", b"@")))
+    text = np.frombuffer(b"".join(raw.split()), dtype=np.uint8)
+    if text.size != count * fields * digits:
+        raise RuntimeError(f"{path.name}: expected {count} lines of {fields * digits} hex "
+                           f"digits, got {text.size} digits")
+    nib = _HEX[text].reshape(count, fields, digits)[:, ::-1]
+    undefined = (nib == 255).any(axis=2)
+    nib = np.where(nib == 255, 0, nib).astype(np.uint64)
+    out = np.zeros((count, fields), dtype=np.uint64)
+    for k in range(digits):
+        out = (out << np.uint64(4)) | nib[:, :, k]
+    return out, undefined
+
+
+def read_memh(path: Path, count: int, digits: int) -> np.ndarray:
+    """The `count` words of a $writememh file as uint64; X or Z bits raise: a result the
+    design left undefined is a bug, never a number."""
+    words, undefined = read_hex_lines(path, count, digits)
+    if undefined.any():
+        raise RuntimeError(f"{path.name}: word {int(np.argmax(undefined[:, 0]))} is undefined "
+                           f"(X/Z)")
+    return words[:, 0]
+
+
+class BulkPort:
+    """Bulk transfers of the bench wrapper rtl/accelerator_tb_wrapper.v.
+
+    Writes (programs, input tensors) go to a file the wrapper reads, then through the real host
+    port at one word per clock with no Python per word; reads (tensors, the trace) are dumps of
+    the memories' entries that hold them, taken between runs (one cycle per entry, the trace in
+    none). Only what is asked for is dumped. The files live in the simulator's working
+    directory: give each simulation running at once its own, on a RAM disk for speed."""
+
+    def __init__(self, dut, cfg: ArrayConfig):
+        self.dut = dut
+        self.cfg = cfg
+        self.dir = Path(os.getcwd())         # where the simulator reads and writes the files
+        self.depth = int(os.environ.get("PARAM_LOAD_DEPTH", LOAD_DEPTH))
+        dut.load_go.value = 0
+        dut.load_count.value = 0
+        dut.dump_go.value = 0
+        self.words_loaded = 0        # words written through the port by bulk loads
+        self.load_wall_s = 0.0       # wall time of bulk loads (file, transfer)
+        self.read_wall_s = 0.0       # wall time of dumps and reading them
+
+    async def write_words(self, addr, data) -> None:
+        d = self.dut
+        t0 = time.perf_counter()
+        addr, data = np.asarray(addr, dtype=np.uint64), np.asarray(data, dtype=np.uint64)
+        for s in range(0, len(addr), self.depth):
+            a, v = addr[s:s + self.depth], data[s:s + self.depth]
+            entries = ((a << np.uint64(32)) | (v & np.uint64(0xFFFFFFFF))).astype(">u8")
+            text = np.frombuffer(entries.tobytes().hex().encode(), dtype=np.uint8)
+            lines = np.full((len(a), 17), ord("\n"), dtype=np.uint8)
+            lines[:, :16] = text.reshape(len(a), 16)
+            lines.tofile(self.dir / "load.hex")
+            d.load_count.value = len(a)
+            d.load_go.value = 1
+            await FallingEdge(d.clk)        # the rising edge in between read the file
+            d.load_go.value = 0
+            if d.load_busy.value:
+                await FallingEdge(d.load_busy)
+            await FallingEdge(d.clk)
+            self.words_loaded += len(a)
+        self.load_wall_s += time.perf_counter() - t0
+
+    async def load_program(self, prog: Program) -> None:
+        await self.write_words(*program_image(prog, self.cfg))
+
+    async def write_tensor(self, pl: Placement, x) -> None:
+        await self.write_words(*tensor_writes(pl, x))
+
+    async def dump(self, what: int, lo: int, hi: int) -> None:
+        """Dump entries lo..hi of the data buffer or partial-sum buffer (dump.hex: one line
+        per entry, every bank), or of the trace (dump_trace_*.hex)."""
+        d = self.dut
+        d.dump_what.value = what
+        d.dump_lo.value = lo
+        d.dump_hi.value = hi
+        d.dump_go.value = 1
+        await FallingEdge(d.clk)            # the rising edge in between took the request
+        d.dump_go.value = 0
+        if d.dump_busy.value:
+            await FallingEdge(d.dump_busy)
+            await FallingEdge(d.clk)
+
+    async def read_tensor(self, pl: Placement) -> np.ndarray:
+        """Read one tensor back: only the entries that hold it; returns what
+        fpga.memory.gather returns."""
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        dbuf = np.zeros((cfg.cmax, cfg.ddepth), dtype=np.uint8)
+        pbuf = np.zeros((cfg.rows, cfg.pdepth), dtype=np.int32)
+        undef_d = np.zeros(dbuf.shape, dtype=np.uint8)      # X/Z entries (Icarus)
+        undef_p = np.zeros(pbuf.shape, dtype=np.uint8)
+        if pl.space == "dbuf":
+            lo, n = pl.addr, pl.entries
+            await self.dump(D_DBUF, lo, lo + n - 1)
+            words, undef = read_hex_lines(self.dir / "dump.hex", n, 2, cfg.cmax)
+            dbuf[:, lo:lo + n], undef_d[:, lo:lo + n] = words.T, undef.T
+        else:
+            per_tile = 1 if pl.pixel_sum else pl.pixels
+            lo, n = pl.addr, -(-pl.channels // cfg.rows) * per_tile
+            await self.dump(D_PBUF, lo, lo + n - 1)
+            words, undef = read_hex_lines(self.dir / "dump.hex", n, 8, cfg.rows)
+            pbuf[:, lo:lo + n] = words.T.astype(np.uint32).view(np.int32)
+            undef_p[:, lo:lo + n] = undef.T
+        if gather(pl, undef_d, undef_p, cfg.rows).any():
+            raise RuntimeError(f"the RTL left undefined (X/Z) values in a tensor at {pl}")
+        self.read_wall_s += time.perf_counter() - t0
+        return gather(pl, dbuf, pbuf, cfg.rows)
+
+    async def trace(self, n: int, first: int = 0) -> tuple[list[int], list[int]]:
+        """As :meth:`HostPort.trace`."""
+        t0 = time.perf_counter()
+        await self.dump(D_TRACE, first, first + n - 1)
+        ends = read_memh(self.dir / "dump_trace_cycle.hex", n, 8)
+        acts = read_memh(self.dir / "dump_trace_act.hex", n, 8)
+        self.read_wall_s += time.perf_counter() - t0
+        return [int(v) for v in ends], [int(v) for v in acts]
+
+
 class RtlDevice:
     """The RTL accelerator as a fpga.execute device (one image per call): runs a segment
-    and reports per-instruction cycles and activity read from the trace memory."""
+    and reports per-instruction cycles and activity read from the trace memory. Tensors and
+    the trace move through `transport`: the host port itself (default) or a :class:`BulkPort`;
+    runs are always started and their status read through the host port."""
 
-    def __init__(self, host: HostPort, prog: Program):
+    def __init__(self, host: HostPort, prog: Program, transport: HostPort | BulkPort | None = None):
         self.host = host
         self.prog = prog
+        self.io = transport or host
         self.ends = {}               # segment start pc -> retire cycles measured by the RTL
 
     async def write_tensor(self, pl: Placement, data) -> None:
         data = np.asarray(data)
         assert data.shape[0] == 1, "the RTL runs one image at a time"
-        await self.host.write_tensor(pl, data[0])
+        await self.io.write_tensor(pl, data[0])
 
     async def read_tensor(self, pl: Placement) -> np.ndarray:
-        return (await self.host.read_tensor(pl))[None]
+        return (await self.io.read_tensor(pl))[None]
 
     async def run(self, start_pc: int):
         from fpga.interpreter import RunStats
@@ -188,7 +367,7 @@ class RtlDevice:
             return RunStats(error=IsaError(ErrorCode(st["error_code"]), st["pc"], None,
                                            "reported by the RTL"))
         seg = next(s for s in self.prog.segments if s.start_pc == start_pc)
-        ends, acts = await self.host.trace(seg.n_instr, start_pc)
+        ends, acts = await self.io.trace(seg.n_instr, start_pc)
         self.ends[start_pc] = ends
         cycles = [e - (ends[i - 1] if i else 0) for i, e in enumerate(ends)]
         assert sum(cycles) == st["cycles"], (cycles, st)

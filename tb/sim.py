@@ -9,6 +9,7 @@ this machine are listed in docs/verification.md.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -72,24 +73,32 @@ def build_dir(toplevel: str, sim: str, parameters: dict, tag: str = "") -> Path:
     return BUILD / toplevel / f"{sim}-{digest}"
 
 
-def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = None,
-        extra_env: dict | None = None, waves: bool | None = None, testcase=None,
-        seed: int | None = None) -> Path:
-    """Build `toplevel` from rtl/ with `parameters` and run the cocotb tests in `test_module`.
-
-    `test_module` is a module of the `tb` package, by its short name ("test_sac_cell") or in
-    full ("tb.test_sac_cell"). Returns the build directory (the waveform, if any, is there).
-    Raises (pytest fails) when a cocotb test fails.
-    """
-    from cocotb_tools.runner import get_runner
-
-    parameters = dict(parameters or {})
+def _check_sim(sim: str) -> None:
     if sim not in SIMULATORS:
         raise ValueError(f"simulator must be one of {SIMULATORS}, got {sim!r}")
+
+
+def _waves(waves: bool | None) -> bool:
     if waves is None:
-        waves = os.environ.get("WAVES", "0") not in ("", "0")
-    env = {f"PARAM_{k}": str(v) for k, v in parameters.items()}
-    env.update(extra_env or {})
+        return os.environ.get("WAVES", "0") not in ("", "0")
+    return waves
+
+
+def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool | None = None,
+          threads: int = 1, log_file: Path | None = None) -> Path:
+    """Build `toplevel` from rtl/ with `parameters`; returns the build directory.
+
+    `threads` > 1 builds a multi-threaded Verilator model (`--threads N`, its own build
+    directory). Concurrent builds of the same directory (pytest-xdist workers, RTL shards)
+    wait for each other under a file lock; a build that is already there is reused (Verilator
+    skips unchanged sources, make recompiles nothing)."""
+    from cocotb_tools.runner import get_runner
+
+    _check_sim(sim)
+    parameters = dict(parameters or {})
+    waves = _waves(waves)
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
     build_args = []
     if sim == "verilator":
         verilator_on_path()
@@ -102,23 +111,76 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
             flags += " OBJCACHE=ccache"
         os.environ["MAKEFLAGS"] = flags
         build_args = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "fast"]
+        if threads > 1:
+            build_args += ["--threads", str(threads)]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
-    bdir = build_dir(toplevel, sim, parameters, "waves" if waves else "")
+    elif threads > 1:
+        raise ValueError("threads > 1 needs Verilator (Icarus Verilog runs on one thread)")
+    tag = ("waves" if waves else "") + (f"threads{threads}" if threads > 1 else "")
+    bdir = build_dir(toplevel, sim, parameters, tag)
+    bdir.mkdir(parents=True, exist_ok=True)
+    with open(bdir.parent / f"{bdir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if sim == "verilator":
+            vlt = bdir / "public_ports.vlt"
+            text = "`verilator_config\n" + "".join(
+                f'public_flat_rw -module "{toplevel}" -var "{port}"\n' for port in ports(toplevel))
+            if not vlt.exists() or vlt.read_text() != text:
+                vlt.write_text(text)
+            build_args.append(str(vlt))
+        runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
+        runner.build(sources=sources(), hdl_toplevel=toplevel, parameters=parameters,
+                     build_dir=bdir, timescale=("1ns", "1ps"), waves=waves,
+                     build_args=build_args, log_file=log_file)
+    return bdir
+
+
+def test(toplevel: str, test_module: str, sim: str, bdir: Path, parameters: dict | None = None,
+         extra_env: dict | None = None, waves: bool | None = None, testcase=None,
+         seed: int | None = None, test_dir: Path | None = None,
+         log_file: Path | None = None) -> Path:
+    """Run the cocotb tests of `test_module` on the simulator built in `bdir` (see
+    :func:`build`), in `test_dir` (default: `bdir`; give each of several simulations running at
+    once its own). Returns the results file. Under pytest a failing test fails the caller
+    (SystemExit); outside pytest check the results file (:func:`failures`)."""
+    from cocotb_tools.runner import get_runner
+
+    _check_sim(sim)
+    parameters = dict(parameters or {})
+    waves = _waves(waves)
+    env = {f"PARAM_{k}": str(v) for k, v in parameters.items()}
+    env.update(extra_env or {})
     if sim == "verilator":
-        bdir.mkdir(parents=True, exist_ok=True)
-        vlt = bdir / "public_ports.vlt"
-        vlt.write_text("`verilator_config\n" + "".join(
-            f'public_flat_rw -module "{toplevel}" -var "{port}"\n' for port in ports(toplevel)))
-        build_args.append(str(vlt))
-    runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
-    runner.build(sources=sources(), hdl_toplevel=toplevel, parameters=parameters,
-                 build_dir=bdir, timescale=("1ns", "1ps"), waves=waves, build_args=build_args)
+        verilator_on_path()
     if "." not in test_module:
         test_module = f"tb.{test_module}"
-    runner.test(test_module=test_module, hdl_toplevel=toplevel, build_dir=bdir,
-                test_dir=bdir, extra_env=env, waves=waves, testcase=testcase, seed=seed,
-                timescale=("1ns", "1ps"))
+    runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
+    return runner.test(test_module=test_module, hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
+                       build_dir=bdir,
+                       test_dir=test_dir or bdir, extra_env=env, waves=waves, testcase=testcase,
+                       seed=seed, timescale=("1ns", "1ps"),
+                       log_file=log_file)
+
+
+def failures(results_xml: Path) -> tuple[int, int]:
+    """(tests, failed) in a cocotb results file; a missing or unreadable file raises."""
+    from cocotb_tools.check_results import get_results
+    return get_results(results_xml)
+
+
+def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = None,
+        extra_env: dict | None = None, waves: bool | None = None, testcase=None,
+        seed: int | None = None, threads: int = 1) -> Path:
+    """Build `toplevel` from rtl/ with `parameters` and run the cocotb tests in `test_module`.
+
+    `test_module` is a module of the `tb` package, by its short name ("test_sac_cell") or in
+    full ("tb.test_sac_cell"). Returns the build directory (the waveform, if any, is there).
+    Raises (pytest fails) when a cocotb test fails.
+    """
+    waves = _waves(waves)
+    bdir = build(toplevel, sim, parameters, waves, threads)
+    test(toplevel, test_module, sim, bdir, parameters, extra_env, waves, testcase, seed)
     if waves:
         trace = next((p for p in (bdir / "dump.fst", bdir / "dump.vcd",
                                   bdir / f"{toplevel}.fst") if p.exists()), None)

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -38,6 +37,11 @@ class CompareError(Exception):
     """A user error (bad option, missing file, unsupported model): one clear line."""
 
 
+class RtlFailure(CompareError):
+    """The RTL simulator could not be built or a simulation failed (its log is kept in the
+    output directory): one line, exit status 3."""
+
+
 @dataclass
 class Options:
     model: Path
@@ -53,6 +57,8 @@ class Options:
     cmax: int = 64
     seed: int = 0
     inject_fault: str | None = None     # "gpu" or "fpga": self-test of the mismatch report
+    rtl_jobs: int | None = None         # simulator processes for the RTL images (None: cores)
+    address: str | None = None          # Ray cluster for them ("local": start one here)
     progress: bool = True
 
 
@@ -144,22 +150,34 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     return PathResult({i: o for i, o in enumerate(res.outputs)}, info)
 
 
-def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) -> list:
-    """Run images on the RTL top through cocotb (a separate simulator process)."""
-    from tb.sim import run as run_bench  # cocotb and the simulators: imported when used
+def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) -> dict:
+    """Run images on the RTL top under cocotb, sharded over simulator processes (local or
+    Ray); the speeds are simulated cycles per wall second: `sim_cycles_per_s` from `start` to
+    `done` only (the simulator's own speed), `end_to_end_cycles_per_s` over each simulator
+    process's whole job (program load, every image's transfers, host layers and runs)."""
+    from workbench import rtl_shards  # cocotb and the simulators: imported when used
 
-    workdir = workdir.resolve()          # the simulator runs in its build directory
-    job, out = workdir / "rtl_job.pkl", workdir / "rtl_out.pkl"
-    with open(job, "wb") as f:
-        pickle.dump({"program": prog, "images": images}, f)
+    workdir = workdir.resolve()          # the simulators run in directories of their own
+    jobs = opts.rtl_jobs or rtl_shards.default_jobs()
     try:
-        run_bench("accelerator", "rtl_job", opts.sim, prog.config.hdl_parameters(),
-                  extra_env={"RTL_JOB": str(job), "RTL_OUT": str(out),
-                             "COCOTB_LOG_LEVEL": "WARNING"})
-    except (SystemExit, Exception) as exc:   # a failed cocotb run ends the runner this way
-        raise RuntimeError(f"RTL simulation ({opts.sim}) failed: {exc}") from None
-    with open(out, "rb") as f:
-        return pickle.load(f)
+        run = rtl_shards.run(prog, images, opts.sim, jobs, workdir, opts.address, opts.progress)
+    except rtl_shards.ShardError as exc:
+        log = opts.out / "rtl_failure.log"
+        log.write_text(exc.log)
+        raise RtlFailure(f"{exc}; simulator log: {log}") from None
+    results = run["results"]
+    cycles = [sum(sum(c) for c, _ in r["segments"]) for r in results]
+    total = sum(cycles)
+    job_s = sum(sh["job_s"] for sh in run["shards"])
+    sim_s = sum(sh["sim_s"] for sh in run["shards"])
+    return {
+        "results": results, "cycles": cycles, "jobs": run["jobs"], "address": opts.address,
+        "shards": run["shards"], "wall_s": run["wall_s"],
+        "images_per_s": len(images) / run["wall_s"],
+        "sim_s_per_image": [r["wall_s"] for r in results],
+        "sim_cycles_per_s": total / sim_s if sim_s > 0 else None,
+        "end_to_end_cycles_per_s": total / job_s if job_s > 0 else None,
+    }
 
 
 def run_fpga(net: ir.Network, x: np.ndarray, opts: Options, workdir: Path) -> PathResult:
@@ -179,12 +197,8 @@ def run_fpga(net: ir.Network, x: np.ndarray, opts: Options, workdir: Path) -> Pa
     model_cycles = sum(st.total_cycles for st in interp.segments)   # the cycle model's count
     rtl = {"images": n_rtl, "sim": opts.sim if n_rtl else None}
     if n_rtl:
-        t0 = time.perf_counter()
-        results = _rtl_run(prog, x[:n_rtl], opts, workdir)
-        rtl["wall_s"] = time.perf_counter() - t0
-        rtl["sim_s_per_image"] = [r["wall_s"] for r in results]
-        rtl_cycles = [sum(sum(c) for c, _ in r["segments"]) for r in results]
-        rtl["cycles"] = rtl_cycles
+        rtl.update(_rtl_run(prog, x[:n_rtl], opts, workdir))
+        results = rtl.pop("results")
         rtl["cycles_match_model"] = all(   # every instruction of every segment
             [c for c, _ in r["segments"]] == [st.cycles for st in interp.segments] for r in results)
         for k, r in enumerate(results):
@@ -272,6 +286,10 @@ def run(opts: Options) -> tuple[dict, int]:
         raise CompareError("--images must be at least 1")
     if opts.rtl_images < 0:
         raise CompareError("--rtl-images must be 0 or more")
+    if opts.rtl_jobs is not None and opts.rtl_jobs < 1:
+        raise CompareError("--rtl-jobs must be at least 1")
+    if opts.address is not None and not opts.address.strip():
+        raise CompareError("--address must name a Ray cluster (host:port, auto) or be local")
     if opts.sim not in ("verilator", "icarus"):
         raise CompareError(f"--sim must be verilator or icarus, got {opts.sim!r}")
     if opts.clock_mhz <= 0:

@@ -351,6 +351,283 @@ void argmax_scores(const int32_t* s, int32_t* out, int N, int classes) {
     }
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// The fused network (gpu_kernels/cpu_impl.py, FusedCpuNetwork): every Step computed inside the
+// layer before it and every 2x2 max pooling after a Step inside it too, so a convolution writes
+// packed 64-bit words (bit f = filter f is +1) and never its int32 sums. The planner in Python
+// folds biases and thresholds into bounds on what the kernels count:
+//  * integer first layer: bit f is set where dlo[f] <= sum_k w[k][f] x[k] <= dhi[f];
+//  * binary layers: bit f is set where plo[f] <= popcount(x ^ w) <= phi[f], the popcount over
+//    a zero-bordered frame, so the bounds also absorb what the border's zero words add (per
+//    class of pixels with the same in-frame taps, `cls`).
+// 2x2 pooling of +-1 values is the OR of the four words. Images are independent: OpenMP
+// splits them over threads.
+
+constexpr int FB = 16;                 // int32 lanes of one vector register (filters)
+constexpr int FQ = 8;                  // uint64 lanes of one vector register (filters)
+
+// Step bits of NB blocks of 16 filters at PX output pixels of the integer convolution: the
+// sum over the 3 window rows, each row's 3 * C bytes read straight from the zero-bordered
+// frame in groups of 4 (the weights past 3 * C in a row are 0, so the bytes after the window,
+// the next pixels, count nothing): w is [3][r4 / 4][Fp][4] int8; rows[p][ky] points at pixel
+// p's row ky. Bit f of bits[p][b] (filter fb + 16 b + f) is set where dlo <= sum <= dhi.
+// VNNI: one vpdpbusd per 4 bytes, block and pixel; PX pixels side by side give PX x NB
+// independent accumulations (one alone would wait on the instruction's latency).
+template <int NB, int PX>
+inline void int_window_bits(const uint8_t* const (*rows)[3], int r4g, const int8_t* __restrict w,
+                            int fp, int fb, const int32_t* __restrict dlo,
+                            const int32_t* __restrict dhi, int nf, uint16_t (*bits)[8]) {
+#if defined(__AVX512VNNI__) && defined(__AVX512F__)
+    __m512i acc[PX][NB];
+    for (int p = 0; p < PX; ++p)
+        for (int b = 0; b < NB; ++b) acc[p][b] = _mm512_setzero_si512();
+    for (int ky = 0; ky < 3; ++ky)
+        for (int g = 0; g < r4g; ++g) {
+            const int8_t* wr = w + (((size_t)ky * r4g + g) * fp + fb) * 4;
+            __m512i wv[NB];
+            for (int b = 0; b < NB; ++b) wv[b] = _mm512_loadu_si512(wr + 64 * b);
+            for (int p = 0; p < PX; ++p) {
+                int32_t four;
+                std::memcpy(&four, rows[p][ky] + 4 * g, 4);
+                const __m512i xv = _mm512_set1_epi32(four);
+                for (int b = 0; b < NB; ++b) acc[p][b] = _mm512_dpbusd_epi32(acc[p][b], xv, wv[b]);
+            }
+        }
+    for (int b = 0; b < NB; ++b) {
+        const int left = nf - FB * b;
+        const __mmask16 valid = (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1);
+        const __m512i lo = _mm512_maskz_loadu_epi32(valid, dlo + fb + FB * b);
+        const __m512i hi = _mm512_maskz_loadu_epi32(valid, dhi + fb + FB * b);
+        for (int p = 0; p < PX; ++p)
+            bits[p][b] = (uint16_t)(_mm512_mask_cmple_epi32_mask(valid, lo, acc[p][b]) &
+                                    _mm512_cmple_epi32_mask(acc[p][b], hi));
+    }
+#else
+    for (int p = 0; p < PX; ++p) {
+        int32_t acc[NB * FB] = {0};
+        for (int ky = 0; ky < 3; ++ky)
+            for (int g = 0; g < r4g; ++g) {
+                const int8_t* wr = w + (((size_t)ky * r4g + g) * fp + fb) * 4;
+                for (int j = 0; j < 4; ++j) {
+                    const int32_t v = rows[p][ky][4 * g + j];
+                    for (int l = 0; l < NB * FB; ++l) acc[l] += v * wr[4 * l + j];
+                }
+            }
+        for (int b = 0; b < NB; ++b) {
+            const int left = nf - FB * b < FB ? nf - FB * b : FB;
+            bits[p][b] = (uint16_t)step_bits16(acc + FB * b, dlo + fb + FB * b, dhi + fb + FB * b,
+                                               left);
+        }
+    }
+#endif
+}
+
+// Integer 3x3 convolution of uint8 NHWC images with its Step (and 2x2 pooling): packed words.
+// Filters go in passes of 64 (one output word), the pixels of a pooling window (or pairs of
+// neighbours without pooling) together.
+void fused_int_conv(const uint8_t* x, const int8_t* w, const int32_t* dlo, const int32_t* dhi,
+                    uint64_t* out, int N, int H, int Wd, int C, int F, int pad, int pool) {
+    const int Ho = H + 2 * pad - 2, Wo = Wd + 2 * pad - 2;
+    const int Hq = pool ? Ho / 2 : Ho, Wq = pool ? Wo / 2 : Wo;
+    const int r4g = (3 * C + 3) / 4, Fp = (F + FB - 1) / FB * FB, nwo = (F + 63) / 64;
+    const int Hp = H + 2 * pad, Wp = Wd + 2 * pad;
+#pragma omp parallel if((i64)N * Ho * Wo * F * 9 * C > PAR_MIN)
+    {
+        // 4 spare bytes: a row's last group may read past the frame (weights 0 there)
+        std::vector<uint8_t> frame((size_t)Hp * Wp * C + 4, 0);
+        uint16_t bits[4][8];
+        const uint8_t* rows[4][3];
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; ++n) {
+            for (int y = 0; y < H; ++y)
+                std::memcpy(frame.data() + ((size_t)(y + pad) * Wp + pad) * C,
+                            x + ((i64)n * H + y) * Wd * C, (size_t)Wd * C);
+            auto at = [&](int p, int oy, int ox) {
+                for (int ky = 0; ky < 3; ++ky)
+                    rows[p][ky] = frame.data() + ((size_t)(oy + ky) * Wp + ox) * C;
+            };
+            for (int qy = 0; qy < Hq; ++qy)
+                for (int qx = 0; qx < Wq; qx += pool ? 1 : 2) {
+                    // the pixels computed together: a pooling window, or qx and qx + 1
+                    int px;
+                    if (pool) {
+                        at(0, 2 * qy, 2 * qx); at(1, 2 * qy, 2 * qx + 1);
+                        at(2, 2 * qy + 1, 2 * qx); at(3, 2 * qy + 1, 2 * qx + 1);
+                        px = 4;
+                    } else {
+                        at(0, qy, qx);
+                        px = qx + 1 < Wq ? 2 : 1;
+                        if (px == 2) at(1, qy, qx + 1);
+                    }
+                    for (int f0 = 0; f0 < F; f0 += 64) {
+                        const int nb = (F - f0 + FB - 1) / FB < 4 ? (F - f0 + FB - 1) / FB : 4;
+#define IW(K_, P_) int_window_bits<K_, P_>(rows, r4g, w, Fp, f0, dlo, dhi, F - f0, bits)
+#define IWP(P_) switch (nb) { case 1: IW(1, P_); break; case 2: IW(2, P_); break; \
+                              case 3: IW(3, P_); break; default: IW(4, P_); break; }
+                        if (px == 4) { IWP(4) } else if (px == 2) { IWP(2) } else { IWP(1) }
+#undef IWP
+#undef IW
+                        uint64_t word[4] = {0, 0, 0, 0};
+                        for (int p = 0; p < px; ++p)
+                            for (int b = 0; b < nb; ++b) word[p] |= (uint64_t)bits[p][b] << (FB * b);
+                        if (pool) {
+                            out[(((i64)n * Hq + qy) * Wq + qx) * nwo + f0 / 64] =
+                                word[0] | word[1] | word[2] | word[3];
+                        } else {
+                            for (int p = 0; p < px; ++p)
+                                out[(((i64)n * Hq + qy) * Wq + qx + p) * nwo + f0 / 64] = word[p];
+                        }
+                    }
+                }
+        }
+    }
+}
+
+// Popcounts of x ^ w over the 9 taps of a zero-bordered frame for NB blocks of 8 filters,
+// then bit f where plo[f] <= pop <= phi[f]; bits land in `bits` (one byte per block).
+template <int NB>
+inline void bin_window_bits(const uint64_t* __restrict frame, int Wp, int nw, int oy, int ox,
+                            const uint64_t* __restrict w, int Fq, int fb,
+                            const int64_t* __restrict plo, const int64_t* __restrict phi,
+                            uint8_t* __restrict bits) {
+#if defined(__AVX512VPOPCNTDQ__) && defined(__AVX512F__)
+    __m512i acc[NB];
+    for (int b = 0; b < NB; ++b) acc[b] = _mm512_setzero_si512();
+    for (int ky = 0; ky < 3; ++ky)
+        for (int kx = 0; kx < 3; ++kx) {
+            const uint64_t* a = frame + ((size_t)(oy + ky) * Wp + ox + kx) * nw;
+            const uint64_t* wt = w + (size_t)(ky * 3 + kx) * nw * Fq + fb;
+            for (int j = 0; j < nw; ++j) {
+                const __m512i av = _mm512_set1_epi64((long long)a[j]);
+                const uint64_t* wr = wt + (size_t)j * Fq;
+                for (int b = 0; b < NB; ++b)
+                    acc[b] = _mm512_add_epi64(acc[b], _mm512_popcnt_epi64(
+                        _mm512_xor_si512(av, _mm512_loadu_si512(wr + FQ * b))));
+            }
+        }
+    for (int b = 0; b < NB; ++b) {
+        const __m512i lo = _mm512_loadu_si512(plo + fb + FQ * b);
+        const __m512i hi = _mm512_loadu_si512(phi + fb + FQ * b);
+        bits[b] = (uint8_t)(_mm512_cmple_epi64_mask(lo, acc[b]) &
+                            _mm512_cmple_epi64_mask(acc[b], hi));
+    }
+#else
+    int64_t acc[NB * FQ] = {0};
+    for (int ky = 0; ky < 3; ++ky)
+        for (int kx = 0; kx < 3; ++kx) {
+            const uint64_t* a = frame + ((size_t)(oy + ky) * Wp + ox + kx) * nw;
+            const uint64_t* wt = w + (size_t)(ky * 3 + kx) * nw * Fq + fb;
+            for (int j = 0; j < nw; ++j) {
+                const uint64_t aj = a[j];
+                const uint64_t* wr = wt + (size_t)j * Fq;
+                for (int l = 0; l < NB * FQ; ++l) acc[l] += popcnt((uint64_t)(aj ^ wr[l]));
+            }
+        }
+    for (int b = 0; b < NB; ++b) {
+        uint8_t m = 0;
+        for (int l = 0; l < FQ; ++l) {
+            const int f = fb + FQ * b + l;
+            m |= (uint8_t)((plo[f] <= acc[FQ * b + l]) & (acc[FQ * b + l] <= phi[f])) << l;
+        }
+        bits[b] = m;
+    }
+#endif
+}
+
+// Binary 3x3 convolution of packed NHWC words with its Step (and 2x2 pooling): packed words.
+// w: [9][nw][Fq] (Fq = F rounded up to 8, zero words past F); plo, phi: [classes][Fq];
+// cls: [Ho * Wo] class of every output pixel.
+void fused_bin_conv(const uint64_t* x, const uint64_t* w, const int64_t* plo,
+                    const int64_t* phi, const int32_t* cls, uint64_t* out, int N, int H, int Wd,
+                    int C, int F, int pad, int pool) {
+    const int nw = (C + 63) / 64, Fq = (F + FQ - 1) / FQ * FQ, nwo = (F + 63) / 64;
+    const int Ho = H + 2 * pad - 2, Wo = Wd + 2 * pad - 2;
+    const int Hq = pool ? Ho / 2 : Ho, Wq = pool ? Wo / 2 : Wo, s = pool ? 2 : 1;
+    const int Hp = H + 2 * pad, Wp = Wd + 2 * pad;
+    const uint64_t last = (C % 64) ? (((uint64_t)1 << (C % 64)) - 1) : ~(uint64_t)0;
+#pragma omp parallel if((i64)N * Ho * Wo * F * 9 * nw > PAR_MIN)
+    {
+        std::vector<uint64_t> frame((size_t)Hp * Wp * nw, 0);
+        std::vector<uint8_t> bits(Fq / FQ + 8);
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; ++n) {
+            for (int y = 0; y < H; ++y)
+                for (int xx = 0; xx < Wd; ++xx) {
+                    const uint64_t* src = x + (((i64)n * H + y) * Wd + xx) * nw;
+                    uint64_t* dst = frame.data() + ((size_t)(y + pad) * Wp + xx + pad) * nw;
+                    for (int j = 0; j < nw; ++j) dst[j] = j == nw - 1 ? src[j] & last : src[j];
+                }
+            for (int qy = 0; qy < Hq; ++qy)
+                for (int qx = 0; qx < Wq; ++qx) {
+                    uint64_t* o = out + (((i64)n * Hq + qy) * Wq + qx) * nwo;
+                    for (int j = 0; j < nwo; ++j) o[j] = 0;
+                    for (int dy = 0; dy < s; ++dy)
+                        for (int dx = 0; dx < s; ++dx) {
+                            const int oy = qy * s + dy, ox = qx * s + dx;
+                            const int k = cls[oy * Wo + ox];
+                            const int64_t* lo = plo + (size_t)k * Fq;
+                            const int64_t* hi = phi + (size_t)k * Fq;
+                            for (int fb = 0; fb < F; fb += 8 * FQ) {
+                                const int nb = (F - fb + FQ - 1) / FQ;
+#define BW(K_) bin_window_bits<K_>(frame.data(), Wp, nw, oy, ox, w, Fq, fb, lo, hi, bits.data() + fb / FQ)
+                                switch (nb < 8 ? nb : 8) {
+                                    case 1: BW(1); break;
+                                    case 2: BW(2); break;
+                                    case 3: BW(3); break;
+                                    case 4: BW(4); break;
+                                    case 5: BW(5); break;
+                                    case 6: BW(6); break;
+                                    case 7: BW(7); break;
+                                    default: BW(8); break;
+                                }
+#undef BW
+                            }
+                            for (int f0 = 0; f0 < F; f0 += 64) {
+                                uint64_t word = 0;
+                                for (int b = 0; b < 8 && f0 + FQ * b < F; ++b)
+                                    word |= (uint64_t)bits[f0 / FQ + b] << (FQ * b);
+                                if (F - f0 < 64) word &= ((uint64_t)1 << (F - f0)) - 1;
+                                o[f0 / 64] |= word;
+                            }
+                        }
+                }
+        }
+    }
+}
+
+// Binary dense layer on packed rows x [N][kw] (zero padding bits) and weights [kw][Fq]:
+// with `step`, bit f of out (uint64 [N][nwo]) where plo[f] <= popcount <= phi[f]; without,
+// int32 scores out[N][F] = base[f] - 2 * popcount.
+void fused_dense(const uint64_t* x, const uint64_t* w, const int64_t* plo, const int64_t* phi,
+                 const int32_t* base, void* out, int N, int kw, int F, int step) {
+    const int Fq = (F + FQ - 1) / FQ * FQ, nwo = (F + 63) / 64;
+#pragma omp parallel if((i64)N * kw * F > PAR_MIN)
+    {
+        std::vector<int64_t> pop(Fq);
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; ++n) {
+            int64_t* pc = pop.data();
+            for (int f = 0; f < Fq; ++f) pc[f] = 0;
+            const uint64_t* a = x + (i64)n * kw;
+            for (int j = 0; j < kw; ++j) {
+                const uint64_t aj = a[j];
+                const uint64_t* wr = w + (i64)j * Fq;
+                for (int f = 0; f < Fq; ++f) pc[f] += popcnt((uint64_t)(aj ^ wr[f]));
+            }
+            if (step) {
+                uint64_t* o = static_cast<uint64_t*>(out) + (i64)n * nwo;
+                for (int j = 0; j < nwo; ++j) o[j] = 0;
+                for (int f = 0; f < F; ++f)
+                    o[f / 64] |= (uint64_t)((plo[f] <= pc[f]) & (pc[f] <= phi[f])) << (f % 64);
+            } else {
+                int32_t* o = static_cast<int32_t*>(out) + (i64)n * F;
+                for (int f = 0; f < F; ++f) o[f] = base[f] - 2 * (int32_t)pc[f];
+            }
+        }
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -407,6 +684,21 @@ void cpu_bin_dense_w64(const uint64_t* x, const uint64_t* w, const int32_t* b, i
 }
 void cpu_argmax_scores(const int32_t* s, int32_t* out, int N, int classes) {
     argmax_scores(s, out, N, classes);
+}
+void cpu_fused_int_conv(const uint8_t* x, const int8_t* w, const int32_t* dlo,
+                        const int32_t* dhi, uint64_t* out, int N, int H, int Wd, int C, int F,
+                        int pad, int pool) {
+    fused_int_conv(x, w, dlo, dhi, out, N, H, Wd, C, F, pad, pool);
+}
+void cpu_fused_bin_conv(const uint64_t* x, const uint64_t* w, const int64_t* plo,
+                        const int64_t* phi, const int32_t* cls, uint64_t* out, int N, int H,
+                        int Wd, int C, int F, int pad, int pool) {
+    fused_bin_conv(x, w, plo, phi, cls, out, N, H, Wd, C, F, pad, pool);
+}
+void cpu_fused_dense(const uint64_t* x, const uint64_t* w, const int64_t* plo,
+                     const int64_t* phi, const int32_t* base, void* out, int N, int kw, int F,
+                     int step) {
+    fused_dense(x, w, plo, phi, base, out, N, kw, F, step);
 }
 
 }  // extern "C"

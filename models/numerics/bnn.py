@@ -130,24 +130,66 @@ def _check_conv_args(w, bias, padding, channels):
     return wt, b
 
 
+# Working-set size of the batched golden kernels: images are processed in chunks whose
+# temporaries (im2col windows, products) take about this many bytes.
+CHUNK_BYTES = 1 << 26
+
+
+def _chunks(n: int, bytes_per_image: int):
+    """Consecutive [lo, hi) image ranges of about CHUNK_BYTES each."""
+    step = max(1, CHUNK_BYTES // max(1, bytes_per_image))
+    return [(s, min(n, s + step)) for s in range(0, n, step)]
+
+
+def _exact_dtype(bound: float):
+    """float32 where every partial sum (at most `bound`) is an integer below 2^24, else
+    float64 (exact below 2^53): products of integers summed exactly, at BLAS speed."""
+    return np.float32 if bound < 2.0 ** 24 else np.float64
+
+
 def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np.ndarray:
     n, c, h, wd = x.shape
     ho, wo = h + 2 * padding - 2, wd + 2 * padding - 2
     if ho < 1 or wo < 1:
         raise NumericsError(f"a 3x3 convolution with padding {padding} needs at least "
                             f"{3 - 2 * padding}x{3 - 2 * padding} pixels, got {h}x{wd}")
-    bound = float(np.abs(x).max(initial=0)) * 9 * c + float(np.abs(bias).max(initial=0))
+    spans = _chunks(n, ho * wo * max(9 * c, w.shape[0]) * 8)
+    x_max = max((float(np.abs(x[lo:hi]).max(initial=0)) for lo, hi in spans), default=0.0)
+    bound = x_max * 9 * c + float(np.abs(bias).max(initial=0))
     if bound >= 2.0 ** 52:
         raise NumericsError("convolution input values are too large for an exact int sum")
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    # im2col as float64 (exact for integers below 2^53, and BLAS-fast)
-    cols = np.empty((n, ho, wo, c, 3, 3), dtype=np.float64)
-    for dy in range(3):
-        for dx in range(3):
-            cols[..., dy, dx] = xp[:, :, dy:dy + ho, dx:dx + wo].transpose(0, 2, 3, 1)
-    out = cols.reshape(n * ho * wo, c * 9) @ w.reshape(w.shape[0], c * 9).T.astype(np.float64)
-    out = out.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2).astype(np.int64)
-    return fit_int32(out + bias.astype(np.int64)[None, :, None, None], "convolution output")
+    ft = _exact_dtype(x_max * 9 * c)
+    f = w.shape[0]
+    # im2col, image by image in chunks: windows [pixel, (dy, dx, channel)] against weights
+    # [(dy, dx, channel), filter]; one matrix product per chunk
+    wmat = w.transpose(2, 3, 1, 0).reshape(9 * c, f).astype(ft)
+    out = np.empty((n, f, ho, wo), dtype=np.int32)
+    b64 = bias.astype(np.int64)
+    bias_fits = bool(b64.size == 0 or (b64.min() >= INT32_MIN and b64.max() <= INT32_MAX))
+    lo_all, hi_all = INT32_MAX, INT32_MIN
+    for lo, hi in spans:
+        m = hi - lo
+        xp = np.zeros((m, h + 2 * padding, wd + 2 * padding, c), dtype=ft)
+        xp[:, padding:padding + h, padding:padding + wd] = x[lo:hi].transpose(0, 2, 3, 1)
+        cols = np.empty((m, ho, wo, 3, 3, c), dtype=ft)
+        for dy in range(3):
+            for dx in range(3):
+                cols[:, :, :, dy, dx] = xp[:, dy:dy + ho, dx:dx + wo]
+        acc = (cols.reshape(m * ho * wo, 9 * c) @ wmat).reshape(m, ho, wo, f)
+        if not acc.size:
+            continue
+        # the range of acc + bias from each filter's extremes (exact integers in float)
+        c_lo = int((acc.min(axis=(0, 1, 2)).astype(np.int64) + b64).min())
+        c_hi = int((acc.max(axis=(0, 1, 2)).astype(np.int64) + b64).max())
+        lo_all, hi_all = min(lo_all, c_lo), max(hi_all, c_hi)
+        if ft is np.float32 and bias_fits and INT32_MIN <= c_lo and c_hi <= INT32_MAX:
+            out[lo:hi] = acc.transpose(0, 3, 1, 2)       # integers below 2^24: exact
+            out[lo:hi] += bias.astype(np.int32)[None, :, None, None]
+        else:
+            out[lo:hi] = acc.transpose(0, 3, 1, 2).astype(np.int64) + b64[None, :, None, None]
+    if out.size:                 # the range of the whole output, as fit_int32 reports it
+        fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "convolution output")
+    return out
 
 
 def bin_conv3x3(x, w, bias, padding: int) -> np.ndarray:
@@ -172,8 +214,12 @@ def maxpool2x2(x) -> np.ndarray:
     n, c, h, w = a.shape
     if h < 2 or w < 2:
         raise NumericsError(f"2x2 max pooling needs at least 2x2 pixels, got {h}x{w}")
-    a = a[:, :, :h // 2 * 2, :w // 2 * 2]
-    return a.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+    out = np.empty((n, c, h // 2, w // 2), dtype=a.dtype)
+    for lo, hi in _chunks(n, a[:1].nbytes):
+        v = a[lo:hi]
+        out[lo:hi] = np.maximum(np.maximum(v[:, :, 0:h - 1:2, 0:w - 1:2], v[:, :, 0:h - 1:2, 1::2]),
+                                np.maximum(v[:, :, 1::2, 0:w - 1:2], v[:, :, 1::2, 1::2]))
+    return out
 
 
 def maxpool2x2_packed(words) -> np.ndarray:
@@ -208,9 +254,14 @@ def step(x, threshold, direction) -> np.ndarray:
         raise NumericsError("step direction must hold only -1 and +1")
     shape = (1, c) + (1,) * (a.ndim - 2)
     t, d = t.reshape(shape), d.reshape(shape)
-    a = a.astype(np.int64)
-    on = np.where(d > 0, a >= t, a <= t)
-    return np.where(on, 1, -1).astype(np.int8)
+    up = d > 0
+    out = np.empty(a.shape, dtype=np.int8)
+    per_image = max(1, a[:1].size) * 8
+    for lo, hi in _chunks(a.shape[0], per_image):
+        v = a[lo:hi] if a.dtype != np.uint64 else a[lo:hi].astype(np.int64)   # as int64
+        on = np.where(up, v >= t, v <= t)
+        out[lo:hi] = np.where(on, np.int8(1), np.int8(-1))
+    return out
 
 
 def flatten(x) -> np.ndarray:
@@ -230,8 +281,19 @@ def bin_dense(x, w, bias) -> np.ndarray:
         raise NumericsError(f"dense weights expect {wt.shape[1]} inputs, got {a.shape[1]}")
     b = int_array(bias, "dense bias", ndim=1)
     check_shape(b, "dense bias", (wt.shape[0],))
-    out = (a.astype(np.float64) @ wt.T.astype(np.float64)).astype(np.int64)
-    return fit_int32(out + b.astype(np.int64), "dense output")
+    n, k = a.shape
+    ft = _exact_dtype(k)                       # +-1 products: partial sums at most K
+    wmat = wt.T.astype(ft)
+    out = np.empty((n, wt.shape[0]), dtype=np.int32)
+    lo_all, hi_all = INT32_MAX, INT32_MIN
+    for lo, hi in _chunks(n, k * 8):
+        res = (a[lo:hi].astype(ft) @ wmat).astype(np.int64) + b.astype(np.int64)
+        if res.size:
+            lo_all, hi_all = min(lo_all, int(res.min())), max(hi_all, int(res.max()))
+        out[lo:hi] = res
+    if out.size:
+        fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "dense output")
+    return out
 
 
 def argmax(scores) -> np.ndarray:

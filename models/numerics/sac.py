@@ -264,16 +264,27 @@ def dense_matmul(dense, data, init) -> np.ndarray:
     x = int_array(data, "data", lo=0, hi=255)
     if x.ndim < 2 or x.shape[-2] != w.shape[1]:
         raise NumericsError(f"data must have shape [..., {w.shape[1]}, P], got {x.shape}")
-    b = int_array(init, "bias/init", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
+    b = np.asarray(int_array(init, "bias/init", lo=INT32_MIN, hi=INT32_MAX), dtype=np.int32)
     if b.ndim == 1:
         check_shape(b, "bias", (w.shape[0],))
         b = b[:, None]
-    # float64 is exact here: |w| <= 64, x <= 255, so |sum| < 2^53 for any K below 2^38.
-    acc = np.matmul(w.astype(np.float64), x.astype(np.float64)).astype(np.int64)
+    # Exact in floating point: |w| <= 64 and x <= 255, so every partial sum is at most
+    # 64 * 255 * K; float32 holds that exactly below 2^24 (K up to 1028), float64 below 2^53
+    # (any K below 2^38). float32 moves half the bytes.
+    exact32 = w.shape[1] * 255 * (1 << (MAX_CODE - 1)) < (1 << 24)
+    ft = np.float32 if exact32 else np.float64
+    acc = np.matmul(w.astype(ft), x.astype(ft))
+    # the sum wraps mod 2^32: add the two's-complement bit patterns as uint32, i.e. the low 32
+    # bits of the exact product (below 2^24 it fits int32 as it is)
+    if exact32:
+        low = acc.astype(np.int32).view(np.uint32)
+    else:
+        low = (acc.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
     try:
-        return wrap_int32(acc + b)
+        total = np.add(low, b.view(np.uint32), dtype=np.uint32)
     except ValueError:
         raise NumericsError(f"init shape {b.shape} does not match result shape {acc.shape}") from None
+    return total.view(np.int32)
 
 
 def sac_matmul(weights: CombinedWeights, data, init) -> np.ndarray:
@@ -300,7 +311,8 @@ def mac_cell_step(weight, data, psum_in) -> np.ndarray:
 
 def relu_quant(acc, shift: int = QUANT_SHIFT) -> np.ndarray:
     """ReLU & quantize: clip(acc >> shift, 0, 255) with an arithmetic shift, as uint8."""
-    a = int_array(acc, "acc", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
+    a = int_array(acc, "acc", lo=INT32_MIN, hi=INT32_MAX)
+    a = a if a.dtype.kind == "i" else a.astype(np.int64)     # >> is arithmetic on signed
     return np.clip(a >> shift, 0, 255).astype(np.uint8)
 
 
@@ -337,9 +349,11 @@ def count_active_per_image(dense, data) -> np.ndarray:
     x = int_array(data, "data", lo=0, hi=255)
     if x.ndim < 2 or x.shape[-2] != w.shape[1]:
         raise NumericsError(f"data must have shape [..., {w.shape[1]}, P], got {x.shape}")
-    x3 = (x != 0).reshape(-1, x.shape[-2], x.shape[-1]).astype(np.float64)
-    per_pixel = np.matmul((w != 0).astype(np.float64), x3)          # [B, N, P]
-    return per_pixel.sum(axis=(1, 2)).astype(np.int64)
+    # sum over cells n, channels k, pixels p of [w(n,k) != 0] [x(b,k,p) != 0], summed over n
+    # and p first: (nonzero data per channel) . (nonzero weights per channel)
+    x3 = x.reshape(-1, x.shape[-2], x.shape[-1])
+    per_channel = np.count_nonzero(x3, axis=2).astype(np.int64)      # [B, K]
+    return per_channel @ np.count_nonzero(w, axis=0).astype(np.int64)
 
 
 def count_active(dense, data) -> int:

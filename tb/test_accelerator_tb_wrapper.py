@@ -1,0 +1,139 @@
+"""Bench for rtl/accelerator_tb_wrapper.v, the bulk transfers long runs use (tb/rtl_job.py).
+
+Bulk loads (longer than one load, so they come in parts) into every memory region read back
+word by word through the real host port equal what was written; dumps of the data and
+partial-sum buffers and of the trace equal the host port's reads of the same entries; a
+compiled network run with tensors and trace moved in bulk (tb.host_port.RtlDevice over a
+BulkPort) equals the golden executor in every layer and the cycle model in every instruction.
+tb/test_accelerator.py keeps verifying the bare top through its host port alone.
+"""
+import os
+
+import cocotb
+import numpy as np
+import pytest
+
+from fpga.arch import ArrayConfig
+from fpga.compiler import compile_network
+from fpga.execute import execute, interpret
+from models import golden
+from models.random_networks import random_images, random_sac_network
+from tb.bitserial import start_clock
+from tb.cell_driver import seeded_rng
+from tb.host_port import (
+    D_DBUF,
+    D_PBUF,
+    R_BMEM,
+    R_DBUF,
+    R_IMEM,
+    R_PBUF,
+    R_SMEM,
+    R_WMEM,
+    BulkPort,
+    HostPort,
+    RtlDevice,
+    address,
+    read_hex_lines,
+)
+from tb.sim import SIMULATORS, run
+
+SEED = int(os.environ.get("TB_SEED", "4242"))
+
+
+def random_writes(rng, cfg: ArrayConfig, n: int):
+    """n random (region, offset, value) writes over every memory region, plus a full fill of
+    entries 0..7 of every data-buffer bank and partial-sum row (defined values to dump)."""
+    wch = -(-cfg.cols * 8 // 32)
+    spaces = [
+        (R_DBUF, lambda: (int(rng.integers(cfg.cmax)) << 16) | int(rng.integers(cfg.ddepth))),
+        (R_PBUF, lambda: (int(rng.integers(cfg.rows)) << 16) | int(rng.integers(cfg.pdepth))),
+        (R_IMEM, lambda: int(rng.integers(cfg.imem_depth * 4))),
+        (R_WMEM, lambda: int(rng.integers(cfg.wdepth)) * 256 + int(rng.integers(wch))),
+        (R_BMEM, lambda: int(rng.integers(cfg.bdepth))),
+        (R_SMEM, lambda: int(rng.integers(cfg.sdepth)) * 256 + int(rng.integers(cfg.cols))),
+    ]
+    items = []
+    for _ in range(n):
+        region, offset = spaces[int(rng.integers(len(spaces)))]
+        items.append((region, offset(), int(rng.integers(1 << 32))))
+    items += [(R_DBUF, (b << 16) | e, int(rng.integers(256)))
+              for b in range(cfg.cmax) for e in range(8)]
+    items += [(R_PBUF, (r << 16) | e, int(rng.integers(1 << 32)))
+              for r in range(cfg.rows) for e in range(8)]
+    return items
+
+
+@cocotb.test()
+async def bulk_load_and_dumps_equal_the_host_port(dut):
+    cfg = ArrayConfig.from_env()
+    rng = seeded_rng(SEED, dut._log)
+    await start_clock(dut)
+    host, bulk = HostPort(dut, cfg), BulkPort(dut, cfg)
+    await host.reset()
+    items = random_writes(rng, cfg, int(bulk.depth * 1.5))
+    await bulk.write_words([address(r, o) for r, o, _ in items], [v for _, _, v in items])
+    assert bulk.words_loaded == len(items) > bulk.depth, "the load must come in parts"
+    want = {}
+    for region, offset, value in items:            # the last write of an address wins
+        want[(region, offset)] = value & 0xFF if region == R_DBUF else value
+    keys = sorted(want)
+    got = await host.read_many(keys)
+    bad = [(k, g, want[k]) for k, g in zip(keys, got) if g != want[k]]
+    assert not bad, f"{len(bad)} words differ after a bulk load, first {bad[0]}"
+    await bulk.dump(D_DBUF, 0, 7)
+    lines, undefined = read_hex_lines(bulk.dir / "dump.hex", 8, 2, cfg.cmax)
+    assert not undefined.any()
+    assert all(int(lines[e, b]) == want[(R_DBUF, (b << 16) | e)]
+               for b in range(cfg.cmax) for e in range(8)), "data-buffer dump"
+    await bulk.dump(D_PBUF, 2, 7)
+    lines, undefined = read_hex_lines(bulk.dir / "dump.hex", 6, 8, cfg.rows)
+    assert not undefined.any()
+    assert all(int(lines[e - 2, r]) == want[(R_PBUF, (r << 16) | e)]
+               for r in range(cfg.rows) for e in range(2, 8)), "partial-sum dump"
+    dut._log.info(f"{len(items)} bulk writes in {-(-len(items) // bulk.depth)} loads, "
+                  f"{len(keys)} addresses read back through the host port, dumps equal")
+
+
+@cocotb.test()
+async def network_with_bulk_transfers(dut):
+    cfg = ArrayConfig.from_env()
+    rng = seeded_rng(SEED + 1, dut._log)
+    await start_clock(dut)
+    host, bulk = HostPort(dut, cfg), BulkPort(dut, cfg)
+    await host.reset()
+    net = random_sac_network(rng, in_shape=(3 * cfg.cols + 1, 4, 4), widths=(cfg.rows + 3,),
+                             groups=(3, 2), shift=True, final="raw", classes=cfg.rows + 2, s2d=1)
+    prog = compile_network(net, cfg)
+    image = random_images(rng, 1, net.input_shape, zero_fraction=0.5)[0]
+    await bulk.load_program(prog)
+    device = RtlDevice(host, prog, bulk)
+    res = await execute(prog, device, image[None])
+    ref = golden.run(net, image[None])
+    for i, got in res.outputs.items():
+        bad = np.argwhere(got != ref.outputs[i])
+        assert not bad.size, f"layer {i} differs at {tuple(bad[0])}"
+    model = interpret(prog, image[None])
+    for seg, st_rtl, st_model in zip(prog.segments, res.segments, model.segments):
+        assert st_rtl.cycles == st_model.cycles, "cycles differ from the cycle model"
+        assert st_rtl.activity == st_model.activity, "activity differs from the golden count"
+        assert await host.trace(seg.n_instr, seg.start_pc) == \
+            await bulk.trace(seg.n_instr, seg.start_pc), "trace dump differs from the port"
+    dut._log.info(f"{len(prog.words)} instructions, every layer equal to golden, every "
+                  f"instruction's cycles and activity equal to the model")
+
+
+# Verilator: the instance the compare job builds for models/zoo/sac_digits.onnx (one build for
+# both); Icarus: a small one with short loads, so a load of a few hundred words comes in parts.
+CONFIGS = {
+    "verilator": (ArrayConfig(rows=8, cols=8, cmax=64, ddepth=512, pdepth=128, wdepth=512,
+                              bdepth=256, sdepth=16, imem_depth=128), {}),
+    "icarus": (ArrayConfig(rows=4, cols=3, cmax=32, ddepth=128, pdepth=64, wdepth=256,
+                           bdepth=64, sdepth=16, imem_depth=128), {"LOAD_DEPTH": 200}),
+}
+
+
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_accelerator_tb_wrapper(sim):
+    cfg, extra = CONFIGS[sim]
+    run("accelerator_tb_wrapper", "test_accelerator_tb_wrapper", sim,
+        {**cfg.hdl_parameters(), **extra})

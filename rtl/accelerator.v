@@ -224,7 +224,6 @@ module accelerator #(
     wire [4:0] phase0 = k[4:0] - 5'd2;               // lane-0 bit index entering the array
 
     // ---------------------------------------------------------------- data buffer
-    // bank b is steered by entry b - in_ch of the shift word (identity outside the window)
     wire [CMAX*4-1:0]   bank_dir;
     wire [CMAX*DAW-1:0] bank_addr;
     wire [CMAX-1:0]     bank_fill;
@@ -237,29 +236,76 @@ module accelerator #(
         .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
     always @(posedge clk) bank_fill_q <= bank_fill;
 
+    // Bank b is steered by entry b - in_ch of the shift word (identity outside the window): a
+    // logarithmic shifter moves entry i, with its in-window flag, to bank in_ch + i (log2(CMAX)
+    // stages of 2:1 multiplexers instead of a COLS*8:1 multiplexer per bank).
+    localparam NSE = COLS * 8;                       // entries of a shift word
+    wire [4:0] steer [0:(BKW+1)*CMAX-1];            // one net per stage and bank
+    genvar gt;
+    generate
+        for (gi = 0; gi < CMAX; gi = gi + 1) begin : steer_entry
+            if (gi < NSE) begin : entry
+                localparam [11:0] I = gi;
+                assign steer[gi] = {I < window, shift_word[gi*4 +: 4]};
+            end else begin : none
+                assign steer[gi] = 5'd0;
+            end
+        end
+        for (gt = 0; gt < BKW; gt = gt + 1) begin : steer_stage
+            for (gi = 0; gi < CMAX; gi = gi + 1) begin : pos
+                if (gi >= (1 << gt)) begin : from
+                    assign steer[(gt+1)*CMAX + gi] =
+                        in_ch[gt] ? steer[gt*CMAX + gi - (1 << gt)] : steer[gt*CMAX + gi];
+                end else begin : below
+                    assign steer[(gt+1)*CMAX + gi] = in_ch[gt] ? 5'd0 : steer[gt*CMAX + gi];
+                end
+            end
+        end
+    endgenerate
+
     // write side: bank b receives tile row b - out_ch (modes 0 and 1)
     wire [ROWS-1:0]      wr_v;              // writer token per row: pixel wr_p[r] done
     wire [23:0]          wr_p [0:ROWS-1];
     wire [7:0]           row_result [0:ROWS-1];
     wire byte_mode = (mode == M_RELU) || (mode == M_BIN);
+    // Row r's {write, entry, byte} goes to bank out_ch + r through a logarithmic shifter, like
+    // the steering above (instead of a ROWS:1 multiplexer and an address adder per bank).
+    localparam WB = 1 + DAW + 8;
+    wire [WB-1:0] wback [0:(BKW+1)*CMAX-1];
     generate
+        for (gi = 0; gi < CMAX; gi = gi + 1) begin : wback_row
+            if (gi < ROWS) begin : row
+                localparam [7:0] R8 = gi;
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire [23:0] wpix = wr_p[gi];
+                /* verilator lint_on UNUSEDSIGNAL */
+                wire write = exec_mm && byte_mode && wr_v[gi] && (R8 < tile_rows);
+                assign wback[gi] = {write, out_addr[DAW-1:0] + wpix[DAW-1:0], row_result[gi]};
+            end else begin : none
+                assign wback[gi] = {WB{1'b0}};
+            end
+        end
+        for (gt = 0; gt < BKW; gt = gt + 1) begin : wback_stage
+            for (gi = 0; gi < CMAX; gi = gi + 1) begin : pos
+                if (gi >= (1 << gt)) begin : from
+                    assign wback[(gt+1)*CMAX + gi] =
+                        out_ch[gt] ? wback[gt*CMAX + gi - (1 << gt)] : wback[gt*CMAX + gi];
+                end else begin : below
+                    assign wback[(gt+1)*CMAX + gi] = out_ch[gt] ? {WB{1'b0}} : wback[gt*CMAX + gi];
+                end
+            end
+        end
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
             localparam [11:0] B = gi;
-            wire [11:0] pos = B - in_ch;
-            wire in_window = (B >= in_ch) && (pos < window);
-            assign bank_dir[gi*4 +: 4] = (shift_en && in_window) ? shift_word[pos[BKW+1:0]*4 +: 4] : 4'd4;
-            /* verilator lint_off UNUSEDSIGNAL */
-            wire [11:0] row = B - out_ch;
-            wire [23:0] wpix = wr_p[r_sel];
-            /* verilator lint_on UNUSEDSIGNAL */
-            wire mine = exec_mm && byte_mode && (B >= out_ch) && (row < {4'd0, tile_rows});
-            wire [RW-1:0] r_sel = row[RW-1:0];
-            wire mm_we = mine && wr_v[r_sel];
+            wire [4:0] steered = steer[BKW*CMAX + gi];      // {in window, direction}
+            assign bank_dir[gi*4 +: 4] = (shift_en && steered[4]) ? steered[3:0] : 4'd4;
+            wire [WB-1:0] wb = wback[BKW*CMAX + gi];        // {write, entry, byte}
+            wire mm_we = wb[WB-1];
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW)) u_ram (
                 .clk(clk),
                 .we(mm_we || (h_write && h_region == R_DBUF && h_off[27:16] == B)),
-                .waddr(mm_we ? out_addr[DAW-1:0] + wpix[DAW-1:0] : h_off[DAW-1:0]),
-                .wdata(mm_we ? row_result[r_sel] : host_wdata_q[7:0]),
+                .waddr(mm_we ? wb[8 +: DAW] : h_off[DAW-1:0]),
+                .wdata(mm_we ? wb[7:0] : host_wdata_q[7:0]),
                 .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]),
                 .rdata(bank_q[gi*8 +: 8]));
         end

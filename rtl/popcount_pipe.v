@@ -16,7 +16,7 @@ module popcount_pipe #(
     input  wire [N-1:0] bits,
     output wire [W-1:0] count
 );
-    // node counts, widths and offsets of the levels (level 0 = leaves)
+    // node counts, widths and first node of the levels (level 0 = leaves)
     function integer clog2_plus1;       // bits to hold the value n
         input integer n;
         integer v;
@@ -48,19 +48,19 @@ module popcount_pipe #(
             if (dummy < 0) levels = 0;
         end
     endfunction
-    function integer offset;
+    function integer first;             // index of a level's first node
         input integer level;
         integer i;
         begin
-            offset = 0;
-            for (i = 0; i < level; i = i + 1) offset = offset + nodes(i) * width(i);
+            first = 0;
+            for (i = 0; i < level; i = i + 1) first = first + nodes(i);
         end
     endfunction
 
     localparam ROOT = levels(0);
     localparam LATENCY = ROOT + 1;
     localparam RW = width(ROOT);
-    localparam TOTAL = offset(ROOT + 1);
+    localparam TOTAL = first(ROOT + 1);
     localparam LEAVES = nodes(0);
 
     // Parameter checks at elaboration: a violated constraint instantiates a module that
@@ -78,7 +78,7 @@ module popcount_pipe #(
     endgenerate
 
     wire [3*LEAVES-1:0] padded;
-    wire [TOTAL-1:0]    tree;
+    wire [RW-1:0]       tree [0:TOTAL-1];           // every node, zero-extended to the root's width
     generate
         if (3 * LEAVES > N) begin : pad
             assign padded = {{(3 * LEAVES - N){1'b0}}, bits};
@@ -93,21 +93,22 @@ module popcount_pipe #(
             wire [2:0] b = padded[3*j +: 3];
             reg  [1:0] sum;
             always @(posedge clk) sum <= {(b[0] & b[1]) | (b[0] & b[2]) | (b[1] & b[2]), ^b};
-            assign tree[offset(0) + 2*j +: 2] = sum;
+            if (RW > 2) begin : widen
+                assign tree[j] = {{(RW - 2){1'b0}}, sum};
+            end else begin : same
+                assign tree[j] = sum;
+            end
         end
         for (i = 1; i <= ROOT; i = i + 1) begin : level
             localparam WI = width(i);
-            localparam WC = width(i - 1);
             for (j = 0; j < nodes(i); j = j + 1) begin : node
                 wire [4*WI-1:0] child;
                 for (k = 0; k < 4; k = k + 1) begin : take
                     if (4 * j + k < nodes(i - 1)) begin : present
-                        if (WI > WC) begin : extend
-                            assign child[k*WI +: WI] = {{(WI - WC){1'b0}},
-                                                        tree[offset(i - 1) + (4*j + k)*WC +: WC]};
-                        end else begin : same
-                            assign child[k*WI +: WI] = tree[offset(i - 1) + (4*j + k)*WC +: WC];
-                        end
+                        /* verilator lint_off UNUSEDSIGNAL */
+                        wire [RW-1:0] below = tree[first(i - 1) + 4*j + k];   // < 2^WI
+                        /* verilator lint_on UNUSEDSIGNAL */
+                        assign child[k*WI +: WI] = below[WI-1:0];
                     end else begin : absent
                         assign child[k*WI +: WI] = {WI{1'b0}};
                     end
@@ -115,13 +116,17 @@ module popcount_pipe #(
                 reg [WI-1:0] sum;
                 always @(posedge clk)
                     sum <= child[0 +: WI] + child[WI +: WI] + child[2*WI +: WI] + child[3*WI +: WI];
-                assign tree[offset(i) + j*WI +: WI] = sum;
+                if (RW > WI) begin : widen
+                    assign tree[first(i) + j] = {{(RW - WI){1'b0}}, sum};
+                end else begin : same
+                    assign tree[first(i) + j] = sum;
+                end
             end
         end
         if (W > RW) begin : widen
-            assign count = {{(W - RW){1'b0}}, tree[offset(ROOT) +: RW]};
+            assign count = {{(W - RW){1'b0}}, tree[first(ROOT)]};
         end else begin : exact
-            assign count = tree[offset(ROOT) +: RW];
+            assign count = tree[first(ROOT)];
         end
     endgenerate
 endmodule

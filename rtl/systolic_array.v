@@ -19,7 +19,9 @@
 // phase0 must count up by one per cycle while words flow (it does during a MATMUL).
 //
 // Weights are single buffered: `w_clear` zeroes every cell, then `w_load` writes one row of
-// COLS bytes per cycle. Loading does not overlap a multiplication (see docs/microarchitecture.md).
+// COLS bytes per cycle. The array registers these inputs once before they fan out to the
+// cells, so a weight lands one cycle after it is presented. Loading does not overlap a
+// multiplication (see docs/microarchitecture.md).
 //
 // Activity: `active_count` is the number of cells that switched on (one per nonzero weight and
 // nonzero data word) COUNT_DELAY cycles earlier, from a pipelined population count (COUNT_DELAY
@@ -101,6 +103,18 @@ module systolic_array #(
         end
     endgenerate
 
+    // ---- weight loading, registered once: one row decode and one copy of the row's bytes
+    //      drive all cells (the fan-out, not the cells, would otherwise set the clock) ----
+    reg              w_clear_q;
+    reg [ROWS-1:0]   w_load_q;
+    reg [COLS*8-1:0] w_data_q;
+    integer wr;
+    always @(posedge clk) begin
+        w_clear_q <= w_clear;
+        w_data_q <= w_row_data;
+        for (wr = 0; wr < ROWS; wr = wr + 1) w_load_q[wr] <= w_load && w_row == wr[ROW_BITS-1:0];
+    end
+
     // ---- columns (register chains) and cells ----
     wire [ROWS*COLS-1:0] active;
     wire [LANES-1:0] psum [0:ROWS-1][0:COLS];
@@ -129,9 +143,9 @@ module systolic_array #(
             for (r = 0; r < ROWS; r = r + 1) begin : pe
                 sac_cell #(.SLOTS(SLOTS), .TAPS(TAPS), .LANES(LANES)) u_cell (
                     .clk(clk),
-                    .w_clear(w_clear),
-                    .w_load(w_load && w_row == r),
-                    .w_in(w_row_data[c*8 +: 8]),
+                    .w_clear(w_clear_q),
+                    .w_load(w_load_q[r]),
+                    .w_in(w_data_q[c*8 +: 8]),
                     .slots_next(chain[(c + r)*SLOTS +: SLOTS]),
                     .phase_next(phase_next[r + c]),
                     .word_end(word_end[r + c]),

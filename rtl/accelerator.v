@@ -12,11 +12,12 @@
 // accelerator runs the program from the start pc (control register 8, default 0) by itself
 // until HALT or an error, then raises `done`.
 //
-// MATMUL schedule, k = execution cycle (models/cycle_model.py holds the same numbers):
+// MATMUL schedule, k = execution cycle (fpga/cycle_model.py holds the same numbers):
 //   k = 8p          data-buffer banks read pixel p (through the channel shift)
 //   k = 8p + 1      serializers load pixel p; bits enter the array at k = 8p + 2 + b
-//   k = 8p + r      partial-sum bank r read for pixel p (acc_in)
-//   k = 8p + 1 + r  row r's initial value loaded; row r's word starts at k = 8p + 2 + r
+//   k = 8p + 2 + r  row r's word of pixel p starts at column 0 (from zero)
+//   k = 8p + 32 + COLS + r   partial-sum bank r read for pixel p (acc_in)
+//   k = 8p + 33 + COLS + r   row r's word complete at relu_quant: initial value added
 //   k = 8p + 34 + COLS + r   row r's result for pixel p written (pixel-sum: one cycle later)
 module accelerator #(
     parameter ROWS = 8,
@@ -223,7 +224,6 @@ module accelerator #(
     wire [4:0] phase0 = k[4:0] - 5'd2;               // lane-0 bit index entering the array
 
     // ---------------------------------------------------------------- data buffer
-    // bank b is steered by entry b - in_ch of the shift word (identity outside the window)
     wire [CMAX*4-1:0]   bank_dir;
     wire [CMAX*DAW-1:0] bank_addr;
     wire [CMAX-1:0]     bank_fill;
@@ -236,90 +236,142 @@ module accelerator #(
         .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
     always @(posedge clk) bank_fill_q <= bank_fill;
 
+    // Bank b is steered by entry b - in_ch of the shift word (identity outside the window): a
+    // logarithmic shifter moves entry i, with its in-window flag, to bank in_ch + i (log2(CMAX)
+    // stages of 2:1 multiplexers instead of a COLS*8:1 multiplexer per bank).
+    localparam NSE = COLS * 8;                       // entries of a shift word
+    wire [4:0] steer [0:(BKW+1)*CMAX-1];            // one net per stage and bank
+    genvar gt;
+    generate
+        for (gi = 0; gi < CMAX; gi = gi + 1) begin : steer_entry
+            if (gi < NSE) begin : entry
+                localparam [11:0] I = gi;
+                assign steer[gi] = {I < window, shift_word[gi*4 +: 4]};
+            end else begin : none
+                assign steer[gi] = 5'd0;
+            end
+        end
+        for (gt = 0; gt < BKW; gt = gt + 1) begin : steer_stage
+            for (gi = 0; gi < CMAX; gi = gi + 1) begin : pos
+                if (gi >= (1 << gt)) begin : from
+                    assign steer[(gt+1)*CMAX + gi] =
+                        in_ch[gt] ? steer[gt*CMAX + gi - (1 << gt)] : steer[gt*CMAX + gi];
+                end else begin : below
+                    assign steer[(gt+1)*CMAX + gi] = in_ch[gt] ? 5'd0 : steer[gt*CMAX + gi];
+                end
+            end
+        end
+    endgenerate
+
     // write side: bank b receives tile row b - out_ch (modes 0 and 1)
     wire [ROWS-1:0]      wr_v;              // writer token per row: pixel wr_p[r] done
     wire [23:0]          wr_p [0:ROWS-1];
     wire [7:0]           row_result [0:ROWS-1];
     wire byte_mode = (mode == M_RELU) || (mode == M_BIN);
+    // Row r's {write, entry, byte} goes to bank out_ch + r through a logarithmic shifter, like
+    // the steering above (instead of a ROWS:1 multiplexer and an address adder per bank).
+    localparam WB = 1 + DAW + 8;
+    wire [WB-1:0] wback [0:(BKW+1)*CMAX-1];
     generate
+        for (gi = 0; gi < CMAX; gi = gi + 1) begin : wback_row
+            if (gi < ROWS) begin : row
+                localparam [7:0] R8 = gi;
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire [23:0] wpix = wr_p[gi];
+                /* verilator lint_on UNUSEDSIGNAL */
+                wire write = exec_mm && byte_mode && wr_v[gi] && (R8 < tile_rows);
+                assign wback[gi] = {write, out_addr[DAW-1:0] + wpix[DAW-1:0], row_result[gi]};
+            end else begin : none
+                assign wback[gi] = {WB{1'b0}};
+            end
+        end
+        for (gt = 0; gt < BKW; gt = gt + 1) begin : wback_stage
+            for (gi = 0; gi < CMAX; gi = gi + 1) begin : pos
+                if (gi >= (1 << gt)) begin : from
+                    assign wback[(gt+1)*CMAX + gi] =
+                        out_ch[gt] ? wback[gt*CMAX + gi - (1 << gt)] : wback[gt*CMAX + gi];
+                end else begin : below
+                    assign wback[(gt+1)*CMAX + gi] = out_ch[gt] ? {WB{1'b0}} : wback[gt*CMAX + gi];
+                end
+            end
+        end
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
             localparam [11:0] B = gi;
-            wire [11:0] pos = B - in_ch;
-            wire in_window = (B >= in_ch) && (pos < window);
-            assign bank_dir[gi*4 +: 4] = (shift_en && in_window) ? shift_word[pos[BKW+1:0]*4 +: 4] : 4'd4;
-            /* verilator lint_off UNUSEDSIGNAL */
-            wire [11:0] row = B - out_ch;
-            wire [23:0] wpix = wr_p[r_sel];
-            /* verilator lint_on UNUSEDSIGNAL */
-            wire mine = exec_mm && byte_mode && (B >= out_ch) && (row < {4'd0, tile_rows});
-            wire [RW-1:0] r_sel = row[RW-1:0];
-            wire mm_we = mine && wr_v[r_sel];
+            wire [4:0] steered = steer[BKW*CMAX + gi];      // {in window, direction}
+            assign bank_dir[gi*4 +: 4] = (shift_en && steered[4]) ? steered[3:0] : 4'd4;
+            wire [WB-1:0] wb = wback[BKW*CMAX + gi];        // {write, entry, byte}
+            wire mm_we = wb[WB-1];
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW)) u_ram (
                 .clk(clk),
                 .we(mm_we || (h_write && h_region == R_DBUF && h_off[27:16] == B)),
-                .waddr(mm_we ? out_addr[DAW-1:0] + wpix[DAW-1:0] : h_off[DAW-1:0]),
-                .wdata(mm_we ? row_result[r_sel] : host_wdata_q[7:0]),
+                .waddr(mm_we ? wb[8 +: DAW] : h_off[DAW-1:0]),
+                .wdata(mm_we ? wb[7:0] : host_wdata_q[7:0]),
                 .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]),
                 .rdata(bank_q[gi*8 +: 8]));
         end
     endgenerate
 
     // ---------------------------------------------------------------- feeder and array
-    wire [COLS*SLOTS-1:0] col_data;
+    wire [COLS*SLOTS-1:0] col_data_next;
     wire feed_load = exec_mm && k[2:0] == 3'd1;
     data_feeder #(.COLS(COLS), .SLOTS(SLOTS), .BANKS(CMAX), .BKW(BKW)) u_feeder (
         .clk(clk), .clear(!exec_mm), .setup(mm_first), .in_ch(in_ch), .group(group), .tile_cols(tile_cols),
         .bank_q(bank_q), .bank_fill(bank_fill_q), .fill_value(fill),
         .load(feed_load), .load_valid(rd_p < pixels),
-        .col_data(col_data));
+        .col_data_next(col_data_next));
 
-    wire [ROWS-1:0]      init_load;
-    wire [ROWS*ACC-1:0]  init_value;
+    // The activity count arrives COUNT_DELAY cycles after the cells switch on. The last cell
+    // of a MATMUL switches on at k <= 8P + rows + COLS + 5 (the last pixel's bit 7 through tap
+    // 6 of cell (rows-1, COLS-1)) and the MATMUL retires at k = 8P + 25 + COLS + rows, so a
+    // delay of up to 20 cycles still counts every pulse in its own instruction.
+    localparam COUNT_DELAY_MAX = 20;
     wire [ROWS*LANES-1:0] row_out;
     wire [CNTW-1:0]      active_count;
     systolic_array #(.ROWS(ROWS), .COLS(COLS), .SLOTS(SLOTS), .TAPS(TAPS), .LANES(LANES),
-        .ACC_BITS(ACC), .ROW_BITS(8), .COUNT_BITS(CNTW)) u_array (
+        .ACC_BITS(ACC), .ROW_BITS(8), .COUNT_BITS(CNTW), .COUNT_DELAY_MAX(COUNT_DELAY_MAX)) u_array (
         .clk(clk), .w_clear(lw_first), .w_load(lw_write), .w_row(lw_row), .w_row_data(row_bytes),
-        .chain_clear(!exec_mm), .col_data(col_data), .phase0(phase0),
-        .init_load(init_load), .init_value(init_value),
+        .chain_clear(!exec_mm), .col_data_next(col_data_next), .phase0(phase0),
         .row_out(row_out), .active_count(active_count));
 
     // ---------------------------------------------------------------- per-row pipeline
-    // tokens enter row 0 and move down one row per cycle, following the array's row skew
-    wire        rd_tok0 = exec_mm && k[2:0] == 3'd0 && (k[23:3] < pixels[20:0]);
+    // Pixel indices and tokens enter row 0 and move down one row per cycle, following the
+    // array's row skew. Row r's word of pixel p shows its bit 31 at relu_quant at
+    // k = 8p + 33 + COLS + r, where the initial value (bias, or the partial sum read one cycle
+    // earlier) is added; the result is written at k = 8p + 34 + COLS + r.
+    localparam [31:0] INIT_START = 32 + COLS;        // k of row 0's first partial-sum read
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [23:0] init_rel = k - INIT_START[23:0];     // its low 3 bits are the bit within a pixel
+    /* verilator lint_on UNUSEDSIGNAL */
     localparam [31:0] WR_START = 34 + COLS;          // k of row 0's first result
     wire [23:0] wr_rel = k - WR_START[23:0];
     wire        wr_tok0 = exec_mm && k >= WR_START[23:0] && wr_rel[2:0] == 3'd0
                           && ({3'd0, wr_rel[23:3]} < pixels);
-    reg  [ROWS-1:0] rd_v, inj_v, wr_vq;
+    reg  [ROWS-1:0] wr_vq;
     reg  [23:0]     rd_pq [0:ROWS-1];
     reg  [23:0]     wr_pq [0:ROWS-1];
     wire [ACC-1:0]  pbuf_q [0:ROWS-1];
     generate
         for (gi = 0; gi < ROWS; gi = gi + 1) begin : rowpipe
             localparam [31:0] SKEW = gi + COLS;
-            wire        rd_in_v = (gi == 0) ? rd_tok0 : rd_v[gi-1];
-            wire [23:0] rd_in_p = (gi == 0) ? {3'd0, k[23:3]} : rd_pq[gi-1];
+            wire [23:0] rd_in_p = (gi == 0) ? {3'd0, init_rel[23:3]} : rd_pq[gi-1];
             wire        wr_in_v = (gi == 0) ? wr_tok0 : wr_vq[gi-1];
             wire [23:0] wr_in_p = (gi == 0) ? {3'd0, wr_rel[23:3]} : wr_pq[gi-1];
             always @(posedge clk) begin
-                rd_v[gi] <= rd_in_v;
                 rd_pq[gi] <= rd_in_p;
-                inj_v[gi] <= rd_in_v;
                 wr_vq[gi] <= wr_in_v;
                 wr_pq[gi] <= wr_in_p;
             end
-            // row gi sees its read token at k = 8p + gi, its write token at 8p + 34 + COLS + gi
+            // row gi reads pixel p's partial sum at k = 8p + 32 + COLS + gi (rd_in_p = p), sees
+            // its write token at 8p + 34 + COLS + gi
             assign wr_v[gi] = wr_in_v && q_valid;    // q_valid: the row's word is complete
             assign wr_p[gi] = wr_in_p;
-            assign init_load[gi] = inj_v[gi];
-            assign init_value[gi*ACC +: ACC] = acc_in ? pbuf_q[gi] : bias[gi];
 
             wire          q_valid;
             wire [ACC-1:0] raw;
             relu_quant #(.LANES(LANES), .ACC_BITS(ACC), .SHIFT(6)) u_rq (
                 .clk(clk), .serial_in(row_out[gi*LANES +: LANES]), .phase(phase0 - SKEW[4:0]),
-                .mode(mode), .valid(q_valid), .raw(raw), .result(row_result[gi]));
+                .mode(mode), .init(acc_in ? pbuf_q[gi] : bias[gi]),
+                .valid(q_valid), .raw(raw), .result(row_result[gi]));
 
             wire          sum_valid;
             wire [ACC-1:0] sum;

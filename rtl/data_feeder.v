@@ -1,11 +1,20 @@
 `default_nettype none
 // Data feeder: from the data-buffer banks to the array's column inputs.
 //
-// At MATMUL start (`setup`) it latches which bank feeds each channel slot: column c, slot j
-// reads bank in_ch + c*G + j when j < G and c < tile_cols, and nothing (zeros) otherwise. Every
-// 8 cycles (`load`) each slot's serializer takes the byte read for the next pixel (or the fill
-// value where the channel shift left the frame, or 0 when `load_valid` is low, i.e. past the
-// last pixel) and then shifts it out LSB first.
+// Column c, slot j reads bank in_ch + c*G + j when j < G and c < tile_cols, and nothing (zeros)
+// otherwise (latched at MATMUL start, `setup`). Every 8 cycles (`load`) each slot's serializer
+// takes the byte read for the next pixel (or the fill value where the channel shift left the
+// frame, or 0 when `load_valid` is low, i.e. past the last pixel) and then shifts it out LSB
+// first.
+//
+// The crossbar is structured, not one BANKS:1 multiplexer per slot bit: a logarithmic shifter
+// moves bank in_ch + i to position i (tile channel i, log2(BANKS) stages of 2:1 multiplexers
+// shared by all slots), then slot (c, j) picks tile channel c*G + j among the 8 group sizes.
+// That is O(BANKS log BANKS + 8 COLS*SLOTS) multiplexers instead of O(BANKS * COLS*SLOTS).
+//
+// `col_data_next` runs one cycle ahead of a registered serializer output: bit 0 of the byte
+// appears in the cycle of `load` itself, bits 1..7 in the 7 cycles after it. The array
+// registers it as the first stage of its column chains (systolic_array.v).
 module data_feeder #(
     parameter COLS = 8,
     parameter SLOTS = 8,
@@ -15,7 +24,9 @@ module data_feeder #(
     input  wire                     clk,
     input  wire                     clear,      // hold the serializers at zero (no MATMUL)
     input  wire                     setup,
-    input  wire [11:0]              in_ch,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [11:0]              in_ch,      // < BANKS (the decoder checks the window)
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire [3:0]               group,      // G = 1..8
     input  wire [7:0]               tile_cols,
     input  wire [BANKS*8-1:0]       bank_q,
@@ -23,7 +34,7 @@ module data_feeder #(
     input  wire [7:0]               fill_value,
     input  wire                     load,
     input  wire                     load_valid,
-    output wire [COLS*SLOTS-1:0]    col_data
+    output wire [COLS*SLOTS-1:0]    col_data_next
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
     // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
@@ -39,33 +50,69 @@ module data_feeder #(
         end
     endgenerate
 
-    genvar c, j;
+    localparam NS = COLS * SLOTS;                   // slots = tile channels at most
+    localparam NE = (BANKS > NS) ? BANKS : NS;      // positions of the shifter
+
+    reg [BKW-1:0] base;                             // in_ch: the tile's first bank
+    reg [2:0]     g_sel;                            // G - 1
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [3:0]    g_minus_1 = group - 4'd1;
+    /* verilator lint_on UNUSEDSIGNAL */
+    always @(posedge clk) begin
+        if (setup) begin
+            base <= in_ch[BKW-1:0];                 // < BANKS: the decoder checks the window
+            g_sel <= g_minus_1[2:0];
+        end
+    end
+
+    // shifter: stage t+1 position i = stage t position i (+ 2^t if base[t]); stage 0 holds
+    // the banks' bytes (or the fill value); stage BKW position i = bank base + i. One net per
+    // position (an array, not one wide vector, which simulators re-evaluate as a whole).
+    wire [7:0] stage [0:(BKW+1)*NE-1];
+    genvar c, j, t, i;
     generate
+        for (i = 0; i < NE; i = i + 1) begin : bank_byte
+            if (i < BANKS) begin : bank
+                assign stage[i] = bank_fill[i] ? fill_value : bank_q[i*8 +: 8];
+            end else begin : none
+                assign stage[i] = 8'd0;
+            end
+        end
+        for (t = 0; t < BKW; t = t + 1) begin : shift
+            for (i = 0; i < NE; i = i + 1) begin : pos
+                if (i + (1 << t) < NE) begin : from
+                    assign stage[(t+1)*NE + i] = base[t] ? stage[t*NE + i + (1 << t)] : stage[t*NE + i];
+                end else begin : past_end
+                    assign stage[(t+1)*NE + i] = base[t] ? 8'd0 : stage[t*NE + i];
+                end
+            end
+        end
+
         for (c = 0; c < COLS; c = c + 1) begin : col
             for (j = 0; j < SLOTS; j = j + 1) begin : slot
                 localparam [7:0] C8 = c;
                 localparam [3:0] J4 = j;
-                reg [BKW-1:0] src;
-                reg           used;
-                reg [7:0]     shreg;
-                // < BANKS whenever `used`: the decoder checks in_ch + tile_cols*G <= CMAX
-                /* verilator lint_off UNUSEDSIGNAL */
-                wire [15:0] bank_index = {4'd0, in_ch} + {8'd0, C8} * {12'd0, group} + {12'd0, J4};
-                /* verilator lint_on UNUSEDSIGNAL */
-                always @(posedge clk) begin
-                    if (setup) begin
-                        src <= bank_index[BKW-1:0];
-                        used <= (J4 < group) && (C8 < tile_cols);
+                reg used;
+                always @(posedge clk) if (setup) used <= (J4 < group) && (C8 < tile_cols);
+                // tile channel c*G + j for G = 1..8 (slots with j >= G are unused)
+                wire [8*8-1:0] by_group;
+                genvar g;
+                for (g = 1; g <= 8; g = g + 1) begin : group_size
+                    if (j < g && c * g + j < NE) begin : channel
+                        assign by_group[(g-1)*8 +: 8] = stage[BKW*NE + c*g + j];
+                    end else begin : unused
+                        assign by_group[(g-1)*8 +: 8] = 8'd0;
                     end
                 end
-                wire [7:0] value = bank_fill[src] ? fill_value : bank_q[src*8 +: 8];
+                wire [7:0] value = by_group[g_sel*8 +: 8];
                 wire [7:0] next = (used && load_valid) ? value : 8'd0;
+                reg  [6:0] rest;            // bits 1..7 of the byte, shifted out after bit 0
                 always @(posedge clk) begin
-                    if (clear) shreg <= 8'd0;
-                    else if (load) shreg <= next;
-                    else shreg <= {1'b0, shreg[7:1]};
+                    if (clear) rest <= 7'd0;
+                    else if (load) rest <= next[7:1];
+                    else rest <= {1'b0, rest[6:1]};
                 end
-                assign col_data[c*SLOTS + j] = shreg[0];
+                assign col_data_next[c*SLOTS + j] = clear ? 1'b0 : load ? next[0] : rest[0];
             end
         end
     endgenerate

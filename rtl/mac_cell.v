@@ -1,15 +1,18 @@
 `default_nettype none
 // 8-bit MAC cell: the seed paper's baseline for the resource comparison with sac_cell.
 //
-// Same ports, timing and role as sac_cell, but the cell holds a full 8-bit signed weight and
-// multiplies the bit-serial input by it with a serial-parallel multiplier (the paper: "8 1-bit
-// full adders for multiplication"), then adds the product into the same bit-serial lanes.
-// Without an index field it cannot combine columns: it always reads channel slot 0, tap 0.
+// Same ports, timing, throughput and role as sac_cell (4 bit-serial 32-bit lanes, a new 8-bit
+// input every 8 cycles, the same per-diagonal phase signals, zero-skipping activity), built
+// with the same care, but the cell holds a full 8-bit signed weight and multiplies the
+// bit-serial input by it with a serial-parallel multiplier (the paper: "8 1-bit full adders
+// for multiplication"), then adds the product into the lanes. Without an index field it cannot
+// combine columns: it always reads channel slot 0 at its base tap (no shift).
 //
-// Multiplier: while the 8 data bits of a word arrive (LSB first), T = S + x_b * w; the product
-// bit is T[0] and S <= T >>> 1. After the 8th bit S holds product >> 8, which is handed to the
-// lane's `high` register; that register shifts out product bits 8..31 (arithmetically, so the
-// sign extends) while the multiplier starts on the next word of the next lane.
+// Multiplier, shared by the lanes: while the 8 data bits of a word arrive (LSB first),
+// T = S + x_b * w; the product bit is T[0] and S <= T >>> 1. After the 8th bit, T >>> 1 holds
+// product bits 8..15, handed to the `high` register, which shifts them out during the next 8
+// cycles while the multiplier works on the next word. From bit 16 on a word's product bits are
+// its sign, kept per lane (weight negative and word nonzero).
 module mac_cell #(
     parameter SLOTS = 8,
     parameter TAPS = 7,
@@ -20,9 +23,10 @@ module mac_cell #(
     input  wire                     w_load,
     input  wire [7:0]               w_in,       // signed weight
     /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [TAPS*SLOTS-1:0]    taps,       // only slot 0, tap 0 is used
+    input  wire [SLOTS-1:0]         slots_next, // only slot 0 is used
     /* verilator lint_on UNUSEDSIGNAL */
-    input  wire [4:0]               phase,
+    input  wire [4:0]               phase_next,
+    input  wire [LANES-1:0]         word_end,
     input  wire [LANES-1:0]         psum_in,
     output reg  [LANES-1:0]         psum_out,
     output wire                     active
@@ -41,54 +45,58 @@ module mac_cell #(
         end
     endgenerate
 
-    reg signed [7:0] weight;
+    reg [7:0] weight;
+    reg       nonzero;
     always @(posedge clk) begin
-        if (w_clear) weight <= 8'sd0;
-        else if (w_load) weight <= w_in;
+        if (w_clear) begin
+            weight <= 8'd0;
+            nonzero <= 1'b0;
+        end else if (w_load) begin
+            weight <= w_in;
+            nonzero <= (w_in != 8'd0);
+        end
     end
 
-    wire nonzero = (weight != 8'sd0);
-    wire data_bit = nonzero & taps[0];
-    wire [1:0] sel_lane = phase[4:3];       // tap 0: lane L receives data while its bit < 8
-    wire       first_bit = (phase[2:0] == 3'd0);
-    wire       last_bit = (phase[2:0] == 3'd7);
+    // data at the base tap, the word's window of 8 bits and its lane (as in sac_cell, s = 0)
+    reg        x;
+    always @(posedge clk) x <= slots_next[0];
+    wire       wrap = (phase_next[2:0] == 3'd0);    // the window's last bit is here now
+    wire       one = x & nonzero;
+    reg  [1:0] lane;
+    reg        seen;
+    always @(posedge clk) begin
+        if (wrap) lane <= phase_next[4:3];
+        seen <= wrap ? 1'b0 : (seen | one);
+    end
+    assign active = one & ~seen;
 
-    // serial-parallel multiplier, shared by the lanes (one word at a time)
-    reg  signed [9:0] acc_s;
-    wire signed [9:0] s_eff = first_bit ? 10'sd0 : acc_s;
-    wire signed [9:0] t_sum = s_eff + (data_bit ? {{2{weight[7]}}, weight} : 10'sd0);
-    wire [LANES-1:0] first_one;
-    always @(posedge clk) acc_s <= t_sum >>> 1;
+    // serial-parallel multiplier and the high half of the last product
+    reg  [7:0] s;
+    wire [8:0] t = {s[7], s} + (x ? {weight[7], weight} : 9'd0);
+    reg  [7:0] high;
+    always @(posedge clk) begin
+        s <= wrap ? 8'd0 : t[8:1];
+        high <= wrap ? t[8:1] : {high[7], high[7:1]};
+    end
+    wire product_negative = weight[7] & (seen | one);   // at the window's last bit
 
     genvar l;
     generate
-        for (l = 0; l < LANES; l = l + 1) begin : lane
-            localparam [4:0] START = 8 * l;
+        for (l = 0; l < LANES; l = l + 1) begin : lane_acc
             localparam [1:0] ID = l;
-            reg signed [8:0] high;  // product bits 8.. of this lane's word
-            reg carry;
-            reg seen_one;           // a 1 data bit arrived: the product is nonzero, lane on
-            wire start = (phase == START);
-            wire mine = (sel_lane == ID);
-            wire one = mine & data_bit;
-            wire seen = seen_one & ~start;
-            wire p = mine ? t_sum[0] : high[0];
-            wire c = carry & ~start;
-            wire s = psum_in[l] ^ p ^ c;
-            assign first_one[l] = one & ~seen;
+            localparam [1:0] AFTER = l + 1;
+            reg  carry;
+            reg  sign;                          // its product's sign, from bit 16 on
+            always @(posedge clk) if (wrap && lane == ID) sign <= product_negative;
+            // lane l's word is in its data byte, in its high byte (bits 8..15) or past both
+            wire y = (lane == ID) ? t[0] : (lane == AFTER) ? high[0] : sign;
+            wire a = psum_in[l];
             always @(posedge clk) begin
-                if (mine && last_bit) high <= t_sum[9:1];
-                else high <= high >>> 1;
-                if (start | seen | one) begin
-                    psum_out[l] <= s;
-                    carry <= (psum_in[l] & p) | (psum_in[l] & c) | (p & c);
-                    seen_one <= seen | one;
-                end else begin
-                    psum_out[l] <= psum_in[l];
-                end
+                psum_out[l] <= a ^ y ^ carry;
+                if (word_end[l]) carry <= 1'b0;
+                else carry <= (a & y) | (a & carry) | (y & carry);
             end
         end
     endgenerate
-    assign active = |first_one;
 endmodule
 `default_nettype wire

@@ -2,9 +2,10 @@
 // ReLU & quantization block of one array row.
 //
 // Deserialises the row's LANES bit-serial result lanes (LSB first, 32-bit words; lane L is at
-// bit phase - 8L) and, one cycle after a word's last bit, presents it with `valid` for one
-// cycle: `raw` is the 32-bit two's-complement accumulator and `result` the output byte of the
-// mode: 0 ReLU & quantize clip(acc >>> SHIFT, 0, 255), 1 binary (acc >= 0). Modes 2 and 3 use
+// bit phase - 8L), adds the word's initial value `init` (the row's bias or the pixel's earlier
+// partial sum, presented in the cycle the word's bit 31 arrives), and one cycle after that
+// presents it with `valid` for one cycle: `raw` is the 32-bit two's-complement accumulator
+// (wrapping modulo 2^32 like the golden model) and `result` the output byte of the mode: 0 ReLU & quantize clip(acc >>> SHIFT, 0, 255), 1 binary (acc >= 0). Modes 2 and 3 use
 // `raw`. A word completes every 8 cycles, one lane at a time, so one output port is enough.
 module relu_quant #(
     parameter LANES = 4,
@@ -15,6 +16,7 @@ module relu_quant #(
     input  wire [LANES-1:0]     serial_in,
     input  wire [4:0]           phase,
     input  wire [1:0]           mode,
+    input  wire [ACC_BITS-1:0]  init,
     output reg                  valid,
     output reg  [ACC_BITS-1:0]  raw,
     output wire [7:0]           result
@@ -49,7 +51,7 @@ module relu_quant #(
 
     always @(posedge clk) begin
         valid <= |done;
-        if (|done) raw <= word_or[LANES];
+        if (|done) raw <= word_or[LANES] + init;
     end
 
     // clip(acc >>> SHIFT, 0, 255): negative -> 0; anything at or above 256 << SHIFT -> 255

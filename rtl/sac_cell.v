@@ -2,35 +2,49 @@
 // Selector-Accumulator (SAC) cell: one power-of-two weight of the bit-serial systolic array.
 //
 // The cell holds one packed byte [index:3][sign:1][exp:4] (sign 1 = positive, exponent code
-// 1..7 = 2^-6..2^0, code 0 = zero weight, codes 8..15 reserved and read as zero). Multiplying
-// the bit-serial input by 2^(code-1) is a delay: the cell picks, from the column's register
-// chain, the tap that is (code-1) stages further along, in the channel slot `index`.
+// 1..TAPS = 2^-6..2^0, code 0 = zero weight, codes above TAPS reserved and read as zero).
+// Multiplying the bit-serial input by 2^(code-1) is a delay of s = code-1 cycles.
+//
+// Selector: the column's register chain brings the SLOTS channel streams up to the cell; the
+// cell picks slot `index` one chain stage below its base tap and puts it through its own delay
+// line, read at stage s: the result is the base tap s stages further along the chain, i.e.
+// the stream multiplied by 2^s. On a Xilinx FPGA the delay line with its read address is one
+// SRL16E, so the selector costs an 8:1 multiplexer and one LUT instead of a 56:1 multiplexer
+// over seven chain taps (docs/microarchitecture.md has the numbers). A zero weight selects
+// nothing (stage 7 of a delay line that only ever sees zeros).
 //
 // Partial sums stream through the row LSB first, one bit per cycle, 32 bits per word. A new
 // 8-bit input vector enters every 8 cycles, so LANES = 32/8 words are in flight per row at any
-// time; lane L carries pixels p with p % LANES == L. `phase` is the bit index of lane 0's word at
-// this cell (lane L is at phase - 8L), supplied by the array so every cell agrees on word
-// boundaries without per-cell counters.
+// time; lane L carries pixels p with p % LANES == L. Everything the cell needs to know about
+// word boundaries comes from signals the array computes once per diagonal: `phase_next`, the
+// bit index of lane 0's word at this cell in the next cycle, and `word_end`, the lanes whose
+// word shows its bit 31 this cycle.
 //
-// Per lane: the selected data bit is negated for negative weights with the serial
-// two's-complement rule (copy up to and including the first 1, then invert), and added to the
-// incoming partial sum with a full adder whose carry is cleared at each word start, so the
-// result wraps modulo 2^32 like the golden model. Zero skipping: a lane stays switched off,
-// its state frozen and the partial sum forwarded unchanged, until the first 1 bit of its data
-// word arrives through a nonzero weight (before that bit it would only add zeros). A zero
-// weight or a zero word never switches it on. `active` pulses once per such switch-on, i.e.
-// once per (nonzero weight, nonzero word) pair: the zero-skipping energy proxy.
+// Data lane: the delayed data bits of one input word occupy 8 consecutive word bits (s..s+7)
+// of exactly one lane; the cell latches that lane number at the start of each such window
+// (two flip-flops, no arithmetic on the phase).
+//
+// Accumulation, per lane: a full adder adds the lane's data bit to the incoming partial-sum
+// bit; its carry is cleared after bit 31 (a synchronous reset), so sums wrap modulo 2^32 like
+// the golden model. A negative weight subtracts with a - y = ~(~a + y): the sum bit is the same
+// as for an addition and only the carry sees the inverted partial sum, so negation costs no
+// state and no extra logic level. A zero data word or a zero weight leaves the lane's carry at
+// zero and its partial sum passing through unchanged (zero skipping).
+//
+// `active` marks the first 1 bit of each data word that reaches the cell through a nonzero
+// weight: once per (nonzero weight, nonzero word) pair, the zero-skipping energy proxy.
 module sac_cell #(
     parameter SLOTS = 8,            // channel slots per column (column combining, max 8)
-    parameter TAPS = 7,             // exponent codes 1..7
+    parameter TAPS = 7,             // exponent codes 1..TAPS (delays 0..TAPS-1)
     parameter LANES = 4             // 32-bit words in flight per row (ACC_BITS / DATA_BITS)
 ) (
     input  wire                     clk,
     input  wire                     w_clear,    // zero the weight (before a tile load)
     input  wire                     w_load,     // load w_in
     input  wire [7:0]               w_in,
-    input  wire [TAPS*SLOTS-1:0]    taps,       // taps[s*SLOTS + j]: slot j delayed by s stages
-    input  wire [4:0]               phase,      // bit index of lane 0's word at this cell
+    input  wire [SLOTS-1:0]         slots_next, // the column's slots one stage below the base tap
+    input  wire [4:0]               phase_next, // bit index of lane 0's word here, next cycle
+    input  wire [LANES-1:0]         word_end,   // lane l's word is at bit 31 here this cycle
     input  wire [LANES-1:0]         psum_in,
     output reg  [LANES-1:0]         psum_out,
     output wire                     active
@@ -49,56 +63,76 @@ module sac_cell #(
         end
     endgenerate
 
-    localparam [31:0] SLOTS32 = SLOTS;     // 32 bits: parameters may arrive as -G overrides
-    localparam [31:0] TAPS32 = TAPS;
+    localparam [31:0] TAPS32 = TAPS;        // 32 bits: parameters may arrive as -G overrides
+    localparam [2:0]  NONE = 3'd7;          // delay-line stage of a zero weight
 
-    reg [7:0] weight;
+    // ---- weight: slot index, delay s = code - 1 (NONE for a zero weight), sign ----
+    // In the array every row of a column sees the same w_in, so this decoding is shared.
+    wire [3:0] code = w_in[3:0];
+    reg  [2:0] code_delay;
+    always @* begin
+        case (code)                     // a table, not a subtraction: no carry chain
+            4'd1: code_delay = 3'd0;
+            4'd2: code_delay = 3'd1;
+            4'd3: code_delay = 3'd2;
+            4'd4: code_delay = 3'd3;
+            4'd5: code_delay = 3'd4;
+            4'd6: code_delay = 3'd5;
+            4'd7: code_delay = 3'd6;
+            default: code_delay = NONE;
+        endcase
+        if ({28'd0, code} > TAPS32) code_delay = NONE;
+    end
+    reg  [2:0] index, shift;
+    reg        positive;
+    initial shift = NONE;               // configured as a zero weight: nothing enters the delay line
     always @(posedge clk) begin
-        if (w_clear) weight <= 8'd0;
-        else if (w_load) weight <= w_in;
+        if (w_clear) begin
+            index <= 3'd0;
+            shift <= NONE;
+            positive <= 1'b0;
+        end else if (w_load) begin
+            index <= w_in[7:5];
+            shift <= code_delay;
+            positive <= w_in[4];
+        end
     end
 
-    wire [2:0] index = weight[7:5];
-    wire       positive = weight[4];
-    wire [3:0] code = weight[3:0];
-    wire       valid = (code != 4'd0) && (code <= TAPS32[3:0]);
-    wire [2:0] shift = code[2:0] - 3'd1;          // only meaningful when valid
+    // ---- selector: slot mux, then the delay line read at stage `shift` ----
+    wire [7:0] slots8 = {{(8-SLOTS){1'b0}}, slots_next};   // slots past SLOTS read as zero
+    wire       base = (shift != NONE) & slots8[index];
+    reg  [7:0] delay;
+    initial delay = 8'd0;               // starts empty, like the FPGA's configured SRL
+    always @(posedge clk) delay <= {delay[6:0], base};
+    wire       data_bit = delay[shift];  // the base tap `shift` stages up the chain
 
-    // the selector: one tap out of TAPS x SLOTS
-    wire [5:0] sel = {3'd0, shift} * SLOTS32[5:0] + {3'd0, index};
-    wire data_bit = valid & taps[sel];
-    // the tapped bit belongs to the lane whose word is at bit (phase - 8L) in [shift, shift+8)
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire [4:0] lane_pos = phase - {2'd0, shift};   // low bits: bit index inside the data byte
-    /* verilator lint_on UNUSEDSIGNAL */
-    wire [1:0] sel_lane = lane_pos[4:3];
+    // ---- data lane and zero skipping ----
+    // The window of a word's 8 data bits starts where phase - shift is a multiple of 8; `wrap`
+    // is the cycle before. There the next phase's upper bits name the lane (no borrow).
+    wire       wrap = (phase_next[2:0] == shift);
+    reg  [1:0] lane;                    // lane of the data bits now at the tap
+    reg        seen;                    // a 1 bit of this data word has arrived
+    always @(posedge clk) begin
+        if (wrap) lane <= phase_next[4:3];
+        seen <= wrap ? 1'b0 : (seen | data_bit);
+    end
+    assign active = data_bit & ~seen;
 
-    wire [LANES-1:0] first_one;
+    // ---- four bit-serial accumulation lanes ----
     genvar l;
     generate
-        for (l = 0; l < LANES; l = l + 1) begin : lane
-            localparam [4:0] START = 8 * l;
+        for (l = 0; l < LANES; l = l + 1) begin : lane_acc
             localparam [1:0] ID = l;
-            reg carry;      // full-adder carry
-            reg seen_one;   // a 1 bit has arrived in this word: lane on, negation inverting
-            wire start = (phase == START);
-            wire p = (sel_lane == ID) & data_bit;
-            wire seen = seen_one & ~start;
-            wire n = positive ? p : (p ^ seen);
-            wire c = carry & ~start;
-            wire s = psum_in[l] ^ n ^ c;
-            assign first_one[l] = p & ~seen;
+            reg  carry;
+            wire y = data_bit & (lane == ID);
+            wire a = psum_in[l];
+            wire a_eff = a ^ ~positive;         // a - y = ~(~a + y)
             always @(posedge clk) begin
-                if (start | seen | p) begin
-                    psum_out[l] <= s;
-                    carry <= (psum_in[l] & n) | (psum_in[l] & c) | (n & c);
-                    seen_one <= seen | p;
-                end else begin
-                    psum_out[l] <= psum_in[l];  // gated: forward the partial sum unchanged
-                end
+                psum_out[l] <= a ^ y ^ carry;
+                if (word_end[l]) carry <= 1'b0;
+                else carry <= (a_eff & y) | (a_eff & carry) | (y & carry);
             end
         end
     endgenerate
-    assign active = |first_one;
 endmodule
 `default_nettype wire

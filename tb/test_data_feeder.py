@@ -1,12 +1,13 @@
 """Bench for rtl/data_feeder.v: for random tile windows (in_ch, G, tile columns), bank bytes,
 fill flags and load_valid, every slot's serial stream must carry the byte of the bank that
 fpga.isa.slot_banks names for it (the fill value where flagged, 0 for unused slots or past the
-last pixel), LSB first over 8 cycles."""
+last pixel), LSB first over 8 cycles, one cycle ahead: bit 0 in the cycle of `load` itself
+(col_data_next, which the array registers as its first chain stage)."""
 import os
 
 import cocotb
 import pytest
-from cocotb.triggers import FallingEdge
+from cocotb.triggers import FallingEdge, ReadOnly
 
 from fpga.isa import slot_banks
 from tb.bitserial import bus_bits, start_clock
@@ -45,12 +46,12 @@ async def windows(dut):
         dut.fill_value.value = fill_value
         dut.load.value = 1
         dut.load_valid.value = int(valid)
-        await FallingEdge(dut.clk)
-        dut.load.value = 0
         bits = []
         for _ in range(8):
-            bits.append(bus_bits(dut.col_data.value, cols * slots))
+            await ReadOnly()
+            bits.append(bus_bits(dut.col_data_next.value, cols * slots))
             await FallingEdge(dut.clk)
+            dut.load.value = 0
         src = slot_banks(in_ch, group, tile_cols, cols, slots)
         for c in range(cols):
             for j in range(slots):

@@ -17,13 +17,13 @@ SEED = int(os.environ.get("TB_SEED", "6502"))
 
 @cocotb.test()
 async def all_weights(dut):
-    slots, taps = int(os.environ["PARAM_SLOTS"]), int(os.environ["PARAM_TAPS"])
+    slots = int(os.environ["PARAM_SLOTS"])
     rng = seeded_rng(SEED, dut._log)
     await start_clock(dut)
     data, psum = stimulus(rng, 6, slots)
     for byte in range(256):
         weight = byte - 256 if byte >= 128 else byte
-        got, active = await drive_cell(dut, byte, data, psum, taps, slots)
+        got, active = await drive_cell(dut, byte, data, psum, slots)
         want = sac.mac_cell_step(weight, data[0], psum)     # no index: always slot 0
         assert got == want.tolist(), f"weight {weight}: got {got}, want {want.tolist()}"
         pairs = sac.count_active(np.array([[weight]]), data[:1])

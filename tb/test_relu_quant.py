@@ -1,5 +1,7 @@
 """Bench for rtl/relu_quant.v: every mode at the 32-bit extremes; expected values from
-models.numerics.sac.relu_quant / binarize (raw words pass unchanged)."""
+models.numerics.sac.relu_quant / binarize (raw words pass unchanged). Each target word arrives
+as a serial word plus an initial value (random, with the int32 extremes) that the block adds
+when the word completes: serial = target - init modulo 2^32, so the wrap is exercised."""
 import os
 
 import cocotb
@@ -23,14 +25,21 @@ async def every_mode(dut):
     rng = seeded_rng(SEED, dut._log)
     words = np.array(EXTREMES + list(rng.integers(INT32_MIN, INT32_MAX + 1, size=20))
                      + list(rng.integers(-20000, 20000, size=20)), dtype=np.int64)
+    inits = rng.integers(INT32_MIN, INT32_MAX + 1, size=len(words))
+    inits[:4] = [INT32_MIN, INT32_MAX, -1, 0]
+    serial = (words - inits + 2 ** 31) % 2 ** 32 - 2 ** 31
     await start_clock(dut)
     for mode in range(4):
         dut.mode.value = mode
-        lanes = LaneStreams(words, 0)
+        lanes = LaneStreams(serial, 0)
         raws, results = [], []
         for cycle in range(8 * len(words) + 40):
             dut.serial_in.value = pack_bits(lanes.bits_at(cycle))
             dut.phase.value = cycle % 32
+            # word p shows bit 31 at cycle 8p + 31; other cycles carry junk the block must ignore
+            p, rem = divmod(cycle - 31, 8)
+            ready = rem == 0 and 0 <= p < len(words)
+            dut.init.value = int(inits[p] if ready else rng.integers(INT32_MIN, INT32_MAX + 1)) & 0xFFFFFFFF
             # lane L's word p completes at cycle 8p + 31; earlier pulses are pre-start lanes
             if str(dut.valid.value) == "1" and 32 <= cycle < 32 + 8 * len(words):
                 raws.append(dut.raw.value.to_signed())

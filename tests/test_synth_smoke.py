@@ -1,0 +1,28 @@
+"""Quick synthesis smoke test: `benchmarks/synth.py --cells-only` synthesizes sac_cell and
+mac_cell with yosys synth_xilinx (seconds; `make synth` does the arrays, the whole top and place
+and route). The cells must synthesize, the SAC cell must stay within the per-cell budget of
+issue 14 on its own (at most 30 LUTs, 40 FFs; in the array it shares its weight decoding) and
+cost less than the MAC cell of the same throughput."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed (make setup)")
+def test_cells_synthesize_within_budget(tmp_path):
+    out = subprocess.run([sys.executable, "benchmarks/synth.py", "--cells-only",
+                          "--json", str(tmp_path / "cells.json")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "MAC/SAC: LUTs" in out.stdout
+    res = json.loads((tmp_path / "cells.json").read_text())["cells"]
+    sac, mac = res["sac_cell"], res["mac_cell"]
+    assert sac["srl"] == 1, "the delay line should be one SRL16E"
+    assert sac["luts"] <= 30 and sac["ffs"] <= 40, sac
+    assert mac["luts"] > sac["luts"] and mac["ffs"] > sac["ffs"], (mac, sac)

@@ -19,6 +19,8 @@ BAD = [
     ("instruction_decoder", {"IMEM_DEPTH": 512, "IAW": 8}, "IAW_must_be_at_least_clog2_IMEM_DEPTH"),
     ("accelerator", {"ROWS": 300}, "ROWS_and_COLS_must_be_1_to_255"),
     ("relu_quant", {"SHIFT": 40}, "SHIFT_must_be_0_to_ACC_BITS_minus_1"),
+    ("popcount_pipe", {"N": 64, "W": 6}, "W_must_be_at_least_clog2_N_plus_1"),
+    ("popcount_pipe", {"N": 4096, "W": 13, "MAX_LATENCY": 2}, "LATENCY_exceeds_MAX_LATENCY"),
 ]
 
 

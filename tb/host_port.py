@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from cocotb.triggers import FallingEdge, RisingEdge, with_timeout
+from cocotb.triggers import FallingEdge, RisingEdge, SimTimeoutError, with_timeout
 
 from fpga.arch import ArrayConfig
 from fpga.compiler import Program
@@ -172,15 +172,40 @@ class HostPort:
         return gather(pl, dbuf, pbuf.astype(np.int32), cfg.rows)
 
     # -- running ------------------------------------------------------------------------------
-    async def run(self, start_pc: int = 0, timeout_cycles: int = 20_000_000) -> dict:
-        """Set the start pc, pulse start, wait for done, return the status registers."""
+    async def run(self, start_pc: int = 0, timeout_cycles: int = 20_000_000,
+                  on_cycles=None, poll_s: float = 0.5) -> dict:
+        """Set the start pc, pulse start, wait for done, return the status registers.
+
+        The wait is a watchdog: after `timeout_cycles` without `done` it raises RunTimeout
+        naming the instruction the decoder was at. About every `poll_s` seconds of wall time
+        `on_cycles(cycles so far)` is called (progress inside a long run): the wait goes in
+        chunks of simulated cycles sized from the speed measured so far (icarus runs ~300 times
+        slower than Verilator); no Python runs inside a chunk."""
         d = self.dut
         await self.write_many([(R_CTRL, CTRL_START_PC, start_pc)])
         d.start.value = 1
         t0 = time.perf_counter()
         await FallingEdge(d.clk)            # the rising edge in between took start: done = 0
         d.start.value = 0
-        await with_timeout(RisingEdge(d.done), timeout_cycles * 10, "ns")
+        waited, poll = 0, 1_000
+        while True:
+            chunk = min(poll, timeout_cycles - waited)
+            c0 = time.perf_counter()
+            try:
+                await with_timeout(RisingEdge(d.done), chunk * 10, "ns")
+                break
+            except SimTimeoutError:
+                waited += chunk
+                speed = chunk / max(time.perf_counter() - c0, 1e-6)
+                poll = int(min(max(speed * poll_s, 1_000), 1_000_000))
+                if waited >= timeout_cycles:
+                    self.run_wall_s += time.perf_counter() - t0
+                    st = await self.status()
+                    raise RunTimeout(f"the run from pc {start_pc} did not finish within "
+                                     f"{timeout_cycles:,} cycles (the watchdog); the decoder "
+                                     f"is at instruction {st['pc']}") from None
+                if on_cycles is not None:
+                    on_cycles(waited)
         await FallingEdge(d.clk)
         self.run_wall_s += time.perf_counter() - t0
         return await self.status()
@@ -338,17 +363,27 @@ class BulkPort:
         return [int(v) for v in ends], [int(v) for v in acts]
 
 
+class RunTimeout(AssertionError):
+    """A run did not reach `done` within its cycle budget (a bench failure, named)."""
+
+
+# watchdog of a segment run: the cycle model's count times this, plus a margin
+WATCHDOG_FACTOR, WATCHDOG_MARGIN = 2, 10_000
+
+
 class RtlDevice:
     """The RTL accelerator as a fpga.execute device (one image per call): runs a segment
     and reports per-instruction cycles and activity read from the trace memory. Tensors and
     the trace move through `transport`: the host port itself (default) or a :class:`BulkPort`;
     runs are always started and their status read through the host port."""
 
-    def __init__(self, host: HostPort, prog: Program, transport: HostPort | BulkPort | None = None):
+    def __init__(self, host: HostPort, prog: Program, transport: HostPort | BulkPort | None = None,
+                 on_cycles=None):
         self.host = host
         self.prog = prog
         self.io = transport or host
         self.ends = {}               # segment start pc -> retire cycles measured by the RTL
+        self.on_cycles = on_cycles   # progress: on_cycles(start_pc, cycles so far in the run)
 
     async def write_tensor(self, pl: Placement, data) -> None:
         data = np.asarray(data)
@@ -359,14 +394,17 @@ class RtlDevice:
         return (await self.io.read_tensor(pl))[None]
 
     async def run(self, start_pc: int):
+        from fpga.cycle_model import total_cycles
         from fpga.interpreter import RunStats
         from fpga.isa import ErrorCode, IsaError
-
-        st = await self.host.run(start_pc)
+        seg = next(s for s in self.prog.segments if s.start_pc == start_pc)
+        model = total_cycles(self.prog.instructions[start_pc:start_pc + seg.n_instr],
+                             self.prog.config)
+        report = None if self.on_cycles is None else (lambda c: self.on_cycles(start_pc, c))
+        st = await self.host.run(start_pc, WATCHDOG_FACTOR * model + WATCHDOG_MARGIN, report)
         if st["error"]:
             return RunStats(error=IsaError(ErrorCode(st["error_code"]), st["pc"], None,
                                            "reported by the RTL"))
-        seg = next(s for s in self.prog.segments if s.start_pc == start_pc)
         ends, acts = await self.io.trace(seg.n_instr, start_pc)
         self.ends[start_pc] = ends
         cycles = [e - (ends[i - 1] if i else 0) for i, e in enumerate(ends)]

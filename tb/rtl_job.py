@@ -25,16 +25,18 @@ from pathlib import Path
 import cocotb
 
 from fpga.arch import ArrayConfig
+from fpga.cycle_model import total_cycles
 from fpga.execute import execute
 from tb.bitserial import start_clock
 from tb.host_port import BulkPort, HostPort, RtlDevice
 
 
-def _progress(done: int) -> None:
+def _progress(done: float) -> None:
+    """Images done so far (a fraction inside an image) for the compare job's progress bar."""
     path = os.environ.get("RTL_PROGRESS")
     if path:
         tmp = Path(f"{path}.tmp")
-        tmp.write_text(str(done))
+        tmp.write_text(f"{done:.4f}")
         tmp.replace(path)
 
 
@@ -53,7 +55,18 @@ async def run_job(dut):
     await (bulk or host).load_program(prog)
     load_s = time.perf_counter() - t0
     load_words = bulk.words_loaded if bulk else None
-    device = RtlDevice(host, prog, bulk)
+    per_image = prog.cycles_per_image()
+    before, offset = {}, 0                 # segment start pc -> model cycles of the ones before
+    for seg in prog.segments:
+        before[seg.start_pc] = offset
+        offset += total_cycles(prog.instructions[seg.start_pc:seg.start_pc + seg.n_instr],
+                               prog.config)
+    state = {"image": 0}
+
+    def on_cycles(start_pc, cycles):
+        _progress(state["image"] + min(0.99, (before[start_pc] + cycles) / per_image))
+
+    device = RtlDevice(host, prog, bulk, on_cycles)
     results = []
     profile = None
     if os.environ.get("RTL_PROFILE"):        # where the Python side of a run spends its time
@@ -62,6 +75,7 @@ async def run_job(dut):
         profile.enable()
     for i in range(len(images)):
         t0, sim0 = time.perf_counter(), host.run_wall_s
+        state["image"] = i
         res = await execute(prog, device, images[i:i + 1])
         results.append({"outputs": res.outputs,
                         "segments": [(st.cycles, st.activity) for st in res.segments],

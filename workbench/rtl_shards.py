@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import tempfile
 import threading
 import time
@@ -54,8 +55,31 @@ def shard_bounds(n: int, jobs: int) -> list[tuple[int, int]]:
     return [(cuts[i], cuts[i + 1]) for i in range(k)]
 
 
+# simulated cycles per second of the whole 8x8 top on this kind of machine (2 cores, quiet),
+# per simulator: for time estimates only (benchmarks/sim_speed.py measures them); the speed
+# falls about in proportion to the array's cells
+SPEED_8X8 = {"verilator": 180_000, "icarus": 600}
+
+
+def estimate_s(prog: Program, sim: str, images: int, jobs: int) -> float:
+    """A rough wall time of `images` images on `sim` in `jobs` shards (start-up excluded)."""
+    cfg = prog.config
+    speed = SPEED_8X8[sim] * 64 / (cfg.rows * cfg.cols)
+    return prog.cycles_per_image() * -(-images // max(1, jobs)) / speed
+
+
+def _built(bdir: Path, sim: str) -> bool:
+    return (bdir / ("sim.vvp" if sim == "icarus" else "Vtop.mk")).exists()
+
+
 def build(prog: Program, sim: str, log_file: Path | None = None) -> Path:
     from tb.sim import build as build_sim
+    from tb.sim import build_dir
+    cfg = prog.config
+    if not _built(build_dir(TOPLEVEL, sim, cfg.hdl_parameters()), sim):
+        print(f"building the {sim} model of the {cfg.rows}x{cfg.cols} accelerator (first time "
+              f"for this configuration: a few minutes{'' if log_file is None else '; log: '}"
+              f"{log_file or ''})", file=sys.stderr, flush=True)
     try:
         return build_sim(TOPLEVEL, sim, prog.config.hdl_parameters(), waves=False,
                          log_file=log_file)
@@ -111,11 +135,20 @@ def _run_shard(prog, images, sim, bdir, workdir: Path, run_dir: Path, label: str
     return res
 
 
-def _progress_of(workdir: Path) -> int:
+def _duration(s: float) -> str:
+    if s < 90:
+        return f"{max(1, round(s))} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _progress_of(workdir: Path) -> float:
+    """Images a shard has done, with the fraction of the image it is in."""
     try:
-        return int((workdir / "progress").read_text())
+        return float((workdir / "progress").read_text())
     except (OSError, ValueError):
-        return 0
+        return 0.0
 
 
 def run_local(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
@@ -130,7 +163,7 @@ def run_local(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: P
     def poll():
         while not done.wait(0.5):
             if bar is not None:
-                bar.n = sum(_progress_of(d) for d in dirs)
+                bar.n = round(sum(_progress_of(d) for d in dirs), 2)
                 bar.refresh()
 
     watcher = threading.Thread(target=poll, daemon=True)
@@ -210,6 +243,11 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
     from tqdm import tqdm
 
     n_shards = min(jobs, len(images))
+    if progress:
+        est = estimate_s(prog, sim, len(images), n_shards)
+        print(f"RTL: {len(images)} image(s) of ~{prog.cycles_per_image():,} cycles each on {sim}"
+              f" in {n_shards} job(s): about {_duration(est)} once the simulator runs",
+              file=sys.stderr, flush=True)
     bar = tqdm(total=len(images), desc=f"RTL ({sim}, {n_shards} job{'s' * (n_shards > 1)})",
                unit="image", disable=not progress, leave=False)
     t0, connect_s = time.perf_counter(), 0.0

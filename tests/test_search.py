@@ -101,6 +101,27 @@ def test_bnn_cost_equals_compiling_the_trained_networks_structure():
         assert model.static("cycles", arch) == prog.cycles_per_image(), arch
 
 
+def test_bnn_supernet_trains_on_batches_where_a_depth_has_one_example(tmp_path):
+    """Per-example sampling can give a depth a single example of the batch: the dense batch norm
+    of that exit has no batch statistics then, and the step must still run; the search's cost
+    check needs no GPU when the gpu cost is not the one searched."""
+    space = bnn_family.make_space((1, 8, 8), 10, {"channels": (16, 24), "hidden": 64})
+    net = bnn_family.supernet(space, 0.5).train()
+    g = torch.Generator().manual_seed(SEED)
+    x = torch.rand(2, 1, 8, 8, generator=g)
+    singles = 0
+    for _ in range(40):
+        h = net.gates.sample(2, generator=g)
+        depths = [len(a.channels) for a in net.decode_batch(h)]
+        singles += depths[0] != depths[1]
+        logits, _ = net(x, h)
+        assert torch.isfinite(logits).all()
+    assert singles, "no draw put the two examples at different depths"
+    from workbench.search.driver import SearchOptions, check_options
+    check_options(SearchOptions(family="bnn", cost="cycles", budgets=[1e5], data="digits",
+                                out=tmp_path / "s"))
+
+
 def test_fabric_params_are_the_modules_parameters():
     space = resnet_fabric.make_space((1, 8, 8), 10, {})
     net = resnet_fabric.supernet(space, 0.9)

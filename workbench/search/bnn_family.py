@@ -162,7 +162,7 @@ class BnnSuperNet(nn.Module):
             if len(sel):
                 flat = a[sel].flatten(1)
                 mh = self._mask(h[sel], "hidden", sp.hidden_block)
-                z = F.relu(self.dense_bn[k](F.linear(flat, self.dense_in[k]))) * mh
+                z = F.relu(_batch_norm(self.dense_bn[k], F.linear(flat, self.dense_in[k]))) * mh
                 logits = logits.index_put((sel,), F.linear(z, self.out_w, self.out_b))
                 act = act.index_put((sel,), act[sel] + self._nonzero(flat) * mh.sum(dim=1)
                                     + self._nonzero(z) * sp.classes)
@@ -173,6 +173,15 @@ class BnnSuperNet(nn.Module):
 # the family's interface to the search (workbench/search/families.py)
 # ---------------------------------------------------------------------------------------------
 NAME = "bnn"
+def _batch_norm(bn: torch.nn.BatchNorm1d, z: torch.Tensor) -> torch.Tensor:
+    """`bn(z)`, except that a single example of a depth (no batch statistics) in training is
+    normalized with the running statistics, which it then does not update."""
+    if bn.training and len(z) < 2:
+        return F.batch_norm(z, bn.running_mean, bn.running_var, bn.weight, bn.bias, False, 0.0,
+                            bn.eps)
+    return bn(z)
+
+
 COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "gpu", "parallel")
 ZOO = {"digits": "bnn_digits", "fashion": "bnn_fashion"}
 Arch = BnnArch

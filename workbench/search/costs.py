@@ -135,6 +135,8 @@ class CostModel:
                             f"(it has {', '.join(self.family.COSTS)})")
         if name in ("cycles", "latency_ms", "energy"):
             self.settings.rows_cols       # noqa: B018 (validates --array)
+        if name == "gpu":
+            self.gpu_model()              # a CUDA device or a profile, or one clear error
 
     # -- per architecture -------------------------------------------------------------------
     def network(self, arch) -> ir.Network:
@@ -193,8 +195,18 @@ class CostModel:
         return torch.tensor([self.of(name, a, x) for a, x in zip(archs, act)],
                             dtype=torch.float32)
 
+    def available(self, name: str) -> bool:
+        """Whether cost `name` can be computed here: the gpu cost needs a CUDA device or a
+        saved profile; the others always can."""
+        if name != "gpu" or self.settings.gpu_profile:
+            return True
+        from gpu_kernels import cuda_available
+        return cuda_available()
+
     def all_static(self, arch) -> dict:
-        return {n: self.static(n, arch) for n in self.family.COSTS}
+        """Every cost of the family that can be computed here (the searched one is checked to
+        be computable before the search starts)."""
+        return {n: self.static(n, arch) for n in self.family.COSTS if self.available(n)}
 
     def gpu_model(self):
         if self._gpu is None:

@@ -128,6 +128,8 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
         tot = {"loss": 0.0, "cost": 0.0, "penalty": 0.0, "n": 0}
         for i in range(0, len(x), cfg.batch):
             idx = perm[i:i + cfg.batch]
+            if len(idx) < 2:     # batch norm and the batch-mean baseline need two examples
+                continue
             xb, yb = x[idx], y[idx]
             if cfg.augment:
                 xb = random_shift(xb, gen, prob=float(cfg.augment))

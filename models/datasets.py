@@ -7,6 +7,16 @@ network-input convention of docs/conventions.md) and whose labels are int64 [N].
   download). Their 0..16 gray levels are mapped to 0..255 by ``(v * 255 + 8) // 16``. The split
   is fixed, stratified and uses no random numbers: the k-th image of each class (file order) is
   *test* if ``k % 5 == 0``, *val* if ``k % 10 == 1``, *train* otherwise.
+* ``"fashion"``: the real Fashion-MNIST (Zalando, MIT license; 60,000 train + 10,000 test
+  28x28 images) from the Debian package ``dataset-fashion-mnist`` (``make setup`` installs it),
+  read from :data:`FASHION_DIR` (``$FASHION_MNIST_DIR`` overrides it). The uncompressed IDX
+  files are checked against :data:`FASHION_MD5` on first use (Debian's gzip headers differ from
+  upstream's, so the ``.gz`` sums do not); the verdict is cached per file size and mtime.
+  Splits as for any IDX directory: test = the 10,000 t10k images, val = the last 6,000 training
+  images, train = the first 54,000.
+* A builtin name may carry its split: ``"fashion:train"``, ``"fashion:test"``, ``"digits:val"``;
+  that split wins over the ``split`` argument (a compare job that always asks for ``test`` can
+  then be pointed at the training images).
 * MNIST / Fashion-MNIST IDX files (gzipped or not): a directory holding
   ``train-images-idx3-ubyte[.gz]``, ``train-labels-idx1-ubyte[.gz]``, ``t10k-...``; or one
   images file (its labels file is found by the standard name).
@@ -24,7 +34,11 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import io
+import json
+import math
+import os
 import pickle
 import re
 import zlib
@@ -113,7 +127,11 @@ def _read_bytes(path: Path) -> bytes:
 def read_idx(path) -> np.ndarray:
     """Read an IDX file of unsigned bytes (gzipped or not) into a uint8 array of its shape."""
     path = Path(path)
-    raw = _read_bytes(path)
+    return _parse_idx(_read_bytes(path), path)
+
+
+def _parse_idx(raw: bytes, path: Path) -> np.ndarray:
+    """The array of an IDX file's (uncompressed) bytes; errors name `path`."""
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
         raise DatasetError(f"{path}: not an IDX file (the first two bytes must be zero, got "
                            f"{raw[:4].hex() or 'an empty file'})")
@@ -125,7 +143,7 @@ def read_idx(path) -> np.ndarray:
     if ndim == 0 or len(raw) < 4 + 4 * ndim:
         raise DatasetError(f"{path}: truncated IDX header ({ndim} dimensions, {len(raw)} bytes)")
     dims = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
-    need = int(np.prod(dims))
+    need = math.prod(dims)                 # Python integers: no overflow on a bogus header
     have = len(raw) - 4 - 4 * ndim
     if have != need:
         raise DatasetError(f"{path}: the header announces shape {list(dims)} ({need} bytes of "
@@ -150,6 +168,8 @@ def _load_idx_pair(images_path: Path, name: str) -> Dataset:
     if images.ndim != 3:
         raise DatasetError(f"{images_path}: an images file must have 3 dimensions [N, H, W], "
                            f"got shape {list(images.shape)}")
+    if images.shape[0] == 0:
+        raise DatasetError(f"{images_path}: holds no images (its header announces 0)")
     labels_path = _idx_labels_path(images_path)
     labels = read_idx(labels_path)
     if labels.ndim != 1:
@@ -162,7 +182,13 @@ def _load_idx_pair(images_path: Path, name: str) -> Dataset:
 
 
 def _checked(ds: Dataset, label_file, classes: int = 10) -> Dataset:
-    if len(ds) and (ds.labels.min() < 0 or ds.labels.max() >= classes):
+    """Labels in 0..classes-1 and at least one image of at least one pixel."""
+    if len(ds) == 0:
+        raise DatasetError(f"{label_file}: holds no images")
+    if ds.images[0].size == 0:
+        raise DatasetError(f"{label_file}: images of shape {list(ds.image_shape)} hold no "
+                           f"pixels")
+    if (ds.labels.min() < 0 or ds.labels.max() >= classes):
         bad = int(ds.labels[(ds.labels < 0) | (ds.labels >= classes)][0])
         raise DatasetError(f"{label_file}: label {bad} is outside 0..{classes - 1}")
     return ds
@@ -172,6 +198,10 @@ def _train_val(ds: Dataset, split: str) -> Dataset:
     """Split a training set: the last tenth is validation."""
     n_val = len(ds) // VAL_FRACTION_DIVISOR
     cut = len(ds) - n_val
+    if n_val == 0:
+        raise DatasetError(f"{ds.name}: {len(ds)} training images are too few for a "
+                           f"validation split (its last tenth; at least "
+                           f"{VAL_FRACTION_DIVISOR} needed)")
     sl = slice(0, cut) if split == "train" else slice(cut, None)
     return Dataset(ds.images[sl], ds.labels[sl], f"{ds.name.rsplit(':', 1)[0]}:{split}",
                    ds.classes)
@@ -199,6 +229,107 @@ def _load_idx_dir(path: Path, split: str) -> Dataset:
         return Dataset(parts["t10k"].images, parts["t10k"].labels, f"{path.name}:test")
     if split == "all":
         return _concat([parts["train"], parts["t10k"]], f"{path.name}:all")
+    return _train_val(parts["train"], split)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fashion-MNIST from the Debian package
+# ---------------------------------------------------------------------------------------------
+FASHION_PACKAGE = "dataset-fashion-mnist"
+FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+# MD5 of the *uncompressed* IDX files. The t10k sums are upstream's (zalandoresearch); the train
+# sums are those of the Debian package's files (upstream publishes only the .gz sums, and
+# Debian's gzip headers differ).
+FASHION_MD5 = {
+    "train-images-idx3-ubyte": "f4a8712d7a061bf5bd6d2ca38dc4d50a",
+    "train-labels-idx1-ubyte": "9018921c3c673c538a1fc5bad174d6f9",
+    "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
+    "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
+}
+_FASHION_CACHE: dict = {}           # (file, size, mtime_ns) -> uint8 array (this process)
+
+
+def fashion_dir() -> Path:
+    """Where the Fashion-MNIST IDX files are: ``$FASHION_MNIST_DIR`` or the package's folder."""
+    return Path(os.environ.get("FASHION_MNIST_DIR", FASHION_DIR))
+
+
+def _verdict_file() -> Path:
+    """Verified MD5s survive the process here (git-ignored build/), keyed by size and mtime."""
+    root = Path(__file__).resolve().parents[1]
+    return Path(os.environ.get("DATASETS_CACHE_DIR", root / "build" / "datasets")) / \
+        "fashion_md5_verdicts.json"
+
+
+def _stat_key(path: Path) -> tuple:
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def _read_verdicts() -> dict:
+    try:
+        return json.loads(_verdict_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember_verdict(key: tuple) -> None:
+    """Best effort: an unwritable cache only costs a re-check next time."""
+    verdicts = _read_verdicts()
+    verdicts[key[0]] = [key[1], key[2]]
+    f = _verdict_file()
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
+        tmp.replace(f)
+    except OSError:
+        pass
+
+
+def _fashion_file(stem: str) -> np.ndarray:
+    """One Fashion-MNIST IDX file, its uncompressed bytes checked against FASHION_MD5 (once per
+    file version: the verdict is cached by size and mtime, in memory and in build/datasets)."""
+    folder = fashion_dir()
+    path = next((p for p in (folder / f"{stem}.gz", folder / stem) if p.is_file()), None)
+    if path is None:
+        raise DatasetError(
+            f"{folder / (stem + '.gz')}: Fashion-MNIST is missing; install the Debian package "
+            f"{FASHION_PACKAGE} (make setup does: apt-get install {FASHION_PACKAGE}) or set "
+            f"FASHION_MNIST_DIR to a folder holding its four IDX files")
+    key = _stat_key(path)
+    if key in _FASHION_CACHE:
+        return _FASHION_CACHE[key]
+    raw = _read_bytes(path)
+    if _read_verdicts().get(key[0]) != [key[1], key[2]]:
+        got = hashlib.md5(raw).hexdigest()
+        if got != FASHION_MD5[stem]:
+            raise DatasetError(
+                f"{path}: uncompressed MD5 {got} is not Fashion-MNIST's {FASHION_MD5[stem]} "
+                f"(a corrupt or different file; reinstall the Debian package {FASHION_PACKAGE})")
+        _remember_verdict(key)
+    arr = _parse_idx(raw, path)
+    _FASHION_CACHE[key] = arr
+    return arr
+
+
+def load_fashion(split: str = "test") -> Dataset:
+    """Fashion-MNIST (Debian package dataset-fashion-mnist) as uint8 [N, 1, 28, 28]: test =
+    t10k (10,000), val = the last tenth of the 60,000 training images, train = the rest."""
+    _check_split(split)
+    parts = {}
+    for s in (("train", "t10k") if split == "all" else
+              ("t10k",) if split == "test" else ("train",)):
+        images = _fashion_file(f"{s}-images-idx3-ubyte")
+        labels = _fashion_file(f"{s}-labels-idx1-ubyte")
+        if images.ndim != 3 or labels.ndim != 1 or labels.shape[0] != images.shape[0]:
+            raise DatasetError(f"{fashion_dir()}: {s} images {list(images.shape)} and labels "
+                               f"{list(labels.shape)} do not pair")
+        parts[s] = Dataset(images[:, None], labels.astype(np.int64), f"fashion:{s}")
+    if split == "test":
+        return Dataset(parts["t10k"].images, parts["t10k"].labels, "fashion:test")
+    if split == "all":
+        return _concat([parts["train"], parts["t10k"]], "fashion:all")
     return _train_val(parts["train"], split)
 
 
@@ -272,6 +403,28 @@ def _csv_image_shape(n: int, path: Path) -> tuple:
     raise DatasetError(f"{path}: {n} pixel columns are not C x H x H for C = 1 or 3")
 
 
+CSV_LIMIT = 1 << 31          # a cell beyond +-2^31 is no pixel and no label (and no int64 risk)
+
+
+def _csv_int(text: str, where: str) -> int:
+    """One CSV cell as an integer: '7', ' 7 ', '7.0' and '7e0' are 7; 'nan', 'inf', '7.5', '' and
+    cells beyond +-2^31 are errors naming `where` (file, line, column)."""
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            f = float(text)
+        except ValueError:
+            f = float("nan")
+        if not np.isfinite(f) or f != np.floor(f):
+            raise DatasetError(f"{where}: {text!r} is not an integer") from None
+        value = int(f)
+    if not -CSV_LIMIT <= value <= CSV_LIMIT:
+        raise DatasetError(f"{where}: {text.strip()!r} is out of range (a pixel is 0..255, "
+                           f"a label 0..9)")
+    return value
+
+
 def read_hepbnn_csv(path) -> Dataset:
     """HEP-BNN CSV: header, one integer column per pixel (NCHW-flat), and a `label` column."""
     path = Path(path)
@@ -297,17 +450,7 @@ def read_hepbnn_csv(path) -> Dataset:
             raise DatasetError(f"{path}: line {r} has {len(row)} fields, the header has "
                                f"{len(header)}")
         for c, v in enumerate(row):
-            try:
-                values[r - 2, c] = int(v)
-            except ValueError:
-                try:
-                    f = float(v)
-                except ValueError:
-                    f = None
-                if f is None or f != int(f):
-                    raise DatasetError(f"{path}: line {r}, column {header[c]!r}: {v!r} is not "
-                                       f"an integer") from None
-                values[r - 2, c] = int(f)
+            values[r - 2, c] = _csv_int(v, f"{path}: line {r}, column {header[c]!r}")
     pixels = values[:, pix_cols]
     if pixels.size and (pixels.min() < 0 or pixels.max() > 255):
         bad = np.argwhere((pixels < 0) | (pixels > 255))[0]
@@ -332,21 +475,40 @@ def _sniff(path: Path) -> str:
                        f"python batch or a .csv file)")
 
 
+BUILTIN = {"digits": load_digits, "fashion": load_fashion}
+
+
+def parse_spec(spec) -> tuple[str, str | None]:
+    """(name or path, split it carries or None): ``"fashion:train"`` -> ("fashion", "train").
+    Only a builtin name carries a split (a path may contain colons)."""
+    text = str(spec)
+    name, sep, split = text.rpartition(":")
+    if sep and name in BUILTIN:
+        if split not in SPLITS:
+            raise DatasetError(f"{text}: split must be one of {SPLITS}, got {split!r}")
+        return name, split
+    return text, None
+
+
 def load_dataset(spec, split: str = "test") -> Dataset:
-    """Load ``"digits"`` or a path (IDX directory/file, CIFAR-10 directory/batch, HEP-BNN CSV)."""
+    """Load ``"digits"``, ``"fashion"`` (either may carry its split: ``"fashion:train"``) or a
+    path (IDX directory/file, CIFAR-10 directory/batch, HEP-BNN CSV)."""
     _check_split(split)
-    if str(spec) == "digits":
-        return load_digits(split)
+    name, own_split = parse_spec(spec)
+    if name in BUILTIN:
+        return BUILTIN[name](own_split or split)
     path = Path(spec)
     if not path.exists():
-        raise DatasetError(f"{path}: no such file or directory (and not the name 'digits')")
+        raise DatasetError(f"{path}: no such file or directory (and not one of the names "
+                           f"{', '.join(sorted(BUILTIN))})")
     if path.is_dir():
         names = {f.name for f in path.iterdir()}
         if any(_IDX_NAME.match(n) for n in names):
             return _load_idx_dir(path, split)
         if "test_batch" in names or any(n.startswith("data_batch_") for n in names):
             return _load_cifar_dir(path, split)
-        raise DatasetError(f"{path}: holds neither MNIST-style IDX files nor CIFAR-10 batches")
+        raise DatasetError(f"{path}: holds no images (neither MNIST-style IDX files such as "
+                           f"train-images-idx3-ubyte.gz nor CIFAR-10 batches such as test_batch)")
     if split in ("train", "val"):
         raise DatasetError(f"{path}: a single file has no {split!r} split; use split 'all' or "
                            f"'test' to take it whole, or give the directory of the dataset")
@@ -385,11 +547,12 @@ def adapt_to_network(ds: Dataset, net) -> np.ndarray:
 
 def load_for_network(spec, net, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
     """(images as a batch for `net`, labels): `load_dataset` + `adapt_to_network`, the call a
-    compare script with ``--data digits|PATH`` needs."""
+    compare script with ``--data digits|fashion[:SPLIT]|PATH`` needs."""
     ds = load_dataset(spec, split)
     return adapt_to_network(ds, net), ds.labels
 
 
-__all__ = ["Dataset", "DatasetError", "SPLITS", "adapt_to_network", "digits_split_indices",
-           "load_dataset", "load_digits", "load_for_network", "read_cifar_batch",
+__all__ = ["BUILTIN", "Dataset", "DatasetError", "FASHION_MD5", "FASHION_PACKAGE", "SPLITS",
+           "adapt_to_network", "digits_split_indices", "fashion_dir", "load_dataset",
+           "load_digits", "load_fashion", "load_for_network", "parse_spec", "read_cifar_batch",
            "read_hepbnn_csv", "read_idx"]

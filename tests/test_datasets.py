@@ -1,17 +1,28 @@
 """Dataset loaders on small files written here in each exact format, and their error messages."""
 import gzip
 import pickle
+import re
+import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import seed as hyp_seed
+from hypothesis import strategies as st
 
-from models import ir
+from models import datasets, ir
 from models.datasets import (
+    FASHION_PACKAGE,
     DatasetError,
     adapt_to_network,
+    fashion_dir,
     load_dataset,
     load_digits,
+    load_fashion,
     load_for_network,
+    parse_spec,
+    read_cifar_batch,
+    read_hepbnn_csv,
     read_idx,
 )
 
@@ -210,7 +221,7 @@ def test_csv_errors(tmp_path):
 def test_spec_errors(tmp_path):
     with pytest.raises(DatasetError, match=r"nope: no such file or directory"):
         load_dataset(tmp_path / "nope")
-    with pytest.raises(DatasetError, match=r"holds neither MNIST-style IDX files nor CIFAR-10"):
+    with pytest.raises(DatasetError, match=r"holds no images \(neither MNIST-style IDX files"):
         load_dataset(tmp_path)
     (tmp_path / "x.bin").write_bytes(b"hello")
     with pytest.raises(DatasetError, match=r"x.bin: cannot tell the format"):
@@ -237,3 +248,211 @@ def test_adapt_to_network():
     wide = ir.Network((4, 4, 4), "uint8", [ir.SpaceToDepth(factor=1)], name="w")
     with pytest.raises(DatasetError, match=r"same size, different layout"):
         adapt_to_network(ds, wide)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fashion-MNIST (Debian package dataset-fashion-mnist, installed by make setup)
+# ---------------------------------------------------------------------------------------------
+def test_fashion_splits_and_specs():
+    test = load_dataset("fashion", "test")
+    assert test.name == "fashion:test" and test.images.shape == (10000, 1, 28, 28)
+    assert test.images.dtype == np.uint8 and np.array_equal(np.bincount(test.labels), [1000] * 10)
+    train, val = load_fashion("train"), load_fashion("val")
+    assert (len(train), len(val)) == (54000, 6000)
+    whole = load_fashion("all")
+    assert len(whole) == 70000
+    assert np.array_equal(whole.images[:54000], train.images)
+    assert np.array_equal(whole.images[54000:60000], val.images)
+    assert np.array_equal(whole.images[60000:], test.images)
+    # a builtin name may carry its split, and that split wins
+    assert load_dataset("fashion:train", "test").name == "fashion:train"
+    assert parse_spec("fashion:val") == ("fashion", "val")
+    assert parse_spec("digits") == ("digits", None)
+    assert parse_spec("/data/a:b") == ("/data/a:b", None)
+    with pytest.raises(DatasetError, match=r"fashion:bogus: split must be one of"):
+        load_dataset("fashion:bogus")
+    net = ir.Network((1, 28, 28), "uint8", [ir.IntConv2d(
+        weight=np.ones((2, 1, 3, 3), np.int8), bias=np.zeros(2, np.int32), padding=1)], name="n")
+    x, labels = load_for_network("fashion:test", net, "train")
+    assert x.shape == (10000, 1, 28, 28) and np.array_equal(labels, test.labels)
+
+
+@pytest.fixture
+def fashion_copy(tmp_path, monkeypatch):
+    """The package's t10k files copied into tmp_path, which FASHION_MNIST_DIR points at; MD5
+    verdicts cached in tmp_path/cache."""
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        shutil.copy(fashion_dir() / name, tmp_path / name)
+    monkeypatch.setenv("FASHION_MNIST_DIR", str(tmp_path))
+    monkeypatch.setenv("DATASETS_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_fashion_md5_checked_once_per_file_version(fashion_copy, monkeypatch):
+    first = load_fashion("test")
+    verdicts = (fashion_copy / "cache" / "fashion_md5_verdicts.json").read_text()
+    assert "t10k-images-idx3-ubyte.gz" in verdicts and "t10k-labels-idx1-ubyte.gz" in verdicts
+    # a new process (empty memory cache) trusts the cached verdict: no MD5 is computed
+    monkeypatch.setattr(datasets, "_FASHION_CACHE", {})
+
+    def no_md5(*_):
+        raise AssertionError("MD5 recomputed although the verdict is cached")
+    monkeypatch.setattr(datasets.hashlib, "md5", no_md5)
+    assert np.array_equal(load_fashion("test").labels, first.labels)
+    monkeypatch.undo()
+    monkeypatch.setenv("FASHION_MNIST_DIR", str(fashion_copy))
+    monkeypatch.setenv("DATASETS_CACHE_DIR", str(fashion_copy / "cache"))
+    # a changed file (new size and mtime) is checked again and refused
+    labels = fashion_copy / "t10k-labels-idx1-ubyte.gz"
+    raw = bytearray(gzip.decompress(labels.read_bytes()))
+    raw[8] = (raw[8] + 1) % 10
+    labels.write_bytes(gzip.compress(bytes(raw)))
+    with pytest.raises(DatasetError, match=r"t10k-labels-idx1-ubyte.gz: uncompressed MD5 "
+                                           r"[0-9a-f]{32} is not Fashion-MNIST's "
+                                           r"15d484375f8d13e6eb1aabb0c3f46965.*"
+                                           + FASHION_PACKAGE):
+        load_fashion("test")
+
+
+def test_fashion_missing_names_the_package(fashion_copy):
+    with pytest.raises(DatasetError, match=r"train-images-idx3-ubyte.gz: Fashion-MNIST is "
+                                           r"missing; install the Debian package "
+                                           r"dataset-fashion-mnist \(make setup does"):
+        load_dataset("fashion:train")
+    with pytest.raises(DatasetError, match=r"Fashion-MNIST is missing"):
+        load_for_network("fashion", ir.Network((1, 28, 28), "uint8", [ir.Flatten()]), "val")
+
+
+# ---------------------------------------------------------------------------------------------
+# Degenerate files (issue 11): one line naming the file and the problem
+# ---------------------------------------------------------------------------------------------
+def test_empty_and_degenerate_data(tmp_path):
+    rng = np.random.default_rng(SEED + 3)
+    print("seed", SEED + 3)
+    write_mnist_dir(tmp_path, rng, n_train=0, n_test=0, gz=False)
+    with pytest.raises(DatasetError, match=r"t10k-images-idx3-ubyte: holds no images"):
+        load_dataset(tmp_path, "test")
+    (tmp_path / "h.csv").write_text("p0,p1,p2,p3,label\n")          # header only
+    with pytest.raises(DatasetError, match=r"h.csv: holds no images"):
+        load_dataset(tmp_path / "h.csv", "all")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DatasetError, match=r"empty: holds no images"):
+        load_dataset(empty)
+    few = tmp_path / "few"
+    few.mkdir()
+    write_mnist_dir(few, rng, n_train=9, n_test=3)
+    with pytest.raises(DatasetError, match=r"9 training images are too few for a validation"):
+        load_dataset(few, "val")
+    # a truncated file: header and data disagree (cut in the data, in the header)
+    raw = idx_bytes(rng.integers(0, 256, (4, 3, 3)))
+    (tmp_path / "cut").write_bytes(raw[:-5])
+    with pytest.raises(DatasetError, match=r"cut: the header announces shape \[4, 3, 3\]"):
+        read_idx(tmp_path / "cut")
+    (tmp_path / "cut2").write_bytes(raw[:9])
+    with pytest.raises(DatasetError, match=r"cut2: truncated IDX header"):
+        read_idx(tmp_path / "cut2")
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("nan", "'nan' is not an integer"), ("inf", "'inf' is not an integer"),
+    ("-inf", "'-inf' is not an integer"), ("", "'' is not an integer"),
+    ("1e30", "'1e30' is out of range"), ("99999999999999999999", "'99999999999999999999' is out of range"),
+    ("300", "pixel 300 is outside 0..255"), ("-1", "pixel -1 is outside 0..255"),
+])
+def test_csv_bad_cells(tmp_path, cell, message):
+    (tmp_path / "d.csv").write_text(f"p0,p1,p2,p3,label\n1,2,3,4,5\n1,{cell},3,4,5\n")
+    with pytest.raises(DatasetError, match=r"d.csv: line 3, column 'p1': " + re.escape(message)):
+        load_dataset(tmp_path / "d.csv", "all")
+
+
+def test_csv_integral_floats_are_integers(tmp_path):
+    (tmp_path / "d.csv").write_text("p0,p1,p2,p3,label\n1.0, 2 ,3e0,4,5.0\n")
+    ds = load_dataset(tmp_path / "d.csv", "all")
+    assert ds.images.ravel().tolist() == [1, 2, 3, 4] and ds.labels.tolist() == [5]
+
+
+# ---------------------------------------------------------------------------------------------
+# Property tests: any bytes or text give a valid result or DatasetError, never another exception
+# ---------------------------------------------------------------------------------------------
+HYPOTHESIS_SEED = 1011       # @seed: the examples are the same on every run
+
+
+@hyp_seed(HYPOTHESIS_SEED)
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(
+    st.binary(max_size=64),
+    st.builds(lambda dims, data, cut: idx_header(dims) + data[:cut],
+              st.lists(st.integers(0, 5), min_size=0, max_size=4), st.binary(max_size=200),
+              st.integers(0, 200)),
+    st.builds(lambda dims, code: bytes([0, 0, code, len(dims)]) + b"".join(
+        d.to_bytes(4, "big") for d in dims),
+        st.lists(st.integers(0, 2 ** 32 - 1), max_size=3), st.integers(0, 255))))
+def test_read_idx_never_raises_anything_else(raw):
+    path = _scratch("x-idx3-ubyte", raw)
+    try:
+        arr = read_idx(path)
+    except DatasetError:
+        return
+    assert arr.dtype == np.uint8 and arr.size == len(raw) - 4 - 4 * arr.ndim
+
+
+@hyp_seed(HYPOTHESIS_SEED + 1)
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(
+    st.text(max_size=80),
+    st.builds(lambda rows: "p0,p1,p2,p3,label\n" + "\n".join(",".join(r) for r in rows),
+              st.lists(st.lists(st.one_of(
+                  st.sampled_from(["0", "255", "9", "nan", "inf", "1e30", "2.5", "-1", "", " 3 ",
+                                   "1e2", "0x1", "7.0"]),
+                  st.text(max_size=3)), min_size=4, max_size=6), max_size=4))))
+def test_read_csv_never_raises_anything_else(text):
+    path = _scratch("x.csv", text.encode("utf-8", "surrogatepass"))
+    try:
+        ds = read_hepbnn_csv(path)
+    except DatasetError:
+        return
+    assert len(ds) > 0 and ds.images.dtype == np.uint8 and ds.labels.dtype == np.int64
+    assert ds.labels.min() >= 0 and ds.labels.max() <= 9
+
+
+@hyp_seed(HYPOTHESIS_SEED + 2)
+@settings(max_examples=120, deadline=None)
+@given(st.one_of(
+    st.binary(max_size=64).map(lambda b: b"\x80" + b),
+    st.builds(lambda d, proto: pickle.dumps(d, protocol=proto),
+              st.dictionaries(st.sampled_from([b"data", b"labels", "data", "labels", b"x"]),
+                              st.one_of(st.integers(-3, 12), st.lists(st.integers(-3, 12),
+                                                                      max_size=3),
+                                        st.binary(max_size=8),
+                                        st.integers(0, 3).map(
+                                            lambda n: np.zeros((n, 3072), np.uint8)),
+                                        st.integers(0, 3).map(
+                                            lambda n: np.zeros((n, 5), np.int16))),
+                              max_size=3),
+              st.integers(2, 5))))
+def test_read_cifar_batch_never_raises_anything_else(raw):
+    path = _scratch("data_batch_1", raw)
+    try:
+        ds = read_cifar_batch(path)
+    except DatasetError:
+        return
+    assert len(ds) > 0 and ds.images.shape[1:] == (3, 32, 32)
+
+
+def idx_header(dims) -> bytes:
+    return bytes([0, 0, 8, len(dims)]) + b"".join(int(d).to_bytes(4, "big") for d in dims)
+
+
+_SCRATCH = {}
+
+
+def _scratch(name: str, raw: bytes):
+    """A file in one temporary directory per process (hypothesis examples share it)."""
+    import tempfile
+    from pathlib import Path
+    if "dir" not in _SCRATCH:
+        _SCRATCH["dir"] = tempfile.TemporaryDirectory(prefix="datasets-props-")
+    path = Path(_SCRATCH["dir"].name) / name
+    path.write_bytes(raw)
+    return path

@@ -155,16 +155,19 @@ def test_train_script_writes_model_and_card(tmp_path):
     assert card["family"] == "sac" and card["training"]["seed"] == 5
     assert "--epochs 1" in card["training"]["command"]
     assert card["exactness"]["onnxruntime_equals_golden_on_test_scores"] is True
-    assert card["compile"]["instructions"] > 0 and len(card["column_combining"]) == 5
+    assert card["compiled"]["default_8x8"]["fits"] and len(card["column_combining"]) == 5
+    assert card["compiled"]["sac_array"]["8x8"]["cycles_per_image"] > 0
+    assert card["test_subset"]["golden_correct"] > 0
     net = import_onnx(out)
     d = load_digits("test")
     acc = float((golden.run(net, d.images).predictions == d.labels).mean())
     assert round(100 * acc, 2) == card["accuracy_percent"]["quantized_test"]
     onnx.checker.check_model(str(out))
     bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "train.py"), "--family", "bnn",
-                          "--data", str(tmp_path / "nothing"), "--out", str(out)],
+                          "--data", str(tmp_path / "nothing"), "--out", str(tmp_path / "o.onnx")],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert bad.returncode == 2 and "nothing: no such file or directory" in bad.stderr
+    assert not (tmp_path / "o.onnx").exists()
 
 
 @pytest.mark.parametrize("family", ["bnn", "sac"])
@@ -190,3 +193,129 @@ def test_training_on_user_idx_files(family, tmp_path):
     assert r.net.input_shape == (1, 12, 12)
     x = rng.integers(0, 256, (6, 1, 12, 12)).astype(np.uint8)
     three_way(r.model, r.net, x)
+
+
+@pytest.mark.parametrize("flatten_at", [None, 2])
+def test_sac_with_max_pooling_runs_on_every_path(flatten_at):
+    """A SAC CNN with a 2x2 max pooling between its layers, and optionally a dense head on the
+    flattened map (the Fashion-MNIST model's shape): PyTorch eval, golden, onnxruntime, the ONNX
+    round trip and the array (segments with the pooling and the flattening on the host between
+    them) agree."""
+    from fpga.compiler import fitted_config
+    from fpga.execute import interpret
+    r = train_sac("digits", epochs=1, float_epochs=1, seed=SEED, progress=False, stages=1,
+                  cfg=sac_train.SacConfig(widths=(8, 16), groups=(1, 2), pools=(0,),
+                                          flatten_at=flatten_at))
+    types = [layer.type_name for layer in r.net.layers]
+    assert types[:3] == ["PointwiseConv", "MaxPool2d", "ChannelShift"]
+    d = load_digits("test")
+    _, model = three_way(r.model, r.net, d.images)
+    back = sac_train.SacNet.from_network(import_onnx(model))
+    assert back.cfg.pools == (0,) and back.cfg.flatten_at == flatten_at
+    three_way(back, r.net, d.images)
+    prog = compile_network(r.net, fitted_config(r.net, 8, 8))
+    host = [i for i, layer in enumerate(r.net.layers)
+            if layer.type_name in ("MaxPool2d", "SpaceToDepth") and i > 0]
+    assert prog.host_layers == host and len(prog.segments) == len(host) + 1
+    run = interpret(prog, d.images[:40])
+    assert np.array_equal(run.outputs[len(r.net.layers) - 1], golden.run(r.net, d.images[:40]).scores)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--family", "sac", "--data", "fashion:train"], "training uses the train, val and test"),
+    (["--family", "sac", "--channels", "8,16"], "--channels applies to --family bnn only"),
+    (["--family", "bnn", "--pools", "1"], "--pools applies to --family sac only"),
+    (["--family", "sac", "--widths", "8,16", "--groups", "1"], "one group per hidden layer"),
+    (["--family", "sac", "--pools", "0,0"], "each hidden layer 0..3 at most once"),
+    (["--family", "sac", "--pools", "0,1,2,3"], "poolings leave no pixels"),
+    (["--family", "sac", "--s2d", "3"], "--s2d 3 does not divide the 8x8 images"),
+    (["--family", "bnn", "--kd-alpha", "2"], "--kd-alpha must lie in 0..1"),
+])
+def test_train_flags_are_checked(flags, message, capsys, tmp_path):
+    from workbench.commands.train import main
+    assert main(flags + ["--out", str(tmp_path / "x.onnx")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_train_flags_reach_the_recipe():
+    from workbench.commands.train import parse_args, recipe_kwargs
+    args = parse_args(["--family", "sac", "--data", "fashion", "--s2d", "2", "--widths", "8,16,16",
+                       "--groups", "1,2,4", "--pools", "1", "--batch", "256", "--max-shift", "2",
+                       "--lr", "0.005", "--out", "x.onnx"])
+    kw = recipe_kwargs(args, (1, 28, 28))
+    assert kw["cfg"] == sac_train.SacConfig(input_shape=(1, 28, 28), s2d=2, widths=(8, 16, 16),
+                                            groups=(1, 2, 4), pools=(1,))
+    assert (kw["batch"], kw["max_shift"], kw["lr"]) == (256, 2, 0.005)
+    args = parse_args(["--family", "bnn", "--channels", "64,128", "--hidden", "0",
+                       "--out", "x.onnx"])
+    assert recipe_kwargs(args, (1, 28, 28))["cfg"] == bnn_train.BnnConfig(
+        input_shape=(1, 28, 28), channels=(64, 128), hidden=0)
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Training must not start: the checks come first."""
+    from workbench.commands import train as cmd
+
+    def refuse(*_, **__):
+        raise AssertionError("training started before the flags were checked")
+    monkeypatch.setattr(cmd, "train_bnn", refuse)
+    monkeypatch.setattr(cmd, "train_sac", refuse)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--epochs", "0"], "argument --epochs: must be positive, got 0"),
+    (["--epochs", "-1"], "argument --epochs: must be positive, got -1"),
+    (["--float-epochs", "0"], "argument --float-epochs: must be positive, got 0"),
+    (["--threads", "0"], "argument --threads: must be positive, got 0"),
+])
+def test_train_refuses_bad_counts(flags, message, capsys, tmp_path, no_training):
+    from workbench.commands.train import main
+    with pytest.raises(SystemExit) as exc:
+        main(["--family", "bnn", "--out", str(tmp_path / "x.onnx")] + flags)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_train_checks_the_output_path_first(capsys, tmp_path, no_training):
+    from workbench.commands.train import main
+
+    def run(out, *extra):
+        code = main(["--family", "sac", "--out", str(out), *extra])
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        return code, err
+    (tmp_path / "m.onnx").write_bytes(b"old model")
+    (tmp_path / "c.json").write_text("{}")
+    (tmp_path / "d.onnx").mkdir()
+    (tmp_path / "file").write_text("x")
+    cases = [(tmp_path / "m.onnx", "m.onnx exists; pass --force to replace it"),
+             (tmp_path / "c.onnx", "c.json exists; pass --force to replace it"),
+             (tmp_path / "d.onnx", "d.onnx is a directory"),
+             (tmp_path / "file" / "x.onnx", "file is not a directory"),
+             (tmp_path / "x.txt", "--out must end in .onnx"),
+             ("/proc/x.onnx", "cannot write in /proc")]
+    for out, message in cases:
+        code, err = run(out)
+        assert code == 2 and message in err, (out, err)
+    assert (tmp_path / "m.onnx").read_bytes() == b"old model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "d.onnx", "file", "m.onnx"]
+    # --force lets the checks pass (and training would start)
+    with pytest.raises(AssertionError, match="training started"):
+        main(["--family", "sac", "--out", str(tmp_path / "m.onnx"), "--force"])
+
+
+def test_epoch_counts_follow_epochs_and_quick():
+    from workbench.commands.train import epoch_counts, parse_args
+
+    def counts(*flags):
+        return epoch_counts(parse_args(["--out", "x.onnx", *flags]))
+    assert counts("--family", "bnn") == (100, 60)
+    assert counts("--family", "sac") == (15, 40)
+    assert counts("--family", "bnn", "--epochs", "10") == (10, 6)
+    assert counts("--family", "bnn", "--epochs", "1") == (1, 1)
+    assert counts("--family", "sac", "--epochs", "3") == (3, 8)
+    assert counts("--family", "bnn", "--epochs", "10", "--float-epochs", "2") == (10, 2)
+    assert counts("--family", "sac", "--quick") == (1, 1)
+    assert counts("--family", "bnn", "--quick", "--epochs", "4") == (4, 2)
+    assert counts("--family", "bnn", "--quick", "--float-epochs", "3") == (1, 3)

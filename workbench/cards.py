@@ -1,8 +1,21 @@
-"""Model cards: the JSON written next to every trained ONNX file (models/zoo/*.json)."""
+"""Model cards: the JSON written next to every trained ONNX file (models/zoo/*.json).
+
+Besides accuracy and the training command, a card holds what the model costs once compiled:
+
+* every network: cycles per image on the SAC array, from the compiler (``fpga.compiler``) and
+  the cycle model (``fpga.cycle_model``, which the RTL meets cycle for cycle), on an 8x8 and a
+  128x64 array with memories sized by ``fitted_config``; for SAC networks also whether the
+  default 8x8 ``ArrayConfig`` holds it;
+* BNNs: the GPU mapping (``gpu_kernels.mapper``: HEP-BNN's Algorithm 1 and the transfer-aware
+  DP) over a *modelled* profile (:class:`ModelledGpuProfile`), so the card is the same on every
+  machine; measured profiles (``scripts/map_bnn.py``) vary from run to run and, without a GPU,
+  time the CPU emulation rather than a GPU.
+"""
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import platform
 from pathlib import Path
 
@@ -10,37 +23,204 @@ import numpy as np
 import onnx
 import torch
 
-from models import golden
 from models.datasets import load_dataset
 from models.onnx.export import export_onnx
 from models.onnx.ort import run as ort_run
+from models.train.recipes import GOLDEN_CHUNK, golden_scores
+
+CLOCK_MHZ = 170.0                    # the seed design's FPGA clock (latency on the card)
+# (rows, cols, data-buffer banks): the RTL's default 8x8 and the seed paper's 128x64 (with as
+# many banks as benchmarks/cifar_cycles.py gives it: 64 banks cannot hold 128-row tiles)
+ARRAYS = ((8, 8, 64), (128, 64, 1024))
+GPU_BATCHES = (64, 128, 256, 512, 1024)
+GPU_IMAGES = 10_000
+SUBSET = 1000                        # tests recompute the golden hits on these test images
 
 
 def _pct(x: float) -> float:
     return round(100.0 * float(x), 2)
 
 
-def _compile_summary(net) -> dict:
+# ---------------------------------------------------------------------------------------------
+# SAC array: compile and count cycles
+# ---------------------------------------------------------------------------------------------
+def cycles_per_image(prog) -> int:
+    """Cycles of one image on the array: every segment's instructions up to its HALT, from the
+    cycle model (host layers between segments are not array cycles)."""
+    from fpga.cycle_model import total_cycles
+    return sum(total_cycles(prog.instructions[s.start_pc:s.start_pc + s.n_instr], prog.config)
+               for s in prog.segments)
+
+
+def array_cost(net, rows: int, cols: int, cmax: int = 64) -> dict:
+    """Compile `net` for a rows x cols array with fitted memories: sizes, program and cycles."""
+    from fpga.compiler import CompileError, compile_network, fitted_config
+    try:
+        cfg = fitted_config(net, rows, cols, cmax)
+        prog = compile_network(net, cfg)
+    except CompileError as exc:
+        return {"array": f"{rows}x{cols}", "error": str(exc)}
+    cycles = cycles_per_image(prog)
+    return {"array": f"{rows}x{cols}", "config": dict(cfg.__dict__),
+            "instructions": len(prog.instructions), "segments": len(prog.segments),
+            "weight_words": int(prog.wmem.shape[0]), "biases": int(prog.bmem.shape[0]),
+            "dbuf_entries": int(prog.dbuf_used), "pbuf_entries": int(prog.pbuf_used),
+            "host_layers": list(prog.host_layers), "cycles_per_image": int(cycles),
+            "latency_ms_at_170mhz": round(cycles / (CLOCK_MHZ * 1e3), 4)}
+
+
+def default_array_fit(net) -> dict:
+    """Whether the default ArrayConfig (8x8 and its default memories) holds the network."""
     from fpga.arch import ArrayConfig
     from fpga.compiler import CompileError, compile_network
     try:
         prog = compile_network(net, ArrayConfig())
     except CompileError as exc:
-        return {"array": "default ArrayConfig (8x8)", "error": str(exc)}
-    return {"array": "default ArrayConfig (8x8)", "instructions": len(prog.instructions),
-            "weight_words": int(prog.wmem.shape[0]), "biases": int(prog.bmem.shape[0]),
-            "dbuf_entries": int(prog.dbuf_used), "pbuf_entries": int(prog.pbuf_used)}
+        return {"array": "default ArrayConfig (8x8)", "fits": False, "error": str(exc)}
+    return {"array": "default ArrayConfig (8x8)", "fits": True,
+            "instructions": len(prog.instructions), "weight_words": int(prog.wmem.shape[0]),
+            "biases": int(prog.bmem.shape[0]), "dbuf_entries": int(prog.dbuf_used),
+            "pbuf_entries": int(prog.pbuf_used)}
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU: a modelled profile for the mapper
+# ---------------------------------------------------------------------------------------------
+class ModelledGpuProfile:
+    """A deterministic profile source for ``gpu_kernels.mapper.map_network``: seconds from the
+    launch geometry (``gpu_kernels.launch.plan``) and an operation count, not from a clock.
+
+    Every kernel output costs ``ops`` word operations (IntConv2d 9C multiply-adds, BinConv2d
+    9 ceil(C/B) xor-popcounts, BinDense ceil(K/B), Step B compares, MaxPool 4, Flatten B bit
+    moves). A GPU configuration takes ``launch_s`` plus the larger of the critical path (one
+    thread's outputs one after another, one word operation per cycle), the throughput bound
+    (the work of every launched warp lane over ``sms * lanes_per_sm`` lanes) and the memory
+    bound (input and output tensor bytes at ``dram_bytes_per_s``). The CPU takes
+    ``cpu_overhead_s`` plus all operations at ``cpu_ops_per_s``; a copy ``copy_latency_s`` plus
+    bytes at ``copy_bytes_per_s``. The defaults describe an H200 (132 SMs at 1.98 GHz, 64
+    integer lanes per SM counted, 4.8 TB/s HBM, 25 GB/s host copies) and, for the CPU, the rate
+    the vectorised CPU implementation reached on this machine's 2 cores (docs/gpu.md: about
+    5e9 word operations per second)."""
+
+    def __init__(self, word_bits: int = 32, sms: int = 132, lanes_per_sm: int = 64,
+                 clock_hz: float = 1.98e9, launch_s: float = 5e-6, cpu_ops_per_s: float = 5e9,
+                 cpu_overhead_s: float = 1e-5, copy_bytes_per_s: float = 25e9,
+                 copy_latency_s: float = 1e-5, dram_bytes_per_s: float = 4.8e12):
+        self.word_bits, self.sms, self.lanes_per_sm = word_bits, sms, lanes_per_sm
+        self.clock_hz, self.launch_s = clock_hz, launch_s
+        self.cpu_ops_per_s, self.cpu_overhead_s = cpu_ops_per_s, cpu_overhead_s
+        self.copy_bytes_per_s, self.copy_latency_s = copy_bytes_per_s, copy_latency_s
+        self.dram_bytes_per_s = dram_bytes_per_s
+
+    def constants(self) -> dict:
+        return dict(self.__dict__)
+
+    def _ops_per_output(self, op) -> int:
+        from models import ir
+        from models.numerics.bnn import words_for
+        layer, b = op.layer, self.word_bits
+        if isinstance(layer, ir.IntConv2d):
+            return 9 * op.fin.channels
+        if isinstance(layer, ir.BinConv2d):
+            return 9 * words_for(op.fin.channels, b)
+        if isinstance(layer, ir.BinDense):
+            return words_for(int(np.prod(op.fin.shape)), b)
+        if isinstance(layer, ir.MaxPool2d):
+            return 4
+        return b if op.fin.kind == "binary" or isinstance(layer, ir.Step) else 1
+
+    def _gpu_s(self, op, n: int, config: str) -> float | None:
+        from gpu_kernels.errors import LaunchError
+        from gpu_kernels.launch import plan
+        if op.kernel is None:
+            return 0.0
+        try:
+            launch = plan(op.work(n), config, what=op.label)
+        except LaunchError:
+            return None
+        per_block = math.prod(launch.chunks)
+        serial = math.ceil(per_block / launch.threads) * self._ops_per_output(op)
+        lanes = launch.blocks * math.ceil(launch.threads / 32) * 32
+        compute = max(serial, lanes * serial / (self.sms * self.lanes_per_sm)) / self.clock_hz
+        memory = (op.fin.nbytes(n) + op.fout.nbytes(n)) / self.dram_bytes_per_s
+        return self.launch_s + max(compute, memory)
+
+    def _cpu_s(self, op, n: int) -> float:
+        if op.kernel is None:
+            return 0.0
+        w = op.work(n)
+        return self.cpu_overhead_s + w.n * w.p * w.f * self._ops_per_output(op) / self.cpu_ops_per_s
+
+    def _copy_s(self, fmt, n: int) -> float:
+        return self.copy_latency_s + fmt.nbytes(n) / self.copy_bytes_per_s
+
+    def profile(self, net, batch_sizes):
+        from gpu_kernels.configs import CPU, IMPLS
+        from gpu_kernels.layer_ops import prepare
+        from gpu_kernels.profiling import Profile
+        ops = prepare(net, self.word_bits)
+        fmts = [op.fin for op in ops] + [ops[-1].fout]
+        layer_s, copies = {}, {}
+        for b in batch_sizes:
+            layer_s[b] = [[self._cpu_s(op, b) if m == CPU else self._gpu_s(op, b, m)
+                           for m in IMPLS] for op in ops]
+            copies[b] = [self._copy_s(f, b) for f in fmts]
+        return Profile(net.name, [layer.describe() for layer in net.layers], list(batch_sizes),
+                       layer_s, copies, dict(copies), list(IMPLS),
+                       "modelled (workbench.cards.ModelledGpuProfile)",
+                       {"word_bits": self.word_bits, "model": self.constants()})
+
+
+def gpu_mapping(net) -> dict:
+    """The mapper's two choices for the BNN over the modelled profile (10,000 images)."""
+    from gpu_kernels.mapper import map_network
+    source = ModelledGpuProfile()
+    mapping = map_network(net, list(GPU_BATCHES), source, n_images=GPU_IMAGES)
+
+    def choice(ch):
+        return {"batch": ch.batch, "impls": list(ch.impls),
+                "predicted_ms_for_10000_images": round(1e3 * ch.total_s, 3)}
+    return {"profile": "modelled, not measured (workbench.cards.ModelledGpuProfile: launch "
+                       "geometry and operation counts of an H200; docs/models.md)",
+            "model": source.constants(), "batch_sizes": list(GPU_BATCHES),
+            "images": GPU_IMAGES, "algorithm1": choice(mapping.algorithm1),
+            "dp": choice(mapping.dp),
+            "layers": [layer.describe() for layer in net.layers]}
+
+
+def compiled_cost(net, family: str) -> dict:
+    """The card's "compiled" section."""
+    cost = {"clock_mhz": CLOCK_MHZ,
+            "sac_array": {f"{r}x{c}": array_cost(net, r, c, m) for r, c, m in ARRAYS}}
+    if family == "sac":
+        cost["default_8x8"] = default_array_fit(net)
+    if family == "bnn":
+        cost["gpu_mapping"] = gpu_mapping(net)
+    return cost
+
+
+# ---------------------------------------------------------------------------------------------
+# The card
+# ---------------------------------------------------------------------------------------------
+def onnxruntime_scores(model, net, images, chunk: int = GOLDEN_CHUNK) -> np.ndarray:
+    """onnxruntime's scores, `chunk` images at a time (10,000 Fashion images at once through a
+    64-channel 28x28 first layer hold about 8 GB of intermediate tensors)."""
+    return np.concatenate([ort_run(model, net, images[i:i + chunk])[0]
+                           for i in range(0, len(images), chunk)])
 
 
 def write_model_and_card(result, out: Path, command: str) -> dict:
     """Export `result.net` to `out` (.onnx), check onnxruntime == golden on the test split, and
     write the card to `out` with suffix .json. Returns the card."""
     out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     model = export_onnx(result.net, out)
     test = load_dataset(result.settings["data"], "test")
-    ref = golden.run(result.net, test.images)
-    ort_scores = ort_run(model, result.net, test.images)[0]
-    agree = bool(np.array_equal(ort_scores, ref.scores.astype(np.float32)))
+    ref_scores = golden_scores(result.net, test.images)
+    ort_scores = onnxruntime_scores(model, result.net, test.images)
+    agree = bool(np.array_equal(ort_scores, ref_scores.astype(np.float32)))
+    from models.numerics.bnn import argmax
+    hits = argmax(ref_scores.reshape(len(test), -1)) == test.labels
     acc = result.accuracy
     card = {
         "name": result.net.name,
@@ -58,6 +238,8 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
             "float_twin_val": _pct(acc["float_val"]),
             "golden_test": _pct(acc["golden_test"]),
         },
+        "test_subset": {"images": f"the first {min(SUBSET, len(test))} test images",
+                        "golden_correct": int(hits[:SUBSET].sum())},   # as subset_hits
         "exactness": {"onnxruntime_equals_golden_on_test_scores": agree,
                       "scores": "pre-softmax integers: the last layer's int32 outputs"},
         "training": {"command": command, "seed": result.settings["seed"],
@@ -73,9 +255,62 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
         card["column_combining"] = result.extra.get("column_combining")
         card["qat_stages"] = result.extra.get("stages")
         card["activation_scales"] = result.extra.get("activation_scales")
-        card["compile"] = _compile_summary(result.net)
+    card["compiled"] = compiled_cost(result.net, result.family)
     if not agree:
         raise RuntimeError(f"{out}: onnxruntime scores differ from the golden executor")
     out.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
     onnx.checker.check_model(str(out))
     return card
+
+
+def subset_hits(net, spec: str) -> dict:
+    """The card's "test_subset": golden hits on the first SUBSET test images."""
+    from models.datasets import load_for_network
+    from models.numerics.bnn import argmax
+    x, labels = load_for_network(spec, net, "test")
+    scores = golden_scores(net, x[:SUBSET])
+    hits = argmax(scores.reshape(len(scores), -1)) == labels[:SUBSET]
+    return {"images": f"the first {len(scores)} test images", "golden_correct": int(hits.sum())}
+
+
+def refresh_card(onnx_path) -> dict:
+    """Recompute a card's derived sections (test_subset, compiled) from its ONNX file, without
+    retraining: for cards written before a section existed, or after the compiler or cycle model
+    changed. Accuracy and training fields stay as trained. Refuses a card of another file."""
+    from models.onnx.importer import import_onnx
+    onnx_path = Path(onnx_path)
+    card_path = onnx_path.with_suffix(".json")
+    card = json.loads(card_path.read_text())
+    digest = hashlib.sha256(onnx_path.read_bytes()).hexdigest()
+    if card.get("sha256") != digest:
+        raise ValueError(f"{card_path}: its sha256 {card.get('sha256')} is not that of "
+                         f"{onnx_path} ({digest}); retrain instead")
+    net = import_onnx(onnx_path)
+    card["test_subset"] = subset_hits(net, card["dataset"]["spec"])
+    card.pop("compile", None)          # the section "compiled" replaced it
+    card["compiled"] = compiled_cost(net, card["family"])
+    card_path.write_text(json.dumps(card, indent=2) + "\n")
+    return card
+
+
+def main(argv=None) -> int:
+    """python -m workbench.cards MODEL.onnx ...: refresh the cards of trained models."""
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="python -m workbench.cards",
+                                 description=refresh_card.__doc__.split("\n")[0])
+    ap.add_argument("models", nargs="+", type=Path, help="ONNX files with a card next to them")
+    args = ap.parse_args(argv)
+    for path in args.models:
+        try:
+            card = refresh_card(path)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"error: {path}: {exc}", file=sys.stderr)
+            return 2
+        cycles = {k: v.get("cycles_per_image") for k, v in card["compiled"]["sac_array"].items()}
+        print(f"{path.with_suffix('.json')}: cycles per image {cycles}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -96,15 +97,18 @@ def accuracy(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> float
 
 
 def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batch: int = 64,
-        augment: float = 1.0, desc: str = "train", weight_decay: float = 0.0,
+        augment: float = 1.0, max_shift: int = 1, desc: str = "train",
+        weight_decay: float = 0.0,
         on_epoch_start=None, after_step=None, before_eval=None, select_from: int = 0,
         teacher=None, kd_alpha: float = 0.7, kd_temperature: float = 2.0,
-        select_best: bool = True, progress: bool = True) -> History:
+        select_best: bool = True, progress: bool = True, log_epochs: bool = False) -> History:
     """Adam + cosine learning rate, cross-entropy (plus distillation from `teacher`'s logits
-    on the same batch when given), random one-pixel shifts of a fraction `augment` of the
-    images. With `select_best` it keeps the state with the best validation accuracy, then lowest
-    validation loss (of epochs >= `select_from`), and restores it at the end; otherwise the
-    last epoch's state stays (`best_epoch` still reports the best validation epoch)."""
+    on the same batch when given), random shifts by up to `max_shift` pixels of a fraction
+    `augment` of the images. With `select_best` it keeps the state with the best validation
+    accuracy, then lowest validation loss (of epochs >= `select_from`), and restores it at the
+    end; otherwise the last epoch's state stays (`best_epoch` still reports the best validation
+    epoch). With `log_epochs` (and `progress`) every epoch also prints one line to stderr (long
+    runs with their output in a log file)."""
     if teacher is not None:
         teacher.eval()
     x, y = train
@@ -124,7 +128,7 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
             idx = perm[i:i + batch]
             xb, yb = x[idx], y[idx]
             if augment:
-                xb = random_shift(xb, gen, prob=float(augment))
+                xb = random_shift(xb, gen, max_shift=max_shift, prob=float(augment))
             out = model(xb)
             loss = torch.nn.functional.cross_entropy(out, yb)
             if teacher is not None:
@@ -152,6 +156,10 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
             hist.best_val, hist.best_val_loss, hist.best_epoch = val_acc, val_loss, ep
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         bar.set_postfix(loss=f"{tot / seen:.3f}", val=f"{val_acc:.3f}")
+        if progress and log_epochs:
+            bar.write(f"{desc}: epoch {ep + 1}/{epochs} loss {tot / seen:.4f} train "
+                      f"{100 * hits / seen:.2f}% val {100 * val_acc:.2f}% (val loss "
+                      f"{val_loss:.4f}) {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     if select_best and best_state is not None:
         model.load_state_dict(best_state)
     hist.seconds = time.perf_counter() - t0

@@ -12,10 +12,12 @@ import copy
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from models import golden, ir
-from models.datasets import Dataset, load_dataset
+from models.datasets import Dataset, DatasetError, load_dataset, parse_spec
+from models.numerics.bnn import argmax
 from models.train import bnn as bnn_train
 from models.train import sac as sac_train
 from models.train.common import accuracy, fit, recalibrate_batchnorm, to_tensors, training_session
@@ -35,11 +37,26 @@ class TrainResult:
 
 
 def _splits(data) -> tuple[Dataset, Dataset, Dataset]:
+    name, split = parse_spec(data)
+    if split is not None:
+        raise DatasetError(f"{data}: training uses the train, val and test splits of a data set; "
+                           f"give {name!r} without a split")
     return tuple(load_dataset(data, s) for s in ("train", "val", "test"))
 
 
+GOLDEN_CHUNK = 1000      # images per golden call: 10,000 28x28 images at once need ~10 GB
+
+
+def golden_scores(net: ir.Network, images, chunk: int = GOLDEN_CHUNK):
+    """The golden executor's final scores on `images`, `chunk` images at a time (its im2col
+    holds every window of the batch in float64)."""
+    parts = [golden.run(net, images[i:i + chunk]).scores for i in range(0, len(images), chunk)]
+    return np.concatenate(parts)
+
+
 def _golden_accuracy(net: ir.Network, ds: Dataset) -> float:
-    return float((golden.run(net, ds.images).predictions == ds.labels).mean())
+    scores = golden_scores(net, ds.images)
+    return float((argmax(scores.reshape(len(scores), -1)) == ds.labels).mean())
 
 
 def train_bnn(data="digits", *, seed: int = 0, threads: int = 1, **kwargs) -> TrainResult:
@@ -56,33 +73,39 @@ def train_sac(data="digits", *, seed: int = 0, threads: int = 1, **kwargs) -> Tr
 
 def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: int = 0,
               threads: int = 1, cfg: bnn_train.BnnConfig | None = None, lr: float = 0.01,
-              kd_alpha: float = 0.7, augment_prob: float = 0.0, batch: int = 64,
-              progress: bool = True, name: str = "bnn") -> TrainResult:
+              float_lr: float = 0.01, kd_alpha: float = 0.7, augment_prob: float = 0.0,
+              batch: int = 64, float_batch: int = 64, max_shift: int = 1,
+              progress: bool = True, log_epochs: bool = False,
+              name: str = "bnn") -> TrainResult:
+    """`max_shift`: augmentation shifts (float twin: every image; QAT: a fraction
+    `augment_prob`)."""
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
     tr, va, te = (to_tensors(d) for d in (train_ds, val_ds, test_ds))
     cfg = cfg or bnn_train.BnnConfig(input_shape=train_ds.image_shape)
     twin = bnn_train.BnnNet(cfg, binary=False)
-    fit(twin, tr, va, epochs=float_epochs, lr=0.01, gen=gen, augment=True,
-        desc="float twin", progress=progress)
+    fit(twin, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
+        max_shift=max_shift, batch=float_batch, desc="float twin", progress=progress,
+        log_epochs=log_epochs)
     model = bnn_train.BnnNet(cfg, binary=True)
     with torch.no_grad():                      # start from the twin's signs and batch norms
         model.load_state_dict(twin.state_dict())
         for p in model.latent_weights():
             p.mul_(1.0 / p.abs().max().clamp_min(1e-12))
     hist = fit(model, tr, va, epochs=epochs, lr=lr, gen=gen, augment=augment_prob, batch=batch,
-               after_step=model.clip_latent,
+               max_shift=max_shift, after_step=model.clip_latent,
                before_eval=lambda: recalibrate_batchnorm(model, tr[0]),
                teacher=twin, kd_alpha=kd_alpha, select_best=False, desc="binary QAT",
-               progress=progress)
+               progress=progress, log_epochs=log_epochs)
     net = model.to_network(name)
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),
            "quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
            "golden_test": _golden_accuracy(net, test_ds)}
     return TrainResult("bnn", net, model, twin, acc, time.perf_counter() - t0, cfg.to_dict(),
                        {"epochs": epochs, "float_epochs": float_epochs, "seed": seed,
-                        "threads": threads, "lr": lr, "kd_alpha": kd_alpha,
-                        "augment_prob": augment_prob, "batch": batch,
+                        "threads": threads, "lr": lr, "float_lr": float_lr, "kd_alpha": kd_alpha,
+                        "augment_prob": augment_prob, "max_shift": max_shift, "batch": batch,
+                        "float_batch": float_batch,
                         "selection": "last epoch (best validation epoch "
                                      f"{hist.best_epoch}, {100 * hist.best_val:.2f}%)",
                         "data": str(data)})
@@ -90,16 +113,19 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
 
 def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int = 0,
               threads: int = 1, cfg: sac_train.SacConfig | None = None, lr: float = 1e-2,
-              kd_alpha: float = 0.7, stages: int = 4, augment_prob: float = 0.0,
-              progress: bool = True, name: str = "sac") -> TrainResult:
+              float_lr: float = 1e-2, kd_alpha: float = 0.7, stages: int = 4,
+              augment_prob: float = 0.0, batch: int = 64, float_batch: int = 64,
+              max_shift: int = 1, progress: bool = True, log_epochs: bool = False,
+              name: str = "sac") -> TrainResult:
     """`epochs` per pruning stage (the last stage runs twice as long)."""
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
     tr, va, te = (to_tensors(d) for d in (train_ds, val_ds, test_ds))
     cfg = cfg or sac_train.SacConfig(input_shape=train_ds.image_shape)
     model = sac_train.SacNet(cfg)
-    fit(model, tr, va, epochs=float_epochs, lr=0.01, gen=gen, augment=True,
-        desc="float twin", progress=progress)
+    fit(model, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
+        max_shift=max_shift, batch=float_batch, desc="float twin", progress=progress,
+        log_epochs=log_epochs)
     recalibrate_batchnorm(model, tr[0])
     twin = copy.deepcopy(model)
     scales = model.quantize_from_float(tr[0])
@@ -108,9 +134,10 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
         groups = model.set_stage_groups(stage, stages)
         last = stage == stages - 1
         h = fit(model, tr, va, epochs=epochs * (2 if last else 1), lr=lr, gen=gen,
-                augment=augment_prob, after_step=model.clip_latent, teacher=twin,
+                augment=augment_prob, max_shift=max_shift, batch=batch,
+                after_step=model.clip_latent, teacher=twin,
                 kd_alpha=kd_alpha, desc=f"QAT stage {stage + 1}/{stages} G={groups}",
-                progress=progress)
+                progress=progress, log_epochs=log_epochs)
         history.append({"groups": groups, "best_val": h.best_val, "best_epoch": h.best_epoch})
     net = model.to_network(name)
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),
@@ -118,7 +145,9 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
            "golden_test": _golden_accuracy(net, test_ds)}
     return TrainResult("sac", net, model, twin, acc, time.perf_counter() - t0, cfg.to_dict(),
                        {"epochs_per_stage": epochs, "float_epochs": float_epochs, "seed": seed,
-                        "threads": threads, "lr": lr, "kd_alpha": kd_alpha, "stages": stages,
-                        "augment_prob": augment_prob, "data": str(data)},
+                        "threads": threads, "lr": lr, "float_lr": float_lr,
+                        "kd_alpha": kd_alpha, "stages": stages, "augment_prob": augment_prob,
+                        "max_shift": max_shift, "batch": batch, "float_batch": float_batch,
+                        "data": str(data)},
                        {"activation_scales": [float(s) for s in scales], "stages": history,
                         "column_combining": model.combining_stats()})

@@ -3,9 +3,10 @@ quantization-aware training that ends in exactly the integer network the SAC arr
 
 Architecture (per :class:`SacConfig`): input reshaping (SpaceToDepth by ``s2d``), a first 1x1
 convolution without shift, then blocks of [channel shift -> 1x1 convolution] with quantized
-batch norm folded in and ReLU & quantize, and a final [shift ->] 1x1 convolution whose per-pixel
-raw results are summed (average pooling folded into the last layer: exact because the pixel
-count is a power of two, the 1/P lives in the logit scale).
+batch norm folded in and ReLU & quantize, optionally a 2x2 max pooling after some of them (run
+by the host between array segments: the max of 8-bit activations is exact), and a final
+[shift ->] 1x1 convolution whose per-pixel raw results are summed (average pooling folded into
+the last layer: the 1/P lives in the logit scale, which argmax does not see).
 
 Two phases share one module:
 
@@ -48,10 +49,15 @@ class SacConfig:
     final_shift: bool = True
     classes: int = 10
     act_percentile: float = 99.9    # calibration of the power-of-two activation scales
+    pools: tuple = ()               # hidden layers (0-based) followed by a 2x2 max pooling
+    # index of the first 1x1 layer (len(widths) = the final one) that reads the whole remaining
+    # map folded into channels by a SpaceToDepth (a dense layer on the flattened features, run
+    # on the host); it and the layers after it have no shift. None: average pooling only.
+    flatten_at: int | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        for k in ("input_shape", "widths", "groups"):
+        for k in ("input_shape", "widths", "groups", "pools"):
             d[k] = list(d[k])
         return d
 
@@ -102,6 +108,25 @@ def combine_mask(w: torch.Tensor, mask: torch.Tensor, group: int) -> torch.Tenso
     return keep.view(f, kc * group)[:, :k] * mask
 
 
+# Activation scales are calibrated on at most this many images (the first of the training set):
+# all 54,000 Fashion-MNIST training images would hold gigabytes of activations.
+CALIBRATION_IMAGES = 10_000
+QUANTILE_LIMIT = 1 << 24          # torch.quantile refuses larger inputs
+
+
+def quantile(values: torch.Tensor, q: float) -> float:
+    """torch.quantile's linear-interpolation quantile of a 1-D tensor of any size (above
+    QUANTILE_LIMIT elements from the two order statistics around position q (n - 1))."""
+    n = values.numel()
+    if n <= QUANTILE_LIMIT:
+        return float(torch.quantile(values, q))
+    pos = q * (n - 1)
+    lo = int(np.floor(pos))
+    a = float(torch.kthvalue(values, lo + 1).values)
+    b = float(torch.kthvalue(values, min(lo + 2, n)).values)
+    return a + (b - a) * (pos - lo)
+
+
 class SacNet(nn.Module):
     def __init__(self, cfg: SacConfig = SacConfig()):
         super().__init__()
@@ -109,17 +134,31 @@ class SacNet(nn.Module):
         c, h, w = cfg.input_shape
         s = cfg.s2d
         c, h, w = c * s * s, h // s, w // s
-        self.pixels = h * w
-        self.in_channels = []
+        n_hidden = len(cfg.widths)
+        if any(not 0 <= i < n_hidden for i in cfg.pools):
+            raise ValueError(f"pools {cfg.pools} must index hidden layers 0..{n_hidden - 1}")
+        flat = cfg.flatten_at
+        if flat is not None and not (1 <= flat <= n_hidden and all(i < flat for i in cfg.pools)):
+            raise ValueError(f"flatten_at {flat} must lie in 1..{n_hidden} and after every pool")
+        self.in_channels, self.flatten_factor = [], None
         self.weights = nn.ParameterList()
         self.bns = nn.ModuleList()
-        for f in cfg.widths:
+        for i in range(n_hidden + 1):
+            if i == flat:
+                if h != w:
+                    raise ValueError(f"flatten_at {flat}: the {h}x{w} map is not square")
+                self.flatten_factor, c, h, w = h, c * h * w, 1, 1
             self.in_channels.append(c)
+            if i == n_hidden:
+                break
+            f = cfg.widths[i]
             self.weights.append(nn.Parameter(torch.empty(f, c)))
             nn.init.kaiming_uniform_(self.weights[-1], a=5 ** 0.5)
             self.bns.append(nn.BatchNorm1d(f))
             c = f
-        self.in_channels.append(c)
+            if i in cfg.pools:
+                h, w = h // 2, w // 2
+        self.pixels = h * w
         self.out_w = nn.Parameter(torch.empty(cfg.classes, c))
         nn.init.kaiming_uniform_(self.out_w, a=5 ** 0.5)
         self.out_b = nn.Parameter(torch.zeros(cfg.classes))
@@ -134,6 +173,8 @@ class SacNet(nn.Module):
         # shift directions of the input of each 1x1 layer (None: no shift before it)
         self.directions = [None] + [shift_directions(k) for k in self.in_channels[1:-1]]
         self.directions.append(shift_directions(c) if cfg.final_shift else None)
+        if flat is not None:                  # a shift of a 1x1 map would only zero channels
+            self.directions[flat:] = [None] * (len(self.directions) - flat)
         self.shift_kernels = [None if d is None else shift_kernel(d) for d in self.directions]
 
     # ---------------------------------------------------------------------------------------
@@ -148,6 +189,8 @@ class SacNet(nn.Module):
         return list(self.weights) + [self.out_w]
 
     def _pre(self, x, i):
+        if i == self.cfg.flatten_at:
+            x = space_to_depth(x, self.flatten_factor)
         if self.shift_kernels[i] is not None:
             x = channel_shift(x, self.shift_kernels[i])
         return x
@@ -166,6 +209,8 @@ class SacNet(nn.Module):
             x = F.relu(z)
             if collect is not None:
                 collect.append(x.detach())
+            if i in self.cfg.pools:
+                x = F.max_pool2d(x, 2)
         z = self._pointwise(self._pre(x, len(self.weights)), self.out_w, self.out_b)
         return z.mean(dim=(2, 3))
 
@@ -187,6 +232,8 @@ class SacNet(nn.Module):
             z = self._pointwise(self._pre(x, i), w, b)
             if i < last:
                 x = torch.clamp(FloorSTE.apply(z), 0, 255)
+                if i in self.cfg.pools:
+                    x = F.max_pool2d(x, 2)
         scores = z.sum(dim=(2, 3))              # PixelSum, in units of 1 (= acc / 64)
         if exact:
             return scores
@@ -209,11 +256,12 @@ class SacNet(nn.Module):
         Returns the activation scales."""
         self.eval()
         acts = []
-        self._forward_float(calib_x, collect=acts)
+        self._forward_float(calib_x[:CALIBRATION_IMAGES], collect=acts)
         scales = [1.0]                                # pixels are already integers
         for a in acts:
-            hi = float(torch.quantile(a.flatten()[a.flatten() > 0].float(),
-                                      self.cfg.act_percentile / 100)) if (a > 0).any() else 1.0
+            positive = a.flatten()[a.flatten() > 0].float()
+            hi = (quantile(positive, self.cfg.act_percentile / 100) if positive.numel()
+                  else 1.0)
             scales.append(2.0 ** np.floor(np.log2(255.0 / max(hi, 1e-6))))
         new_w, new_b = [], []
         for i, (w, bn) in enumerate(zip(self.weights, self.bns)):
@@ -283,12 +331,16 @@ class SacNet(nn.Module):
         ints = self.integer_layers()
         for i, (w_int, b_int, g) in enumerate(ints):
             final = i == len(ints) - 1
+            if i == self.cfg.flatten_at:
+                layers.append(ir.SpaceToDepth(factor=self.flatten_factor, name=f"flatten{i}"))
             if self.directions[i] is not None:
                 layers.append(ir.ChannelShift(directions=self.directions[i], name=f"shift{i}"))
             layers.append(ir.PointwiseConv(
                 weights=sac_num.combine_columns(w_int, g), bias=b_int,
                 mode=OutputMode.RAW if final else OutputMode.RELU_QUANT,
                 name="final" if final else f"conv{i}"))
+            if i in self.cfg.pools:
+                layers.append(ir.MaxPool2d(name=f"pool{i}"))
         layers.append(ir.PixelSum())
         return ir.Network(self.cfg.input_shape, "uint8", layers, name=name,
                           meta={"family": "sac"})
@@ -311,18 +363,24 @@ class SacNet(nn.Module):
     @classmethod
     def from_network(cls, net: ir.Network) -> "SacNet":
         """The quantized eval model holding the integer parameters of a network of this
-        architecture ([SpaceToDepth] PointwiseConv relu_quant, ([ChannelShift] PointwiseConv
-        relu_quant)*, [ChannelShift] PointwiseConv raw, PixelSum), e.g. an imported zoo file."""
+        architecture ([SpaceToDepth] PointwiseConv relu_quant [MaxPool], ([ChannelShift]
+        PointwiseConv relu_quant [MaxPool])*, [SpaceToDepth to 1x1, (PointwiseConv relu_quant)*]
+        [ChannelShift] PointwiseConv raw, PixelSum), e.g. an imported zoo file."""
         layers = list(net.layers)
         s2d = 1
         if layers and isinstance(layers[0], ir.SpaceToDepth):
             s2d = int(layers.pop(0).factor)
         if not layers or not isinstance(layers[-1], ir.PixelSum):
             raise ValueError(f"{net.name}: expected a final PixelSum")
-        convs, dirs = [], []
-        pending = None
+        convs, dirs, pools = [], [], []
+        pending, flat, flat_factor = None, None, None
         for layer in layers[:-1]:
-            if isinstance(layer, ir.ChannelShift):
+            if isinstance(layer, ir.MaxPool2d) and convs and pending is None \
+                    and (not pools or pools[-1] != len(convs) - 1):
+                pools.append(len(convs) - 1)
+            elif isinstance(layer, ir.SpaceToDepth) and convs and pending is None and flat is None:
+                flat, flat_factor = len(convs), int(layer.factor)
+            elif isinstance(layer, ir.ChannelShift):
                 if int(layer.fill) != 0:
                     raise ValueError(f"{net.name}: {layer.name}: only zero-fill shifts")
                 pending = layer.directions
@@ -332,14 +390,23 @@ class SacNet(nn.Module):
                 pending = None
             else:
                 raise ValueError(f"{net.name}: unexpected {layer.type_name} {layer.name!r}")
-        if dirs[0] is not None or any(d is None for d in dirs[1:-1]):
-            raise ValueError(f"{net.name}: expected shifts before every hidden layer but the first")
+        end = len(convs) - 1 if flat is None else flat
+        if dirs[0] is not None or any(d is None for d in dirs[1:end]) or \
+                (flat is not None and any(d is not None for d in dirs[flat:])):
+            raise ValueError(f"{net.name}: expected shifts before every hidden layer but the first "
+                             f"(and none after a flattening SpaceToDepth)")
         cfg = SacConfig(input_shape=tuple(net.input_shape), s2d=s2d,
                         widths=tuple(c.weights.out_channels for c in convs[:-1]),
                         groups=tuple(c.weights.group for c in convs[:-1]),
                         final_group=convs[-1].weights.group, final_shift=dirs[-1] is not None,
-                        classes=convs[-1].weights.out_channels)
+                        classes=convs[-1].weights.out_channels, pools=tuple(pools),
+                        flatten_at=flat)
+        if pools and pools[-1] == len(convs) - 1:
+            raise ValueError(f"{net.name}: no max pooling after the final layer")
         model = cls(cfg)
+        if flat is not None and model.flatten_factor != flat_factor:
+            raise ValueError(f"{net.name}: SpaceToDepth x{flat_factor} before layer {flat} does "
+                             f"not fold the whole map into channels")
         model.directions = list(dirs)
         model.shift_kernels = [None if d is None else shift_kernel(d) for d in dirs]
         unit = 2.0 ** EMIN

@@ -1,4 +1,5 @@
-"""Trained digits models shipped with the repository: ONNX files plus JSON cards.
+"""Trained models shipped with the repository (digits, Fashion-MNIST): ONNX files plus JSON
+cards.
 
     from models import zoo
     net = zoo.load("sac_digits")          # golden network description (via the ONNX importer)
@@ -10,7 +11,7 @@ import json
 from pathlib import Path
 
 ZOO_DIR = Path(__file__).resolve().parent
-MODELS = ("bnn_digits", "sac_digits")
+MODELS = ("bnn_digits", "sac_digits", "bnn_fashion", "sac_fashion")
 
 
 def path(name: str) -> Path:

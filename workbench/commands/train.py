@@ -3,67 +3,268 @@
     python scripts/train.py --family bnn --data digits --epochs 100 --seed 1 \\
         --out models/zoo/bnn_digits.onnx
 
+Architecture and optimisation flags default to the digits recipes; the zoo cards record the
+exact command of every shipped model (docs/models.md).
+
 The float twin is trained first (its accuracy is the card's baseline), then the quantized model.
+`--epochs` sets the quantized epochs and, unless `--float-epochs` is given, the float twin's
+in the default recipe's proportion; `--quick` is a smoke run (1 + 1 epochs).
 Progress bars go to stderr; the last line printed is the accuracy summary. The same seed and
 thread count give the same model on the same machine and torch build.
+
+Flags, data and the output path (not a directory, writable, no existing model or card unless
+`--force`) are checked before any training. Exit codes: 0 ok; 2 bad flags, data or output path
+(one line on stderr); 3 the model card could not be written (the training result is kept in
+OUT.result.pkl).
 """
 from __future__ import annotations
 
 import argparse
+import pickle
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
-from models.datasets import DatasetError
+from models.datasets import DatasetError, load_dataset, parse_spec
+from models.train.bnn import BnnConfig
 from models.train.recipes import train_bnn, train_sac
+from models.train.sac import SacConfig, SacNet
 from workbench.cards import write_model_and_card
 
 DEFAULT_EPOCHS = {"bnn": 100, "sac": 15}
 DEFAULT_FLOAT_EPOCHS = {"bnn": 60, "sac": 40}
 
 
+def _ints(text: str) -> tuple:
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") \
+            from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def _layers(text: str) -> tuple:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v != "")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated layer indices, got {text!r}") \
+            from None
+    if min(values, default=0) < 0:
+        raise argparse.ArgumentTypeError(f"layer indices are 0 or more, got {text!r}")
+    return values
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return v
+    return parse
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="train", description=__doc__.split("\n")[0])
     p.add_argument("--family", choices=["bnn", "sac"], required=True)
     p.add_argument("--data", default="digits",
-                   help="'digits' or a path to IDX files, CIFAR-10 batches or a HEP-BNN CSV")
-    p.add_argument("--epochs", type=int, default=None,
+                   help="'digits', 'fashion' (Debian package dataset-fashion-mnist) or a path "
+                        "to IDX files, CIFAR-10 batches or a HEP-BNN CSV")
+    p.add_argument("--epochs", type=_positive(int), default=None,
                    help="quantized-training epochs (SAC: per pruning stage; the last stage runs "
                         "twice as long); default bnn 100, sac 15")
-    p.add_argument("--float-epochs", type=int, default=None,
-                   help="float twin epochs (default bnn 60, sac 40)")
+    p.add_argument("--float-epochs", type=_positive(int), default=None,
+                   help="float twin epochs; default: in proportion to --epochs as in the "
+                        "default recipe (bnn 0.6 x, at least 1: 60 for 100; sac 8/3 x: 40 "
+                        "for 15)")
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke run of the whole pipeline in seconds (digits) to minutes: "
+                        "1 float epoch and 1 quantized epoch (SAC: 1 per stage) unless "
+                        "--epochs / --float-epochs say otherwise; not a useful model")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1, help="torch threads (fixed for determinism)")
+    p.add_argument("--threads", type=_positive(int), default=1,
+                   help="torch threads, 1 or more (fixed for determinism)")
     p.add_argument("--out", required=True, help="output .onnx path; the card is written next to it")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out model and card (refused otherwise)")
     p.add_argument("--name", default=None, help="network name (default: the output file stem)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    opt = p.add_argument_group("optimisation (defaults: the digits recipes)")
+    opt.add_argument("--lr", type=_positive(float), help="quantized-training learning rate")
+    opt.add_argument("--float-lr", type=_positive(float), help="float twin learning rate")
+    opt.add_argument("--batch", type=_positive(int), help="quantized-training batch size")
+    opt.add_argument("--float-batch", type=_positive(int), help="float twin batch size")
+    opt.add_argument("--max-shift", type=_positive(int),
+                     help="augmentation: random shifts by up to this many pixels")
+    opt.add_argument("--augment-prob", type=float,
+                     help="fraction of images shifted during quantized training (0..1)")
+    opt.add_argument("--kd-alpha", type=float, help="weight of the distillation loss (0..1)")
+    arch = p.add_argument_group("architecture (defaults: the digits models)")
+    arch.add_argument("--channels", type=_ints, help="bnn: conv widths, e.g. 64,128")
+    arch.add_argument("--hidden", type=int, help="bnn: hidden dense width (0: none)")
+    arch.add_argument("--s2d", type=_positive(int), help="sac: input space-to-depth factor")
+    arch.add_argument("--widths", type=_ints, help="sac: hidden 1x1 layer widths, e.g. 64,128")
+    arch.add_argument("--groups", type=_ints, help="sac: column-combining group of each hidden "
+                                                    "layer, e.g. 1,2,4")
+    arch.add_argument("--final-group", type=_positive(int), help="sac: group of the last layer")
+    arch.add_argument("--pools", type=_layers,
+                      help="sac: hidden layers (0-based) followed by a 2x2 max pooling, e.g. 2")
+    arch.add_argument("--flatten-at", type=int,
+                      help="sac: the 1x1 layer (0-based; the number of widths = the final one) "
+                           "that reads the remaining map folded into channels (a dense head)")
+    arch.add_argument("--stages", type=_positive(int), help="sac: progressive pruning stages")
     return p.parse_args(argv)
+
+
+_FAMILY_FLAGS = {"bnn": ("channels", "hidden"),
+                 "sac": ("s2d", "widths", "groups", "final_group", "stages", "pools",
+                         "flatten_at")}
+
+
+def recipe_kwargs(args, image_shape: tuple) -> dict:
+    """The recipe's keyword arguments from the flags given (others keep the recipe defaults);
+    raises ValueError naming a flag that does not apply or does not fit."""
+    other = "sac" if args.family == "bnn" else "bnn"
+    for flag in _FAMILY_FLAGS[other]:
+        if getattr(args, flag) is not None:
+            raise ValueError(f"--{flag.replace('_', '-')} applies to --family {other} only")
+    kw = {k: getattr(args, k) for k in ("lr", "float_lr", "batch", "float_batch", "max_shift",
+                                        "augment_prob", "kd_alpha")
+          if getattr(args, k) is not None}
+    for k in ("augment_prob", "kd_alpha"):
+        if k in kw and not 0.0 <= kw[k] <= 1.0:
+            raise ValueError(f"--{k.replace('_', '-')} must lie in 0..1, got {kw[k]}")
+    if args.family == "bnn":
+        cfg = {"input_shape": image_shape}
+        if args.channels is not None:
+            cfg["channels"] = args.channels
+        if args.hidden is not None:
+            if args.hidden < 0:
+                raise ValueError(f"--hidden must be 0 or more, got {args.hidden}")
+            cfg["hidden"] = args.hidden
+        kw["cfg"] = BnnConfig(**cfg)
+        return kw
+    if args.stages is not None:
+        kw["stages"] = args.stages
+    cfg = {"input_shape": image_shape}
+    for k in ("s2d", "widths", "groups", "final_group", "pools", "flatten_at"):
+        if getattr(args, k) is not None:
+            cfg[k] = getattr(args, k)
+    sac_cfg = SacConfig(**cfg)
+    if len(sac_cfg.groups) != len(sac_cfg.widths):
+        raise ValueError(f"--groups needs one group per hidden layer ({len(sac_cfg.widths)} "
+                         f"widths), got {len(sac_cfg.groups)}")
+    bad = [i for i in sac_cfg.pools if i >= len(sac_cfg.widths)]
+    if bad or len(set(sac_cfg.pools)) != len(sac_cfg.pools):
+        raise ValueError(f"--pools {','.join(map(str, sac_cfg.pools))}: each hidden layer "
+                         f"0..{len(sac_cfg.widths) - 1} at most once")
+    c, h, w = image_shape
+    if h % sac_cfg.s2d or w % sac_cfg.s2d:
+        raise ValueError(f"--s2d {sac_cfg.s2d} does not divide the {h}x{w} images")
+    side = min(h, w) // sac_cfg.s2d
+    if side >> len(sac_cfg.pools) < 1:
+        raise ValueError(f"--pools: {len(sac_cfg.pools)} poolings leave no pixels of the "
+                         f"{h // sac_cfg.s2d}x{w // sac_cfg.s2d} input")
+    try:
+        SacNet(sac_cfg)               # the remaining geometry checks (flatten_at)
+    except ValueError as exc:
+        raise ValueError(f"--flatten-at: {exc}") from None
+    kw["cfg"] = sac_cfg
+    return kw
+
+
+def epoch_counts(args) -> tuple[int, int]:
+    """(quantized epochs, float twin epochs) from --epochs, --float-epochs and --quick: the float
+    epochs follow --epochs in the default recipe's proportion unless given."""
+    family = args.family
+    epochs = args.epochs if args.epochs is not None else (
+        1 if args.quick else DEFAULT_EPOCHS[family])
+    if args.float_epochs is not None:
+        return epochs, args.float_epochs
+    if args.quick and args.epochs is None:
+        return epochs, 1
+    ratio = DEFAULT_FLOAT_EPOCHS[family] / DEFAULT_EPOCHS[family]
+    return epochs, max(1, round(epochs * ratio))
+
+
+def check_output(out: Path, force: bool) -> None:
+    """Refuse, before any training, an --out that cannot be written or would replace a model
+    (unless `force`): ValueError naming the path."""
+    if out.suffix != ".onnx":
+        raise ValueError(f"--out must end in .onnx, got {out}")
+    card = out.with_suffix(".json")
+    for path in (out, card):
+        if path.is_dir():
+            raise ValueError(f"--out {out}: {path} is a directory")
+        if path.exists() and not force:
+            raise ValueError(f"--out {out}: {path} exists; pass --force to replace it")
+    folder = out.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"--out {out}: {folder} is not a directory")
+    try:                                 # what the write will need: a new file in the folder
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".train-probe-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"--out {out}: cannot write in {folder} "
+                         f"({exc.strerror or exc})") from None
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
-    if out.suffix != ".onnx":
-        print(f"error: --out must end in .onnx, got {out}", file=sys.stderr)
-        return 2
-    epochs = args.epochs if args.epochs is not None else DEFAULT_EPOCHS[args.family]
-    float_epochs = (args.float_epochs if args.float_epochs is not None
-                    else DEFAULT_FLOAT_EPOCHS[args.family])
+    epochs, float_epochs = epoch_counts(args)
     train = train_bnn if args.family == "bnn" else train_sac
+    try:
+        check_output(out, args.force)
+        name, split = parse_spec(args.data)
+        if split is not None:
+            raise DatasetError(f"--data {args.data}: training uses the train, val and test "
+                               f"splits; give --data {name}")
+        kwargs = recipe_kwargs(args, load_dataset(args.data, "test").image_shape)
+    except ValueError as exc:          # DatasetError included
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         result = train(args.data, epochs=epochs, float_epochs=float_epochs, seed=args.seed,
                        threads=args.threads, progress=not args.no_progress,
-                       name=args.name or out.stem)
+                       log_epochs=not sys.stderr.isatty(), name=args.name or out.stem,
+                       **kwargs)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     command = "python scripts/train.py " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-    card = write_model_and_card(result, out, command)
+    try:
+        card = write_model_and_card(result, out, command)
+    except Exception as exc:  # noqa: BLE001 - any failure here: keep the result, exit 3
+        # hours of training must not be lost to a failure while writing the card: keep the
+        # result (network, models, accuracies) for workbench.cards.write_model_and_card
+        keep = out.with_suffix(".result.pkl")
+        with open(keep, "wb") as f:
+            pickle.dump(result, f)
+        print(f"error: writing the model card failed ({type(exc).__name__}: {exc}); the "
+              f"training result is in {keep}", file=sys.stderr)
+        return 3
     acc = result.accuracy
     print(result.net.summary())
-    if "compile" in card:
-        print(f"compiles for the default SAC array: {card['compile']}")
+    cost = card["compiled"]
+    for size, c in cost["sac_array"].items():
+        print(f"SAC array {size}: " + (f"{c['cycles_per_image']} cycles per image, "
+                                       f"{c['instructions']} instructions"
+                                       if "error" not in c else f"does not compile: {c['error']}"))
+    if "default_8x8" in cost:
+        print(f"default ArrayConfig (8x8): {'fits' if cost['default_8x8']['fits'] else 'too small'}")
+    if "gpu_mapping" in cost:
+        dp = cost["gpu_mapping"]["dp"]
+        print(f"GPU mapping (modelled profile, DP): batch {dp['batch']}, {' '.join(dp['impls'])}")
     print(f"wrote {out} and {out.with_suffix('.json')} in {result.seconds:.1f} s")
     print(f"{args.family} {args.data}: quantized test accuracy {100 * acc['quantized_test']:.2f}% "
           f"(golden {100 * acc['golden_test']:.2f}%), float twin {100 * acc['float_test']:.2f}%, "

@@ -146,6 +146,9 @@ def run_guarded(prog: str, main, argv=None) -> int:
     import os
     debug = debug or os.environ.get("SACBENCH_DEBUG", "") not in ("", "0")
     in_main = threading.current_thread() is threading.main_thread()
+    # every parser of the command, ours or plain argparse: a usage error is one line
+    plain_error = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = ArgumentParser.error
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main else None
     if previous is None:                          # a handler installed outside Python
         previous = signal.SIG_DFL
@@ -187,6 +190,7 @@ def run_guarded(prog: str, main, argv=None) -> int:
         return FAILURE
     finally:
         _depth = 0
+        argparse.ArgumentParser.error = plain_error
         if in_main:
             signal.signal(signal.SIGTERM, previous)
 

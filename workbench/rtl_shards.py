@@ -138,15 +138,18 @@ def _group_states(pgid: int) -> list[str]:
     return states
 
 
+_EXCEPTION_LINE = re.compile(r"(?:[\w.]+\.)?(\w*(?:Error|Exception|Timeout|Failure)): (.+)$")
+
+
 def _error_line(log: str) -> str:
-    """The line of a simulator log that says what went wrong: the watchdog's, else the last
-    exception's."""
-    lines = [ln.strip() for ln in log.splitlines()]
-    for key in ("RunTimeout: ", "Error: ", "error: "):
-        hits = [ln for ln in lines if key in ln]
-        if hits:
-            return hits[-1][hits[-1].index(key) + (len(key) if key == "RunTimeout: " else 0):]
-    return ""
+    """The line of a simulator log that says what went wrong: the last exception the cocotb
+    test raised (the watchdog's RunTimeout names the instruction), as `Type: message`."""
+    found = ""
+    for line in log.splitlines():
+        m = _EXCEPTION_LINE.search(line.strip())
+        if m:
+            found = f"{m.group(1)}: {m.group(2).strip()}"
+    return found
 
 
 def _signal_name(code: int) -> str:

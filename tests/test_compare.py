@@ -173,6 +173,24 @@ def test_a_fault_while_writing_the_report_leaves_the_earlier_one(fault, code, wo
     assert_untouched(tmp_path, out)
 
 
+def test_leftovers_of_a_killed_run_are_cleared(tmp_path):
+    """SIGKILL leaves the staged sibling (and, between the two renames, the previous directory
+    moved aside): the next run removes the one and puts the other back."""
+    from workbench.files import StagedDirectory
+    dead = 2 ** 22 + 1                      # above the largest pid Linux allows: no process
+    staged = tmp_path / f".out.tmp-{dead}-abc"
+    staged.mkdir()
+    (staged / "report.json").write_text("{}")
+    aside = tmp_path / f".out.old-{dead}-abc"
+    aside.mkdir()
+    (aside / "report.json").write_text('{"old": true}\n')
+    with pytest.raises(ValueError, match="give --force"):
+        with StagedDirectory(tmp_path / "out"):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert json.loads((tmp_path / "out" / "report.json").read_text()) == {"old": True}
+
+
 def test_debug_shows_the_traceback_of_an_internal_error(tmp_path, capsys, monkeypatch):
     def broken(*_):
         raise RuntimeError("matplotlib broke")

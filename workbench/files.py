@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -62,6 +63,16 @@ def _fsync_tree(root: Path) -> None:
             os.close(fd)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def _signals_deferred():
     """SIGINT and SIGTERM wait until the block is done (then they are delivered again)."""
@@ -82,9 +93,10 @@ def _signals_deferred():
 
 class StagedDirectory:
     """A result directory written as a whole: everything goes into a temporary sibling
-    (`.NAME.tmp-XXXX` next to NAME), which :meth:`commit` renames into place. Until then the
-    target is untouched; an exception, Ctrl-C or SIGTERM removes the sibling (`with` block), so
-    an interrupted run leaves the previous directory as it was and nothing else.
+    (`.NAME.tmp-PID-XXXX` next to NAME), which :meth:`commit` renames into place. Until then
+    the target is untouched; an exception, Ctrl-C or SIGTERM removes the sibling (`with`
+    block), so an interrupted run leaves the previous directory as it was and nothing else. A
+    sibling that a killed run (SIGKILL) could not remove is removed by the next run.
 
     A target that exists and holds files is refused unless `force`; then it must hold a
     `marker` file (a directory this tool wrote), and is replaced as a whole: moved aside, the
@@ -133,11 +145,15 @@ class StagedDirectory:
                              f"another {self.flag})")
 
     def __enter__(self) -> "StagedDirectory":
-        self.check()
         parent = Path(os.path.realpath(self.target.parent))
+        if parent.is_dir() and not any(r == parent or r in parent.parents
+                                       for r in VIRTUAL_ROOTS):
+            self._clear_leftovers(parent)
+        self.check()
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.path = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=parent))
+            self.path = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-{os.getpid()}-",
+                                              dir=parent))
             umask = os.umask(0o022)
             os.umask(umask)
             os.chmod(self.path, 0o777 & ~umask)          # mkdtemp's 0700 is for secrets
@@ -145,6 +161,24 @@ class StagedDirectory:
             self._refuse(f"cannot be created ({exc.strerror or exc}"
                          f"{f': {exc.filename}' if exc.filename else ''})")
         return self
+
+    def _clear_leftovers(self, parent: Path) -> None:
+        """Siblings that a run killed outright (SIGKILL, power loss) left: its staged directory
+        is removed; a previous directory it had moved aside is put back if nothing took its
+        place. Only those of processes that no longer exist (their pid is in the name)."""
+        pattern = re.compile(rf"^\.{re.escape(self.target.name)}\.(tmp|old)-(\d+)-")
+        try:
+            entries = sorted(parent.iterdir())
+        except OSError:
+            return
+        for entry in entries:
+            m = pattern.match(entry.name)
+            if not m or _alive(int(m.group(2))):
+                continue
+            if m.group(1) == "old" and not self.target.exists():
+                os.rename(entry, self.target)
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
 
     def commit(self) -> Path:
         """Publishes the staged directory as the target (replacing an old one as a whole)."""

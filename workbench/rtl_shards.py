@@ -192,11 +192,15 @@ class ShardProcess:
         (workdir / "worker.json").write_text(json.dumps(spec))
         self.t0 = time.perf_counter()
         self._stopped_since = None
-        with open(workdir / "worker.log", "wb") as wlog:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "workbench.rtl_shards", str(workdir / "worker.json")],
-                stdin=subprocess.DEVNULL, stdout=wlog, stderr=subprocess.STDOUT,
-                start_new_session=True)
+        try:
+            with open(workdir / "worker.log", "wb") as wlog:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "workbench.rtl_shards", str(workdir / "worker.json")],
+                    stdin=subprocess.DEVNULL, stdout=wlog, stderr=subprocess.STDOUT,
+                    start_new_session=True)
+        except BaseException:
+            self._scratch.cleanup()
+            raise
 
     def image(self) -> int:
         """The image the shard is at (its index among all the RTL images)."""

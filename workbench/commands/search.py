@@ -100,7 +100,7 @@ def options_from_args(args, argv) -> SearchOptions:
 
 def verify(doc: dict, opts: SearchOptions, images: int) -> int:
     """The compare job on every model of the front: 1 if any path differs."""
-    from workbench.compare import CompareError, Options, run
+    from workbench.compare import CompareError, Options, RtlFailure, run
     worst = 0
     for m in doc["models"]:
         if not (m["on_front"] and m["files"].get("onnx")):
@@ -111,6 +111,8 @@ def verify(doc: dict, opts: SearchOptions, images: int) -> int:
                                        images=images, rtl_images=2,
                                        array=opts.trial["costs"]["array"], out=out,
                                        progress=False))
+        except RtlFailure as exc:              # a tool failure (exit 3), not bad input
+            raise TrialFailed(f"verify {m['name']}: {exc}") from None
         except CompareError as exc:
             raise SearchError(f"verify {m['name']}: {exc}") from None
         fpga, gpu = report["mismatches"]["fpga"], report["mismatches"]["gpu"]

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Map a BNN's layers to the CPU or a GPU configuration (HEP-BNN Algorithm 1 and the
+"""Map a BNN's layers to the CPU or a GPU configuration (HEP-BNN Algorithm 1 and a DP).
 
 The same as `sacbench map`; the code is in workbench/commands/map.py. Run it with
 .venv/bin/python (or in the activated environment) so that the project's packages import."""
 import sys
 
+from workbench.commands.args import run_guarded
 from workbench.commands.map import main
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":          # exit status and one-line errors: workbench/commands/args.py
+    sys.exit(run_guarded("map_bnn", main))

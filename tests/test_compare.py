@@ -2,12 +2,15 @@
 and the HEP-BNN fixture through the golden executor, the GPU kernels (CPU emulation here) and the
 FPGA path (1 image on the RTL under Verilator, the rest on the interpreter) with zero mismatches
 and a well-formed report; a corrupted output is reported with a non-zero exit; bad arguments and
-files give clear errors."""
+files give clear errors; the report directory appears whole or not at all; without a GPU the
+GPU column (mapping and times) is modelled, the same in every run."""
+import errno
 import json
 from pathlib import Path
 
 import pytest
 
+from workbench import report as report_module
 from workbench.commands import compare as compare_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,14 +81,120 @@ def test_corrupted_output_is_a_mismatch(path, tmp_path, capsys):
     (["--model", ZOO / "bnn_digits.onnx", "--clock-mhz", "0"], "--clock-mhz must be positive"),
 ])
 def test_bad_arguments_and_files(args, message, tmp_path, capsys):
-    code, _, _ = run(args, tmp_path)
+    code, _, out = run(args, tmp_path)
     assert code == 2
     assert message in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_argparse_errors(capsys):
-    with pytest.raises(SystemExit) as e:
-        compare_script.main(["--model", "x.onnx", "--sim", "xyz"])
-    assert e.value.code == 2 and "invalid choice: 'xyz'" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        compare_script.main([])
+    assert compare_script.main(["--model", "x.onnx", "--sim", "xyz"]) == 2
+    assert "invalid choice: 'xyz'" in capsys.readouterr().err
+    assert compare_script.main([]) == 2
+    assert "the following arguments are required: --model" in capsys.readouterr().err
+
+
+# quick runs: random images (no data set to load), no RTL
+SMALL = ["--model", ZOO / "sac_digits.onnx", "--data", "random:1", "--images", "2",
+         "--rtl-images", "0"]
+
+
+def test_gpu_column_is_modelled_and_the_same_in_every_run(tmp_path, capsys):
+    """No GPU: the emulation checks the kernels, the mapping and times come from the model, so
+    a second run (here: the GPU path alone) gives the same column."""
+    from gpu_kernels import cuda_available
+    from workbench.compare import Options, load_data, load_model, run_gpu
+    if cuda_available():
+        pytest.skip("a GPU is present: the GPU column is measured")
+    model = ZOO / "bnn_digits.onnx"
+    code, r, out = run(["--model", model, "--data", "random:1", "--images", "3",
+                        "--rtl-images", "0"], tmp_path)
+    assert code == 0 and r["gpu"]["times"] == "modelled" and "modelled" in r["gpu"]["profile"]
+    text = capsys.readouterr().out
+    assert "mapping and times modelled for an H200" in text and "(modelled)" in text
+    md = (out / "report.md").read_text()
+    assert "| | FPGA | GPU (modelled) |" in md and "not from measurements" in md
+    opts = Options(model=model, data="random:1", images=3, progress=False)
+    net = load_model(model)
+    again = json.loads(json.dumps(run_gpu(net, load_data(opts, net)[0], opts).info, default=str))
+    for key in ("impls", "latency_ms_per_batch", "images_per_s", "layer_s", "mapping"):
+        assert r["gpu"][key] == again[key], key
+
+
+# -- the report directory: whole or not at all -----------------------------------------------
+def earlier_report(tmp_path) -> Path:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text('{"old": true}\n')
+    (out / "report.md").write_text("old\n")
+    return out
+
+
+def assert_untouched(tmp_path, out):
+    assert json.loads((out / "report.json").read_text()) == {"old": True}
+    assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]         # no temporary sibling
+
+
+def test_existing_report_is_refused_without_force(tmp_path, capsys):
+    out = earlier_report(tmp_path)
+    code, _, _ = run(SMALL, tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "give --force to replace it as a whole" in err[0]
+    assert_untouched(tmp_path, out)
+
+
+def test_force_replaces_the_report_as_a_whole(tmp_path):
+    out = earlier_report(tmp_path)
+    code, r, _ = run([*SMALL, "--force"], tmp_path)
+    assert code == 0 and r["images"] == 2
+    assert sorted(p.name for p in out.iterdir()) == ["fpga_cycles.png", "layer_times.png",
+                                                      "report.json", "report.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+@pytest.mark.parametrize("fault, code, words", [
+    (KeyboardInterrupt(), 130, "compare_gpu_fpga: interrupted (SIGINT)"),
+    (OSError(errno.ENOSPC, "No space left on device", "layer_times.png"), 3,
+     "compare_gpu_fpga: error: disk full writing layer_times.png; nothing half-written was kept"),
+    (RuntimeError("matplotlib broke"), 3, "compare_gpu_fpga: error: internal error: "
+     "RuntimeError: matplotlib broke (--debug shows the traceback)"),
+])
+def test_a_fault_while_writing_the_report_leaves_the_earlier_one(fault, code, words, tmp_path,
+                                                                 capsys, monkeypatch):
+    """Ctrl-C, a full disk or a crash after report.json is written and before the plots."""
+    def broken(*_):
+        raise fault
+    monkeypatch.setattr(report_module, "write_plots", broken)
+    out = earlier_report(tmp_path)
+    got, _, _ = run([*SMALL, "--force"], tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert got == code and err[-1] == words and "Traceback" not in "".join(err)
+    assert_untouched(tmp_path, out)
+
+
+def test_leftovers_of_a_killed_run_are_cleared(tmp_path):
+    """SIGKILL leaves the staged sibling (and, between the two renames, the previous directory
+    moved aside): the next run removes the one and puts the other back."""
+    from workbench.files import StagedDirectory
+    dead = 2 ** 22 + 1                      # above the largest pid Linux allows: no process
+    staged = tmp_path / f".out.tmp-{dead}-abc"
+    staged.mkdir()
+    (staged / "report.json").write_text("{}")
+    aside = tmp_path / f".out.old-{dead}-abc"
+    aside.mkdir()
+    (aside / "report.json").write_text('{"old": true}\n')
+    with pytest.raises(ValueError, match="give --force"):
+        with StagedDirectory(tmp_path / "out"):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert json.loads((tmp_path / "out" / "report.json").read_text()) == {"old": True}
+
+
+def test_debug_shows_the_traceback_of_an_internal_error(tmp_path, capsys, monkeypatch):
+    def broken(*_):
+        raise RuntimeError("matplotlib broke")
+    monkeypatch.setattr(report_module, "write_plots", broken)
+    assert compare_script.main([*map(str, SMALL), "--out", str(tmp_path / "o"), "--debug"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "matplotlib broke" in err

@@ -2,7 +2,20 @@
 contiguous and in order, and a sharded run, in local processes or as Ray tasks, gives exactly
 the one-process run's results (every layer's output, every instruction's cycles and activity).
 The simulator is the compare job's own build for the zoo SAC model (shared with
-tests/test_compare.py and tb/test_accelerator_tb_wrapper.py)."""
+tests/test_compare.py and tb/test_accelerator_tb_wrapper.py).
+
+Supervision, tested for real on one image of the zoo SAC model: a simulator killed (SIGSEGV),
+stopped (SIGSTOP) or past its wall-clock limit ends the compare job with exit 3 naming the shard
+and the image; SIGINT and SIGTERM of the job end it with 130 and 143. Every time, no process of
+the run stays alive, no temporary file stays behind and an earlier report is left as it was."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -12,6 +25,8 @@ from models.datasets import load_for_network
 from models.onnx import load_network
 from workbench import rtl_shards
 from workbench.commands import compare as compare_cmd
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 def test_shard_bounds_are_contiguous_balanced_and_in_order():
@@ -74,10 +89,149 @@ def test_bad_sharding_options_exit_2_with_one_line(args, message, capsys, tmp_pa
 
 def test_failed_simulator_build_exits_3_and_keeps_the_log(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(rtl_shards, "TOPLEVEL", "no_such_top")
+    out = tmp_path / "out"
     code = compare_cmd.main(["--model", str(zoo.path("sac_digits")), "--images", "1",
-                             "--rtl-images", "1", "--out", str(tmp_path)])
+                             "--rtl-images", "1", "--out", str(out)])
     last = capsys.readouterr().err.strip().splitlines()[-1]      # after the progress bar
     assert code == 3 and last.startswith("compare_gpu_fpga: error: building the verilator "
                                          "simulator of no_such_top failed")
-    assert (tmp_path / "rtl_failure.log").exists() and last.endswith(
-        f"simulator log: {tmp_path / 'rtl_failure.log'}")
+    log = tmp_path / "out.rtl_failure.log"          # next to the report directory, not in it
+    assert log.exists() and last.endswith(f"simulator log: {log}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.rtl_failure.log"]
+
+
+# -- supervision ---------------------------------------------------------------------------------
+def processes() -> dict:
+    """pid -> (parent pid, state, command line) of every process."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{name}/cmdline") as f:
+                cmd = f.read().replace("\0", " ").strip()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        table[int(name)] = (int(fields[1]), fields[0], cmd)
+    return table
+
+
+def descendants(pid: int) -> dict:
+    table, found, todo = processes(), {}, [pid]
+    while todo:
+        p = todo.pop()
+        for child, (parent, state, cmd) in table.items():
+            if parent == p and child not in found:
+                found[child] = cmd
+                todo.append(child)
+    return found
+
+
+def alive(pids) -> list:
+    """Those of `pids` still running (a zombie is not)."""
+    table = processes()
+    return [p for p in pids if p in table and table[p][1] != "Z"]
+
+
+def simulator_of(pid: int) -> int | None:
+    """The simulator a compare job `pid` runs: the child of a shard's worker process."""
+    kids = descendants(pid)
+    workers = [p for p, cmd in kids.items() if "workbench.rtl_shards" in cmd]
+    table = processes()
+    sims = [p for p in kids if table.get(p, (None,))[0] in workers]
+    return sims[0] if sims else None
+
+
+class SignalOnceRunning(threading.Thread):
+    """Sends `sig` to the simulator of process `pid` once it has run a moment; records every
+    process of the run it saw."""
+
+    def __init__(self, pid: int, sig: int, target: str = "simulator"):
+        super().__init__(daemon=True)
+        self.pid, self.sig, self.target = pid, sig, target
+        self.seen, self.sent = {}, False
+
+    def run(self):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            self.seen.update(descendants(self.pid))
+            sim = simulator_of(self.pid)
+            if sim is not None:
+                time.sleep(0.3)                      # mid-run: the simulator has started
+                self.seen.update(descendants(self.pid))
+                os.kill(sim if self.target == "simulator" else self.pid, self.sig)
+                self.sent = True
+                return
+            time.sleep(0.05)
+
+
+def old_report(tmp_path):
+    """An earlier report directory that a failed or interrupted run must leave as it is."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text('{"old": true}\n')
+    return out
+
+
+def assert_left_as_before(tmp_path, out, failure_log: bool):
+    assert json.loads((out / "report.json").read_text()) == {"old": True}
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["out", "out.rtl_failure.log"][:1 + failure_log], left   # no temp siblings
+
+
+SAC_ONE_IMAGE = ["--model", str(zoo.path("sac_digits")), "--images", "1", "--rtl-images", "1",
+                 "--rtl-jobs", "1", "--force"]
+
+
+@pytest.mark.parametrize("sig, words", [
+    (signal.SIGSEGV, "failed at image 0: the simulator was killed by SIGSEGV"),
+    (signal.SIGSTOP, "is stopped (SIGSTOP?) at image 0"),
+])
+def test_killed_or_stopped_simulator_exits_3_naming_shard_and_image(sig, words, monkeypatch,
+                                                                     capsys, tmp_path):
+    monkeypatch.setattr(rtl_shards, "STOPPED_GRACE_S", 1.0)
+    out = old_report(tmp_path)
+    watcher = SignalOnceRunning(os.getpid(), sig)
+    watcher.start()
+    code = compare_cmd.main([*SAC_ONE_IMAGE, "--out", str(out)])
+    watcher.join()
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert watcher.sent and code == 3, last
+    assert "shard 0 (images 0..0)" in last and words in last, last
+    assert not alive(watcher.seen), watcher.seen
+    assert_left_as_before(tmp_path, out, failure_log=True)
+
+
+def test_wall_clock_limit_exits_3_naming_shard_and_image(capsys, tmp_path):
+    out = old_report(tmp_path)
+    before = set(descendants(os.getpid()))
+    code = compare_cmd.main([*SAC_ONE_IMAGE, "--rtl-timeout", "1", "--out", str(out)])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 3 and "shard 0 (images 0..0) did not finish within 1 s" in last, last
+    assert "--rtl-timeout); it was at image 0" in last
+    assert set(descendants(os.getpid())) <= before           # the simulator was ended
+    assert_left_as_before(tmp_path, out, failure_log=True)
+
+
+@pytest.mark.parametrize("sig, code, words", [
+    (signal.SIGTERM, 143, "compare_gpu_fpga: terminated (SIGTERM)"),
+    (signal.SIGINT, 130, "compare_gpu_fpga: interrupted (SIGINT)"),
+])
+def test_sigint_and_sigterm_end_the_simulators_and_leave_no_files(sig, code, words, tmp_path):
+    out = old_report(tmp_path)
+    job = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "compare_gpu_fpga.py"),
+                            *SAC_ONE_IMAGE, "--out", str(out)], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    watcher = SignalOnceRunning(job.pid, sig, target="job")
+    watcher.start()
+    _, err = job.communicate(timeout=300)
+    watcher.join()
+    assert watcher.sent and job.returncode == code, err
+    assert err.strip().splitlines()[-1] == words
+    assert "Traceback" not in err
+    assert not alive(watcher.seen), watcher.seen
+    assert_left_as_before(tmp_path, out, failure_log=False)

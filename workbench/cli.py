@@ -7,13 +7,17 @@
     sacbench search --budgets 20000    co-design search (BSN) over cycles, energy, ...
     sacbench sim MODULE                one RTL module's cocotb bench
 
-`sacbench <command> --help` shows each command's options. Exit status: 0 ok, 1 a path differs
-from the golden model (compare), 2 bad usage or input.
+`sacbench <command> --help` shows each command's options. Exit status (every command): 0 ok;
+1 a path differs from the golden model; 2 bad usage or input, found before any long work; 3 an
+internal or tool failure (one line; `--debug` shows the traceback); 130/143 interrupted by
+SIGINT/SIGTERM (workbench/commands/args.py, README "Exit status").
 """
 from __future__ import annotations
 
 import importlib
 import sys
+
+from workbench.commands.args import EXIT_STATUS, run_guarded
 
 COMMANDS = {
     "demo": "the main job on the embedded default data (make demo)",
@@ -29,7 +33,7 @@ def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: sacbench <command> [options]", "", "commands:"]
     lines += [f"  {name:<{width}}  {what}" for name, what in COMMANDS.items()]
-    lines += ["", "sacbench <command> --help shows the command's options."]
+    lines += ["", "sacbench <command> --help shows the command's options.", "", EXIT_STATUS]
     return "\n".join(lines)
 
 
@@ -42,7 +46,9 @@ def main(argv=None) -> int:
     if name not in COMMANDS:
         print(f"sacbench: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    return int(importlib.import_module(f"workbench.commands.{name}").main(rest) or 0)
+    prog = f"sacbench {name}"
+    return run_guarded(prog, lambda a: importlib.import_module(f"workbench.commands.{name}").main(a),
+                       rest)
 
 
 if __name__ == "__main__":

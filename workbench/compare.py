@@ -4,9 +4,11 @@
 
 * golden: models.golden on all N images (the reference);
 * GPU (BNNs): gpu_kernels with the mapper's per-layer choice, on CuPy when a CUDA device is
-  usable, else on the CPU emulation of the same CUDA source (the report says which). Without a
-  GPU the mapping is chosen among the seven GPU configurations only (emulation timings cannot
-  rank a GPU against the CPU), so what is checked is the CUDA kernels;
+  usable (mapping and times measured), else on the CPU emulation of the same CUDA source (the
+  report says which). Without a GPU the emulation checks the CUDA kernels bit for bit, and the
+  mapping and the GPU times come from a modelled profile (workbench/gpu_model.py: an occupancy
+  model of an H200, labelled "modelled"), never from the emulation's noisy wall times, so the
+  GPU column is the same in every run;
 * FPGA: the network compiled for the SAC array (BNNs lowered onto it, fpga/lowering.py); the
   first n images run on the RTL top under cocotb (tb/rtl_job.py), the rest on the
   instruction-level interpreter (exact cycle model + golden arithmetic). RTL cycles must equal
@@ -16,6 +18,7 @@
 """
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import time
@@ -38,8 +41,12 @@ class CompareError(Exception):
 
 
 class RtlFailure(CompareError):
-    """The RTL simulator could not be built or a simulation failed (its log is kept in the
-    output directory): one line, exit status 3."""
+    """The RTL simulator could not be built, a simulation failed, ran past its wall-clock limit
+    or was stopped: one line, exit status 3; `log` holds the simulator's output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
 
 
 @dataclass
@@ -60,6 +67,8 @@ class Options:
     rtl_jobs: int | None = None         # simulator processes for the RTL images (None: cores)
     address: str | None = None          # Ray cluster for them ("local": start one here)
     progress: bool = True
+    rtl_timeout: float | None = None    # wall-clock seconds per RTL shard (None: from the
+    #                                     cycle model's estimate, workbench/rtl_shards.py)
 
 
 @dataclass
@@ -74,6 +83,8 @@ class PathResult:
 def load_model(path: Path) -> ir.Network:
     from models.onnx.importer import import_onnx
     path = Path(path)
+    if path.is_dir():
+        raise CompareError(f"--model {path} is a directory; give an .onnx file")
     if not path.is_file():
         raise CompareError(f"model file {path} not found")
     try:
@@ -83,11 +94,29 @@ def load_model(path: Path) -> ir.Network:
         raise CompareError(msg if str(path) in msg else f"{path}: {msg}") from None
 
 
+def random_seed(data: str, default: int = 0) -> int | None:
+    """The seed of a `random[:SEED]` data spec, None for any other spec; a malformed one
+    (random:abc, random:-1, randomx) raises CompareError."""
+    if data != "random" and not data.startswith("random:"):
+        if data.startswith("random") and not Path(data).exists():
+            raise CompareError(f"--data {data!r}: random data is 'random' or 'random:SEED'")
+        return None
+    text = data.partition(":")[2]
+    if not text:
+        if ":" in data:
+            raise CompareError("--data random: needs a seed after the colon (random:SEED)")
+        return default
+    if not text.isdigit():
+        raise CompareError(f"--data {data!r}: the seed must be a whole number 0 or more, got "
+                           f"{text!r}")
+    return int(text)
+
+
 def load_data(opts: Options, net: ir.Network):
     """(images [N, ...], labels or None, description)."""
     n = opts.images
-    if opts.data.startswith("random"):
-        seed = int(opts.data.split(":")[1]) if ":" in opts.data else opts.seed
+    seed = random_seed(opts.data, opts.seed)
+    if seed is not None:
         lo, hi = (0, 255) if net.input_kind == "uint8" else (-128, 127)
         rng = np.random.default_rng(seed)
         x = rng.integers(lo, hi + 1, size=(n, *net.input_shape))
@@ -126,10 +155,13 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     from gpu_kernels.profiling import MeasuredProfile
 
     backend = "cupy" if cuda_available() else "emulation"
-    impls = IMPLS if backend == "cupy" else CONFIGS
     batch = min(opts.batch, len(x))
-    profile = MeasuredProfile(backend, 32, repeats=3 if backend == "cupy" else 1,
-                              warmup=2 if backend == "cupy" else 0, impls=impls)
+    if backend == "cupy":
+        impls = IMPLS
+        profile = MeasuredProfile(backend, 32, repeats=3, warmup=2, impls=impls)
+    else:       # emulation wall times cannot rank configurations: a deterministic model does
+        from workbench.gpu_model import ModelledProfile
+        impls, profile = CONFIGS, ModelledProfile(32)
     mapping = map_network(net, [batch], profile, n_images=len(x))
     choice = mapping.dp
     runner = Runner(net, mapping=choice, backend=backend, batch=batch)
@@ -138,15 +170,24 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     n_batches = -(-len(x) // batch)
     info = {
         "backend": res.backend, "device": res.device_name, "batch": batch,
-        "latency_ms_per_batch": 1e3 * res.wall_s / n_batches,
-        "images_per_s": len(x) / res.wall_s if res.wall_s > 0 else None,
-        "wall_s": res.wall_s, "timing": res.timing,
         "energy_uj_per_image": None if meter.joules is None else 1e6 * meter.joules / len(x),
-        "layer_s": res.layer_s, "impls": res.impls,
-        "transfers": [t.__dict__ for t in res.transfers],
+        "impls": res.impls, "profile": mapping.profile.source,
         "mapping": {"algorithm1": mapping.algorithm1.as_dict(), "dp": choice.as_dict(),
                     "candidates": list(impls)},
     }
+    if backend == "cupy":                       # measured on the GPU
+        info.update({
+            "times": "measured", "latency_ms_per_batch": 1e3 * res.wall_s / n_batches,
+            "images_per_s": len(x) / res.wall_s if res.wall_s > 0 else None,
+            "wall_s": res.wall_s, "timing": res.timing, "layer_s": res.layer_s,
+            "transfers": [t.__dict__ for t in res.transfers]})
+    else:                                       # the model's prediction for this mapping
+        info.update({
+            "times": "modelled", "latency_ms_per_batch": 1e3 * choice.total_s / n_batches,
+            "images_per_s": len(x) / choice.total_s if choice.total_s > 0 else None,
+            "wall_s": choice.total_s, "timing": "modelled (workbench/gpu_model.py)",
+            "layer_s": list(choice.layer_s), "transfers": choice.transfers,
+            "emulation_wall_s": res.wall_s})
     return PathResult({i: o for i, o in enumerate(res.outputs)}, info)
 
 
@@ -160,11 +201,10 @@ def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) ->
     workdir = workdir.resolve()          # the simulators run in directories of their own
     jobs = opts.rtl_jobs or rtl_shards.default_jobs()
     try:
-        run = rtl_shards.run(prog, images, opts.sim, jobs, workdir, opts.address, opts.progress)
+        run = rtl_shards.run(prog, images, opts.sim, jobs, workdir, opts.address, opts.progress,
+                             opts.rtl_timeout)
     except rtl_shards.ShardError as exc:
-        log = opts.out / "rtl_failure.log"
-        log.write_text(exc.log)
-        raise RtlFailure(f"{exc}; simulator log: {log}") from None
+        raise RtlFailure(str(exc), exc.log) from None
     results = run["results"]
     cycles = [sum(sum(c) for c, _ in r["segments"]) for r in results]
     total = sum(cycles)
@@ -280,8 +320,8 @@ def accuracy(scores, labels) -> float | None:
     return float((pred == labels).mean())
 
 
-def run(opts: Options) -> tuple[dict, int]:
-    """Run every path; returns (report, exit code: 0 all equal, 1 a mismatch)."""
+def check_options(opts: Options) -> None:
+    """Every option that can be checked before any work; raises CompareError (one line)."""
     if opts.images < 1:
         raise CompareError("--images must be at least 1")
     if opts.rtl_images < 0:
@@ -292,11 +332,29 @@ def run(opts: Options) -> tuple[dict, int]:
         raise CompareError("--address must name a Ray cluster (host:port, auto) or be local")
     if opts.sim not in ("verilator", "icarus"):
         raise CompareError(f"--sim must be verilator or icarus, got {opts.sim!r}")
-    if opts.clock_mhz <= 0:
-        raise CompareError("--clock-mhz must be positive")
+    if not (math.isfinite(opts.clock_mhz) and 0 < opts.clock_mhz <= MAX_CLOCK_MHZ):
+        raise CompareError(f"--clock-mhz must be positive and at most {MAX_CLOCK_MHZ:,} "
+                           f"(MHz), got {opts.clock_mhz}")
     if opts.batch < 1:
         raise CompareError("--batch must be at least 1")
+    if opts.rtl_timeout is not None and not (math.isfinite(opts.rtl_timeout)
+                                             and opts.rtl_timeout > 0):
+        raise CompareError(f"--rtl-timeout must be a positive number of seconds, got "
+                           f"{opts.rtl_timeout}")
     _parse_array(opts.array)
+    random_seed(opts.data, opts.seed)
+    if not opts.data.strip():
+        raise CompareError("--data is empty; give digits, a dataset path or random[:SEED]")
+
+
+MAX_CLOCK_MHZ = 100_000         # a clock in MHz beyond any FPGA (catches 1e308 and typos)
+
+
+def run(opts: Options) -> tuple[dict, int]:
+    """Run every path; returns (report, exit code: 0 all equal, 1 a mismatch). Writes
+    opts.out/outputs/*.npy with save_outputs, and the RTL's scratch files in a temporary
+    directory under opts.out (removed at the end, however it ends)."""
+    check_options(opts)
     net = load_model(opts.model)
     x, labels, data_desc = load_data(opts, net)
     opts.out.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.files import json_default
+
 
 def _pct(v) -> str:
     return "n/a" if v is None else f"{100 * v:.2f}%"
@@ -51,13 +53,29 @@ def summary_lines(r: dict) -> list:
         f"{f['activity_per_image']:,.0f} active cell ops/image"
         + ("" if not rtl.get("images") else
            f"; RTL cycles {'equal' if rtl.get('cycles_match_model') else 'DIFFER FROM'} the cycle model"),
-        (f"GPU ({r['gpu_backend']}): batch {g['batch']}, {g['latency_ms_per_batch']:.3f} ms/batch, "
-         f"{_num(g['images_per_s'], '{:,.0f}')} images/s, energy "
-         f"{_num(g['energy_uj_per_image'], '{:.3f} uJ/image')}"
-         + (" (emulation timings, not a GPU)" if r["gpu_backend"] == "emulation" else ""))
+        (f"GPU ({_gpu_where(r)}): batch {g['batch']}, {g['latency_ms_per_batch']:.3f} ms/batch, "
+         f"{_num(g['images_per_s'], '{:,.0f}')} images/s{_modelled(r)}, energy "
+         f"{_num(g['energy_uj_per_image'], '{:.3f} uJ/image')}")
         if gpu_ran else f"GPU path: not run ({_gpu_note(r)})",
     ]
     return lines
+
+
+def _gpu_times(r: dict) -> str:
+    """"measured" (CuPy on a GPU) or "modelled" (no GPU: workbench/gpu_model.py)."""
+    return r["gpu"].get("times", "measured")
+
+
+def _modelled(r: dict) -> str:
+    return " (modelled)" if _gpu_times(r) == "modelled" else ""
+
+
+def _gpu_where(r: dict) -> str:
+    if _gpu_times(r) == "modelled":
+        return ("no GPU here: kernels checked in the CPU emulation, mapping and times modelled "
+                "for an H200")
+    device = r["gpu"].get("device")
+    return f"{r['gpu_backend']}{f', {device}' if device else ''}, measured"
 
 
 def _gpu_ran(r: dict) -> bool:
@@ -70,7 +88,7 @@ def _gpu_note(r: dict) -> str:
 
 def write_markdown(r: dict, path: Path, plots: list) -> None:
     f, g = r["fpga"], r["gpu"]
-    gpu = (f"- GPU backend: {r['gpu_backend']}" if _gpu_ran(r)
+    gpu = (f"- GPU path: {_gpu_where(r)}" if _gpu_ran(r)
            else f"- GPU path: not run ({_gpu_note(r)})")
     lines = [f"# Compare report: {r['network']}", "",
              f"- model: `{r['model']}`", f"- data: {r['data']}, {r['images']} images "
@@ -87,7 +105,7 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
               "## Accuracy", "", "| golden | GPU | FPGA |", "| --- | --- | --- |",
               f"| {_pct(acc['golden'])} | {_pct(acc['gpu']) if _gpu_ran(r) else 'not run'} | "
               f"{_pct(acc['fpga'])} |", "",
-              "## Cost", "", "| | FPGA | GPU |", "| --- | --- | --- |"]
+              "## Cost", "", f"| | FPGA | GPU{_modelled(r)} |", "| --- | --- | --- |"]
     gpu_cols = ([f"{_num(g.get('latency_ms_per_batch'))} ms per batch of {g['batch']}",
                  f"{_num(g.get('images_per_s'), '{:,.0f}')} images/s",
                  _num(g.get('energy_uj_per_image'), '{:.3f} uJ/image')] if _gpu_ran(r)
@@ -97,8 +115,11 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
               f"| throughput | {f['images_per_s']:,.0f} images/s | {gpu_cols[1]} |",
               f"| energy | {f['energy_uj_per_image']:.3f} uJ/image (op-energy model, "
               f"docs/energy.md) | {gpu_cols[2]} |", ""]
-    if r["gpu_backend"] == "emulation":
-        lines += ["GPU times are CPU-emulation times of the CUDA kernels (no GPU on this machine).", ""]
+    if _gpu_ran(r) and _gpu_times(r) == "modelled":
+        lines += [f"No GPU on this machine: the CUDA kernels ran in the CPU emulation (that is "
+                  f"what the mismatch column checks); the mapping and the GPU times come from "
+                  f"a model ({g.get('profile', 'workbench/gpu_model.py')}), the same in every "
+                  f"run, not from measurements.", ""]
     lines += ["## FPGA cycles per layer", "",
               "| layer | tiles (N x K) | weight loads | matmuls |", "| --- | --- | --- | --- |"]
     for lay in f["layers"]:
@@ -130,8 +151,9 @@ def write_plots(r: dict, out: Path) -> list:
               (f"FPGA array (cycle model, {f['clock_mhz']:g} MHz)", array_s, 1, "tab:orange"),
               ("FPGA host layers (measured)", host_s, 1, "tab:brown")]
     if g.get("layer_s"):
-        series.append((f"GPU ({r['gpu_backend']}, measured)", np.array(g["layer_s"]) / n, 2,
-                       "tab:green"))
+        how = ("modelled, H200" if _gpu_times(r) == "modelled"
+               else f"{r['gpu_backend']}, measured")
+        series.append((f"GPU ({how})", np.array(g["layer_s"]) / n, 2, "tab:green"))
     slots = 1 + max(s[2] for s in series)
     fig, ax = plt.subplots(figsize=(3.5 + 1.05 * len(names), 5))
     width = 0.8 / slots
@@ -190,18 +212,12 @@ def _op_label(lay: dict, mapping: list) -> str:
 
 
 def write_all(r: dict, out: Path) -> list:
+    """report.json, the plots and report.md in `out` (the compare command's staged directory:
+    they appear at --out together, or not at all). A value JSON cannot hold (nan, inf) is an
+    error here, never an invalid report.json."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(r, indent=2, default=_json_default))
+    text = json.dumps(r, indent=2, default=json_default, allow_nan=False)
+    (out / "report.json").write_text(text + "\n")
     plots = write_plots(r, out)
     write_markdown(r, out / "report.md", plots)
     return [out / "report.json", out / "report.md"] + plots
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)

@@ -10,18 +10,23 @@ the same path on every node, where each node builds the simulator once).
 """
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import re
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:               # the worker process (`python -m`) imports no more than it needs
+    import numpy as np
 
-from fpga.compiler import Program
+    from fpga.compiler import Program
 
 TOPLEVEL = "accelerator_tb_wrapper"
 
@@ -99,40 +104,218 @@ def scratch_dir() -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix="rtl_shard_", dir=RAM_DISK if ram else None)
 
 
-def run_shard(prog: Program, images: np.ndarray, sim: str, bdir: Path, workdir: Path,
-              label: str = "shard") -> dict:
-    """Run `images` through `prog` in one simulator process; returns rtl_job's output.
-    `workdir` keeps the job, the results and the simulator's log."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    with scratch_dir() as run_dir:
-        return _run_shard(prog, images, sim, bdir, workdir, Path(run_dir), label)
+# -- supervision: the wall-clock limit of a shard and a stopped simulator ----------------------
+START_S = 300.0            # allowance for a simulator's start-up on a loaded machine
+TIMEOUT_FACTOR = 10        # times the estimate (estimate_s) of the shard's images
+STOPPED_GRACE_S = 10.0     # a simulator stopped (SIGSTOP) this long fails its shard
+POLL_S = 0.25
 
 
-def _run_shard(prog, images, sim, bdir, workdir: Path, run_dir: Path, label: str) -> dict:
-    from tb.sim import failures, test
+def shard_timeout_s(prog: Program, sim: str, images: int) -> float:
+    """The default wall-clock limit of a shard of `images` images: generous (a hang guard,
+    not a speed check): START_S plus TIMEOUT_FACTOR times the estimate."""
+    return START_S + TIMEOUT_FACTOR * estimate_s(prog, sim, images, 1)
 
-    job, out, log = workdir / "rtl_job.pkl", workdir / "rtl_out.pkl", workdir / "sim.log"
-    with open(job, "wb") as f:
-        pickle.dump({"program": prog, "images": images}, f)
-    env = {"RTL_JOB": str(job), "RTL_OUT": str(out), "RTL_PROGRESS": str(workdir / "progress"),
-           **({"RTL_PROFILE": os.environ["RTL_PROFILE"]} if os.environ.get("RTL_PROFILE") else {}),
-           "COCOTB_LOG_LEVEL": "WARNING",
-           # one thread for the little numpy work of a shard: N shards share the cores
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    t0 = time.perf_counter()
+
+def _group_states(pgid: int) -> list[str]:
+    """Scheduler states (R, S, T, Z, ...) of the processes in process group `pgid`."""
+    states = []
     try:
-        results = test(TOPLEVEL, "rtl_job", sim, bdir, prog.config.hdl_parameters(),
-                       extra_env=env, waves=False, test_dir=run_dir, log_file=log)
+        names = os.listdir("/proc")
+    except OSError:
+        return states
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()      # state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid):
+            states.append(fields[0])
+    return states
+
+
+_EXCEPTION_LINE = re.compile(r"(?:[\w.]+\.)?(\w*(?:Error|Exception|Timeout|Failure)): (.+)$")
+
+
+def _error_line(log: str) -> str:
+    """The line of a simulator log that says what went wrong: the last exception the cocotb
+    test raised (the watchdog's RunTimeout names the instruction), as `Type: message`."""
+    found = ""
+    for line in log.splitlines():
+        m = _EXCEPTION_LINE.search(line.strip())
+        if m:
+            found = f"{m.group(1)}: {m.group(2).strip()}"
+    return found
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"
+
+
+class ShardProcess:
+    """One shard's simulation, supervised. tb.sim.test runs in a child Python process that
+    starts a process group of its own (this module's `__main__`), so the simulator it starts
+    belongs to that group and is ended with it: on a failure, a timeout, a stop, Ctrl-C or
+    SIGTERM of the compare job (:meth:`kill`, from a `finally`). The child ends the group
+    itself if this process dies first."""
+
+    def __init__(self, prog: Program, images: np.ndarray, sim: str, bdir: Path, workdir: Path,
+                 label: str, first_image: int = 0, timeout_s: float | None = None):
+        self.sim, self.label, self.first = sim, label, first_image
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.timeout_s = (shard_timeout_s(prog, sim, len(images)) if timeout_s is None
+                          else timeout_s)
+        self._scratch = scratch_dir()
+        self.job, self.out = workdir / "rtl_job.pkl", workdir / "rtl_out.pkl"
+        self.log, self.error_file = workdir / "sim.log", workdir / "worker_error.txt"
+        with open(self.job, "wb") as f:
+            pickle.dump({"program": prog, "images": images}, f)
+        env = {"RTL_JOB": str(self.job), "RTL_OUT": str(self.out),
+               "RTL_PROGRESS": str(workdir / "progress"),
+               **({"RTL_PROFILE": os.environ["RTL_PROFILE"]} if os.environ.get("RTL_PROFILE")
+                  else {}),
+               "COCOTB_LOG_LEVEL": "WARNING",
+               # one thread for the little numpy work of a shard: N shards share the cores
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        spec = {"toplevel": TOPLEVEL, "sim": sim, "bdir": str(bdir),
+                "parameters": prog.config.hdl_parameters(), "env": env,
+                "run_dir": self._scratch.name, "log": str(self.log),
+                "error_file": str(self.error_file)}
+        (workdir / "worker.json").write_text(json.dumps(spec))
+        self.t0 = time.perf_counter()
+        self._stopped_since = None
+        try:
+            with open(workdir / "worker.log", "wb") as wlog:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "workbench.rtl_shards", str(workdir / "worker.json")],
+                    stdin=subprocess.DEVNULL, stdout=wlog, stderr=subprocess.STDOUT,
+                    start_new_session=True)
+        except BaseException:
+            self._scratch.cleanup()
+            raise
+
+    def image(self) -> int:
+        """The image the shard is at (its index among all the RTL images)."""
+        return self.first + int(_progress_of(self.workdir))
+
+    def _fail(self, why: str) -> None:
+        self.kill()
+        raise ShardError(why, _log_text(self.log))
+
+    def poll(self) -> bool:
+        """True once the shard has finished; raises ShardError (after ending its processes)
+        when it failed, ran past its wall-clock limit or stays stopped."""
+        code = self.proc.poll()
+        if code is not None:
+            self.kill()                        # anything of its group still alive
+            if code == 0 and self.out.exists():
+                return True
+            log = _log_text(self.log)
+            worker = self.error_file.read_text().strip() if self.error_file.exists() else ""
+            detail = worker if "killed by" in worker else (_error_line(log) or worker)
+            if code < 0:
+                detail = f"its process was killed by {_signal_name(-code)}"
+            raise ShardError(f"RTL simulation ({self.sim}) of {self.label} failed at image "
+                             f"{self.image()}" + (f": {detail}" if detail else ""), log)
+        now = time.perf_counter()
+        if now - self.t0 > self.timeout_s:
+            self._fail(f"RTL simulation ({self.sim}) of {self.label} did not finish within "
+                       f"{self.timeout_s:,.0f} s (the wall-clock limit, --rtl-timeout); it was "
+                       f"at image {self.image()}")
+        if "T" in _group_states(self.proc.pid):
+            self._stopped_since = self._stopped_since or now
+            if now - self._stopped_since > STOPPED_GRACE_S:
+                self._fail(f"the {self.sim} simulator of {self.label} is stopped (SIGSTOP?) "
+                           f"at image {self.image()} and did not continue within "
+                           f"{STOPPED_GRACE_S:.0f} s")
+        else:
+            self._stopped_since = None
+        return False
+
+    def result(self) -> dict:
+        with open(self.out, "rb") as f:
+            res = pickle.load(f)
+        res["process_s"] = time.perf_counter() - self.t0
+        return res
+
+    def kill(self) -> None:
+        """Ends the shard's process group (worker and simulator, stopped ones too) and removes
+        its scratch directory."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self._scratch.cleanup()
+
+
+def supervise(shards: list, bar=None, total: int | None = None) -> list[dict]:
+    """Waits for every ShardProcess; returns their results in order. Whatever ends the wait
+    (a failed shard, Ctrl-C, SIGTERM) ends every shard's processes first."""
+    try:
+        pending = list(shards)
+        while pending:
+            time.sleep(POLL_S)
+            pending = [sh for sh in pending if not sh.poll()]
+            done = round(sum(_progress_of(sh.workdir) for sh in shards), 2)
+            if bar is not None and done != bar.n:
+                bar.n = done
+                bar.refresh()
+        return [sh.result() for sh in shards]
+    finally:
+        for sh in shards:
+            sh.kill()
+
+
+def run_shard(prog: Program, images: np.ndarray, sim: str, bdir: Path, workdir: Path,
+              label: str = "shard", timeout_s: float | None = None) -> dict:
+    """Run `images` through `prog` in one supervised simulator process; returns rtl_job's
+    output. `workdir` keeps the job, the results and the simulator's log."""
+    return supervise([ShardProcess(prog, images, sim, bdir, workdir, label,
+                                   timeout_s=timeout_s)])[0]
+
+
+def _worker(spec_path: str) -> int:
+    """The child process of a ShardProcess: runs the cocotb job on the simulator. Leader of
+    its own process group; ends the group if the supervising process goes away."""
+    spec = json.loads(Path(spec_path).read_text())
+    parent = os.getppid()
+
+    def orphaned():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=orphaned, daemon=True).start()
+    from tb.sim import failures, test
+    try:
+        results = test(spec["toplevel"], "rtl_job", spec["sim"], Path(spec["bdir"]),
+                       spec["parameters"], extra_env=spec["env"], waves=False,
+                       test_dir=Path(spec["run_dir"]), log_file=Path(spec["log"]))
         tests, failed = failures(results)
-        ok = tests >= 1 and not failed and out.exists()
-    except (SystemExit, Exception):       # a failed cocotb run ends the runner this way
-        ok = False
-    if not ok:
-        raise ShardError(f"RTL simulation ({sim}) of {label} failed", _log_text(log))
-    with open(out, "rb") as f:
-        res = pickle.load(f)
-    res["process_s"] = time.perf_counter() - t0
-    return res
+        if tests >= 1 and not failed:
+            return 0
+        why = f"{failed} of {tests} cocotb test(s) failed"
+    except SystemExit as exc:            # the runner exits with the simulator's status
+        code = exc.code if isinstance(exc.code, int) else 1
+        why = (f"the simulator was killed by {_signal_name(-code)}" if code < 0 else
+               f"the simulator exited with status {code}")
+    except Exception as exc:   # noqa: BLE001 - reported to the supervisor in one line
+        why = " ".join(str(exc).split())
+        m = re.search(r"return code: (-?\d+)", why)
+        if m and int(m.group(1)) < 0:
+            why = f"the simulator was killed by {_signal_name(-int(m.group(1)))}"
+    Path(spec["error_file"]).write_text(why + "\n")
+    return 1
 
 
 def _duration(s: float) -> str:
@@ -152,47 +335,38 @@ def _progress_of(workdir: Path) -> float:
 
 
 def run_local(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
-              bar=None) -> list[dict]:
-    """Shards as local simulator processes, at most `jobs` at once."""
+              bar=None, timeout_s: float | None = None) -> list[dict]:
+    """Shards as local simulator processes, all at once (min(jobs, images) of them),
+    supervised together."""
     workdir.mkdir(parents=True, exist_ok=True)
     bdir = build(prog, sim, workdir / "build.log")
-    bounds = shard_bounds(len(images), jobs)
-    dirs = [workdir / f"shard{k}" for k in range(len(bounds))]
-    done = threading.Event()
-
-    def poll():
-        while not done.wait(0.5):
-            if bar is not None:
-                bar.n = round(sum(_progress_of(d) for d in dirs), 2)
-                bar.refresh()
-
-    watcher = threading.Thread(target=poll, daemon=True)
-    watcher.start()
+    shards = []
     try:
-        with ThreadPoolExecutor(len(bounds)) as pool:
-            futures = [pool.submit(run_shard, prog, images[lo:hi], sim, bdir, d,
-                                   f"shard {k} (images {lo}..{hi - 1})")
-                       for k, ((lo, hi), d) in enumerate(zip(bounds, dirs))]
-            shards = [f.result() for f in futures]
-    finally:
-        done.set()
-        watcher.join()
+        for k, (lo, hi) in enumerate(shard_bounds(len(images), jobs)):
+            shards.append(ShardProcess(prog, images[lo:hi], sim, bdir, workdir / f"shard{k}",
+                                       f"shard {k} (images {lo}..{hi - 1})", lo, timeout_s))
+    except BaseException:
+        for sh in shards:
+            sh.kill()
+        raise
+    results = supervise(shards, bar)
     if bar is not None:
         bar.n = len(images)
         bar.refresh()
-    return shards
+    return results
 
 
-def _ray_shard(prog: Program, images: np.ndarray, sim: str, label: str) -> dict:
+def _ray_shard(prog: Program, images: np.ndarray, sim: str, label: str,
+               timeout_s: float | None = None) -> dict:
     """One shard as a Ray task: builds the simulator on its node if needed (cached, locked),
-    runs in a temporary directory there, returns the results."""
+    runs it supervised in a temporary directory there, returns the results."""
     with scratch_dir() as tmp:
         bdir = build(prog, sim, Path(tmp) / "build.log")
-        return run_shard(prog, images, sim, bdir, Path(tmp) / "run", label)
+        return run_shard(prog, images, sim, bdir, Path(tmp) / "run", label, timeout_s)
 
 
 def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str,
-            workdir: Path, bar=None) -> tuple[list[dict], float]:
+            workdir: Path, bar=None, timeout_s: float | None = None) -> tuple[list[dict], float]:
     """Shards as Ray tasks (one CPU each) on the cluster at `address` ("local": a Ray
     instance started here with `jobs` CPUs); returns the shards' results and the seconds
     spent connecting to (or starting) the cluster."""
@@ -215,7 +389,8 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
     try:
         task = ray.remote(num_cpus=1)(_ray_shard)
         bounds = shard_bounds(len(images), jobs)
-        refs = [task.remote(prog, images[lo:hi], sim, f"shard {k} (images {lo}..{hi - 1})")
+        refs = [task.remote(prog, images[lo:hi], sim, f"shard {k} (images {lo}..{hi - 1})",
+                            timeout_s)
                 for k, (lo, hi) in enumerate(bounds)]
         pending = list(refs)
         while pending:
@@ -235,7 +410,8 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
 
 
 def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
-        address: str | None = None, progress: bool = True) -> dict:
+        address: str | None = None, progress: bool = True,
+        timeout_s: float | None = None) -> dict:
     """Run `images` on the RTL in shards; returns {"results": per image in order, "shards":
     per shard {images, load_s, job_s, sim_s, process_s, ...}, "wall_s": the whole run with
     process start-ups and the build check, "jobs": shards run, "connect_s": of wall_s, the
@@ -253,9 +429,10 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
     t0, connect_s = time.perf_counter(), 0.0
     try:
         if address:
-            shards, connect_s = run_ray(prog, images, sim, jobs, address, workdir, bar)
+            shards, connect_s = run_ray(prog, images, sim, jobs, address, workdir, bar,
+                                        timeout_s)
         else:
-            shards = run_local(prog, images, sim, jobs, workdir, bar)
+            shards = run_local(prog, images, sim, jobs, workdir, bar, timeout_s)
     finally:
         bar.close()
     wall = time.perf_counter() - t0
@@ -267,3 +444,7 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
                         "sim_s": sh["sim_s"], "process_s": sh["process_s"],
                         "bulk_load_s": sh["bulk_load_s"], "bulk_read_s": sh["bulk_read_s"]}
                        for sh in shards]}
+
+
+if __name__ == "__main__":          # the worker of a ShardProcess
+    sys.exit(_worker(sys.argv[1]))

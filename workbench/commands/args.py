@@ -1,28 +1,206 @@
-"""The commands' argument parser: argparse, but a usage error is one line (the command, the
-flag and what is wrong, then where to look) and exit status 2, like every other bad input."""
+"""What every command shares: the argument parser, the exit-status contract and the wrapper that
+keeps it.
+
+Exit status of every command (README "Exit status"):
+  0  ok
+  1  a path differs from the golden model (compare, search --verify, demo)
+  2  bad usage or bad input (a flag, a file, a model, data, an output path), found before any
+     long work starts
+  3  an internal or tool failure (a simulator crashed, hung or timed out, a compiler failed,
+     the disk is full, a bug): one line; the traceback with --debug
+  130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM; nothing half-written is left behind
+
+A usage error is one line (the command, the flag and what is wrong, then where to look); so is
+every other error. :func:`guarded` turns anything a command lets escape into that contract.
+"""
 from __future__ import annotations
 
 import argparse
+import errno
+import functools
+import math
+import signal
 import sys
+import threading
+import traceback
+
+OK, MISMATCH, BAD_INPUT, FAILURE = 0, 1, 2, 3
+INTERRUPTED = {signal.SIGINT: 128 + signal.SIGINT, signal.SIGTERM: 128 + signal.SIGTERM}
+
+EXIT_STATUS = """\
+exit status: 0 ok; 1 a path differs from the golden model; 2 bad usage or input (found
+before any long work); 3 an internal or tool failure (simulator, compiler, disk full; --debug
+shows the traceback); 130/143 interrupted by SIGINT/SIGTERM. Errors are one line."""
+
+
+class BadInput(Exception):
+    """Bad usage or input found by a command (exit status 2): the message is the one line."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that clean-ups run as for Ctrl-C."""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Descriptions and epilogs as written; every option's default shown (unless it is None or
+    suppressed)."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+_contract_shown = False
 
 
 class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the project's conventions: a usage error is one line and exit status 2;
+    `--debug` is accepted (the wrapper reads it); the epilog ends with the exit-status
+    contract."""
+
+    def __init__(self, *args, **kwargs):
+        epilog = kwargs.get("epilog")
+        kwargs["epilog"] = f"{epilog.rstrip()}\n\n{EXIT_STATUS}" if epilog else EXIT_STATUS
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.add_argument("--debug", action="store_true",
+                          help="on an internal error, print the Python traceback")
+
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def print_help(self, file=None):
+        global _contract_shown
+        _contract_shown = True
+        super().print_help(file)
 
 
-def finite_float(flag: str):
-    """An argparse type: a finite number (refuses nan and inf, which float() accepts)."""
+# -- argparse types: checked at parse time, before any work -------------------------------------
+def finite_float(flag: str, positive: bool = False, at_most: float | None = None):
+    """An argparse type: a finite number (refuses nan and inf, which float() accepts);
+    optionally > 0 and <= `at_most`."""
     def parse(text: str) -> float:
         try:
             v = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} must be a number, got {text!r}") from None
-        if v != v or v in (float("inf"), float("-inf")):
+        if not math.isfinite(v):
             raise argparse.ArgumentTypeError(f"{flag} must be a finite number, got {text!r}")
+        if positive and v <= 0:
+            raise argparse.ArgumentTypeError(f"{flag} must be positive, got {text!r}")
+        if at_most is not None and v > at_most:
+            raise argparse.ArgumentTypeError(f"{flag} must be at most {at_most:g}, got {text!r}")
+        return v
+    return parse
+
+
+def int_at_least(flag: str, low: int):
+    """An argparse type: a whole number >= low."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got {text!r}") \
+                from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{flag} must be at least {low}, got {v}")
         return v
     return parse
 
 
 def print_error(prog: str, message: str) -> None:
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
+
+
+def one_line(message: str, limit: int = 600) -> str:
+    """A message on one line (an exception's text can hold several), at most `limit` chars."""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# -- the wrapper --------------------------------------------------------------------------------
+_depth = 0          # guarded commands running (demo runs compare: only the outer one maps)
+
+
+def _split_debug(argv: list) -> tuple[list, bool]:
+    """Removes --debug (before a `--`, after which options belong to another tool)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    head = [a for a in argv[:end] if a != "--debug"]
+    return head + argv[end:], len(head) != end
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def run_guarded(prog: str, main, argv=None) -> int:
+    """Runs `main(argv)` under the exit-status contract: its return value (0 when None); an
+    argparse exit keeps its status; BadInput -> 2; Ctrl-C -> 130 and SIGTERM -> 143 after the
+    clean-ups of the code it interrupted; OSError ENOSPC -> 3 "disk full"; anything else -> 3
+    with one line naming the exception (the traceback with --debug or SACBENCH_DEBUG=1)."""
+    global _depth, _contract_shown
+    argv, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
+    if _depth:                                    # inside another guarded command
+        return int(main(argv) or 0)
+    import os
+    debug = debug or os.environ.get("SACBENCH_DEBUG", "") not in ("", "0")
+    in_main = threading.current_thread() is threading.main_thread()
+    # every parser of the command, ours or plain argparse: a usage error is one line
+    plain_error = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = ArgumentParser.error
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main else None
+    if previous is None:                          # a handler installed outside Python
+        previous = signal.SIG_DFL
+    _depth, _contract_shown = 1, False
+    try:
+        try:
+            return int(main(argv) or 0)
+        except SystemExit as exc:                 # argparse: --help (0) or a usage error (2)
+            if exc.code in (0, None) and not _contract_shown and (
+                    "-h" in argv or "--help" in argv):
+                print(f"\n{EXIT_STATUS}")
+            if exc.code is None or isinstance(exc.code, int):
+                return int(exc.code or 0)
+            print(f"{prog}: error: {one_line(exc.code)}", file=sys.stderr)
+            return BAD_INPUT
+    except BadInput as exc:
+        print_error(prog, str(exc))
+        return BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted (SIGINT)", file=sys.stderr)
+        return INTERRUPTED[signal.SIGINT]
+    except Terminated:
+        print(f"{prog}: terminated (SIGTERM)", file=sys.stderr)
+        return INTERRUPTED[signal.SIGTERM]
+    except OSError as exc:
+        if debug:
+            traceback.print_exc()
+        if exc.errno == errno.ENOSPC:
+            print_error(prog, f"disk full{f' writing {exc.filename}' if exc.filename else ''}; "
+                              f"nothing half-written was kept")
+        else:
+            print_error(prog, f"{exc}" + ("" if debug else " (--debug shows the traceback)"))
+        return FAILURE
+    except Exception as exc:     # noqa: BLE001 - the contract: one line, exit 3
+        if debug:
+            traceback.print_exc()
+        print_error(prog, f"internal error: {type(exc).__name__}: {exc}"
+                          + ("" if debug else " (--debug shows the traceback)"))
+        return FAILURE
+    finally:
+        _depth = 0
+        argparse.ArgumentParser.error = plain_error
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def guarded(prog: str):
+    """Decorator: `main(argv=None) -> int` under :func:`run_guarded`."""
+    def wrap(main):
+        @functools.wraps(main)
+        def entry(argv=None) -> int:
+            return run_guarded(prog, main, argv)
+        entry.unguarded = main
+        return entry
+    return wrap

@@ -1,10 +1,13 @@
 """One model through every path: golden executor, GPU kernels, FPGA (RTL + cycle model).
 
-Reports agreement layer by layer, accuracy, cycles, latency and energy; writes DIR/report.json,
-DIR/report.md and PNG plots. Exit status: 0 when every path equals the golden model, 1 on any
-mismatch, 2 on bad arguments or inputs, 3 when the RTL simulator could not be built or a
-simulation failed (its log is kept as DIR/rtl_failure.log). See README ("Your own model and
-data").
+Reports agreement layer by layer, accuracy, cycles, latency and energy in DIR (--out):
+report.json, report.md, PNG plots and, with --save-outputs, outputs/*.npy. DIR is written as a
+whole: into a temporary sibling, renamed into place at the end, so an interrupted or failed run
+leaves an earlier report as it was and nothing else. An existing DIR with files in it is
+replaced only with --force. If the RTL simulator cannot be built, a simulation fails, runs past
+its wall-clock limit (--rtl-timeout) or is stopped, the run ends with one line and exit status 3,
+and the simulator's log is kept next to DIR as DIR.rtl_failure.log. See README ("Your own model
+and data", "Exit status").
 """
 import argparse
 import os
@@ -13,47 +16,106 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # before torch or the CPU kernels load
 
-from workbench.compare import CompareError, Options, RtlFailure, run  # noqa: E402
-from workbench.report import summary_lines, write_all  # noqa: E402
+from workbench.commands.args import (  # noqa: E402
+    ArgumentParser,
+    finite_float,
+    guarded,
+    int_at_least,
+    print_error,
+)
+from workbench.compare import (  # noqa: E402
+    MAX_CLOCK_MHZ,
+    CompareError,
+    Options,
+    RtlFailure,
+    check_options,
+    run,
+)
+from workbench.files import OutputPathError, StagedDirectory, write_text_atomic  # noqa: E402
+
+PROG = "compare_gpu_fpga"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="compare_gpu_fpga", description=__doc__.splitlines()[0])
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                        epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--model", required=True, type=Path, help="ONNX file (BNN or SAC CNN)")
     ap.add_argument("--data", default="digits",
-                    help="digits (embedded default), a dataset path (MNIST/Fashion-MNIST IDX, "
+                    help="digits (embedded), a dataset path (MNIST/Fashion-MNIST IDX, "
                          "CIFAR-10 batches, HEP-BNN CSV), or random[:SEED]")
-    ap.add_argument("--images", type=int, default=100, help="images through golden/GPU/FPGA model")
-    ap.add_argument("--rtl-images", type=int, default=2, help="of those, how many through the RTL")
-    ap.add_argument("--rtl-jobs", type=int, default=None, metavar="N",
+    ap.add_argument("--images", type=int_at_least("--images", 1), default=100,
+                    help="images through golden/GPU/FPGA model")
+    ap.add_argument("--rtl-images", type=int_at_least("--rtl-images", 0), default=2,
+                    help="of those, how many through the RTL")
+    ap.add_argument("--rtl-jobs", type=int_at_least("--rtl-jobs", 1), default=None, metavar="N",
                     help="simulator processes the RTL images are sharded over (default: the "
                          "number of cores); results are merged in image order")
+    ap.add_argument("--rtl-timeout", type=finite_float("--rtl-timeout", positive=True),
+                    default=None, metavar="SECONDS",
+                    help="wall-clock limit of one RTL shard (default: 5 min plus 10 times the "
+                         "cycle model's time estimate); past it the run ends with exit 3")
     ap.add_argument("--address", default=None, metavar="ADDR",
                     help="run the RTL shards as tasks on the Ray cluster at ADDR (host:port or "
                          "auto); 'local' starts a Ray instance on this machine")
-    ap.add_argument("--sim", default="verilator", choices=["verilator", "icarus"])
+    ap.add_argument("--sim", default="verilator", choices=["verilator", "icarus"],
+                    help="RTL simulator")
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS")
-    ap.add_argument("--clock-mhz", type=float, default=170.0, help="FPGA clock (seed: 170 MHz)")
-    ap.add_argument("--batch", type=int, default=64, help="GPU batch size")
-    ap.add_argument("--out", type=Path, default=Path("out/compare"))
+    ap.add_argument("--clock-mhz", default=170.0,
+                    type=finite_float("--clock-mhz", positive=True, at_most=MAX_CLOCK_MHZ),
+                    help="FPGA clock in MHz, the seed design's")
+    ap.add_argument("--batch", type=int_at_least("--batch", 1), default=64, help="GPU batch size")
+    ap.add_argument("--out", type=Path, default=Path("out/compare"), metavar="DIR",
+                    help="report directory (written as a whole)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace an existing report directory DIR")
     ap.add_argument("--save-outputs", action="store_true",
                     help="write DIR/outputs/{golden,gpu,fpga}.npy (final scores)")
     ap.add_argument("--inject-fault", choices=["gpu", "fpga"], help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def failure_log_path(out: Path) -> Path:
+    """Where a failed RTL run's log goes: next to the report directory, never inside it (the
+    directory holds whole reports only)."""
+    return out.with_name(f"{out.name}.rtl_failure.log")
+
+
+@guarded(PROG)
+def main(argv=None) -> int:
+    from workbench.report import summary_lines, write_all
+
+    args = build_parser().parse_args(argv)
     opts = Options(model=args.model, data=args.data, images=args.images,
                    rtl_images=args.rtl_images, sim=args.sim, array=args.array,
                    clock_mhz=args.clock_mhz, batch=args.batch, out=args.out,
                    save_outputs=args.save_outputs, inject_fault=args.inject_fault,
-                   rtl_jobs=args.rtl_jobs, address=args.address)
+                   rtl_jobs=args.rtl_jobs, address=args.address, rtl_timeout=args.rtl_timeout)
     try:
-        report, code = run(opts)
+        check_options(opts)
+        with StagedDirectory(args.out, force=args.force) as staged:
+            opts.out = staged.path
+            report, code = run(opts)
+            print("\n".join(summary_lines(report)))
+            files = [p.name for p in write_all(report, staged.path)]
+            staged.commit()
+    except OutputPathError as exc:
+        print_error(PROG, str(exc))
+        return 2
+    except RtlFailure as exc:
+        log = failure_log_path(args.out)
+        try:
+            write_text_atomic(log, exc.log)
+            where = f"; simulator log: {log}"
+        except OSError as err:
+            where = f"; the simulator log could not be written to {log} ({err.strerror})"
+        print_error(PROG, f"{exc}{where}")
+        return 3
     except CompareError as exc:
-        print(f"compare_gpu_fpga: error: {exc}", file=sys.stderr)
-        return 3 if isinstance(exc, RtlFailure) else 2
-    print("\n".join(summary_lines(report)))
-    files = write_all(report, args.out)
-    print(f"\nreport: {files[1]} (and {', '.join(p.name for p in files if p != files[1])} in "
-          f"{args.out})")
+        print_error(PROG, str(exc))
+        return 2
+    failure_log_path(args.out).unlink(missing_ok=True)     # an earlier failure's, now stale
+    print(f"\nreport: {args.out / files[1]} (and {', '.join(f for f in files if f != files[1])}"
+          f" in {args.out})")
     if code:
         print("MISMATCH: a path differs from the golden model (see the table above)",
               file=sys.stderr)

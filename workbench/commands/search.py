@@ -11,15 +11,15 @@ Examples:
 Writes DIR/pareto.json (every evaluated model: architecture, validation and test accuracy,
 every cost), DIR/pareto.png, DIR/front/*.onnx + cards and DIR/trials/<trial>/. With --verify
 the models on the front run through the compare job (FPGA path with a few RTL images, GPU path
-for BNNs). Exit status: 0 ok; 1 a verified model differs from its golden model; 2 bad usage or
-input (found before any training); 3 an internal or tool failure (a trial failed).
+for BNNs). Exit status 1: a verified model differs from its golden model; 2: bad usage or input,
+found before any training; 3: a trial failed.
 """
 import argparse
 import shlex
 import sys
 from pathlib import Path
 
-from workbench.commands.args import ArgumentParser, finite_float
+from workbench.commands.args import ArgumentParser, finite_float, guarded
 from workbench.search.costs import COSTS
 from workbench.search.driver import SearchError, SearchOptions, TrialFailed, run_search
 from workbench.search.families import FAMILIES
@@ -38,8 +38,7 @@ def _numbers(text: str, flag: str) -> list[float]:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = ArgumentParser(prog="sacbench search", description=__doc__.split("\n\n")[0],
-                                 epilog=__doc__.split("\n\n", 1)[1],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                        epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--family", choices=sorted(FAMILIES), default="sac")
     ap.add_argument("--cost", choices=COSTS, default="cycles", help="the budgeted cost")
     ap.add_argument("--budgets", required=True, type=lambda t: _numbers(t, "--budgets"),
@@ -101,7 +100,7 @@ def options_from_args(args, argv) -> SearchOptions:
 
 def verify(doc: dict, opts: SearchOptions, images: int) -> int:
     """The compare job on every model of the front: 1 if any path differs."""
-    from workbench.compare import CompareError, Options, run
+    from workbench.compare import CompareError, Options, RtlFailure, run
     worst = 0
     for m in doc["models"]:
         if not (m["on_front"] and m["files"].get("onnx")):
@@ -112,6 +111,8 @@ def verify(doc: dict, opts: SearchOptions, images: int) -> int:
                                        images=images, rtl_images=2,
                                        array=opts.trial["costs"]["array"], out=out,
                                        progress=False))
+        except RtlFailure as exc:              # a tool failure (exit 3), not bad input
+            raise TrialFailed(f"verify {m['name']}: {exc}") from None
         except CompareError as exc:
             raise SearchError(f"verify {m['name']}: {exc}") from None
         fpga, gpu = report["mismatches"]["fpga"], report["mismatches"]["gpu"]
@@ -124,6 +125,7 @@ def verify(doc: dict, opts: SearchOptions, images: int) -> int:
     return worst
 
 
+@guarded("sacbench search")
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("module", help=f"RTL module with a bench: {', '.join(modules())}")
     ap.add_argument("--sim", choices=SIMULATORS, help="one simulator (default: both)")
     ap.add_argument("--shape", help="one parameter set, by its part of the test id (e.g. 8x8; "
-                                    "default: all; the ids: -- --collect-only -q)")
+                                    "default: all; the ids: -- --collect-only)")
     ap.add_argument("--waves", action="store_true", help="write a waveform (path printed)")
     ap.add_argument("-k", dest="select", help="further pytest -k selection")
     args = ap.parse_args(argv)

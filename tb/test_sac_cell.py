@@ -11,17 +11,18 @@ import pytest
 
 from models.numerics import sac
 from tb.bitserial import start_clock
-from tb.cell_driver import drive_cell, seeded_rng, stimulus
+from tb.cell_driver import drive_cell, stimulus
+from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = int(os.environ.get("TB_SEED", "5150"))
+SEED = 5150    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 
 
 @cocotb.test()
 async def all_codes(dut):
     """Every packed byte 0..255 against the same data patterns."""
     slots = int(os.environ["PARAM_SLOTS"])
-    rng = seeded_rng(SEED, dut._log)
+    rng = seeded_rng(dut._log)
     await start_clock(dut)
     data, psum = stimulus(rng, 6, slots)
     for byte in range(256):
@@ -34,4 +35,5 @@ async def all_codes(dut):
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_sac_cell(sim):
-    run("sac_cell", "test_sac_cell", sim, {"SLOTS": 8, "TAPS": 7, "LANES": 4})
+    run("sac_cell", "test_sac_cell", sim, {"SLOTS": 8, "TAPS": 7, "LANES": 4},
+        seed=bench_seed(SEED))

@@ -1,10 +1,8 @@
 """The mapper: Algorithm 1 (as published) and the transfer-aware DP pick the known optimum on
-synthetic profiles; JSON round trip; the CLI; a measured profile through the emulation."""
+synthetic profiles; JSON round trip; a measured profile through the emulation. The command
+line and the report: tests/test_map_command.py."""
 import itertools
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +14,6 @@ from models import golden, ir
 from models.random_networks import fashion_bnn, random_images
 from tests.helpers import HAVE_GXX, assert_same, needs_gxx
 
-REPO = Path(__file__).resolve().parents[1]
 INF = None
 
 
@@ -108,7 +105,7 @@ def test_mapping_json_round_trip_and_runner_accepts_it(tmp_path):
     back = Mapping.from_json(json.loads(path.read_text()))
     assert back.dp.impls == m.dp.impls and back.algorithm1.per_batch_s == m.algorithm1.per_batch_s
     assert back.profile.layer_s == m.profile.layer_s
-    assert "algorithm1 -> batch 8" in m.table() and "dp -> batch 8" in m.table()
+    assert "Both choose batch 8" in m.table()       # the report: tests/test_map_command.py
     if not HAVE_GXX:
         return
     x = random_images(1, 9, net.input_shape)
@@ -144,26 +141,3 @@ def test_measured_profile_through_the_emulation(tmp_path):
     assert all(t is not None and t >= 0 for b in (1, 2) for r in p.layer_s[b] for t in r)
     assert len(p.h2d_s[2]) == 5 and all(t >= 0 for t in p.h2d_s[2])
     assert m.heatmap(tmp_path / "h.png").stat().st_size > 1000
-
-
-def test_cli_with_saved_profile(tmp_path):
-    net = fashion_bnn(0)
-    L = len(net.layers)
-    prof = Profile(net.name, [layer.describe() for layer in net.layers], [1, 2],
-                   {b: [[0.001 * (i + 1) * (2 if m == "cpu" else 1) for m in IMPLS] for i in range(L)]
-                    for b in (1, 2)},
-                   {b: [1e-5] * (L + 1) for b in (1, 2)}, {b: [1e-5] * (L + 1) for b in (1, 2)},
-                   list(IMPLS), "synthetic")
-    (tmp_path / "p.json").write_text(json.dumps(prof.to_json()))
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "map_bnn.py"), "--network", "fashion",
-                          "--profile", str(tmp_path / "p.json"), "--batch-exp", "0", "1",
-                          "--out", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
-    assert out.returncode == 0, out.stderr
-    last = json.loads(out.stdout.strip().splitlines()[-1])
-    assert last["dp"]["impls"] == ["X"] * L and last["dp"]["batch"] == 2
-    assert (tmp_path / "o" / "mapping.json").exists() and (tmp_path / "o" / "heatmap.png").exists()
-    assert "BinConv2d 64->64" in out.stdout
-    bad = subprocess.run([sys.executable, str(REPO / "scripts" / "map_bnn.py"), "--network", "cifar10",
-                          "--profile", str(tmp_path / "p.json"), "--batch-exp", "0", "1"],
-                         capture_output=True, text=True, cwd=REPO)
-    assert bad.returncode == 2 and "different network" in bad.stderr

@@ -26,6 +26,12 @@ def json_default(o):
     return str(o)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path, text: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,6 +41,7 @@ def write_text_atomic(path, text: str) -> Path:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())        # mkstemp's 0600, as open() would have made it
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

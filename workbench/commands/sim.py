@@ -2,52 +2,97 @@
 
     sacbench sim accelerator --sim verilator --shape 8x8 --waves
     sacbench sim systolic_array -- -x --tb=short        # pytest options after --
+    TB_SEED=1796 sacbench sim sdp_ram --shape 64x32bit  # replay the seed a run printed
 
-The benches are pytest functions parametrized over HDL parameters and simulators, so this is
-`pytest tb/test_<module>.py` with a selection; `pytest tb/` in the activated environment does
-the same for every module.
+The benches are pytest functions parametrized over simulators and HDL parameters; a test's id
+names both (`test_systolic_array[verilator-8x8]`), and --sim / --shape pick by those names
+exactly. This is `pytest tb/test_<module>.py` with that selection; `pytest tb/` in the
+activated environment does the same for every module (`-k 8x8` selects there).
 """
+import argparse
 import os
 import sys
 from pathlib import Path
 
+import pytest
+
+from tb.seeds import SeedError, seed_from_environment
 from tb.sim import SIMULATORS
-from workbench.commands.args import ArgumentParser
+from workbench.commands.args import ArgumentParser, print_error
 
 TB = Path(__file__).resolve().parents[2] / "tb"
+PROG = "sacbench sim"
 
 
 def modules() -> list[str]:
     return sorted(p.stem[len("test_"):] for p in TB.glob("test_*.py"))
 
 
+def id_parts(item) -> list[str]:
+    """The parts of a parametrized test's id: ['verilator', '8x8'] for `...[verilator-8x8]`."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.id.split("-") if callspec else []
+
+
+class Selection:
+    """A pytest plugin keeping the tests whose id has the simulator and the shape asked for,
+    as whole parts of the id (`--shape 4` does not pick `64bit`); it remembers the shapes seen
+    so that a shape that matches nothing can be answered with the ones there are."""
+
+    def __init__(self, sim: str | None, shape: str | None):
+        self.sim, self.shape = sim, shape
+        self.shapes: list[str] = []
+
+    @pytest.hookimpl(tryfirst=True)        # before -k, so that every shape is seen
+    def pytest_collection_modifyitems(self, config, items):
+        keep, drop = [], []
+        for item in items:
+            parts = id_parts(item)
+            shapes = [p for p in parts if p not in SIMULATORS]
+            self.shapes += [s for s in shapes if s not in self.shapes]
+            wanted = ((self.sim is None or self.sim in parts)
+                      and (self.shape is None or self.shape in shapes))
+            (keep if wanted else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    ap = ArgumentParser(prog="sacbench sim", description=__doc__.splitlines()[0])
+    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                        epilog=__doc__.split("\n\n", 1)[1],
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("module", help=f"RTL module with a bench: {', '.join(modules())}")
     ap.add_argument("--sim", choices=SIMULATORS, help="one simulator (default: both)")
-    ap.add_argument("--shape", help="one parameter set, by its test id (e.g. 8x8)")
+    ap.add_argument("--shape", help="one parameter set, by its part of the test id (e.g. 8x8; "
+                                    "default: all; the ids: -- --collect-only)")
     ap.add_argument("--waves", action="store_true", help="write a waveform (path printed)")
     ap.add_argument("-k", dest="select", help="further pytest -k selection")
     args = ap.parse_args(argv)
     if args.module not in modules():
-        print(f"sacbench sim: no bench tb/test_{args.module}.py (modules: "
-              f"{', '.join(modules())})", file=sys.stderr)
+        print_error(PROG, f"no bench tb/test_{args.module}.py (modules: {', '.join(modules())})")
         return 2
-    import pytest
+    try:
+        seed_from_environment()
+    except SeedError as exc:
+        print_error(PROG, str(exc))
+        return 2
     if args.waves:
         os.environ["WAVES"] = "1"
-    select = [s for s in (args.sim, args.shape, args.select) if s]
+    selection = Selection(args.sim, args.shape)
     pytest_args = ["-s", "-q", "-p", "no:cacheprovider", str(TB / f"test_{args.module}.py")]
-    if select:
-        pytest_args += ["-k", " and ".join(select)]
-    code = int(pytest.main(pytest_args + extra))
+    if args.select:
+        pytest_args += ["-k", args.select]
+    code = int(pytest.main(pytest_args + extra, plugins=[selection]))
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print(f"sacbench sim: no test of tb/test_{args.module}.py matches "
-              f"{' and '.join(select)} (see the test ids with -- --collect-only -q)",
-              file=sys.stderr)
+        asked = " and ".join(f"{k} {v}" for k, v in (("--sim", args.sim), ("--shape", args.shape),
+                                                     ("-k", args.select)) if v)
+        shapes = (f"its shapes: {', '.join(selection.shapes)}" if selection.shapes
+                  else "it has one parameter set: leave --shape out")
+        print_error(PROG, f"no test of tb/test_{args.module}.py matches {asked} ({shapes})")
         return 2
     return code
 

@@ -1,0 +1,169 @@
+"""The mapper's reports: the text table `sacbench map` prints and the heatmap PNG.
+
+Every number carries its unit; times are for the whole data set (`n_images` images in batches),
+as the mapper's objective is. When Algorithm 1 and the DP choose the same batch size and
+implementations there is one table; when only the implementations differ, one table marks both
+choices; when the batch sizes differ, each choice gets its own table (a layer's time depends on
+the batch size).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from gpu_kernels.configs import CPU
+from gpu_kernels.mapper import Choice, Mapping, n_batches
+
+NAMES = {"algorithm1": "Algorithm 1", "dp": "DP"}
+MARK_A1, MARK_DP, MARK_BOTH = "a", "d", "*"
+LAYER_NAME = 32
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{1e3 * seconds:,.3f}"
+
+
+def _columns(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
+    """Text columns: the first `left` left-aligned, the others right-aligned."""
+    widths = [max(len(r[j]) for r in [header] + rows) for j in range(len(header))]
+    out = []
+    for r in [header] + rows:
+        cells = [c.ljust(w) if j < left else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))]
+        out.append("  " + "  ".join(cells).rstrip())
+    return out
+
+
+def summary_lines(m: Mapping) -> list[str]:
+    """One row per algorithm: batch size and what its mapping costs, split into parts."""
+    header = ["choice", "batch", "total [ms]", "layers [ms]", "copies [ms]",
+              "GPU kernels [ms]", "GPU host issue [ms]"]
+    rows = []
+    for ch in (m.algorithm1, m.dp):
+        copies = sum(c["seconds"] for c in ch.transfers)
+        rows.append([NAMES[ch.algorithm], str(ch.batch), _ms(ch.total_s), _ms(sum(ch.layer_s)),
+                     _ms(copies), _ms(ch.gpu_kernel_s), _ms(ch.gpu_host_s)])
+    return _columns(header, rows)
+
+
+def _copies(ch: Choice, n_layers: int) -> list[str]:
+    lines = []
+    for c in ch.transfers:
+        where = (f"after layer {c['boundary'] - 1}" if c["boundary"] == n_layers
+                 else f"before layer {c['boundary']}")
+        to = "to the GPU" if c["direction"] == "h2d" else "to the host"
+        lines.append(f"  {NAMES[ch.algorithm]} copies {to} {where}: {_ms(c['seconds'])} ms")
+    return lines
+
+
+def layer_table(m: Mapping, batch: int, marks: dict[str, list[str]]) -> list[str]:
+    """Every layer in every implementation at `batch`, in ms for the whole data set; `marks`
+    maps a marker to the implementations (one per layer) it marks."""
+    p = m.profile
+    k = n_batches(m.n_images, batch)
+    header = ["#", "layer"] + [f"{impl} [ms]" for impl in p.impls]
+    rows = []
+    for i, name in enumerate(p.layers):
+        cells = []
+        for impl, t in zip(p.impls, p.cost_s(batch)[i]):
+            mark = "".join(sym for sym, impls in marks.items() if impls[i] == impl)
+            mark = MARK_BOTH if len(mark) > 1 else mark
+            cells.append(("n/a" if t is None else _ms(t * k)) + (mark or " "))
+        short = name if len(name) <= LAYER_NAME else name[:LAYER_NAME - 3] + "..."
+        rows.append([str(i), short] + cells)
+    return _columns(header, rows, left=2)
+
+
+def format_table(m: Mapping) -> str:
+    p = m.profile
+    a1, dp = m.algorithm1, m.dp
+    batches = ", ".join(str(b) for b in p.batch_sizes)
+    lines = [f"{m.network}: {m.n_images:,} images, batch sizes {batches}; profile: {p.source}",
+             "", f"Times are for all {m.n_images:,} images. Algorithm 1 (HEP-BNN) minimises the "
+             "layer times alone,", "DP the layers and the copies between host and GPU.", ""]
+    lines += summary_lines(m)
+    lines.append("")
+    if m.agree():
+        lines.append(f"Algorithm 1 and DP choose the same mapping: batch {a1.batch}, the "
+                     f"implementations marked {MARK_BOTH}.")
+        tables = [(a1.batch, {MARK_BOTH: a1.impls})]
+    elif a1.batch == dp.batch:
+        differ = [str(i) for i, (x, y) in enumerate(zip(a1.impls, dp.impls)) if x != y]
+        lines.append(f"Both choose batch {a1.batch}; they differ in layer(s) {', '.join(differ)} "
+                     f"({MARK_A1} = Algorithm 1, {MARK_DP} = DP, {MARK_BOTH} = both).")
+        tables = [(a1.batch, {MARK_A1: a1.impls, MARK_DP: dp.impls})]
+    else:
+        lines.append(f"Algorithm 1 chooses batch {a1.batch} (marked {MARK_A1}), DP batch "
+                     f"{dp.batch} (marked {MARK_DP}).")
+        tables = [(a1.batch, {MARK_A1: a1.impls}), (dp.batch, {MARK_DP: dp.impls})]
+    for batch, marks in tables:
+        lines += ["", f"Layer times at batch {batch} ({n_batches(m.n_images, batch):,} batches):"]
+        lines += layer_table(m, batch, marks)
+    copies = _copies(a1, len(p.layers)) + ([] if m.agree() else _copies(dp, len(p.layers)))
+    if copies:
+        lines += [""] + copies
+    lines += ["", "What each algorithm minimises, per batch size:"]
+    lines += _columns(["batch", "Algorithm 1 [ms]", "DP [ms]"],
+                      [[str(b), _ms(a1.per_batch_s[b]), _ms(dp.per_batch_s[b])]
+                       for b in p.batch_sizes], left=0)
+    if all(x == CPU for x in dp.impls):
+        lines += ["", "DP keeps every layer on the CPU: no GPU configuration beats it here."]
+    return "\n".join(lines)
+
+
+def write_heatmap(m: Mapping, path) -> Path | None:
+    """PNG: one panel per batch size, layers x implementations, colour = log10 of the
+    microseconds per image. In the panel of its batch size, each algorithm marks the cell it
+    chose in every layer: Algorithm 1 with a white ring on the cell's left half, DP with a red
+    diamond on its right half, so that the two stay visible when they choose the same cell.
+    Returns None when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import numpy as np
+        from matplotlib.lines import Line2D
+    except ImportError:
+        return None
+    p = m.profile
+    nb = len(p.batch_sizes)
+    cols = min(nb, 4)
+    rows = math.ceil(nb / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 3, 0.3 * len(p.layers) * rows + 1.6 * rows),
+                             squeeze=False, layout="constrained")
+    grids = {b: np.array([[np.nan if t is None else max(t / b, 1e-12) * 1e6 for t in row]
+                          for row in p.cost_s(b)]) for b in p.batch_sizes}
+    finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()])
+    vmin, vmax = np.log10(finite.min()), np.log10(finite.max())
+    styles = {"algorithm1": dict(marker="o", s=46, facecolors="none", edgecolors="white",
+                                 linewidths=1.6, dx=-0.22),
+              "dp": dict(marker="D", s=30, c="red", edgecolors="white", linewidths=0.8, dx=0.22)}
+    im = None
+    for j, (ax, b) in enumerate(zip(axes.flat, p.batch_sizes)):
+        g = np.log10(grids[b])
+        im = ax.imshow(np.ma.masked_invalid(g), cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
+        chosen = [NAMES[ch.algorithm] for ch in (m.algorithm1, m.dp) if ch.batch == b]
+        ax.set_title(f"batch {b}" + (f" (chosen: {', '.join(chosen)})" if chosen else ""),
+                     fontsize=8)
+        ax.set_xticks(range(len(p.impls)), p.impls, fontsize=7)
+        ax.set_yticks(range(len(p.layers)), [f"{i} {n[:26]}" for i, n in enumerate(p.layers)]
+                      if j % cols == 0 else [], fontsize=7)
+        for ch in (m.algorithm1, m.dp):
+            if ch.batch == b:
+                style = dict(styles[ch.algorithm])
+                dx = style.pop("dx")
+                ax.scatter([p.impls.index(x) + dx for x in ch.impls], range(len(ch.impls)),
+                           zorder=3, **style)
+    for ax in list(axes.flat)[nb:]:
+        ax.axis("off")
+    handles = [Line2D([], [], linestyle="none", marker="o", markerfacecolor="none",
+                      markeredgecolor="black", label="Algorithm 1's choice"),
+               Line2D([], [], linestyle="none", marker="D", markerfacecolor="red",
+                      markeredgecolor="red", label="DP's choice")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+    fig.suptitle(f"{m.network}: time per image by layer and implementation ({p.source})",
+                 fontsize=9)
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="log10(us per image)")
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

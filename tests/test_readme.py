@@ -1,0 +1,26 @@
+"""The README's first screen tells a new user what the project is, the two commands and what
+each costs in time, and how to run the benches as cocotb users do; the make targets it names
+exist."""
+import re
+
+from tests.helpers import ROOT
+
+README = (ROOT / "README.md").read_text()
+FIRST_SCREEN = "\n".join(README.splitlines()[:70])
+
+
+def test_first_screen_has_the_commands_their_times_and_the_activated_environment():
+    for text in ("make demo", "make test", "source .venv/bin/activate", "pytest tb/",
+                 "No module named 'cocotb'", "TB_SEED", "make sim"):
+        assert text in FIRST_SCREEN, text
+    rows = {m.group(1): m.group(2) for m in
+            re.finditer(r"^\| `([^`]+)`[^|]*\|[^|]*\| ([^|]+) \|$", FIRST_SCREEN, re.M)}
+    for command in ("make demo", "make test", "pytest tb/"):
+        assert re.search(r"\d+ (s|min)", rows.get(command, "")), f"no time for {command}: {rows}"
+
+
+def test_make_targets_named_in_the_readme_exist():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.M))
+    named = set(re.findall(r"\bmake ([a-z][a-z-]*)\b", README))
+    assert named and named <= targets, f"README names missing targets: {named - targets}"

@@ -193,8 +193,16 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
 
     `test_module` is a module of the `tb` package, by its short name ("test_sac_cell") or in
     full ("tb.test_sac_cell"). Returns the build directory (the waveform, if any, is there).
-    Raises (pytest fails) when a cocotb test fails.
+    Raises (pytest fails) when a cocotb test fails. TB_RUNNER=cocotb-test runs the same bench
+    through cocotb-test instead of cocotb's runner (tb/cocotb_test_runner.py).
     """
+    runner = os.environ.get("TB_RUNNER", "cocotb")
+    if runner == "cocotb-test":              # the second runner (tb/cocotb_test_runner.py)
+        from tb.cocotb_test_runner import run_cocotb_test
+        return run_cocotb_test(toplevel, test_module, sim, parameters, extra_env, waves, testcase,
+                               seed)
+    if runner != "cocotb":
+        raise ValueError(f"TB_RUNNER must be cocotb (default) or cocotb-test, got {runner!r}")
     waves = _waves(waves)
     bdir = build(toplevel, sim, parameters, waves, threads)
     test_dir = coverage_dir(bdir, test_module, extra_env) if coverage_on(sim) else None

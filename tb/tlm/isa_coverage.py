@@ -12,7 +12,10 @@ Cover points and crosses (under "isa."):
 * weights.code x weights.sign (cross "weights.code_sign"): every exponent code 1..7 with both
   signs, plus weights.zero (code 0: a gated cell) in the loaded tile;
 * data.zeros: an input tensor with no zero byte, some, or only zeros;
-* error: every error code the decoder reports (1..10).
+* error: every error code the decoder reports (1..10);
+* lowering (BNN and SAC layers on the array, from fpga.lowering via the compiled program):
+  in_code uint8 / pm1 (0/2 activations) / bit, out_code uint8 / bit / int, im2col_pad 0 / 1,
+  chunked input layouts, in-place inputs, segments starting at pc 0 and later.
 """
 from __future__ import annotations
 
@@ -83,6 +86,27 @@ def sample_data(kind: str) -> None:
             bins_labels=[c.name for c in ErrorCode if c])
 def sample_error(code) -> None:
     pass
+
+
+@CoverPoint("lowering.in_code", xf=lambda lp, seg_start: lp.op.in_code, bins=["uint8", "pm1", "bit"])
+@CoverPoint("lowering.out_code", xf=lambda lp, seg_start: lp.op.out_code, bins=["uint8", "bit", "int"])
+@CoverPoint("lowering.im2col_pad", xf=lambda lp, seg_start: lp.op.im2col_pad, bins=[0, 1],
+            bins_labels=["3x3, pad 0", "3x3, pad 1"])
+@CoverPoint("lowering.chunked", xf=lambda lp, seg_start: lp.input.chunk > 0, bins=[False, True],
+            bins_labels=["one chunk", "chunked"])
+@CoverPoint("lowering.in_place", xf=lambda lp, seg_start: lp.op.in_place, bins=[False, True])
+@CoverPoint("lowering.segment_start", xf=lambda lp, seg_start: seg_start > 0, bins=[False, True],
+            bins_labels=["pc 0", "pc > 0"])
+def sample_layer(lp, seg_start: int) -> None:
+    pass
+
+
+def sample_lowering(prog) -> None:
+    """The lowering of every array layer of a program that ran: input/output encodings (0/2
+    activations, bits, raw), 3x3 padding, chunked input layouts, in-place inputs, and whether
+    its segment starts at pc 0 or later."""
+    for lp in prog.layers:
+        sample_layer(lp, prog.segments[lp.segment].start_pc)
 
 
 def sample_program(prog, start_pc: int, n_instr: int) -> int:

@@ -1,7 +1,8 @@
 """Constrained-random ISA regression with functional coverage (tb/tlm/isa_coverage.py).
 
 Random SAC networks (shift on or off, in front of every layer, with zero or random nonzero
-fill; every final mode, column groups 1/2/4/8, channel and
+fill; every final mode; every fourth program a BNN with random channel counts and 3x3 padding
+0 or 1, lowered onto the array; column groups 1/2/4/8, channel and
 filter counts around the array's size so tiles of 1, mid and full rows and columns occur,
 frames of 1 or more pixels, inputs with no, some or only zero bytes) are compiled and run on the
 accelerator top; every layer is checked against the golden executor and every instruction's
@@ -27,7 +28,7 @@ from fpga.compiler import compile_network
 from fpga.isa import ErrorCode, Halt, IsaError, LoadWeights, Matmul, check_program, encode
 from models import ir
 from models.numerics.sac import OutputMode
-from models.random_networks import random_images, random_sac_network
+from models.random_networks import random_bnn_network, random_images, random_sac_network
 from tb.bitserial import start_clock
 from tb.cell_driver import seeded_rng
 from tb.host_port import HostPort
@@ -40,7 +41,7 @@ FINALS = ("relu_quant", "binary", "raw", "pixel_sum")
 
 
 def random_program_spec(rng, cfg: ArrayConfig, i: int) -> dict:
-    """Constraints of program i: modes and shift cycle so that every (mode, shift) pair comes
+    """Constraints of SAC program i: modes and shift cycle so that every (mode, shift) pair comes
     early; sizes straddle the array's so tile edges (1, mid, max) occur."""
     g = [1, 2, 4, 8]
     return {
@@ -48,8 +49,10 @@ def random_program_spec(rng, cfg: ArrayConfig, i: int) -> dict:
         "final": FINALS[(i // 2) % 4],
         "groups": (int(rng.choice(g)), int(rng.choice(g))),
         "channels": int(rng.integers(1, 3 * cfg.cols + 2)),
-        "width": int(rng.choice([1, cfg.rows // 2 + 1, cfg.rows, cfg.rows + 1, 2 * cfg.rows + 1,
-                                 4 * cfg.cols + 1])),
+        # every other round of the 8 (mode, shift) pairs: hidden width past COLS x group, so
+        # the final layer takes several channel tiles (acc_in)
+        "width": (4 * cfg.cols + 1 if (i // 8) % 2 else
+                  int(rng.choice([1, cfg.rows // 2 + 1, cfg.rows, cfg.rows + 1, 2 * cfg.rows + 1]))),
         "classes": int(rng.choice([1, cfg.rows // 2 + 1, cfg.rows, cfg.rows + 2])),
         "frame": (int(rng.choice([1, 2, 3])), int(rng.choice([1, 2, 4]))),
         "zeros": float(rng.choice([0.0, 0.5, 1.0], p=[0.3, 0.5, 0.2])),
@@ -109,13 +112,21 @@ async def constrained_random_programs(dut):
         bins = cov.summary(exclude=("isa.error",))
         if i >= 8 and bins["hit"] == bins["size"]:
             break                                   # every bin closed (errors come below)
-        spec = random_program_spec(rng, cfg, i)
-        c = spec["channels"]
-        net = random_sac_network(rng, in_shape=(c, *spec["frame"]), widths=(spec["width"],),
-                                 groups=spec["groups"], shift=spec["shift"], final=spec["final"],
-                                 classes=spec["classes"], s2d=1)
-        if spec["shift"]:
-            net = shift_everywhere(rng, net, spec["fill"])
+        if i % 4 == 3:                              # a BNN lowered onto the array
+            spec = {"bnn": True, "padding": int(rng.integers(2)),
+                    "channels": (int(rng.integers(2, 11)), int(rng.integers(2, 11))),
+                    "zeros": 0.2}
+            side = 6 if spec["padding"] else 10         # pad 0 shrinks each 3x3 conv
+            net = random_bnn_network(rng, in_shape=(1, side, side), channels=spec["channels"],
+                                     hidden=int(rng.integers(3, 12)), padding=spec["padding"])
+        else:
+            spec = random_program_spec(rng, cfg, i - i // 4)    # SAC programs count 0, 1, 2..
+            c = spec["channels"]
+            net = random_sac_network(rng, in_shape=(c, *spec["frame"]), widths=(spec["width"],),
+                                     groups=spec["groups"], shift=spec["shift"],
+                                     final=spec["final"], classes=spec["classes"], s2d=1)
+            if spec["shift"]:
+                net = shift_everywhere(rng, net, spec["fill"])
         try:
             prog = compile_network(net, cfg)
         except (ValueError, IsaError) as e:        # does not fit this array's memories
@@ -127,6 +138,7 @@ async def constrained_random_programs(dut):
             image = np.zeros_like(image)
         await run_and_check(dut, host, cfg, net, image, f"program {i} {spec}")
         cov.sample_input(image)
+        cov.sample_lowering(prog)
         for seg in prog.segments:
             instructions += cov.sample_program(prog, seg.start_pc, seg.n_instr)
         ran += 1

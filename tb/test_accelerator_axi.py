@@ -3,7 +3,7 @@ with Forencich's cocotbext-axi (tb/axi_port.py).
 
 * The register map: ID, STATUS, HOST_ADDR/HOST_DATA with auto-increment, the control window,
   SLVERR for unmapped addresses, read-only registers and partial byte strobes (which change
-  nothing), the interrupt's enable and write-1-to-clear.
+  nothing), the interrupt's enable and write-1-to-clear, responses held by BREADY/RREADY.
 * Stream bursts: random writes into every memory region and reads back, with random TVALID and
   TREADY pauses on both streams, equal the last value written; without pauses a burst of N
   commands takes N cycles (one host-port access per clock).
@@ -75,6 +75,13 @@ def random_writes(rng, cfg: ArrayConfig, n: int):
     return out
 
 
+def unpause(channel) -> None:
+    """Stop a cocotbext-axi pause generator; clearing it alone leaves the channel paused if the
+    last value drawn was a pause."""
+    channel.clear_pause_generator()
+    channel.pause = False
+
+
 async def write_program(port: AxiPort, words) -> None:
     items = HostPort.program_writes(words)
     await port.write_words([address(r, o) for r, o, _ in items], [v for _, _, v in items])
@@ -131,11 +138,21 @@ async def registers_and_errors(dut):
     assert await port.reg(A_IRQ_STATUS) == 1
     assert await port.reg(A_STATUS) == 0b110, "done and error after an illegal opcode"
     await port.set_reg(A_IRQ_ENABLE, 1)
-    assert int(dut.irq.value) == 1
+    assert int(dut.irq.value) == 1 and await port.reg(A_IRQ_ENABLE) == 1
+    await port.set_reg(A_IRQ_STATUS, 0)                 # writing 0 clears nothing
+    assert int(dut.irq.value) == 1 and await port.reg(A_IRQ_STATUS) == 1
     await port.set_reg(A_IRQ_STATUS, 1)
     assert int(dut.irq.value) == 0 and await port.reg(A_IRQ_STATUS) == 0
     st = await port.status()
     assert st["error"] and st["error_code"] == ErrorCode.ILLEGAL_OPCODE and st["pc"] == 0, st
+    # responses held back by the master (BREADY, RREADY low on random cycles) wait, unchanged
+    port.lite.write_if.b_channel.set_pause_generator(pause_pattern(rng, 0.6))
+    port.lite.read_if.r_channel.set_pause_generator(pause_pattern(rng, 0.6))
+    for v in values[:16]:
+        await port.set_reg(A_HOST_ADDR, v)
+        assert await port.reg(A_HOST_ADDR) == v
+    unpause(port.lite.write_if.b_channel)
+    unpause(port.lite.read_if.r_channel)
     # a good program after it: HALT, through the driver's run (irq-driven)
     await write_program(port, [encode(Halt())])
     st = await port.run()
@@ -175,8 +192,8 @@ async def stream_bursts_with_backpressure(dut):
         got = await port.read_words(keys)
         bad = [(hex(k), g, want[k]) for k, g in zip(keys, got) if g != want[k]]
         assert not bad, f"pauses {fraction}: {len(bad)} words differ, first {bad[0]}"
-    port.cmd.clear_pause_generator()
-    port.rsp.clear_pause_generator()
+    unpause(port.cmd)
+    unpause(port.rsp)
     dut._log.info(f"{len(writes)} writes, read back with 30 % and 70 % TVALID/TREADY pauses: equal")
 
 

@@ -268,7 +268,7 @@ module accelerator_axi #(
 
     wire [32:0] fifo_head;
     wire        fifo_empty;
-    stream_fifo #(.WIDTH(33), .DEPTH(FIFO_DEPTH)) u_read_fifo (
+    stream_fifo #(.WIDTH(33), .DEPTH(FIFO_DEPTH), .AW(FCW - 1)) u_read_fifo (
         .clk(aclk), .rst(rst), .push(str_rd2), .push_data({str_last2, host_rdata}),
         .pop(m_axis_tvalid && m_axis_tready), .head(fifo_head), .empty(fifo_empty),
         .count(fifo_count));

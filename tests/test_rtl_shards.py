@@ -223,8 +223,10 @@ def test_wall_clock_limit_exits_3_naming_shard_and_image(capsys, tmp_path):
 ])
 def test_sigint_and_sigterm_end_the_simulators_and_leave_no_files(sig, code, words, tmp_path):
     out = old_report(tmp_path)
+    # 16 RTL images (~0.2 s each on a quiet machine): the signal lands mid-run, not after it
     job = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "compare_gpu_fpga.py"),
-                            *SAC_ONE_IMAGE, "--out", str(out)], cwd=ROOT,
+                            *SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
+                            "--out", str(out)], cwd=ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     watcher = SignalOnceRunning(job.pid, sig, target="job")
     watcher.start()

@@ -217,6 +217,12 @@ def test_wall_clock_limit_exits_3_naming_shard_and_image(capsys, tmp_path):
     assert_left_as_before(tmp_path, out, failure_log=True)
 
 
+def _default_sigint():
+    """A job started from a background shell (CI scripts, nohup) inherits SIGINT ignored, and
+    Python then keeps ignoring it, as a background job should; the test wants Ctrl-C's case."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig, code, words", [
     (signal.SIGTERM, 143, "compare_gpu_fpga: terminated (SIGTERM)"),
     (signal.SIGINT, 130, "compare_gpu_fpga: interrupted (SIGINT)"),
@@ -226,7 +232,7 @@ def test_sigint_and_sigterm_end_the_simulators_and_leave_no_files(sig, code, wor
     # 16 RTL images (~0.2 s each on a quiet machine): the signal lands mid-run, not after it
     job = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "compare_gpu_fpga.py"),
                             *SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
-                            "--out", str(out)], cwd=ROOT,
+                            "--out", str(out)], cwd=ROOT, preexec_fn=_default_sigint,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     watcher = SignalOnceRunning(job.pid, sig, target="job")
     watcher.start()

@@ -16,7 +16,7 @@ import time
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
+from cocotb.triggers import ClockCycles
 from cocotbext.axi import (
     AxiLiteBus,
     AxiLiteMaster,
@@ -28,7 +28,7 @@ from cocotbext.axi import (
 )
 
 from fpga.arch import ArrayConfig
-from tb.host_port import CTRL_START_PC, R_CTRL, HostPort, RunTimeout, address
+from tb.host_port import CTRL_START_PC, R_CTRL, HostPort, RunTimeout, address, wait_watched
 
 # AXI4-Lite registers (byte addresses)
 A_CONTROL, A_STATUS, A_HOST_ADDR, A_HOST_DATA = 0x000, 0x004, 0x008, 0x00C
@@ -157,25 +157,13 @@ class AxiPort(HostPort):
         await self.set_reg(A_IRQ_ENABLE, 1)
         t0 = time.perf_counter()
         await self.set_reg(A_CONTROL, 1)
-        waited, poll = 0, 1_000
-        while not int(d.irq.value):
-            chunk = min(poll, timeout_cycles - waited)
-            c0 = time.perf_counter()
-            try:
-                await with_timeout(RisingEdge(d.irq), chunk * self.period_ns, "ns")
-                break
-            except SimTimeoutError:
-                waited += chunk
-                speed = chunk / max(time.perf_counter() - c0, 1e-6)
-                poll = int(min(max(speed * poll_s, 1_000), 1_000_000))
-                if waited >= timeout_cycles:
-                    self.run_wall_s += time.perf_counter() - t0
-                    st = await self.status()
-                    raise RunTimeout(f"the run from pc {start_pc} did not raise irq within "
-                                     f"{timeout_cycles:,} cycles (the watchdog); the decoder "
-                                     f"is at instruction {st['pc']}") from None
-                if on_cycles is not None:
-                    on_cycles(waited)
+        if not int(d.irq.value) and not await wait_watched(d.irq, self.period_ns, timeout_cycles,
+                                                             on_cycles, poll_s):
+            self.run_wall_s += time.perf_counter() - t0
+            st = await self.status()
+            raise RunTimeout(f"the run from pc {start_pc} did not raise irq within "
+                             f"{timeout_cycles:,} cycles (the watchdog); the decoder "
+                             f"is at instruction {st['pc']}")
         self.run_wall_s += time.perf_counter() - t0
         assert await self.reg(A_IRQ_STATUS) == 1, "irq high without IRQ_STATUS"
         await self.set_reg(A_IRQ_STATUS, 1)                 # write 1 to clear

@@ -176,36 +176,20 @@ class HostPort:
                   on_cycles=None, poll_s: float = 0.5) -> dict:
         """Set the start pc, pulse start, wait for done, return the status registers.
 
-        The wait is a watchdog: after `timeout_cycles` without `done` it raises RunTimeout
-        naming the instruction the decoder was at. About every `poll_s` seconds of wall time
-        `on_cycles(cycles so far)` is called (progress inside a long run): the wait goes in
-        chunks of simulated cycles sized from the speed measured so far (icarus runs ~300 times
-        slower than Verilator); no Python runs inside a chunk."""
+        The wait is a watchdog (:func:`wait_watched`): after `timeout_cycles` without `done`
+        it raises RunTimeout naming the instruction the decoder was at."""
         d = self.dut
         await self.write_many([(R_CTRL, CTRL_START_PC, start_pc)])
         d.start.value = 1
         t0 = time.perf_counter()
         await FallingEdge(d.clk)            # the rising edge in between took start: done = 0
         d.start.value = 0
-        waited, poll = 0, 1_000
-        while True:
-            chunk = min(poll, timeout_cycles - waited)
-            c0 = time.perf_counter()
-            try:
-                await with_timeout(RisingEdge(d.done), chunk * 10, "ns")
-                break
-            except SimTimeoutError:
-                waited += chunk
-                speed = chunk / max(time.perf_counter() - c0, 1e-6)
-                poll = int(min(max(speed * poll_s, 1_000), 1_000_000))
-                if waited >= timeout_cycles:
-                    self.run_wall_s += time.perf_counter() - t0
-                    st = await self.status()
-                    raise RunTimeout(f"the run from pc {start_pc} did not finish within "
-                                     f"{timeout_cycles:,} cycles (the watchdog); the decoder "
-                                     f"is at instruction {st['pc']}") from None
-                if on_cycles is not None:
-                    on_cycles(waited)
+        if not await wait_watched(d.done, 10, timeout_cycles, on_cycles, poll_s):
+            self.run_wall_s += time.perf_counter() - t0
+            st = await self.status()
+            raise RunTimeout(f"the run from pc {start_pc} did not finish within "
+                             f"{timeout_cycles:,} cycles (the watchdog); the decoder "
+                             f"is at instruction {st['pc']}")
         await FallingEdge(d.clk)
         self.run_wall_s += time.perf_counter() - t0
         return await self.status()
@@ -361,6 +345,29 @@ class BulkPort:
         acts = read_memh(self.dir / "dump_trace_act.hex", n, 8)
         self.read_wall_s += time.perf_counter() - t0
         return [int(v) for v in ends], [int(v) for v in acts]
+
+
+async def wait_watched(signal, period_ns: int, timeout_cycles: int, on_cycles=None,
+                       poll_s: float = 0.5) -> bool:
+    """Wait for a rising edge of `signal` for at most `timeout_cycles` clock periods; False when
+    the budget ran out (the caller names the failure). About every `poll_s` seconds of wall time
+    `on_cycles(cycles so far)` is called (progress inside a long run): the wait goes in chunks
+    of simulated cycles sized from the speed measured so far (icarus runs ~300 times slower
+    than Verilator); no Python runs inside a chunk."""
+    waited, poll = 0, 1_000
+    while waited < timeout_cycles:
+        chunk = min(poll, timeout_cycles - waited)
+        c0 = time.perf_counter()
+        try:
+            await with_timeout(RisingEdge(signal), chunk * period_ns, "ns")
+            return True
+        except SimTimeoutError:
+            waited += chunk
+            speed = chunk / max(time.perf_counter() - c0, 1e-6)
+            poll = int(min(max(speed * poll_s, 1_000), 1_000_000))
+            if on_cycles is not None and waited < timeout_cycles:
+                on_cycles(waited)
+    return False
 
 
 class RunTimeout(AssertionError):

@@ -160,7 +160,9 @@ class SignalOnceRunning(threading.Thread):
             self.seen.update(descendants(self.pid))
             sim = simulator_of(self.pid)
             if sim is not None:
-                time.sleep(0.3)                      # mid-run: the simulator has started
+                # at once: one SAC image on Verilator lasts only ~0.3 s after the simulator
+                # appears, and a signal after the run's end would find nothing to stop
+                time.sleep(0.02)
                 self.seen.update(descendants(self.pid))
                 os.kill(sim if self.target == "simulator" else self.pid, self.sig)
                 self.sent = True

@@ -31,6 +31,22 @@ def address(region: int, offset: int) -> int:
     return (region << 28) | offset
 
 
+def random_location(rng, cfg: ArrayConfig) -> tuple[int, int]:
+    """A random (region, offset) of the host port's memories (region first, then its offset;
+    the benches' random write streams)."""
+    wch = -(-cfg.cols * 8 // 32)
+    spaces = [
+        (R_DBUF, lambda: (int(rng.integers(cfg.cmax)) << 16) | int(rng.integers(cfg.ddepth))),
+        (R_PBUF, lambda: (int(rng.integers(cfg.rows)) << 16) | int(rng.integers(cfg.pdepth))),
+        (R_IMEM, lambda: int(rng.integers(cfg.imem_depth * 4))),
+        (R_WMEM, lambda: int(rng.integers(cfg.wdepth)) * 256 + int(rng.integers(wch))),
+        (R_BMEM, lambda: int(rng.integers(cfg.bdepth))),
+        (R_SMEM, lambda: int(rng.integers(cfg.sdepth)) * 256 + int(rng.integers(cfg.cols))),
+    ]
+    region, offset = spaces[int(rng.integers(len(spaces)))]
+    return region, offset()
+
+
 def to_i32(v: int) -> int:
     v &= 0xFFFFFFFF
     return v - (1 << 32) if v >> 31 else v

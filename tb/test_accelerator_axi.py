@@ -43,7 +43,7 @@ from tb.axi_port import (
     ID,
     AxiPort,
 )
-from tb.host_port import R_BMEM, R_DBUF, R_IMEM, R_PBUF, R_SMEM, R_WMEM, HostPort, address
+from tb.host_port import R_BMEM, R_DBUF, HostPort, address, random_location
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 from tb.test_accelerator import run_and_check
@@ -59,19 +59,10 @@ async def setup(dut):
 
 def random_writes(rng, cfg: ArrayConfig, n: int):
     """n random (full address, value) writes over every memory region."""
-    wch = -(-cfg.cols * 8 // 32)
-    spaces = [
-        (R_DBUF, lambda: (int(rng.integers(cfg.cmax)) << 16) | int(rng.integers(cfg.ddepth))),
-        (R_PBUF, lambda: (int(rng.integers(cfg.rows)) << 16) | int(rng.integers(cfg.pdepth))),
-        (R_IMEM, lambda: int(rng.integers(cfg.imem_depth * 4))),
-        (R_WMEM, lambda: int(rng.integers(cfg.wdepth)) * 256 + int(rng.integers(wch))),
-        (R_BMEM, lambda: int(rng.integers(cfg.bdepth))),
-        (R_SMEM, lambda: int(rng.integers(cfg.sdepth)) * 256 + int(rng.integers(cfg.cols))),
-    ]
     out = []
     for _ in range(n):
-        region, offset = spaces[int(rng.integers(len(spaces)))]
-        out.append((address(region, offset()), int(rng.integers(1 << 32)), region))
+        region, offset = random_location(rng, cfg)
+        out.append((address(region, offset), int(rng.integers(1 << 32)), region))
     return out
 
 

@@ -21,16 +21,13 @@ from tb.bitserial import start_clock
 from tb.host_port import (
     D_DBUF,
     D_PBUF,
-    R_BMEM,
     R_DBUF,
-    R_IMEM,
     R_PBUF,
-    R_SMEM,
-    R_WMEM,
     BulkPort,
     HostPort,
     RtlDevice,
     address,
+    random_location,
     read_hex_lines,
 )
 from tb.seeds import bench_seed, seeded_rng
@@ -42,19 +39,10 @@ SEED = 4242    # the default seed (plus an offset per parameter set, if any); tb
 def random_writes(rng, cfg: ArrayConfig, n: int):
     """n random (region, offset, value) writes over every memory region, plus a full fill of
     entries 0..7 of every data-buffer bank and partial-sum row (defined values to dump)."""
-    wch = -(-cfg.cols * 8 // 32)
-    spaces = [
-        (R_DBUF, lambda: (int(rng.integers(cfg.cmax)) << 16) | int(rng.integers(cfg.ddepth))),
-        (R_PBUF, lambda: (int(rng.integers(cfg.rows)) << 16) | int(rng.integers(cfg.pdepth))),
-        (R_IMEM, lambda: int(rng.integers(cfg.imem_depth * 4))),
-        (R_WMEM, lambda: int(rng.integers(cfg.wdepth)) * 256 + int(rng.integers(wch))),
-        (R_BMEM, lambda: int(rng.integers(cfg.bdepth))),
-        (R_SMEM, lambda: int(rng.integers(cfg.sdepth)) * 256 + int(rng.integers(cfg.cols))),
-    ]
     items = []
     for _ in range(n):
-        region, offset = spaces[int(rng.integers(len(spaces)))]
-        items.append((region, offset(), int(rng.integers(1 << 32))))
+        region, offset = random_location(rng, cfg)
+        items.append((region, offset, int(rng.integers(1 << 32))))
     items += [(R_DBUF, (b << 16) | e, int(rng.integers(256)))
               for b in range(cfg.cmax) for e in range(8)]
     items += [(R_PBUF, (r << 16) | e, int(rng.integers(1 << 32)))

@@ -23,9 +23,9 @@ from models import golden
 from models.datasets import adapt_to_network, load_dataset
 from models.numerics.sac import OutputMode
 from models.onnx.importer import import_onnx
-from models.random_networks import random_bnn_network, random_images, random_sac_network
 from tb.bitserial import start_clock
 from tb.host_port import R_DBUF, R_PBUF, HostPort, RtlDevice
+from tb.programs import BNN_CASE, compiled_network_cases
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
@@ -72,23 +72,16 @@ async def run_and_check(dut, host, cfg, net, image, label):
 
 @cocotb.test()
 async def compiled_networks(dut):
-    """Random networks larger than the array, every final mode, shift on and off."""
+    """Random networks larger than the array, every final mode, shift on and off, and a BNN
+    lowered onto the array (tb/programs.py)."""
     cfg, host = await setup(dut)
     rng = seeded_rng(dut._log)
-    for final in ("pixel_sum", "raw", "binary", "relu_quant"):
-        for shift in (True, False):
-            net = random_sac_network(rng, in_shape=(3 * cfg.cols + 1, 4, 4), widths=(cfg.rows + 3,),
-                                     groups=(3, 2), shift=shift, final=final,
-                                     classes=cfg.rows + 2, s2d=1)
+    for label, net, image in compiled_network_cases(rng, cfg):
+        if label != BNN_CASE:       # SAC networks must need several tiles
             prog = compile_network(net, cfg)
             assert max(lp.n_tiles for lp in prog.layers) > 1
             assert max(lp.k_tiles for lp in prog.layers) > 1, "need several channel tiles"
-            image = random_images(rng, 1, net.input_shape, zero_fraction=0.5)[0]
-            await run_and_check(dut, host, cfg, net, image, f"{final}, shift={shift}")
-    # a BNN lowered onto the array: segments with max pooling and flatten on the host
-    net = random_bnn_network(rng)
-    image = random_images(rng, 1, net.input_shape, zero_fraction=0.2)[0]
-    await run_and_check(dut, host, cfg, net, image, "random BNN")
+        await run_and_check(dut, host, cfg, net, image, label)
 
 
 @cocotb.test(skip=os.environ.get("TB_ZOO") != "1")

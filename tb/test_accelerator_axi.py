@@ -30,7 +30,6 @@ from fpga.compiler import compile_network
 from fpga.isa import ErrorCode, Halt, encode
 from models.datasets import adapt_to_network, load_dataset
 from models.onnx.importer import import_onnx
-from models.random_networks import random_bnn_network, random_images, random_sac_network
 from tb.axi_port import (
     A_CONTROL,
     A_HOST_ADDR,
@@ -44,6 +43,7 @@ from tb.axi_port import (
     AxiPort,
 )
 from tb.host_port import R_BMEM, R_DBUF, HostPort, address, random_location
+from tb.programs import compiled_network_cases
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 from tb.test_accelerator import run_and_check
@@ -194,16 +194,8 @@ async def compiled_networks(dut):
     buses."""
     cfg, port = await setup(dut)
     rng = seeded_rng(dut._log)
-    for final in ("pixel_sum", "raw", "binary", "relu_quant"):
-        for shift in (True, False):
-            net = random_sac_network(rng, in_shape=(3 * cfg.cols + 1, 4, 4), widths=(cfg.rows + 3,),
-                                     groups=(3, 2), shift=shift, final=final,
-                                     classes=cfg.rows + 2, s2d=1)
-            image = random_images(rng, 1, net.input_shape, zero_fraction=0.5)[0]
-            await run_and_check(dut, port, cfg, net, image, f"AXI {final}, shift={shift}")
-    net = random_bnn_network(rng)
-    image = random_images(rng, 1, net.input_shape, zero_fraction=0.2)[0]
-    await run_and_check(dut, port, cfg, net, image, "AXI random BNN")
+    for label, net, image in compiled_network_cases(rng, cfg):
+        await run_and_check(dut, port, cfg, net, image, f"AXI {label}")
     dut._log.info(f"{port.words_written} words written and {port.words_read} read in bursts")
 
 

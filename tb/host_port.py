@@ -394,6 +394,14 @@ class RunTimeout(AssertionError):
 WATCHDOG_FACTOR, WATCHDOG_MARGIN = 2, 10_000
 
 
+def watchdog_cycles(model_cycles: int) -> int:
+    """The cycle budget of a run the cycle model puts at `model_cycles`. RTL_WATCHDOG_CYCLES
+    (environment) caps it: a way to see the watchdog fire, and to stop a suspected hang early."""
+    budget = WATCHDOG_FACTOR * model_cycles + WATCHDOG_MARGIN
+    cap = os.environ.get("RTL_WATCHDOG_CYCLES", "").strip()
+    return min(budget, int(cap)) if cap else budget
+
+
 class RtlDevice:
     """The RTL accelerator as a fpga.execute device (one image per call): runs a segment
     and reports per-instruction cycles and activity read from the trace memory. Tensors and
@@ -424,7 +432,7 @@ class RtlDevice:
         model = total_cycles(self.prog.instructions[start_pc:start_pc + seg.n_instr],
                              self.prog.config)
         report = None if self.on_cycles is None else (lambda c: self.on_cycles(start_pc, c))
-        st = await self.host.run(start_pc, WATCHDOG_FACTOR * model + WATCHDOG_MARGIN, report)
+        st = await self.host.run(start_pc, watchdog_cycles(model), report)
         if st["error"]:
             return RunStats(error=IsaError(ErrorCode(st["error_code"]), st["pc"], None,
                                            "reported by the RTL"))

@@ -219,6 +219,31 @@ def test_wall_clock_limit_exits_3_naming_shard_and_image(capsys, tmp_path):
     assert_left_as_before(tmp_path, out, failure_log=True)
 
 
+def test_cycle_watchdog_exits_3_naming_image_and_instruction(monkeypatch, capsys, tmp_path):
+    """The cycle watchdog inside the simulator, through the whole compare job: a budget of 50
+    cycles (RTL_WATCHDOG_CYCLES) stops the first run long before its end."""
+    monkeypatch.setenv("RTL_WATCHDOG_CYCLES", "50")
+    out = old_report(tmp_path)
+    code = compare_cmd.main([*SAC_ONE_IMAGE, "--out", str(out)])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 3, last
+    assert "did not finish within 50 cycles (the watchdog); the decoder is at instruction " in last
+    assert last.startswith("compare_gpu_fpga: error: RTL simulation (verilator) of shard 0 "
+                           "(images 0..0) failed at image 0: RunTimeout: the run from pc 0 "), last
+    assert_left_as_before(tmp_path, out, failure_log=True)
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5"])
+def test_bad_watchdog_cap_exits_2_before_any_work(value, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("RTL_WATCHDOG_CYCLES", value)
+    out = old_report(tmp_path)
+    code = compare_cmd.main([*SAC_ONE_IMAGE, "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "RTL_WATCHDOG_CYCLES (environment) must be a positive whole number" in err[0]
+    assert_left_as_before(tmp_path, out, failure_log=False)
+
+
 def _default_sigint():
     """A job started from a background shell (CI scripts, nohup) inherits SIGINT ignored, and
     Python then keeps ignoring it, as a background job should; the test wants Ctrl-C's case."""
@@ -245,3 +270,43 @@ def test_sigint_and_sigterm_end_the_simulators_and_leave_no_files(sig, code, wor
     assert "Traceback" not in err
     assert not alive(watcher.seen), watcher.seen
     assert_left_as_before(tmp_path, out, failure_log=False)
+
+
+# a compare job that builds its simulator from scratch, in a build root of its own
+_FRESH_BUILD_JOB = """
+import sys
+from pathlib import Path
+import tb.sim
+tb.sim.BUILD = Path(sys.argv[1])
+from workbench.commands import compare
+sys.exit(compare.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_during_the_first_build_ends_make_and_the_compilers(sig, code, tmp_path):
+    """The first Verilator build runs in a process group of its own, which the job ends as a
+    whole: the compilers make started do not go on building after the job has exited. (ccache
+    off, so that the compilers run long enough to be caught.)"""
+    out = old_report(tmp_path)
+    job = subprocess.Popen([sys.executable, "-c", _FRESH_BUILD_JOB, str(tmp_path / "build"),
+                            *SAC_ONE_IMAGE, "--out", str(out)], cwd=ROOT,
+                           env={**os.environ, "CCACHE_DISABLE": "1"},
+                           preexec_fn=_default_sigint, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    seen, deadline = {}, time.monotonic() + 240
+    while time.monotonic() < deadline and job.poll() is None:
+        seen.update(descendants(job.pid))
+        if any("cc1plus" in cmd for cmd in seen.values()):
+            job.send_signal(sig)
+            break
+        time.sleep(0.05)
+    _, err = job.communicate(timeout=60)
+    compilers = [p for p, cmd in seen.items() if "cc1plus" in cmd]
+    assert compilers and job.returncode == code, (err, seen)
+    assert "Traceback" not in err
+    time.sleep(0.2)                     # the job has exited: its build must be gone by now
+    assert not alive(seen), {p: seen[p] for p in alive(seen)}
+    assert json.loads((out / "report.json").read_text()) == {"old": True}
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "out"]   # no temp siblings

@@ -341,6 +341,10 @@ def check_options(opts: Options) -> None:
                                              and opts.rtl_timeout > 0):
         raise CompareError(f"--rtl-timeout must be a positive number of seconds, got "
                            f"{opts.rtl_timeout}")
+    cap = os.environ.get("RTL_WATCHDOG_CYCLES", "").strip()
+    if cap and not (cap.isdigit() and int(cap) > 0):
+        raise CompareError(f"RTL_WATCHDOG_CYCLES (environment) must be a positive whole number "
+                           f"of cycles, got {cap!r}")
     _parse_array(opts.array)
     random_seed(opts.data, opts.seed)
     if not opts.data.strip():

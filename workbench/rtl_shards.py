@@ -78,19 +78,85 @@ def _built(bdir: Path, sim: str) -> bool:
 
 
 def build(prog: Program, sim: str, log_file: Path | None = None) -> Path:
-    from tb.sim import build as build_sim
     from tb.sim import build_dir
     cfg = prog.config
     if not _built(build_dir(TOPLEVEL, sim, cfg.hdl_parameters()), sim):
         print(f"building the {sim} model of the {cfg.rows}x{cfg.cols} accelerator (first time "
               f"for this configuration: a few minutes{'' if log_file is None else '; log: '}"
               f"{log_file or ''})", file=sys.stderr, flush=True)
+    return _supervised_build(TOPLEVEL, sim, cfg.hdl_parameters(), log_file)
+
+
+def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path | None) -> Path:
+    """tb.sim.build in a child Python process that leads a process group of its own
+    (`python -m workbench.rtl_shards --build`), so that Verilator, make and every compiler
+    they start belong to that group: Ctrl-C or SIGTERM of the compare job (or any exception
+    here) ends the whole group, not only the direct child. The child ends its group too if
+    this process dies first."""
+    from tb import sim as tb_sim
+    with tempfile.TemporaryDirectory(prefix="rtl_build_") as tmp:
+        spec = {"toplevel": toplevel, "sim": sim, "parameters": parameters,
+                "log": str(log_file) if log_file else None,
+                "build_root": str(tb_sim.BUILD),        # a caller's choice of build root
+                "result": str(Path(tmp) / "result.json")}
+        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
+        with open(Path(tmp) / "worker.log", "wb") as wlog:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "workbench.rtl_shards", "--build",
+                 str(Path(tmp) / "spec.json")],
+                stdin=subprocess.DEVNULL, stdout=wlog, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        try:
+            code = proc.wait()
+        finally:
+            try:                           # whatever is left of the group: make, g++, ...
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+        result = Path(spec["result"])
+        done = json.loads(result.read_text()) if result.exists() else {}
+        if code == 0 and "bdir" in done:
+            return Path(done["bdir"])
+        if done.get("error"):
+            why = done["error"]
+        elif code < 0:
+            why = f"the build process was killed by {_signal_name(-code)}"
+        else:                      # the child failed before it could say why: its last line
+            tail = _log_text(Path(tmp) / "worker.log").strip().splitlines()
+            why = tail[-1] if tail else f"the build process exited with status {code}"
+        raise ShardError(f"building the {sim} simulator of {toplevel} failed ({why})",
+                         _log_text(log_file) if log_file else "")
+
+
+def _build_worker(spec_path: str) -> int:
+    """The child process of _supervised_build."""
+    spec = json.loads(Path(spec_path).read_text())
+    _end_group_when_orphaned()
+    from tb import sim as tb_sim
+    tb_sim.BUILD = Path(spec["build_root"])
     try:
-        return build_sim(TOPLEVEL, sim, prog.config.hdl_parameters(), waves=False,
-                         log_file=log_file)
+        bdir = tb_sim.build(spec["toplevel"], spec["sim"], spec["parameters"], waves=False,
+                            log_file=Path(spec["log"]) if spec["log"] else None)
+        done, code = {"bdir": str(bdir)}, 0
     except (SystemExit, Exception) as exc:    # the runner exits on a failed tool run
-        raise ShardError(f"building the {sim} simulator of {TOPLEVEL} failed ({exc})",
-                         _log_text(log_file) if log_file else "") from None
+        done, code = {"error": " ".join(str(exc).split()) or type(exc).__name__}, 1
+    Path(spec["result"]).write_text(json.dumps(done))
+    return code
+
+
+def _end_group_when_orphaned() -> None:
+    """In a child that leads its own process group: ends the group (itself included) once
+    the process that started it has gone."""
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 RAM_DISK = Path("/dev/shm")
@@ -180,8 +246,8 @@ class ShardProcess:
             pickle.dump({"program": prog, "images": images}, f)
         env = {"RTL_JOB": str(self.job), "RTL_OUT": str(self.out),
                "RTL_PROGRESS": str(workdir / "progress"),
-               **({"RTL_PROFILE": os.environ["RTL_PROFILE"]} if os.environ.get("RTL_PROFILE")
-                  else {}),
+               **{k: os.environ[k] for k in ("RTL_PROFILE", "RTL_WATCHDOG_CYCLES")
+                  if os.environ.get(k)},
                "COCOTB_LOG_LEVEL": "WARNING",
                # one thread for the little numpy work of a shard: N shards share the cores
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
@@ -287,15 +353,7 @@ def _worker(spec_path: str) -> int:
     """The child process of a ShardProcess: runs the cocotb job on the simulator. Leader of
     its own process group; ends the group if the supervising process goes away."""
     spec = json.loads(Path(spec_path).read_text())
-    parent = os.getppid()
-
-    def orphaned():
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os.killpg(0, signal.SIGKILL)
-
-    threading.Thread(target=orphaned, daemon=True).start()
+    _end_group_when_orphaned()
     from tb.sim import failures, test
     try:
         results = test(spec["toplevel"], "rtl_job", spec["sim"], Path(spec["bdir"]),
@@ -446,5 +504,5 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
                        for sh in shards]}
 
 
-if __name__ == "__main__":          # the worker of a ShardProcess
-    sys.exit(_worker(sys.argv[1]))
+if __name__ == "__main__":          # the worker of a ShardProcess, or of a supervised build
+    sys.exit(_build_worker(sys.argv[2]) if sys.argv[1] == "--build" else _worker(sys.argv[1]))

@@ -237,6 +237,19 @@ def test_train_flags_are_checked(flags, message, capsys, tmp_path):
     assert message in capsys.readouterr().err
 
 
+def test_a_single_csv_file_is_refused_for_training_in_one_prefixed_line(capsys, tmp_path,
+                                                                       no_training):
+    """A HEP-BNN CSV is one file with no train split: one line, the command named."""
+    from workbench.commands.train import main
+    csv = tmp_path / "one.csv"
+    csv.write_text(",".join([f"p{i}" for i in range(64)] + ["label"]) + "\n"
+                   + ",".join(["0"] * 64 + ["3"]) + "\n")
+    assert main(["--family", "sac", "--data", str(csv), "--out", str(tmp_path / "x.onnx")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"train: error: {csv}: a single file has no "
+                                               "'train' split"), err
+
+
 def test_train_flags_reach_the_recipe():
     from workbench.commands.train import parse_args, recipe_kwargs
     args = parse_args(["--family", "sac", "--data", "fashion", "--s2d", "2", "--widths", "8,16,16",

@@ -71,7 +71,8 @@ def _const(g: Graph, node, idx: int, what: str) -> np.ndarray:
 
 def _first_bad(arr: np.ndarray, bad: np.ndarray) -> str:
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
-    return f"[{', '.join(map(str, idx))}] = {arr[idx]!r}"
+    value = arr[idx]
+    return f"[{', '.join(map(str, idx))}] = {value.item() if hasattr(value, 'item') else value!r}"
 
 
 def _pm1(g, node, idx, what) -> np.ndarray:

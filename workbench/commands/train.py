@@ -31,6 +31,7 @@ from models.train.bnn import BnnConfig
 from models.train.recipes import train_bnn, train_sac
 from models.train.sac import SacConfig, SacNet
 from workbench.cards import write_model_and_card
+from workbench.commands.args import print_error
 
 DEFAULT_EPOCHS = {"bnn": 100, "sac": 15}
 DEFAULT_FLOAT_EPOCHS = {"bnn": 60, "sac": 40}
@@ -74,8 +75,10 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="train", description=__doc__.split("\n")[0])
     p.add_argument("--family", choices=["bnn", "sac"], required=True)
     p.add_argument("--data", default="digits",
-                   help="'digits', 'fashion' (Debian package dataset-fashion-mnist) or a path "
-                        "to IDX files, CIFAR-10 batches or a HEP-BNN CSV")
+                   help="'digits', 'fashion' (Debian package dataset-fashion-mnist) or a "
+                        "directory of IDX files or CIFAR-10 batches (training needs the "
+                        "train split: a single file, such as a HEP-BNN CSV, has none; "
+                        "compare and the benchmarks read those)")
     p.add_argument("--epochs", type=_positive(int), default=None,
                    help="quantized-training epochs (SAC: per pruning stage; the last stage runs "
                         "twice as long); default bnn 100, sac 15")
@@ -228,9 +231,10 @@ def main(argv=None) -> int:
         if split is not None:
             raise DatasetError(f"--data {args.data}: training uses the train, val and test "
                                f"splits; give --data {name}")
-        kwargs = recipe_kwargs(args, load_dataset(args.data, "test").image_shape)
+        # the train split, which training reads first: a single file (no split) is refused here
+        kwargs = recipe_kwargs(args, load_dataset(args.data, "train").image_shape)
     except ValueError as exc:          # DatasetError included
-        print(f"error: {exc}", file=sys.stderr)
+        print_error("train", str(exc))
         return 2
     try:
         result = train(args.data, epochs=epochs, float_epochs=float_epochs, seed=args.seed,
@@ -238,7 +242,7 @@ def main(argv=None) -> int:
                        log_epochs=not sys.stderr.isatty(), name=args.name or out.stem,
                        **kwargs)
     except DatasetError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error("train", str(exc))
         return 2
     command = "python scripts/train.py " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
@@ -250,8 +254,8 @@ def main(argv=None) -> int:
         keep = out.with_suffix(".result.pkl")
         with open(keep, "wb") as f:
             pickle.dump(result, f)
-        print(f"error: writing the model card failed ({type(exc).__name__}: {exc}); the "
-              f"training result is in {keep}", file=sys.stderr)
+        print_error("train", f"writing the model card failed ({type(exc).__name__}: {exc}); "
+                             f"the training result is in {keep}")
         return 3
     acc = result.accuracy
     print(result.net.summary())

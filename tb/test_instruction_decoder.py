@@ -1,10 +1,13 @@
 """Bench for rtl/instruction_decoder.v, with the instruction memory played by the bench.
 
 Programs: compiled from random networks (valid), the same with one random bit flipped in one
-random word (valid or not), every opcode 0..15 as a word of its own, and hand-made malformed
-words for every error code. For each, the expected outcome comes from fpga.isa.check_program
-(error code and the index of the failing word) and fpga.cycle_model (the cycle every
-instruction retires), and the RTL must match both exactly.
+random word (valid or not), every opcode 0..15 as a word of its own, hand-made malformed
+words for every error code, and random valid instructions with every field drawn over its
+legal range (compiled programs leave fill at 0 and many fields at a few values). For each, the
+expected outcome comes from fpga.isa.check_program (error code and the index of the failing
+word) and fpga.cycle_model (the cycle every instruction retires), and the RTL must match both
+exactly; every instruction it executes must present the fields fpga.isa.decode reads from the
+same word.
 """
 
 import cocotb
@@ -14,7 +17,18 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from fpga.arch import ArrayConfig
 from fpga.compiler import compile_network
 from fpga.cycle_model import program_timeline
-from fpga.isa import ErrorCode, Halt, IsaError, LoadWeights, Matmul, check_program, decode, encode
+from fpga.isa import (
+    DecoderState,
+    ErrorCode,
+    Halt,
+    IsaError,
+    LoadWeights,
+    Matmul,
+    check,
+    check_program,
+    decode,
+    encode,
+)
 from models.numerics.sac import OutputMode
 from models.random_networks import random_sac_network
 from tb.bitserial import start_clock
@@ -22,28 +36,100 @@ from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
 SEED = 8086    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+# decoder outputs per instruction type: port name -> fpga.isa field (the RTL's `pixels` is the
+# decoded instruction's height x width, `tile_rows`/`tile_cols` the last LOAD_WEIGHTS' shape)
+LW_PORTS = {name: name for name in ("rows", "cols", "w_addr", "b_addr", "s_addr")}
+MM_PORTS = {name: name for name in ("mode", "acc_in", "shift_en", "group", "fill", "height",
+                                    "width", "in_addr", "out_addr", "in_ch", "out_ch",
+                                    "acc_addr", "pixels")}
+
+
 def expected(words, cfg):
-    """(error code or None, failing index, retire cycles) as the models say."""
+    """(error code or None, failing index, retire cycles, executed instructions' decoded
+    fields) as the models say."""
     image = list(words) + [0] * (cfg.imem_depth - len(words))
     try:
         instrs = check_program(image, cfg)
     except IsaError as exc:
         # check_program accepted every word before the failing one
         ok = [decode(w, i) for i, w in enumerate(image[:exc.index])]
-        return exc.code, exc.index, [s.end for s in program_timeline(ok + [Halt()], cfg)][:-1]
-    return None, None, [s.end for s in program_timeline(instrs, cfg)]
+        return (exc.code, exc.index, [s.end for s in program_timeline(ok + [Halt()], cfg)][:-1],
+                decoded_fields(ok))
+    return None, None, [s.end for s in program_timeline(instrs, cfg)], decoded_fields(instrs)
+
+
+def decoded_fields(instrs):
+    """The field values of every executed instruction (HALT has none), as fpga.isa decodes
+    them: what the decoder must present while it executes that instruction."""
+    out, tile = [], (0, 0)
+    for ins in instrs:
+        if isinstance(ins, LoadWeights):
+            tile = (ins.rows, ins.cols)
+            out.append({port: int(getattr(ins, f)) for port, f in LW_PORTS.items()})
+        elif isinstance(ins, Matmul):
+            out.append({port: int(getattr(ins, f)) for port, f in MM_PORTS.items()})
+        else:
+            continue
+        out[-1]["tile_rows"], out[-1]["tile_cols"] = tile
+    return out
+
+
+def sample_fields(dut):
+    """The decoder's field outputs of the instruction it is executing."""
+    ports = LW_PORTS if str(dut.exec_lw.value) == "1" else MM_PORTS
+    return {port: int(getattr(dut, port).value) for port in [*ports, "tile_rows", "tile_cols"]}
+
+
+def draw(rng, lo, hi):
+    """A random integer in lo..hi (both included)."""
+    return int(rng.integers(lo, hi + 1))
+
+
+def random_instructions(rng, cfg, n):
+    """n random LOAD_WEIGHTS and MATMUL instructions that check_program accepts, then HALT:
+    every field drawn over its legal range for `cfg` (fill 0..255 with the shift on), redrawn
+    when the decoder's checks refuse the combination (overlaps)."""
+    out, state = [], DecoderState()
+    while len(out) < n:
+        if not out or rng.random() < 0.3:
+            rows, cols = draw(rng, 1, cfg.rows), draw(rng, 1, cfg.cols)
+            ins = LoadWeights(rows=rows, cols=cols, w_addr=draw(rng, 0, cfg.wdepth - rows),
+                              b_addr=draw(rng, 0, cfg.bdepth - rows),
+                              s_addr=draw(rng, 0, cfg.sdepth - 1))
+        else:
+            mode = OutputMode(draw(rng, 0, 3))
+            group = draw(rng, 1, min(8, cfg.cmax // state.tile_cols))
+            height, width = draw(rng, 1, 4), draw(rng, 1, 4)
+            p = height * width
+            shift_en, acc_in = bool(rng.random() < 0.7), bool(rng.random() < 0.5)
+            byte_mode = mode in (OutputMode.RELU_QUANT, OutputMode.BINARY)
+            n_out = 1 if mode == OutputMode.PIXEL_SUM else p
+            ins = Matmul(height=height, width=width, in_addr=draw(rng, 0, cfg.ddepth - p),
+                         out_addr=draw(rng, 0, (cfg.ddepth if byte_mode else cfg.pdepth) - n_out),
+                         mode=mode, group=group, acc_in=acc_in, shift_en=shift_en,
+                         fill=draw(rng, 0, 255) if shift_en else 0,
+                         in_ch=draw(rng, 0, cfg.cmax - state.tile_cols * group),
+                         out_ch=draw(rng, 0, cfg.cmax - state.tile_rows) if byte_mode else 0,
+                         acc_addr=draw(rng, 0, cfg.pdepth - p) if acc_in else 0)
+        try:
+            check(ins, cfg, state)
+        except IsaError:
+            continue
+        out.append(ins)
+    return [encode(ins) for ins in out] + [encode(Halt())]
 
 
 async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     """Play the instruction memory (`prefix` words before the program, which starts at
-    `start_pc`); return (error, code, pc, retire cycles, cycles)."""
+    `start_pc`); return (error, code, pc, retire cycles, cycles, fields of every executed
+    LOAD_WEIGHTS and MATMUL as sampled in its retire cycle)."""
     image = list(prefix) + list(words)
     image += [0] * (cfg.imem_depth - len(image))
     dut.start_pc.value = start_pc
     dut.start.value = 1
     await FallingEdge(dut.clk)
     dut.start.value = 0
-    retires = []
+    retires, fields = [], []
     addr_prev = 0
     for cycle in range(limit):
         # registered read: the word for the address seen last cycle
@@ -52,9 +138,11 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
         addr_prev = int(dut.imem_addr.value)
         if str(dut.retire.value) == "1":
             retires.append(cycle + 1)
+            if "1" in (str(dut.exec_lw.value), str(dut.exec_mm.value)):
+                fields.append(sample_fields(dut))
         if str(dut.done.value) == "1":
             result = (int(dut.error.value), int(dut.error_code.value), int(dut.pc.value),
-                      retires, cycle)
+                      retires, cycle, fields)
             await FallingEdge(dut.clk)
             return result
         await FallingEdge(dut.clk)
@@ -63,11 +151,16 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
 
 async def check_case(dut, cfg, words, label, prefix=()):
     """Run `words` placed after `prefix` (started at len(prefix)); compare with the models."""
-    code, index, ends = expected(words, cfg)
+    code, index, ends, want_fields = expected(words, cfg)
     if code is not None and index is not None:
         index += len(prefix)
-    err, got_code, pc, retires, total = await run_program(dut, words, cfg, start_pc=len(prefix),
-                                                          prefix=prefix)
+    err, got_code, pc, retires, total, fields = await run_program(
+        dut, words, cfg, start_pc=len(prefix), prefix=prefix)
+    for j, (got, want) in enumerate(zip(fields, want_fields)):
+        bad = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+        assert not bad, f"{label}: executed instruction {j}: (RTL, isa.decode) differ: {bad}"
+    assert len(fields) == len(want_fields), \
+        f"{label}: {len(fields)} instructions executed, the models say {len(want_fields)}"
     if code is None:
         assert not err, f"{label}: unexpected error {ErrorCode(got_code).name} at {pc}"
         assert retires == ends, f"{label}: retires {retires} != model {ends}"
@@ -107,6 +200,10 @@ async def programs_and_malformed_words(dut):
         words[i] ^= 1 << int(rng.integers(0, 128))
         n_flip += 1
         await check_case(dut, cfg, words, f"bit flip {trial} in word {i}")
+    # every field of every executed instruction, over its range (compiled programs fill with 0)
+    for trial in range(3):
+        words = random_instructions(rng, cfg, min(12, cfg.imem_depth - 1))
+        await check_case(dut, cfg, words, f"random instructions {trial}")
     lw = encode(LoadWeights(rows=1, cols=1))
     for opcode in range(16):
         await check_case(dut, cfg, [lw, opcode], f"opcode {opcode}")
@@ -134,7 +231,7 @@ async def programs_and_malformed_words(dut):
     seen = set()
     for j, word in enumerate(malformed):
         words = [lw, word, encode(Halt())]
-        code, _, _ = expected(words, cfg)
+        code, _, _, _ = expected(words, cfg)
         seen.add(code)
         await check_case(dut, cfg, words, f"malformed {j}")
     await check_case(dut, cfg, [encode(Matmul(**mm)), encode(Halt())], "no weights")
@@ -143,8 +240,9 @@ async def programs_and_malformed_words(dut):
     want = {c for c in ErrorCode if c not in (ErrorCode.NONE, ErrorCode.ILLEGAL_OPCODE,
                                               ErrorCode.NO_WEIGHTS, ErrorCode.PC_OVERFLOW)}
     assert want <= seen, f"error codes not exercised: {want - seen}"
-    dut._log.info(f"{len(valid)} programs, {n_flip} bit flips, 16 opcodes, {len(malformed)} "
-                  "malformed words, no-weights and overflow cases: match")
+    dut._log.info(f"{len(valid)} programs, {n_flip} bit flips, 3 random-instruction programs, "
+                  f"16 opcodes, {len(malformed)} malformed words, no-weights and overflow "
+                  "cases: match")
 
 
 CONFIGS = {

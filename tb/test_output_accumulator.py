@@ -1,5 +1,6 @@
 """Bench for rtl/output_accumulator.v: sums over pixels with gaps between results and the
-32-bit extremes; expected values from models.numerics.sac.pixel_sum."""
+32-bit extremes; expected values from models.numerics.sac.pixel_sum. `sum_valid` must be the
+one-cycle pulse the module promises, in the cycle after the last value and in no other."""
 
 import cocotb
 import numpy as np
@@ -25,6 +26,7 @@ async def sums(dut):
              list(rng.integers(-1000, 1000, size=7))]
     for values in cases:
         got = None
+        after_last = []         # sum_valid in every cycle after the last value, in order
         for i, v in enumerate(values):
             dut.in_valid.value = 1
             dut.first.value = int(i == 0)
@@ -34,13 +36,20 @@ async def sums(dut):
             dut.in_valid.value = 0
             for _ in range(int(rng.integers(0, 8))):      # results arrive every few cycles
                 assert str(dut.sum_valid.value) != "1" or i == len(values) - 1
+                if i == len(values) - 1:
+                    after_last.append(str(dut.sum_valid.value) == "1")
                 if str(dut.sum_valid.value) == "1":
                     got = dut.sum.value.to_signed()
                 await FallingEdge(dut.clk)
         for _ in range(2):
+            after_last.append(str(dut.sum_valid.value) == "1")
             if str(dut.sum_valid.value) == "1":
                 got = dut.sum.value.to_signed()
             await FallingEdge(dut.clk)
+        # the module's contract: a one-cycle pulse in the cycle right after the last value
+        # (a sum_valid that stays high, e.g. until the next input, would count a sum twice)
+        assert after_last == [True] + [False] * (len(after_last) - 1), \
+            f"{values[:4]}...: sum_valid in the cycles after the last value: {after_last}"
         want = int(sac.pixel_sum(np.array(values, dtype=np.int64)))
         assert got == want, f"{values[:4]}...: got {got}, want {want}"
 

@@ -102,6 +102,45 @@ def test_cycle_model_terms_on_a_non_square_array():
         [2 + 3 + 1, 2 + 8 * 4 + 24 + 7 + 3 + 2, 2]
 
 
+# Tall and wide arrays (issue 15: a cycle model with ROWS and COLS swapped passed every square
+# test). The tile (3 rows x 2 or 5 columns) differs from both array sides, so any swap of
+# COLS, ROWS, the tile's rows or its columns changes a number; expected values are the
+# per-instruction terms of docs/microarchitecture.md ("Timing of one tile"), written out.
+NON_SQUARE = {
+    "8x4": (LoadWeights(rows=3, cols=2),
+            [2 + 3 + 1, 2 + 8 * 6 + 24 + 4 + 3 + 2, 2 + 8 + 24 + 4 + 3 + 2 + 1, 2]),
+    "4x16": (LoadWeights(rows=3, cols=5),
+             [2 + 3 + 1, 2 + 8 * 6 + 24 + 16 + 3 + 2, 2 + 8 + 24 + 16 + 3 + 2 + 1, 2]),
+}
+
+
+@pytest.mark.parametrize("array", list(NON_SQUARE))
+def test_cycle_model_on_tall_and_wide_arrays(array):
+    cfg = ArrayConfig.parse(array)
+    lw, want = NON_SQUARE[array]
+    prog = [lw, Matmul(height=2, width=3, in_addr=0, out_addr=6),
+            Matmul(height=1, width=1, in_addr=0, out_addr=0, mode=OutputMode.PIXEL_SUM), Halt()]
+    assert [s.cycles for s in program_timeline(prog, cfg)] == want
+
+
+@pytest.mark.parametrize("array", list(NON_SQUARE))
+def test_interpreter_cycles_on_tall_and_wide_arrays(array):
+    """The interpreter charges every instruction of a compiled program what the cycle model
+    says on tall and wide arrays too (it reads the tile's rows from its own decoder state)."""
+    seed = SEED + 7 + list(NON_SQUARE).index(array)
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    net = random_sac_network(rng, in_shape=(9, 4, 4), widths=(11,), groups=(2, 3), shift=True,
+                             final="pixel_sum")
+    cfg = ArrayConfig.parse(array)
+    prog = compile_network(net, cfg)
+    x = random_images(rng, 2, net.input_shape, zero_fraction=0.5)
+    res = interpret(prog, x)
+    for seg, stats in zip(prog.segments, res.segments):
+        steps = program_timeline(prog.instructions[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
+        assert stats.cycles == [s.cycles for s in steps], seg
+
+
 def test_channel_shift_fill_reaches_the_array():
     """A nonzero fill value travels from the ChannelShift layer into every shifted MATMUL and
     the array's result equals the golden model, which differs from a zero fill."""

@@ -146,7 +146,7 @@ module accelerator #(
                 .clk(clk),
                 .we(h_write && h_region == R_IMEM && h_off[1:0] == gi),
                 .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
-                .raddr(busy ? imem_raddr : h_off[IAW+1:2]), .rdata(imem_chunk[gi]));
+                .raddr((busy || start) ? imem_raddr : h_off[IAW+1:2]), .rdata(imem_chunk[gi]));
         end
     endgenerate
     assign imem_q = {imem_chunk[3], imem_chunk[2], imem_chunk[1], imem_chunk[0]};

@@ -1,11 +1,18 @@
 `default_nettype none
 // Instruction decoder and sequencer of the SAC accelerator (docs/isa.md, docs/microarchitecture.md).
 //
-// Each instruction takes FETCH (instruction-memory read) and DECODE (the word is checked and
-// its fields latched), then LOAD_WEIGHTS or MATMUL execute for a number of cycles that depends
+// Each instruction takes FETCH and DECODE, then LOAD_WEIGHTS or MATMUL execute for a number of cycles that depends
 // only on the instruction and the loaded tile: exactly the cycle model of
 // models/cycle_model.py. `k` counts the execution cycles; the datapath in accelerator.v is
-// scheduled off it. A word that fails a check raises `error` with the same code as
+// scheduled off it.
+//
+// Timing: the next word is read ahead (the address is start_pc while idle and pc + 1 while
+// executing), so it is already on `imem_data` in FETCH. FETCH runs every check and the pixel
+// product and registers the results; DECODE only latches fields and moves on. This keeps the
+// checks (a 12x12 multiply, 32-bit sums and compares) and the decision of DECODE in separate
+// cycles, the path that limited the top's clock, without changing the cycle model. The memory
+// read is one cycle (sdp_ram); the word is read again in FETCH, so it stays on `imem_data` in
+// DECODE. A word that fails a check raises `error` with the same code as
 // models/isa.py, halts, and executes nothing (so it writes nothing).
 module instruction_decoder #(
     parameter ROWS = 8,
@@ -95,9 +102,17 @@ module instruction_decoder #(
 
     reg [1:0] state;
     reg [23:0] exec_len;
-    assign imem_addr = pc[IAW-1:0];
+    // read ahead: start_pc while idle (start moves to FETCH), pc + 1 while executing (the
+    // retire cycle moves to FETCH with pc + 1), pc in FETCH and DECODE
+    assign imem_addr = (state == S_IDLE) ? start_pc[IAW-1:0]
+                     : (state == S_EXEC) ? pc[IAW-1:0] + 1'b1 : pc[IAW-1:0];
+    // results of FETCH's checks, used in DECODE
+    reg [3:0]  err_q;
+    reg [23:0] pix_q;                        // height x width
+    reg [23:0] mm_len_q;                     // a MATMUL's execution cycles
+    reg        pc_over_q;
     assign retire = (state == S_EXEC && k == exec_len - 24'd1)
-                  || (state == S_DECODE && !pc_over && op == OP_HALT && err == E_NONE);
+                  || (state == S_DECODE && !pc_over_q && op == OP_HALT && err_q == E_NONE);
 
     // ---- field extraction (combinational, from the fetched word) ----
     wire [127:0] w = imem_data;
@@ -201,15 +216,22 @@ module instruction_decoder #(
                     tile_rows <= 8'd0;
                     tile_cols <= 8'd0;
                 end
-                S_FETCH: state <= S_DECODE;
+                S_FETCH: begin                      // the word is here: check it
+                    state <= S_DECODE;
+                    err_q <= err;
+                    pc_over_q <= pc_over;
+                    pix_q <= f_pix[23:0];
+                    mm_len_q <= {f_pix[20:0], 3'd0} + MM_FIXED[23:0] + {16'd0, tile_rows}
+                              + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
+                end
                 S_DECODE: begin
                     k <= 24'd0;
-                    if (pc_over || err != E_NONE) begin
+                    if (pc_over_q || err_q != E_NONE) begin
                         state <= S_IDLE;
                         busy <= 1'b0;
                         done <= 1'b1;
                         error <= 1'b1;
-                        error_code <= pc_over ? E_PC : err;
+                        error_code <= pc_over_q ? E_PC : err_q;
                     end else if (op == OP_HALT) begin
                         state <= S_IDLE;
                         busy <= 1'b0;
@@ -240,9 +262,8 @@ module instruction_decoder #(
                         in_ch <= f_inch;
                         out_ch <= f_outch;
                         acc_addr <= f_acc;
-                        pixels <= f_pix[23:0];
-                        exec_len <= {f_pix[20:0], 3'd0} + MM_FIXED[23:0] + {16'd0, tile_rows}
-                                  + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
+                        pixels <= pix_q;
+                        exec_len <= mm_len_q;
                     end
                 end
                 default: begin                      // S_EXEC

@@ -127,10 +127,11 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     image += [0] * (cfg.imem_depth - len(image))
     dut.start_pc.value = start_pc
     dut.start.value = 1
+    await ReadOnly()                    # the decoder reads ahead: start_pc in the start cycle
+    addr_prev = int(dut.imem_addr.value)
     await FallingEdge(dut.clk)
     dut.start.value = 0
     retires, fields = [], []
-    addr_prev = 0
     for cycle in range(limit):
         # registered read: the word for the address seen last cycle
         dut.imem_data.value = image[addr_prev] if addr_prev < len(image) else 0

@@ -54,8 +54,13 @@ KEPT = ["systolic_array", "data_feeder", "channel_shift", "instruction_decoder",
         "output_accumulator", "sdp_ram"]
 
 
+# simulation-only files (file I/O with run-time names, hierarchical references): never read by
+# synthesis, which stops at their $readmemh
+SIMULATION_ONLY = {"accelerator_tb_wrapper.v"}
+
+
 def sources() -> str:
-    return " ".join(str(p) for p in sorted(RTL.glob("*.v")))
+    return " ".join(str(p) for p in sorted(RTL.glob("*.v")) if p.name not in SIMULATION_ONLY)
 
 
 def yosys(tag: str, script: str, exe: str = "yosys") -> Path:

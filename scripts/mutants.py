@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import json
 import os
 import re
@@ -142,6 +143,9 @@ def parse_args(argv, scopes: dict):
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
                    help="mutmut's parallel workers")
     p.add_argument("--list", action="store_true", help="print the scopes and the RTL mutants, run nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="print the Python scopes' tables from their last run in build/mutants/py/ "
+                        "without running mutmut (no RTL)")
     args = p.parse_args(argv)
     wanted = [s.strip() for s in args.scope.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in ("all", "python", "rtl", *scopes)]
@@ -160,6 +164,8 @@ def parse_args(argv, scopes: dict):
 
 
 def fmt_time(seconds: float) -> str:
+    if seconds != seconds:
+        return "time unknown"
     seconds = int(round(seconds))
     return f"{seconds} s" if seconds < 90 else f"{seconds // 60} min {seconds % 60:02d} s"
 
@@ -249,8 +255,9 @@ def run_mutmut(name: str, stage: Path, jobs: int) -> float:
                     print(f"[mutants] {name}: {done}/{total} mutants tested", flush=True)
                     continue
                 rate = (done - first_seen[1]) / max(time.time() - first_seen[0], 1e-9)
-                left = f"~{fmt_time((total - done) / rate)} left at the rate so far" if rate > 0 \
-                    else "time left unknown yet"
+                # mutmut tests the mutants with the quickest tests first: the rest tend to be slower
+                left = f"~{fmt_time((total - done) / rate)} or more left at the rate so far" \
+                    if rate > 0 else "time left unknown yet"
                 print(f"[mutants] {name}: {done}/{total} mutants tested, {left}", flush=True)
         except BaseException:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -276,9 +283,20 @@ def mutmut_results(stage: Path) -> dict:
     return results
 
 
-def _functions(tree, name: str):
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and n.name == name]
+@functools.lru_cache(maxsize=None)
+def _functions_of(path: Path) -> tuple[list[str], dict]:
+    """The lines of a Python file and its functions by name (the mutated copies are megabytes:
+    parsed once)."""
+    src = path.read_text()
+    funcs: dict = {}
+    for n in ast.walk(ast.parse(src)):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            funcs.setdefault(n.name, n)
+    return src.splitlines(), funcs
+
+
+def _segment(lines: list[str], node) -> list[str]:
+    return lines[node.lineno - 1:node.end_lineno]
 
 
 def describe_mutant(stage: Path, key: str) -> tuple[str, str]:
@@ -287,38 +305,45 @@ def describe_mutant(stage: Path, key: str) -> tuple[str, str]:
     module, _, mangled = key.rpartition(".")
     path = Path(*module.split(".")).with_suffix(".py")
     base = mangled.rsplit("__mutmut_", 1)[0]
-    mutated_src = (stage / "mutants" / path).read_text()
-    tree = ast.parse(mutated_src)
-    orig = _functions(tree, f"{base}__mutmut_orig")
-    mut = _functions(tree, mangled)
-    if not orig or not mut:
+    lines, funcs = _functions_of(stage / "mutants" / path)
+    orig, mut = funcs.get(f"{base}__mutmut_orig"), funcs.get(mangled)
+    if orig is None or mut is None:
         return str(path), "(mutated function not found)"
-    a = ast.get_source_segment(mutated_src, orig[0], padded=True).splitlines()
-    b = ast.get_source_segment(mutated_src, mut[0], padded=True).splitlines()
-    sm = difflib.SequenceMatcher(a=a[1:], b=b[1:], autojunk=False)   # the def lines differ by name
+    # the two copies differ in their names and in the mutation (which may be in the signature)
+    func = base[2:] if base.startswith("x_") else base.rsplit("ǁ", 1)[-1]
+    a = [x.replace(f"{base}__mutmut_orig", func, 1) for x in _segment(lines, orig)]
+    b = [x.replace(mangled, func, 1) for x in _segment(lines, mut)]
+    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     removed, added, first = [], [], None
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
         if first is None:
-            first = i1 + 1
-        removed += [x.strip() for x in a[1 + i1:1 + i2]]
-        added += [x.strip() for x in b[1 + j1:1 + j2]]
+            first = i1
+        removed += [x.strip() for x in a[i1:i2]]
+        added += [x.strip() for x in b[j1:j2]]
     # the original function in the real file (the class name is part of the mangled name)
-    func = base[2:] if base.startswith("x_") else base.rsplit("ǁ", 1)[-1]
     line = "?"
     original_file = ROOT / path
     if original_file.is_file() and first is not None:
-        candidates = _functions(ast.parse(original_file.read_text()), func)
-        if len(candidates) >= 1:
-            line = str(candidates[0].lineno + first)
+        node = _functions_of(original_file)[1].get(func)
+        if node is not None:
+            line = str(node.lineno + first)
     change = f"{' / '.join(removed) or '(nothing)'}  ->  {' / '.join(added) or '(removed)'}"
     return f"{path}:{line}", change
 
 
-def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int) -> dict:
-    stage = stage_scope(name, scope, pyproject)
-    elapsed = run_mutmut(name, stage, jobs)
+def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int, report_only: bool) -> dict:
+    stage = OUT / "py" / name
+    if report_only:
+        if not (stage / "mutants").is_dir():
+            raise BadInput(f"--report-only: {name} has no earlier run in {rel(stage)}")
+        elapsed = json.loads((stage / "elapsed.json").read_text())["seconds"] \
+            if (stage / "elapsed.json").is_file() else float("nan")
+    else:
+        stage = stage_scope(name, scope, pyproject)
+        elapsed = run_mutmut(name, stage, jobs)
+        (stage / "elapsed.json").write_text(json.dumps({"seconds": round(elapsed, 1)}) + "\n")
     results = mutmut_results(stage)
     if not results:
         raise ToolFailure(f"{name}: mutmut reported no mutants (log: {rel(OUT / f'{name}.log')})")
@@ -489,14 +514,16 @@ def main(argv=None) -> int:
     t0 = time.time()
     try:
         for name in args.python_scopes:
-            report["python"].append(run_python_scope(name, scopes[name], pyproject, args.jobs))
-        if args.rtl:
+            report["python"].append(run_python_scope(name, scopes[name], pyproject, args.jobs,
+                                                     args.report_only))
+        if args.rtl and not args.report_only:
             report["rtl"] = run_rtl(rtl_mutants, args.sims)
     except ToolFailure as exc:
         print(f"mutants: error: {exc}", file=sys.stderr)
         return FAILURE
     finally:
-        (OUT / "summary.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+        if not args.report_only:
+            (OUT / "summary.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     print("== summary")
     for r in report["python"]:
         print(f"   python {r['scope']:<12} kill rate {100 * r['kill_rate']:5.1f} % "

@@ -24,25 +24,29 @@ async def sums(dut):
              list(rng.integers(INT32_MIN, INT32_MAX + 1, size=50)),
              list(rng.integers(-1000, 1000, size=7))]
     for values in cases:
-        got = None
+        got, pulses = None, 0
         for i, v in enumerate(values):
             dut.in_valid.value = 1
             dut.first.value = int(i == 0)
             dut.last.value = int(i == len(values) - 1)
             dut.value.value = int(v) & 0xFFFFFFFF
             await FallingEdge(dut.clk)
+            # in_valid drops, `first` and `last` keep their values: the block must ignore them
             dut.in_valid.value = 0
             for _ in range(int(rng.integers(0, 8))):      # results arrive every few cycles
                 assert str(dut.sum_valid.value) != "1" or i == len(values) - 1
                 if str(dut.sum_valid.value) == "1":
-                    got = dut.sum.value.to_signed()
+                    got, pulses = dut.sum.value.to_signed(), pulses + 1
                 await FallingEdge(dut.clk)
         for _ in range(2):
             if str(dut.sum_valid.value) == "1":
-                got = dut.sum.value.to_signed()
+                got, pulses = dut.sum.value.to_signed(), pulses + 1
             await FallingEdge(dut.clk)
         want = int(sac.pixel_sum(np.array(values, dtype=np.int64)))
         assert got == want, f"{values[:4]}...: got {got}, want {want}"
+        # one cycle of sum_valid per sum, though `last` stays high while in_valid is low
+        # (`make mutants`: sum_valid <= last survived without this)
+        assert pulses == 1, f"{values[:4]}...: sum_valid high for {pulses} cycles, want 1"
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)

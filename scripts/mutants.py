@@ -160,6 +160,8 @@ def parse_args(argv, scopes: dict):
     if args.jobs < 1:
         p.error(f"--jobs must be at least 1, got {args.jobs}")
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+    if args.only and not args.rtl:
+        p.error("--only names RTL mutants: give --scope rtl (or all)")
     return args
 
 

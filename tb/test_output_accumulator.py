@@ -25,7 +25,7 @@ async def sums(dut):
              list(rng.integers(INT32_MIN, INT32_MAX + 1, size=50)),
              list(rng.integers(-1000, 1000, size=7))]
     for values in cases:
-        got = None
+        got, pulses = None, 0
         after_last = []         # sum_valid in every cycle after the last value, in order
         for i, v in enumerate(values):
             dut.in_valid.value = 1
@@ -33,18 +33,19 @@ async def sums(dut):
             dut.last.value = int(i == len(values) - 1)
             dut.value.value = int(v) & 0xFFFFFFFF
             await FallingEdge(dut.clk)
+            # in_valid drops, `first` and `last` keep their values: the block must ignore them
             dut.in_valid.value = 0
             for _ in range(int(rng.integers(0, 8))):      # results arrive every few cycles
                 assert str(dut.sum_valid.value) != "1" or i == len(values) - 1
                 if i == len(values) - 1:
                     after_last.append(str(dut.sum_valid.value) == "1")
                 if str(dut.sum_valid.value) == "1":
-                    got = dut.sum.value.to_signed()
+                    got, pulses = dut.sum.value.to_signed(), pulses + 1
                 await FallingEdge(dut.clk)
         for _ in range(2):
             after_last.append(str(dut.sum_valid.value) == "1")
             if str(dut.sum_valid.value) == "1":
-                got = dut.sum.value.to_signed()
+                got, pulses = dut.sum.value.to_signed(), pulses + 1
             await FallingEdge(dut.clk)
         # the module's contract: a one-cycle pulse in the cycle right after the last value
         # (a sum_valid that stays high, e.g. until the next input, would count a sum twice)
@@ -52,6 +53,9 @@ async def sums(dut):
             f"{values[:4]}...: sum_valid in the cycles after the last value: {after_last}"
         want = int(sac.pixel_sum(np.array(values, dtype=np.int64)))
         assert got == want, f"{values[:4]}...: got {got}, want {want}"
+        # one cycle of sum_valid per sum, though `last` stays high while in_valid is low
+        # (`make mutants`: sum_valid <= last survived without this)
+        assert pulses == 1, f"{values[:4]}...: sum_valid high for {pulses} cycles, want 1"
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)

@@ -215,6 +215,16 @@ def test_channel_shift_directions():
     assert sac.channel_shift(x, [0])[0].tolist() == [[0, 0, 0], [0, 1, 2], [0, 4, 5]]
     assert sac.channel_shift(x, [8])[0].tolist() == [[5, 6, 0], [8, 9, 0], [0, 0, 0]]
     assert sac.channel_shift(x, [5], fill=7)[0].tolist() == [[2, 3, 7], [5, 6, 7], [8, 9, 7]]
+    # the other five: with only 0, 4, 5 and 8, `d // 4` for `d // 3` survived (`make mutants`)
+    assert sac.channel_shift(x, [1])[0].tolist() == [[0, 0, 0], [1, 2, 3], [4, 5, 6]]
+    assert sac.channel_shift(x, [2])[0].tolist() == [[0, 0, 0], [2, 3, 0], [5, 6, 0]]
+    assert sac.channel_shift(x, [3])[0].tolist() == [[0, 1, 2], [0, 4, 5], [0, 7, 8]]
+    assert sac.channel_shift(x, [6])[0].tolist() == [[0, 4, 5], [0, 7, 8], [0, 0, 0]]
+    assert sac.channel_shift(x, [7])[0].tolist() == [[4, 5, 6], [7, 8, 9], [0, 0, 0]]
+    # leading batch axes are carried through, each image shifted alone
+    batch = np.stack([x, x + 9])
+    assert sac.channel_shift(batch, [0]).tolist() == [sac.channel_shift(x, [0]).tolist(),
+                                                     sac.channel_shift(x + 9, [0]).tolist()]
     with pytest.raises(NumericsError, match="above the allowed maximum 8"):
         sac.channel_shift(x, [9])
     with pytest.raises(NumericsError, match="2 shift directions for 1 channels"):

@@ -139,7 +139,10 @@ def alive(pids) -> list:
 def simulator_of(pid: int) -> int | None:
     """The simulator a compare job `pid` runs: the child of a shard's worker process."""
     kids = descendants(pid)
-    workers = [p for p, cmd in kids.items() if "workbench.rtl_shards" in cmd]
+    # a shard's worker, not the worker of a supervised build (`--build`: its children are
+    # Verilator, make and the compilers)
+    workers = [p for p, cmd in kids.items()
+               if "workbench.rtl_shards" in cmd and "--build" not in cmd]
     table = processes()
     sims = [p for p in kids if table.get(p, (None,))[0] in workers]
     return sims[0] if sims else None
@@ -310,3 +313,28 @@ def test_signal_during_the_first_build_ends_make_and_the_compilers(sig, code, tm
     assert json.loads((out / "report.json").read_text()) == {"old": True}
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "out"]   # no temp siblings
+
+
+def test_a_stopped_compiler_in_the_first_build_exits_3(tmp_path):
+    """A compiler of the first build stopped (SIGSTOP) does not hang the job: after
+    STOPPED_GRACE_S the build's group is ended, exit 3 in one line, nothing left running."""
+    out = old_report(tmp_path)
+    job = subprocess.Popen([sys.executable, "-c", _FRESH_BUILD_JOB, str(tmp_path / "build"),
+                            *SAC_ONE_IMAGE, "--out", str(out)], cwd=ROOT,
+                           env={**os.environ, "CCACHE_DISABLE": "1"},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen, deadline = {}, time.monotonic() + 240
+    while time.monotonic() < deadline and job.poll() is None:
+        seen.update(descendants(job.pid))
+        compilers = [p for p, cmd in seen.items() if "cc1plus" in cmd]
+        if compilers:
+            os.kill(compilers[0], signal.SIGSTOP)
+            break
+        time.sleep(0.05)
+    _, err = job.communicate(timeout=120)
+    assert job.returncode == 3, err
+    last = err.strip().splitlines()[-1]
+    assert "the verilator build of accelerator_tb_wrapper is stopped (SIGSTOP?)" in last, last
+    time.sleep(0.2)
+    assert not alive(seen), {p: seen[p] for p in alive(seen)}
+    assert json.loads((out / "report.json").read_text()) == {"old": True}

@@ -107,7 +107,7 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
                 stdin=subprocess.DEVNULL, stdout=wlog, stderr=subprocess.STDOUT,
                 start_new_session=True)
         try:
-            code = proc.wait()
+            code = _wait_unless_stopped(proc, f"the {sim} build of {toplevel}")
         finally:
             try:                           # whatever is left of the group: make, g++, ...
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -127,6 +127,24 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
             why = tail[-1] if tail else f"the build process exited with status {code}"
         raise ShardError(f"building the {sim} simulator of {toplevel} failed ({why})",
                          _log_text(log_file) if log_file else "")
+
+
+def _wait_unless_stopped(proc: subprocess.Popen, what: str) -> int:
+    """proc's exit status; raises ShardError when a process of its group stays stopped (state
+    T, e.g. SIGSTOP) for STOPPED_GRACE_S: a stopped compiler would otherwise hang the job."""
+    stopped_since = None
+    while True:
+        try:
+            return proc.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            pass
+        if "T" in _group_states(proc.pid):
+            stopped_since = stopped_since or time.perf_counter()
+            if time.perf_counter() - stopped_since > STOPPED_GRACE_S:
+                raise ShardError(f"{what} is stopped (SIGSTOP?) and did not continue within "
+                                 f"{STOPPED_GRACE_S:.0f} s")
+        else:
+            stopped_since = None
 
 
 def _build_worker(spec_path: str) -> int:

@@ -132,19 +132,31 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
 def _wait_unless_stopped(proc: subprocess.Popen, what: str) -> int:
     """proc's exit status; raises ShardError when a process of its group stays stopped (state
     T, e.g. SIGSTOP) for STOPPED_GRACE_S: a stopped compiler would otherwise hang the job."""
-    stopped_since = None
+    stop = StopWatch(proc.pid)
     while True:
         try:
             return proc.wait(timeout=POLL_S)
         except subprocess.TimeoutExpired:
             pass
-        if "T" in _group_states(proc.pid):
-            stopped_since = stopped_since or time.perf_counter()
-            if time.perf_counter() - stopped_since > STOPPED_GRACE_S:
-                raise ShardError(f"{what} is stopped (SIGSTOP?) and did not continue within "
-                                 f"{STOPPED_GRACE_S:.0f} s")
-        else:
-            stopped_since = None
+        if stop.too_long():
+            raise ShardError(f"{what} is stopped (SIGSTOP?) and did not continue within "
+                             f"{STOPPED_GRACE_S:.0f} s")
+
+
+class StopWatch:
+    """Whether a process group has had a stopped process (state T, e.g. SIGSTOP) for longer
+    than STOPPED_GRACE_S, asked at each poll; any poll without one restarts the count."""
+
+    def __init__(self, pgid: int):
+        self.pgid, self.since = pgid, None
+
+    def too_long(self) -> bool:
+        if "T" not in _group_states(self.pgid):
+            self.since = None
+            return False
+        now = time.perf_counter()
+        self.since = self.since or now
+        return now - self.since > STOPPED_GRACE_S
 
 
 def _build_worker(spec_path: str) -> int:
@@ -275,7 +287,6 @@ class ShardProcess:
                 "error_file": str(self.error_file)}
         (workdir / "worker.json").write_text(json.dumps(spec))
         self.t0 = time.perf_counter()
-        self._stopped_since = None
         try:
             with open(workdir / "worker.log", "wb") as wlog:
                 self.proc = subprocess.Popen(
@@ -285,6 +296,7 @@ class ShardProcess:
         except BaseException:
             self._scratch.cleanup()
             raise
+        self._stop = StopWatch(self.proc.pid)
 
     def image(self) -> int:
         """The image the shard is at (its index among all the RTL images)."""
@@ -314,14 +326,10 @@ class ShardProcess:
             self._fail(f"RTL simulation ({self.sim}) of {self.label} did not finish within "
                        f"{self.timeout_s:,.0f} s (the wall-clock limit, --rtl-timeout); it was "
                        f"at image {self.image()}")
-        if "T" in _group_states(self.proc.pid):
-            self._stopped_since = self._stopped_since or now
-            if now - self._stopped_since > STOPPED_GRACE_S:
-                self._fail(f"the {self.sim} simulator of {self.label} is stopped (SIGSTOP?) "
-                           f"at image {self.image()} and did not continue within "
-                           f"{STOPPED_GRACE_S:.0f} s")
-        else:
-            self._stopped_since = None
+        if self._stop.too_long():
+            self._fail(f"the {self.sim} simulator of {self.label} is stopped (SIGSTOP?) "
+                       f"at image {self.image()} and did not continue within "
+                       f"{STOPPED_GRACE_S:.0f} s")
         return False
 
     def result(self) -> dict:

@@ -10,6 +10,7 @@ and the image; SIGINT and SIGTERM of the job end it with 130 and 143. Every time
 the run stays alive, no temporary file stays behind and an earlier report is left as it was."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -214,10 +215,14 @@ def test_killed_or_stopped_simulator_exits_3_naming_shard_and_image(sig, words, 
 def test_wall_clock_limit_exits_3_naming_shard_and_image(capsys, tmp_path):
     out = old_report(tmp_path)
     before = set(descendants(os.getpid()))
-    code = compare_cmd.main([*SAC_ONE_IMAGE, "--rtl-timeout", "1", "--out", str(out)])
+    # 16 images (~0.2 s each after a ~1 s start): the 1 s limit lands mid-run on any machine
+    # (with one image, a quiet machine could finish the image just before the limit)
+    code = compare_cmd.main([*SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
+                             "--rtl-timeout", "1", "--out", str(out)])
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert code == 3 and "shard 0 (images 0..0) did not finish within 1 s" in last, last
-    assert "--rtl-timeout); it was at image 0" in last
+    assert code == 3 and "shard 0 (images 0..15) did not finish within 1 s" in last, last
+    m = re.search(r"--rtl-timeout\); it was at image (\d+)", last)
+    assert m and int(m.group(1)) < 16, last
     assert set(descendants(os.getpid())) <= before           # the simulator was ended
     assert_left_as_before(tmp_path, out, failure_log=True)
 

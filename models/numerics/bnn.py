@@ -53,11 +53,12 @@ def pack_bits(x, word_bits: int = 32) -> np.ndarray:
         raise NumericsError("binary tensor must have at least one dimension")
     c = a.shape[-1]
     nw = words_for(c, word_bits)
-    bits = np.zeros(a.shape[:-1] + (nw * word_bits,), dtype=np.uint64)
+    bits = np.zeros(a.shape[:-1] + (nw * word_bits,), dtype=np.uint8)
     bits[..., :c] = a > 0
-    bits = bits.reshape(a.shape[:-1] + (nw, word_bits))
-    weights = np.left_shift(np.uint64(1), np.arange(word_bits, dtype=np.uint64))
-    return (bits * weights).sum(axis=-1, dtype=np.uint64).astype(dt)
+    # one byte per 8 bits, least significant bit first, and the bytes of a word in little-endian
+    # order: bit k of word j is channel j * B + k (a bit per byte, not per uint64: 8x less memory)
+    packed = np.packbits(bits, axis=-1, bitorder="little")
+    return packed.view(np.dtype(dt).newbyteorder("<")).astype(dt)
 
 
 def unpack_bits(words, channels: int, strict: bool = True) -> np.ndarray:
@@ -74,12 +75,14 @@ def unpack_bits(words, channels: int, strict: bool = True) -> np.ndarray:
     if w.ndim < 1 or w.shape[-1] != nw:
         raise NumericsError(f"{channels} channels need {nw} words of {word_bits} bits in the "
                             f"last axis, got shape {w.shape}")
-    shifts = np.arange(word_bits, dtype=np.uint64)
-    bits = (w.astype(np.uint64)[..., None] >> shifts) & np.uint64(1)
-    bits = bits.reshape(w.shape[:-1] + (nw * word_bits,))
+    # the words' bytes in little-endian order, each unpacked least significant bit first: bit k
+    # of word j lands at j * B + k (one byte per bit: the uint64 shift of every bit needed 8x the
+    # memory, ~4 GB for 10,000 Fashion images of layer 1, and 27x the time)
+    little = np.ascontiguousarray(w, dtype=w.dtype.newbyteorder("<"))
+    bits = np.unpackbits(little.view(np.uint8), axis=-1, bitorder="little")
     if strict and bits[..., channels:].any():
         raise NumericsError(f"padding bits past channel {channels} are set in packed words")
-    return np.where(bits[..., :channels] == 1, 1, -1).astype(np.int8)
+    return (bits[..., :channels].astype(np.int8) << 1) - 1
 
 
 def pack_nchw(x, word_bits: int = 32) -> np.ndarray:

@@ -61,7 +61,7 @@ class Segment:
     """Instructions start_pc .. start_pc + n_instr - 1 (the last is HALT), one start/done."""
     index: int
     start_pc: int
-    n_instr: int
+    n_instr: int = 0          # set when the segment's HALT is emitted
     layers: list = field(default_factory=list)      # indices into Program.layers
 
 
@@ -117,29 +117,30 @@ class _Builder:
         self.phigh = 0
         self.identity_word = None
 
-    def dbuf_region(self, entries: int, label: str) -> int:
-        addr = self.dnext
-        self.dnext += entries
+    def dbuf_tensor(self, channels: int, height: int, width: int, chunk: int, label: str) -> Placement:
+        """A tensor's own data-buffer region, right after the previous one."""
+        pl = Placement("dbuf", self.dnext, channels, height, width, chunk=chunk)
+        self.dnext += pl.entries
         if self.dnext > self.cfg.ddepth:
             raise CompileError(f"{label}: the data buffer needs {self.dnext} entries for all "
                                f"tensors; the array has {self.cfg.ddepth}")
-        return addr
+        return pl
 
     def shift_words(self, op: ArrayOp, k_tiles: int) -> list:
         cfg, g, k = self.cfg, op.weights.group, op.in_channels
-        kc = op.weights.packed.shape[1]
         words = []
         for kt in range(k_tiles):
-            word = np.full(cfg.cols * 8, SHIFT_IDENTITY, dtype=np.uint8)
+            word = np.full(cfg.cols * 8, SHIFT_IDENTITY)       # made uint8 with the whole image
             if op.shift is None:
                 if self.identity_word is None:
                     self.identity_word = len(self.shifts)
                     self.shifts.append(word)
                 words.append(self.identity_word)
                 continue
-            # entry i steers the tile's i-th channel; padding channels keep the identity
+            # entry i steers the tile's i-th channel; padding channels keep the identity (the
+            # window is cols * g channels; only the last tile's is cut, by the channel count)
             first = kt * cfg.cols * g
-            last = min(k, first + min(cfg.cols, kc - kt * cfg.cols) * g)
+            last = min(k, first + cfg.cols * g)
             word[:last - first] = op.shift.directions[first:last]
             words.append(len(self.shifts))
             self.shifts.append(word)
@@ -153,17 +154,17 @@ class _Builder:
         kc = cw.packed.shape[1]
         p = op.pixels
         n_tiles, k_tiles = -(-f // rows), -(-kc // cols)
-        psum = op.mode == OutputMode.PIXEL_SUM
         if out.space == "pbuf":
-            scratch = out.addr + n_tiles * (1 if psum else p)
+            # an N-tile's outputs: one entry per pixel, or one sum (a pixel-sum placement is
+            # one pixel): the K-tile scratch goes right after all of them
+            scratch = out.addr + n_tiles * out.pixels
         else:
             scratch = self.pnext
         pend = scratch + (p if k_tiles > 1 else 0)
         if pend > cfg.pdepth:
             raise CompileError(f"{label}: needs {pend} partial-sum entries; the array has {cfg.pdepth}")
         self.phigh = max(self.phigh, pend)
-        if out.space == "pbuf":
-            self.pnext = scratch
+        self.pnext = scratch        # past a kept partial-sum output; unchanged otherwise
         s_words = self.shift_words(op, k_tiles)
         # weight image: tile (nt, kt) is rows nt*rows.. of packed columns kt*cols.., one word
         # per tile row, zero-padded to the array width; tiles in the order they are loaded
@@ -185,7 +186,9 @@ class _Builder:
                 self.instrs.append(LoadWeights(rows=tr, cols=tc, w_addr=w_addr, b_addr=b_addr,
                                                s_addr=s_words[kt]))
                 in_ch, in_addr = inp.locate(kt * cols * g)
-                assert (in_ch - inp.ch) + tc * g <= inp.chunk_size or not inp.chunk
+                # invariant of the placements (chunks are multiples of the window): never
+                # fails, so a weakened copy cannot be told apart
+                assert (in_ch - inp.ch) + tc * g <= inp.chunk_size or not inp.chunk  # pragma: no mutate
                 last_k = kt == k_tiles - 1
                 m = op.mode if last_k else OutputMode.RAW
                 if not last_k:
@@ -193,7 +196,7 @@ class _Builder:
                 elif out.space == "dbuf":
                     o_ch, o_addr = out.locate(nt * rows)
                 else:
-                    o_addr, o_ch = out.addr + nt * (1 if psum else p), 0
+                    o_addr, o_ch = out.addr + nt * out.pixels, 0
                 self.instrs.append(Matmul(
                     height=op.height, width=op.width, in_addr=in_addr, out_addr=o_addr,
                     mode=m, group=g, acc_in=kt > 0, shift_en=op.shift is not None,
@@ -223,24 +226,25 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
         raise CompileError(str(exc)) from None
     b = _Builder(cfg)
     lprogs, segments, plan = [], [], []
-    prev_out: Placement | None = None
     for j, op in enumerate(ops):
         if isinstance(op, HostOp):
             plan.append(op)
-            prev_out = None
             continue
         lab = net.layers[op.first].label(op.first)
         window, span = _consumer_window(op, cfg)
-        if op.in_place and prev_out is not None:
-            inp = prev_out
+        if op.in_place:
+            # the lowering sets in_place only right after an ArrayOp whose output is in the
+            # data buffer (uint8 or binary): the op just compiled
+            inp = lprogs[-1].output
             if inp.chunk and (inp.chunk % window):
-                raise CompileError(f"{lab}: input chunks of {inp.chunk} channels do not align "
-                                   f"with the {window}-channel tile window")
+                # unreachable: that output's chunks were sized for this op's window
+                raise CompileError(  # pragma: no mutate
+                    f"{lab}: input chunks of {inp.chunk} channels do not align with the "
+                    f"{window}-channel tile window")
         else:
             chunk = _chunk(cfg, op.in_channels, window, span, 1, lab)
-            inp = Placement("dbuf", 0, op.in_channels, op.height, op.width, chunk=chunk)
-            inp.addr = b.dbuf_region(inp.entries, lab)
-            segments.append(Segment(len(segments), len(b.instrs), 0))
+            inp = b.dbuf_tensor(op.in_channels, op.height, op.width, chunk, lab)
+            segments.append(Segment(len(segments), len(b.instrs)))
             plan.append(segments[-1])
         # output placement
         if op.mode == OutputMode.PIXEL_SUM:
@@ -254,8 +258,7 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
             else:
                 nwin, nspan = 1, op.out_channels
             chunk = _chunk(cfg, op.out_channels, nwin, max(nspan, op.out_channels), cfg.rows, lab)
-            out = Placement("dbuf", 0, op.out_channels, op.height, op.width, chunk=chunk)
-            out.addr = b.dbuf_region(out.entries, lab)
+            out = b.dbuf_tensor(op.out_channels, op.height, op.width, chunk, lab)
         first = len(b.instrs)
         n_tiles, k_tiles = b.emit(op, inp, out, lab)
         seg = segments[-1]
@@ -267,7 +270,6 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
         if not (isinstance(nxt, ArrayOp) and nxt.in_place):
             b.instrs.append(Halt())
             seg.n_instr = len(b.instrs) - seg.start_pc
-        prev_out = out if out.space == "dbuf" else None
     if len(b.instrs) > cfg.imem_depth:
         raise CompileError(f"{net.name}: {len(b.instrs)} instructions; the instruction memory "
                            f"holds {cfg.imem_depth}")
@@ -277,15 +279,17 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
                            f"{cfg.bdepth}, {cfg.sdepth}")
     words = []
     if encode_words:
-        words = [encode(ins, i) for i, ins in enumerate(b.instrs)]
+        # the index only names a word in an error message; the compiler's words always encode
+        words = [encode(ins, i) for i, ins in enumerate(b.instrs)]  # pragma: no mutate
         for seg in segments:
             check_program(words[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
-    wmem = np.concatenate(b.wrows) if b.wrows else np.zeros((0, cfg.cols), dtype=np.uint8)
+    # lower() refuses a network without an array op, so there is at least one weight block
+    # and one shift word
     return Program(
         config=cfg, network=net, instructions=b.instrs, words=words,
-        wmem=wmem,
+        wmem=np.concatenate(b.wrows),
         bmem=np.array(b.biases, dtype=np.int32),
-        smem=np.array(b.shifts, dtype=np.uint8).reshape(-1, cfg.cols * 8),
+        smem=np.array(b.shifts, dtype=np.uint8),
         layers=lprogs, segments=segments, plan=plan, dbuf_used=b.dnext, pbuf_used=b.phigh)
 
 

@@ -55,7 +55,9 @@ class Step:
 def instruction_cycles(instructions, cfg: ArrayConfig):
     """Cycles of every instruction of a (checked) program, in order, up to and including HALT
     (a MATMUL's cycles depend on the rows of the tile loaded before it)."""
-    tile_rows = 0
+    # Only read by a MATMUL, which a checked program never has before its LOAD_WEIGHTS
+    # (isa.check_program: NOWEIGHTS): any start value gives the same cycles.
+    tile_rows = 0  # pragma: no mutate
     for ins in instructions:
         if isinstance(ins, LoadWeights):
             tile_rows = ins.rows

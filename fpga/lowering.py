@@ -78,11 +78,12 @@ class HostOp:
 
 
 def _range_of_conv(x_lo: int, x_hi: int, w: np.ndarray, bias: np.ndarray) -> tuple:
-    """Bounds of sum_k w_k x_k + b over x_k in [x_lo, x_hi] (+-1 weights), per filter."""
-    pos = (w > 0).sum(axis=1).astype(np.int64)
-    neg = (w < 0).sum(axis=1).astype(np.int64)
-    lo = pos * x_lo - neg * x_hi + bias.astype(np.int64)
-    hi = pos * x_hi - neg * x_lo + bias.astype(np.int64)
+    """Bounds of sum_k w_k x_k + b over x_k in [x_lo, x_hi] (+-1 weights), per filter.
+    The counts are int64 (numpy sums booleans as int64), so the bounds are too."""
+    pos = (w == 1).sum(axis=1)
+    neg = (w == -1).sum(axis=1)
+    lo = pos * x_lo - neg * x_hi + bias
+    hi = pos * x_hi - neg * x_lo + bias
     return lo, hi
 
 
@@ -90,20 +91,24 @@ def _fold(label: str, w2d: np.ndarray, bias: np.ndarray, step: ir.Step | None,
           in_code: str, x_lo: int, x_hi: int):
     """Integer weights [F, K] and row bias for the array, from +-1 weights w2d [F, K], the
     layer's bias and an optional Step, for inputs encoded by `in_code`."""
-    w = w2d.astype(np.int64)
-    b = bias.astype(np.int64)
+    # Exact integers throughout without casts: the weights are +-1 (int8 products of at most
+    # +-2), the offset is a numpy sum (int64), and the bias (int32) meets int64 in every
+    # subtraction. (Casts to int64 here were no-ops: `make mutants` showed every one could
+    # become a float cast unnoticed, as the float64 values are exact too.)
+    w, b = w2d, bias
     scale = 2 if in_code == CODE_BIT else 1
-    offset = w.sum(axis=1) if in_code in (CODE_PM1, CODE_BIT) else np.zeros(len(w), np.int64)
+    offset = w.sum(axis=1) if in_code in (CODE_PM1, CODE_BIT) else 0
     if step is None:
-        w_arr, b_arr = scale * w, b - offset
+        w_arr, b_arr = w * scale, b - offset
     else:
         lo, hi = _range_of_conv(x_lo, x_hi, w, b)
-        # thresholds outside the reachable range: always on / always off, kept in int32
+        # thresholds outside the reachable range: always on / always off, kept in int32 (one
+        # past the range, so every threshold beyond it folds to the same bias)
         t = np.clip(step.threshold, lo - 1, hi + 1)
-        d = step.direction.astype(np.int64)
-        w_arr = (d * scale)[:, None] * w
+        d = step.direction
+        w_arr = w * (d * scale)[:, None]
         b_arr = d * (b - t - offset)
-    if b_arr.min(initial=0) < INT32_MIN or b_arr.max(initial=0) > INT32_MAX:
+    if np.any((b_arr < INT32_MIN) | (b_arr > INT32_MAX)):
         raise LoweringError(f"{label}: folded bias does not fit int32")
     return w_arr.astype(np.int32), b_arr.astype(np.int32)
 
@@ -118,7 +123,10 @@ def lower(net: ir.Network) -> list:
     """The network as a list of ArrayOp and HostOp, in order."""
     layers, shapes = net.layers, net.shapes
     ops: list = []
-    i = 0
+    # Layers before `covered` belong to an op already made (its ChannelShift, Step or
+    # PixelSum). A for loop over the layers rather than a hand-advanced index: every layer is
+    # visited once whatever the bookkeeping does, so no slip of it can loop forever.
+    covered = 0
 
     def host(idx):
         if ops and isinstance(ops[-1], HostOp):
@@ -126,8 +134,9 @@ def lower(net: ir.Network) -> list:
         else:
             ops.append(HostOp([idx]))
 
-    while i < len(layers):
-        layer = layers[i]
+    for i, layer in enumerate(layers):
+        if i < covered:
+            continue
         in_shape, in_kind = shapes[i]
         prev = ops[-1] if ops else None
         nxt = layers[i + 1] if i + 1 < len(layers) else None
@@ -149,7 +158,7 @@ def lower(net: ir.Network) -> list:
                          height=h, width=w, im2col_pad=None, shift=shift,
                          in_place=isinstance(prev, ArrayOp) and prev.out_code == CODE_UINT8)
             ops.append(op)
-            i = last + 1
+            covered = last + 1
             continue
         if isinstance(layer, (ir.IntConv2d, ir.BinConv2d, ir.BinDense)):
             step = nxt if isinstance(nxt, ir.Step) else None
@@ -180,12 +189,11 @@ def lower(net: ir.Network) -> list:
                          in_place=in_code == CODE_BIT)
             assert len(out_shape) in (1, 3)
             ops.append(op)
-            i = last + 1
+            covered = last + 1
             continue
         if isinstance(layer, ir.PixelSum):
             raise LoweringError(f"{label} needs a raw PointwiseConv right before it")
         host(i)
-        i += 1
     if not any(isinstance(op, ArrayOp) for op in ops):
         raise LoweringError(f"{net.name} has no layer the SAC array can run")
     return ops
@@ -203,9 +211,12 @@ def encode_input(op: ArrayOp, x: np.ndarray) -> np.ndarray:
             raise LoweringError(f"input of layer {op.first} has values outside 0..255")
         v = x.astype(np.uint8)
     elif op.in_code == CODE_PM1:
-        v = (x.astype(np.int16) + 1).astype(np.uint8)
+        # integer casts wrap, so x + 1 in x's own dtype gives the same bytes as in int16
+        v = (x + 1).astype(np.uint8)
     else:
-        v = ((x.astype(np.int16) + 1) // 2).astype(np.uint8)
+        # For a in {-1, +1}, (a + 1) // 2, (a + 1) / 2 and (a + 2) // 2 are all 0 and 1, in
+        # int16 or in float: mutants of this line cannot change a result.
+        v = ((x.astype(np.int16) + 1) // 2).astype(np.uint8)  # pragma: no mutate
     if v.ndim == 2:
         return v[:, :, None, None]
     if op.im2col_pad is None:
@@ -226,7 +237,7 @@ def decode_output(op: ArrayOp, out: np.ndarray, golden_shape: tuple) -> np.ndarr
     out = np.asarray(out)
     n = out.shape[0]
     if op.out_code == CODE_BIT:
-        val = (out.astype(np.int16) * 2 - 1).astype(np.int8)
+        val = (out * 2 - 1).astype(np.int8)      # wraps like int16 then int8 would
     elif op.out_code == CODE_UINT8:
         val = out.astype(np.uint8)
     else:

@@ -109,9 +109,8 @@ def xnor_dot(a_words, b_words, n_bits: int) -> np.ndarray:
     word_bits = a.dtype.itemsize * 8
     nw = a.shape[-1]
     mask = np.full(nw, np.iinfo(a.dtype).max, dtype=a.dtype)
-    rem = n_bits - (nw - 1) * word_bits
-    if rem < word_bits:
-        mask[-1] = a.dtype.type((1 << rem) - 1)
+    rem = n_bits - (nw - 1) * word_bits        # bits used in the last word; a full one keeps all
+    mask[-1:] = a.dtype.type((1 << min(rem, word_bits)) - 1)     # (no word: nothing to mask)
     diff = popcount((a ^ b) & mask).sum(axis=-1, dtype=np.int64)
     return (n_bits - 2 * diff).astype(np.int64)
 
@@ -164,6 +163,8 @@ def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np
     # [(dy, dx, channel), filter]; one matrix product per chunk
     wmat = w.transpose(2, 3, 1, 0).reshape(9 * c, f).astype(ft)
     out = np.empty((n, f, ho, wo), dtype=np.int32)
+    if not out.size:             # no image or no filter: nothing to compute or to range-check
+        return out
     b64 = bias.astype(np.int64)
     bias_fits = bool(b64.size == 0 or (b64.min() >= INT32_MIN and b64.max() <= INT32_MAX))
     lo_all, hi_all = INT32_MAX, INT32_MIN
@@ -176,8 +177,6 @@ def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np
             for dx in range(3):
                 cols[:, :, :, dy, dx] = xp[:, dy:dy + ho, dx:dx + wo]
         acc = (cols.reshape(m * ho * wo, 9 * c) @ wmat).reshape(m, ho, wo, f)
-        if not acc.size:
-            continue
         # the range of acc + bias from each filter's extremes (exact integers in float)
         c_lo = int((acc.min(axis=(0, 1, 2)).astype(np.int64) + b64).min())
         c_hi = int((acc.max(axis=(0, 1, 2)).astype(np.int64) + b64).max())
@@ -187,8 +186,8 @@ def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np
             out[lo:hi] += bias.astype(np.int32)[None, :, None, None]
         else:
             out[lo:hi] = acc.transpose(0, 3, 1, 2).astype(np.int64) + b64[None, :, None, None]
-    if out.size:                 # the range of the whole output, as fit_int32 reports it
-        fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "convolution output")
+    # the range of the whole output, as fit_int32 reports it
+    fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "convolution output")
     return out
 
 
@@ -285,14 +284,14 @@ def bin_dense(x, w, bias) -> np.ndarray:
     ft = _exact_dtype(k)                       # +-1 products: partial sums at most K
     wmat = wt.T.astype(ft)
     out = np.empty((n, wt.shape[0]), dtype=np.int32)
+    if not out.size:             # no image or no filter: nothing to compute or to range-check
+        return out
     lo_all, hi_all = INT32_MAX, INT32_MIN
     for lo, hi in _chunks(n, k * 8):
         res = (a[lo:hi].astype(ft) @ wmat).astype(np.int64) + b.astype(np.int64)
-        if res.size:
-            lo_all, hi_all = min(lo_all, int(res.min())), max(hi_all, int(res.max()))
+        lo_all, hi_all = min(lo_all, int(res.min())), max(hi_all, int(res.max()))
         out[lo:hi] = res
-    if out.size:
-        fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "dense output")
+    fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "dense output")
     return out
 
 

@@ -652,9 +652,11 @@ def test_step_dtype_directions_and_unsigned_input():
     out = bnn.step(x, [0, 0], [1, -1])
     assert out.dtype == np.int8 and out.shape == (1, 2, 3)
     assert out.tolist() == [[[-1, 1, 1], [1, 1, -1]]]
-    big = np.array([[2 ** 63 + 5, 3]], dtype=np.uint64)        # beyond int64 as unsigned
-    assert bnn.step(big.reshape(2, 1), [4], [1]).tolist() == [[-1], [-1]]
     assert bnn.step(np.array([[5, 3]], dtype=np.uint64), [4, 4], [1, -1]).tolist() == [[1, 1]]
+    # compared as integers, not floats: 2^60 + 1 and 2^60 + 2 are one float64
+    big = np.array([[2 ** 60 + 1, 2 ** 60 + 2]], dtype=np.uint64)
+    assert bnn.step(big, i64(2 ** 60 + 2, 2 ** 60 + 1), [1, -1]).tolist() == [[-1, -1]]
+    assert bnn.step(big.astype(np.int64), i64(2 ** 60 + 2, 2 ** 60 + 1), [1, -1]).tolist() == [[-1, -1]]
 
 
 def test_dense_edges():
@@ -748,3 +750,74 @@ def test_chunked_kernels_equal_one_chunk(monkeypatch, chunk_bytes):
             bnn.step(xi, b[:3], [1, -1, 1]), bnn.bin_dense(xd, wd, b))
     for a, c in zip(one, many):
         assert a.dtype == c.dtype and np.array_equal(a, c)
+
+
+def test_pixel_sum_exact_past_float_precision():
+    """The sum is taken in int64: 2^22 + 1 pixels of INT32_MAX pass 2^53, where a float sum
+    would round (33 MB, ~0.1 s)."""
+    p = 2 ** 22 + 1
+    s = sac.pixel_sum(np.full((1, p), INT32_MAX, dtype=np.int64))
+    assert s.dtype == np.int32 and s.tolist() == [((INT32_MAX * p + 2 ** 31) % 2 ** 32) - 2 ** 31]
+
+
+def test_defaults():
+    """Default arguments are part of the signature: 32-bit words, strict unpacking, the
+    default window 2^-6..2^0, policy "error", zero fill, ">= 0" steps."""
+    x = np.ones((1, 33, 1, 1), dtype=np.int8)
+    assert bnn.pack_nchw(x).dtype == np.uint32 and bnn.pack_nchw(x).shape == (1, 1, 1, 2)
+    assert bnn.pack_bits(x[0, :, 0, 0]).dtype == np.uint32
+    assert sac.quantize_pow2([1.0, 2.0 ** -6]).w_int.tolist() == [64, 1]
+    assert [c.tolist() for c in sac.int_to_sign_code([64, -1])] == [[1, 0], [7, 1]]
+    assert sac.combine_columns(i64(64, 1).reshape(2, 1), 1).packed.tolist() == [[0x17], [0x11]]
+    with pytest.raises(NumericsError, match="policy='keep_largest'"):
+        sac.combine_columns(i64(1, 1).reshape(1, 2), 2)
+    thr, d = bnn.bn_step_params([1.0], [0.0], [0.0], [1.0], 0.0, -1, 1)
+    assert (thr.tolist(), d.tolist()) == ([0], [1])
+
+
+def test_quantize_accepts_every_float_width():
+    for dtype in (np.float16, np.float32, np.float64):
+        q = sac.quantize_pow2(np.array([0.5, -0.25], dtype=dtype))
+        assert q.w_int.tolist() == [32, -16], dtype
+
+
+def test_step_from_table_reads_truthiness():
+    assert bnn.step_from_table(0, np.array([2, 1])) == (0, 1)          # both entries on
+    assert bnn.step_from_table(0, [0.0, 0.5, 3.0]) == (1, 1)
+
+
+def test_bn_step_params_evaluates_in_the_requested_dtype():
+    """mean 0.1, beta -float32(2.9): in float32, 3 - 0.1 rounds to float32(2.9) and BN(3) is
+    exactly 0 (on); in float64 it is -9.5e-8 (off until 4). The threshold follows the dtype."""
+    beta = float(np.float32(-2.9))
+    args = ([1.0], [beta], [0.1], [1.0], 0.0, 0, 6)
+    assert bnn.bn_step_params(*args, dtype=np.float32)[0].tolist() == [3]
+    assert bnn.bn_step_params(*args)[0].tolist() == [4]
+
+
+def test_xnor_dot_dtype():
+    a = bnn.pack_bits(np.ones((2, 40), dtype=np.int8))
+    assert bnn.xnor_dot(a, a, 40).dtype == np.int64 and bnn.xnor_dot(a, a, 40).tolist() == [40, 40]
+    assert bnn.xnor_dot(a, ~a, 40).tolist() == [-40, -40]        # ~a sets the padding bits too
+
+
+def test_quantize_result_fields():
+    q = sac.quantize_pow2([0.5, 2.0 ** -9, 4.0], emin=-4, emax=-1, overflow="zero")
+    assert (q.emin, q.emax, q.overflow, q.n_below, q.n_above) == (-4, -1, "zero", 1, 1)
+    assert q.w_int.tolist() == [8, 0, 0]
+
+
+def test_flatten_accepts_two_dimensions():
+    x = i64(1, 2, 3, 4, 5, 6).reshape(2, 3)
+    assert bnn.flatten(x).tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert bnn.flatten(np.zeros((3, 0), dtype=int)).shape == (3, 0)
+
+
+def test_conv_bound_from_the_input_actually_seen():
+    """The exactness bound is max|x| * 9 * C + max|bias| over the images given: all-zero input
+    (or no image) leaves the whole 2^52 to the bias."""
+    zeros = np.zeros((1, 1, 3, 3), dtype=np.int64)
+    refused(lambda: bnn.int_conv3x3(zeros, np.ones((2, 1, 3, 3), dtype=np.int8), i64(0, 2 ** 52 - 5), 0),
+            "convolution output overflows int32 (range 0..4503599627370491)")
+    none = bnn.bin_conv3x3(np.ones((0, 2, 3, 3), dtype=np.int8), WB, i64(2 ** 52 - 5), 0)
+    assert none.shape == (0, 1, 1, 1) and none.dtype == np.int32

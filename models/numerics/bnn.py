@@ -108,7 +108,7 @@ def xnor_dot(a_words, b_words, n_bits: int) -> np.ndarray:
     b = np.asarray(b_words)
     word_bits = a.dtype.itemsize * 8
     nw = a.shape[-1]
-    mask = np.full(nw, np.iinfo(a.dtype).max, dtype=a.dtype)
+    mask = ~np.zeros(nw, dtype=a.dtype)         # all bits set
     rem = n_bits - (nw - 1) * word_bits        # bits used in the last word; a full one keeps all
     mask[-1:] = a.dtype.type((1 << min(rem, word_bits)) - 1)     # (no word: nothing to mask)
     # int64 only guards against a uint64 wrap that the final astype would undo: equivalent mutants
@@ -261,7 +261,7 @@ def step(x, threshold, direction) -> np.ndarray:
         raise NumericsError("step direction must hold only -1 and +1")
     shape = (1, c) + (1,) * (a.ndim - 2)
     t, d = t.reshape(shape), d.reshape(shape)
-    up = d > 0
+    up = d == 1
     out = np.empty(a.shape, dtype=np.int8)
     per_image = max(1, a[:1].size) * 8  # pragma: no mutate (chunk size)
     for lo, hi in _chunks(a.shape[0], per_image):

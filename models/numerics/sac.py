@@ -146,7 +146,8 @@ def cell_weight(byte, emin: int = EMIN):
     """
     _, sign, code = decode_byte(byte)
     valid = (code >= 1) & (code <= MAX_CODE)
-    mag = np.where(valid, np.left_shift(1, np.clip(code.astype(np.int64) - 1, 0, None)), 0)
+    # code 0's shift count (masked by `valid`) kept >= 0
+    mag = np.where(valid, np.left_shift(1, np.maximum(code.astype(np.int64) - 1, 0)), 0)
     return np.where(sign == 1, mag, -mag).astype(np.int32)
 
 
@@ -358,7 +359,7 @@ def count_active_per_image(dense, data) -> np.ndarray:
         raise NumericsError(f"data must have shape [..., {w.shape[1]}, P], got {x.shape}")
     # sum over cells n, channels k, pixels p of [w(n,k) != 0] [x(b,k,p) != 0], summed over n
     # and p first: (nonzero data per channel) . (nonzero weights per channel)
-    x3 = x.reshape(-1, x.shape[-2], x.shape[-1])
+    x3 = x.reshape(-1, x.shape[-2], x.shape[-1])  # pragma: no mutate (numpy reads -2 as -1 too)
     per_channel = np.count_nonzero(x3, axis=2).astype(np.int64)      # [B, K]
     return per_channel @ np.count_nonzero(w, axis=0).astype(np.int64)
 

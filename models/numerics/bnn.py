@@ -195,7 +195,7 @@ def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np
         else:
             out[lo:hi] = acc.transpose(0, 3, 1, 2).astype(np.int64) + b64[None, :, None, None]
     # the range of the whole output, as fit_int32 reports it
-    fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "convolution output")
+    fit_int32([lo_all, hi_all], "convolution output")
     return out
 
 
@@ -265,7 +265,9 @@ def step(x, threshold, direction) -> np.ndarray:
     out = np.empty(a.shape, dtype=np.int8)
     per_image = max(1, a[:1].size) * 8  # pragma: no mutate (chunk size)
     for lo, hi in _chunks(a.shape[0], per_image):
-        v = a[lo:hi] if a.dtype != np.uint64 else a[lo:hi].astype(np.int64)   # as int64
+        # uint64 as int64 (numpy 2 compares uint64 with int64 exactly anyway: converting always
+        # or never gives the same values below 2^63)
+        v = a[lo:hi] if a.dtype != np.uint64 else a[lo:hi].astype(np.int64)  # pragma: no mutate (copy)
         on = np.where(up, v >= t, v <= t)
         out[lo:hi] = np.where(on, np.int8(1), np.int8(-1))
     return out
@@ -289,7 +291,7 @@ def bin_dense(x, w, bias) -> np.ndarray:
     b = int_array(bias, "dense bias", ndim=1)
     check_shape(b, "dense bias", (wt.shape[0],))
     n, k = a.shape
-    ft = _exact_dtype(k)                       # +-1 products: partial sums at most K
+    ft = _exact_dtype(k)  # pragma: no mutate (dtype)  (+-1 products: partial sums at most K)
     # `pragma: no mutate`: the chunk size and the float dtype of the exact product change memory
     # and speed only (docs/verification.md, mutation testing)
     wmat = wt.T.astype(ft)  # pragma: no mutate (dtype)
@@ -301,7 +303,7 @@ def bin_dense(x, w, bias) -> np.ndarray:
         res = (a[lo:hi].astype(ft) @ wmat).astype(np.int64) + b.astype(np.int64)  # pragma: no mutate (dtype)
         lo_all, hi_all = min(lo_all, int(res.min())), max(hi_all, int(res.max()))
         out[lo:hi] = res
-    fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "dense output")
+    fit_int32([lo_all, hi_all], "dense output")
     return out
 
 

@@ -277,7 +277,7 @@ def dense_matmul(dense, data, init) -> np.ndarray:
     # (`pragma: no mutate`: a stricter bound or a wider float only moves exact work to float64;
     # the looser ones are killed by tests/test_numerics_contracts.py before the pragma hid them)
     exact32 = w.shape[1] * 255 * (1 << (MAX_CODE - 1)) < (1 << 24)  # pragma: no mutate (dtype)
-    ft = np.float32 if exact32 else np.float64
+    ft = np.float32 if exact32 else np.float64  # pragma: no mutate (dtype)
     acc = np.matmul(w.astype(ft), x.astype(ft))  # pragma: no mutate (dtype)
     # the sum wraps mod 2^32: add the two's-complement bit patterns as uint32, i.e. the low 32
     # bits of the exact product (below 2^24 it fits int32 as it is)
@@ -286,7 +286,7 @@ def dense_matmul(dense, data, init) -> np.ndarray:
     else:
         low = (acc.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
     try:
-        total = np.add(low, b.view(np.uint32), dtype=np.uint32)
+        total = low + b.view(np.uint32)          # uint32 + uint32: wraps mod 2^32
     except ValueError:
         raise NumericsError(f"init shape {b.shape} does not match result shape {acc.shape}") from None
     return total.view(np.int32)

@@ -821,3 +821,21 @@ def test_conv_bound_from_the_input_actually_seen():
             "convolution output overflows int32 (range 0..4503599627370491)")
     none = bnn.bin_conv3x3(np.ones((0, 2, 3, 3), dtype=np.int8), WB, i64(2 ** 52 - 5), 0)
     assert none.shape == (0, 1, 1, 1) and none.dtype == np.int32
+
+
+def test_conv_range_pairs_each_filter_with_its_own_bias():
+    """The int32 range check adds each filter's bias to that filter's extremes: a very
+    negative bias on a filter whose sums are positive (and the mirror case) still fits."""
+    x = np.ones((1, 2, 3, 3), dtype=np.int8)
+    w = np.stack([-np.ones((2, 3, 3), dtype=np.int8), np.ones((2, 3, 3), dtype=np.int8)])
+    low = bnn.bin_conv3x3(x, w, i64(0, INT32_MIN + 10), 0)
+    assert low.tolist() == [[[[-18]], [[INT32_MIN + 28]]]]
+    high = bnn.bin_conv3x3(x, w[::-1], i64(0, INT32_MAX - 10), 0)
+    assert high.tolist() == [[[[18]], [[INT32_MAX - 28]]]]
+
+
+def test_conv_without_input_channels_gives_the_bias():
+    out = bnn.bin_conv3x3(np.ones((2, 0, 3, 4), dtype=np.int8), np.ones((2, 0, 3, 3), dtype=np.int8),
+                          [5, -7], 1)
+    assert out.dtype == np.int32 and out.shape == (2, 2, 3, 4)
+    assert (out[:, 0] == 5).all() and (out[:, 1] == -7).all()

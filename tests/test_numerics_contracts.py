@@ -7,6 +7,8 @@ Bounds are tried with int64 arrays: int_array skips a bound that the dtype alrea
 (a uint8 cannot be 256), so only a wider dtype shows which bound is enforced. `make mutants
 SCOPE=numerics` found these gaps (issue 15); docs/verification.md lists what is left.
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -839,3 +841,19 @@ def test_conv_without_input_channels_gives_the_bias():
                           [5, -7], 1)
     assert out.dtype == np.int32 and out.shape == (2, 2, 3, 4)
     assert (out[:, 0] == 5).all() and (out[:, 1] == -7).all()
+
+
+def test_combine_columns_passes_its_window_on():
+    refused(lambda: sac.combine_columns(i64(2, 8).reshape(2, 1), 1, emin=-3, emax=-1),
+            not_pow2("w_int", "1, 0", 8, kmax=2))
+    cw = sac.combine_columns(i64(4, -1).reshape(2, 1), 1, emin=-3, emax=-1)
+    assert cw.packed.tolist() == [[0x13], [0x01]]
+
+
+def test_zero_weights_compute_without_float_warnings():
+    """Zero weights never reach log2 (log2(0) = -inf would warn and cast to a garbage code)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sign, code = sac.int_to_sign_code(i64(0, 4, 0, -1))
+        assert code.tolist() == [0, 3, 0, 1] and sign.tolist() == [0, 1, 0, 0]
+        assert sac.combine_columns(i64(0, 0, 2, 0).reshape(2, 2), 2).packed.tolist() == [[0x00], [0x12]]

@@ -111,11 +111,11 @@ def xnor_dot(a_words, b_words, n_bits: int) -> np.ndarray:
     b = np.asarray(b_words)
     word_bits = a.dtype.itemsize * 8
     nw = a.shape[-1]
-    mask = np.full(nw, np.iinfo(a.dtype).max, dtype=a.dtype)
-    rem = n_bits - (nw - 1) * word_bits
-    if rem < word_bits:
-        mask[-1] = a.dtype.type((1 << rem) - 1)
-    diff = popcount((a ^ b) & mask).sum(axis=-1, dtype=np.int64)
+    mask = ~np.zeros(nw, dtype=a.dtype)         # all bits set
+    rem = n_bits - (nw - 1) * word_bits        # bits used in the last word; a full one keeps all
+    mask[-1:] = a.dtype.type((1 << min(rem, word_bits)) - 1)     # (no word: nothing to mask)
+    # int64 only guards against a uint64 wrap that the final astype would undo: equivalent mutants
+    diff = popcount((a ^ b) & mask).sum(axis=-1, dtype=np.int64)  # pragma: no mutate (dtype)
     return (n_bits - 2 * diff).astype(np.int64)
 
 
@@ -156,42 +156,49 @@ def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np
     if ho < 1 or wo < 1:
         raise NumericsError(f"a 3x3 convolution with padding {padding} needs at least "
                             f"{3 - 2 * padding}x{3 - 2 * padding} pixels, got {h}x{wd}")
-    spans = _chunks(n, ho * wo * max(9 * c, w.shape[0]) * 8)
+    # `pragma: no mutate` below (docs/verification.md, mutation testing): (chunk) sizes a chunk,
+    # (dtype) is the float type of an exact product or a wider int, (pad) builds padding never
+    # read, (fast path) guards the int32 path, taken only where it is exact: memory and speed,
+    # never a value
+    spans = _chunks(n, ho * wo * max(9 * c, w.shape[0]) * 8)  # pragma: no mutate (chunk)
     x_max = max((float(np.abs(x[lo:hi]).max(initial=0)) for lo, hi in spans), default=0.0)
-    bound = x_max * 9 * c + float(np.abs(bias).max(initial=0))
+    reach = x_max * 9 * c        # the largest |sum of products| before the bias
+    bound = reach + float(np.abs(bias).max(initial=0))
     if bound >= 2.0 ** 52:
         raise NumericsError("convolution input values are too large for an exact int sum")
-    ft = _exact_dtype(x_max * 9 * c)
+    ft = _exact_dtype(reach)
     f = w.shape[0]
     # im2col, image by image in chunks: windows [pixel, (dy, dx, channel)] against weights
     # [(dy, dx, channel), filter]; one matrix product per chunk
-    wmat = w.transpose(2, 3, 1, 0).reshape(9 * c, f).astype(ft)
+    wmat = w.transpose(2, 3, 1, 0).reshape(9 * c, f).astype(ft)  # pragma: no mutate (dtype)
     out = np.empty((n, f, ho, wo), dtype=np.int32)
-    b64 = bias.astype(np.int64)
-    bias_fits = bool(b64.size == 0 or (b64.min() >= INT32_MIN and b64.max() <= INT32_MAX))
+    if not out.size:             # no image or no filter: nothing to compute or to range-check
+        return out
+    b64 = bias.astype(np.int64)  # pragma: no mutate (dtype: |bias| < 2^52, exact in float64 too)
+    bias_fits = bool(b64.min() >= INT32_MIN and b64.max() <= INT32_MAX)  # pragma: no mutate (fast path)
     lo_all, hi_all = INT32_MAX, INT32_MIN
     for lo, hi in spans:
         m = hi - lo
-        xp = np.zeros((m, h + 2 * padding, wd + 2 * padding, c), dtype=ft)
+        xp = np.zeros((m, h + 2 * padding, wd + 2 * padding, c), dtype=ft)  # pragma: no mutate (pad)
         xp[:, padding:padding + h, padding:padding + wd] = x[lo:hi].transpose(0, 2, 3, 1)
-        cols = np.empty((m, ho, wo, 3, 3, c), dtype=ft)
+        cols = np.empty((m, ho, wo, 3, 3, c), dtype=ft)  # pragma: no mutate (dtype)
         for dy in range(3):
             for dx in range(3):
                 cols[:, :, :, dy, dx] = xp[:, dy:dy + ho, dx:dx + wo]
         acc = (cols.reshape(m * ho * wo, 9 * c) @ wmat).reshape(m, ho, wo, f)
-        if not acc.size:
-            continue
-        # the range of acc + bias from each filter's extremes (exact integers in float)
-        c_lo = int((acc.min(axis=(0, 1, 2)).astype(np.int64) + b64).min())
-        c_hi = int((acc.max(axis=(0, 1, 2)).astype(np.int64) + b64).max())
+        # the range of acc + bias from each filter's extremes (exact integers in float: acc plus
+        # the int64 bias is float64, exact below 2^53, which the bound above guarantees)
+        c_lo = int((acc.min(axis=(0, 1, 2)) + b64).min())
+        c_hi = int((acc.max(axis=(0, 1, 2)) + b64).max())
         lo_all, hi_all = min(lo_all, c_lo), max(hi_all, c_hi)
-        if ft is np.float32 and bias_fits and INT32_MIN <= c_lo and c_hi <= INT32_MAX:
+        fits = INT32_MIN <= c_lo and c_hi <= INT32_MAX  # pragma: no mutate (fast path)
+        if ft is np.float32 and bias_fits and fits:  # pragma: no mutate (fast path)
             out[lo:hi] = acc.transpose(0, 3, 1, 2)       # integers below 2^24: exact
-            out[lo:hi] += bias.astype(np.int32)[None, :, None, None]
+            out[lo:hi] += bias.astype(np.int32)[None, :, None, None]  # pragma: no mutate (dtype)
         else:
             out[lo:hi] = acc.transpose(0, 3, 1, 2).astype(np.int64) + b64[None, :, None, None]
-    if out.size:                 # the range of the whole output, as fit_int32 reports it
-        fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "convolution output")
+    # the range of the whole output, as fit_int32 reports it
+    fit_int32([lo_all, hi_all], "convolution output")
     return out
 
 
@@ -218,7 +225,7 @@ def maxpool2x2(x) -> np.ndarray:
     if h < 2 or w < 2:
         raise NumericsError(f"2x2 max pooling needs at least 2x2 pixels, got {h}x{w}")
     out = np.empty((n, c, h // 2, w // 2), dtype=a.dtype)
-    for lo, hi in _chunks(n, a[:1].nbytes):
+    for lo, hi in _chunks(n, a[:1].nbytes):  # pragma: no mutate (chunk)
         v = a[lo:hi]
         out[lo:hi] = np.maximum(np.maximum(v[:, :, 0:h - 1:2, 0:w - 1:2], v[:, :, 0:h - 1:2, 1::2]),
                                 np.maximum(v[:, :, 1::2, 0:w - 1:2], v[:, :, 1::2, 1::2]))
@@ -257,11 +264,13 @@ def step(x, threshold, direction) -> np.ndarray:
         raise NumericsError("step direction must hold only -1 and +1")
     shape = (1, c) + (1,) * (a.ndim - 2)
     t, d = t.reshape(shape), d.reshape(shape)
-    up = d > 0
+    up = d == 1
     out = np.empty(a.shape, dtype=np.int8)
-    per_image = max(1, a[:1].size) * 8
+    per_image = max(1, a[:1].size) * 8  # pragma: no mutate (chunk size)
     for lo, hi in _chunks(a.shape[0], per_image):
-        v = a[lo:hi] if a.dtype != np.uint64 else a[lo:hi].astype(np.int64)   # as int64
+        # uint64 as int64 (numpy 2 compares uint64 with int64 exactly anyway: converting always
+        # or never gives the same values below 2^63)
+        v = a[lo:hi] if a.dtype != np.uint64 else a[lo:hi].astype(np.int64)  # pragma: no mutate (copy)
         on = np.where(up, v >= t, v <= t)
         out[lo:hi] = np.where(on, np.int8(1), np.int8(-1))
     return out
@@ -272,7 +281,7 @@ def flatten(x) -> np.ndarray:
     a = np.asarray(x)
     if a.ndim < 2:
         raise NumericsError(f"flatten input must be [N, ...], got shape {a.shape}")
-    return a.reshape(a.shape[0], -1)
+    return a.reshape(a.shape[0], -1)  # pragma: no mutate (numpy reads -2 as -1 too)
 
 
 def bin_dense(x, w, bias) -> np.ndarray:
@@ -285,17 +294,19 @@ def bin_dense(x, w, bias) -> np.ndarray:
     b = int_array(bias, "dense bias", ndim=1)
     check_shape(b, "dense bias", (wt.shape[0],))
     n, k = a.shape
-    ft = _exact_dtype(k)                       # +-1 products: partial sums at most K
-    wmat = wt.T.astype(ft)
+    ft = _exact_dtype(k)  # pragma: no mutate (dtype)  (+-1 products: partial sums at most K)
+    # `pragma: no mutate`: the chunk size and the float dtype of the exact product change memory
+    # and speed only (docs/verification.md, mutation testing)
+    wmat = wt.T.astype(ft)  # pragma: no mutate (dtype)
     out = np.empty((n, wt.shape[0]), dtype=np.int32)
+    if not out.size:             # no image or no filter: nothing to compute or to range-check
+        return out
     lo_all, hi_all = INT32_MAX, INT32_MIN
-    for lo, hi in _chunks(n, k * 8):
-        res = (a[lo:hi].astype(ft) @ wmat).astype(np.int64) + b.astype(np.int64)
-        if res.size:
-            lo_all, hi_all = min(lo_all, int(res.min())), max(hi_all, int(res.max()))
+    for lo, hi in _chunks(n, k * 8):  # pragma: no mutate (chunk)
+        res = (a[lo:hi].astype(ft) @ wmat).astype(np.int64) + b.astype(np.int64)  # pragma: no mutate (dtype)
+        lo_all, hi_all = min(lo_all, int(res.min())), max(hi_all, int(res.max()))
         out[lo:hi] = res
-    if out.size:
-        fit_int32(np.array([lo_all, hi_all], dtype=np.int64), "dense output")
+    fit_int32([lo_all, hi_all], "dense output")
     return out
 
 
@@ -315,7 +326,7 @@ def step_from_table(lo: int, on, name: str = "step") -> tuple[int, int]:
     on = np.asarray(on, dtype=bool)
     if on.ndim != 1 or on.size == 0:
         raise NumericsError(f"{name}: the table must be a non-empty 1-D bool array")
-    d = np.diff(on.astype(np.int8))
+    d = np.diff(on.astype(np.int8))  # pragma: no mutate (dtype: diff of 0/1 as int8 or float)
     if (d > 0).any() and (d < 0).any():
         turn = int(np.flatnonzero(d)[1]) + lo + 1
         raise NumericsError(f"{name}: output is not monotone in the input (turns at x={turn})")
@@ -339,5 +350,7 @@ def bn_step_params(gamma, beta, mean, var, eps: float, lo: int, hi: int,
     direction = np.empty(g.size, dtype=np.int8)
     for c in range(g.size):
         y = (x - m[c]) / np.sqrt(v[c] + dtype(eps)) * g[c] + b[c]
-        thr[c], direction[c] = step_from_table(lo, y > 0 if strict else y >= 0, f"channel {c}")
+        # the name is for step_from_table's error, which a batch norm (monotone) cannot raise
+        on = y > 0 if strict else y >= 0
+        thr[c], direction[c] = step_from_table(lo, on, f"channel {c}")  # pragma: no mutate (name)
     return thr, direction

@@ -79,13 +79,13 @@ def quantize_pow2(w, emin: int = EMIN, emax: int = EMAX, overflow: str = "error"
     a = np.asarray(w)
     if not np.issubdtype(a.dtype, np.floating) and not np.issubdtype(a.dtype, np.integer):
         raise NumericsError(f"weights must be numeric, got dtype {a.dtype}")
-    a = a.astype(np.float64)
+    a = a.astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
     if not np.all(np.isfinite(a)):
         raise NumericsError("weights contain NaN or infinity")
     mag = np.abs(a)
     nz = mag > 0
-    e = np.full(a.shape, emin - 1, dtype=np.int64)
-    e[nz] = np.floor(np.log2(mag[nz]) + 0.5).astype(np.int64)
+    e = np.zeros(a.shape, dtype=np.int64)      # zero weights: never read (masked by nz)
+    e[nz] = np.floor(np.log2(mag[nz]) + 0.5)   # integral floats, stored as int64
     above = nz & (e > emax)
     below = nz & (e < emin)
     n_above = int(above.sum())
@@ -94,7 +94,8 @@ def quantize_pow2(w, emin: int = EMIN, emax: int = EMAX, overflow: str = "error"
         raise NumericsError(f"{n_above} weight(s) above the window 2^{emin}..2^{emax}, first "
                             f"{a[idx]!r} at index {idx}; pass overflow='saturate' or 'zero'")
     keep = nz & ~below & (~above | (overflow == "saturate"))
-    e = np.clip(e, emin, emax)
+    # the lower bound only keeps the shifts of masked-out weights (where() drops them) >= 0
+    e = np.clip(e, emin, emax)  # pragma: no mutate (lower bound never reaches a result)
     w_int = np.where(keep, np.sign(a).astype(np.int64) << (e - emin), 0)
     return Pow2Weights(w_int.astype(np.int32), emin, emax, int(below.sum()), n_above, overflow)
 
@@ -113,8 +114,8 @@ def int_to_sign_code(w_int, emin: int = EMIN, emax: int = EMAX, name: str = "w_i
                             f"+-2^k with 0 <= k <= {emax - emin}")
     code = np.zeros(w.shape, dtype=np.uint8)
     nz = mag > 0
-    # log2 of an exact power of two is exact in float64
-    code[nz] = (np.log2(mag[nz]).astype(np.int64) + 1).astype(np.uint8)
+    # log2 of an exact power of two is exact in float64 (stored into the uint8 array as it is)
+    code[nz] = np.log2(mag[nz]) + 1
     sign = (w > 0).astype(np.uint8)
     return sign, code
 
@@ -145,7 +146,8 @@ def cell_weight(byte, emin: int = EMIN):
     """
     _, sign, code = decode_byte(byte)
     valid = (code >= 1) & (code <= MAX_CODE)
-    mag = np.where(valid, np.left_shift(1, np.clip(code.astype(np.int64) - 1, 0, None)), 0)
+    # code 0's shift count (masked by `valid`) kept >= 0
+    mag = np.where(valid, np.left_shift(1, np.maximum(code.astype(np.int64) - 1, 0)), 0)
     return np.where(sign == 1, mag, -mag).astype(np.int32)
 
 
@@ -188,7 +190,8 @@ def combine_columns(w_int, group: int, policy: str = "error", emin: int = EMIN,
     n, k = w.shape
     kc = -(-k // group)
     pad = kc * group - k
-    mag = np.pad(np.abs(w.astype(np.int64)), ((0, 0), (0, pad))).reshape(n, kc, group)
+    # |w| <= 2^(emax - emin) here (int_to_sign_code refused the rest): abs cannot overflow w's dtype
+    mag = np.pad(np.abs(w), ((0, 0), (0, pad))).reshape(n, kc, group)
     nnz = (mag > 0).sum(axis=2)
     crowded = np.argwhere(nnz > 1)
     n_dropped = int((nnz[nnz > 1] - 1).sum())
@@ -232,7 +235,7 @@ def decode_packed(packed, group: int, in_channels: int, emin: int = EMIN) -> np.
                             f"{int(index[r, c])}, exponent code {int(code[r, c])})")
     dense = np.zeros((n, kc * group), dtype=np.int32)
     rows, cols = np.nonzero(code)
-    dense[rows, chan[rows, cols]] = cell_weight(p[rows, cols], emin)
+    dense[rows, chan[rows, cols]] = cell_weight(p[rows, cols])     # (the weight is integer: no emin)
     return dense[:, :in_channels]
 
 
@@ -246,7 +249,7 @@ def array_weights(cells, group: int, emin: int = EMIN) -> np.ndarray:
     p = int_array(cells, "cell bytes", ndim=2, lo=0, hi=255).astype(np.uint8)
     n, kc = p.shape
     index, _, _ = decode_byte(p)
-    w = cell_weight(p, emin)
+    w = cell_weight(p)
     w = np.where(index < group, w, 0)
     dense = np.zeros((n, kc, group), dtype=np.int32)
     np.put_along_axis(dense, np.minimum(index, group - 1)[..., None].astype(np.int64),
@@ -271,9 +274,11 @@ def dense_matmul(dense, data, init) -> np.ndarray:
     # Exact in floating point: |w| <= 64 and x <= 255, so every partial sum is at most
     # 64 * 255 * K; float32 holds that exactly below 2^24 (K up to 1028), float64 below 2^53
     # (any K below 2^38). float32 moves half the bytes.
-    exact32 = w.shape[1] * 255 * (1 << (MAX_CODE - 1)) < (1 << 24)
-    ft = np.float32 if exact32 else np.float64
-    acc = np.matmul(w.astype(ft), x.astype(ft))
+    # (`pragma: no mutate`: a stricter bound or a wider float only moves exact work to float64;
+    # the looser ones are killed by tests/test_numerics_contracts.py before the pragma hid them)
+    exact32 = w.shape[1] * 255 * (1 << (MAX_CODE - 1)) < (1 << 24)  # pragma: no mutate (dtype)
+    ft = np.float32 if exact32 else np.float64  # pragma: no mutate (dtype)
+    acc = np.matmul(w.astype(ft), x.astype(ft))  # pragma: no mutate (dtype)
     # the sum wraps mod 2^32: add the two's-complement bit patterns as uint32, i.e. the low 32
     # bits of the exact product (below 2^24 it fits int32 as it is)
     if exact32:
@@ -281,7 +286,7 @@ def dense_matmul(dense, data, init) -> np.ndarray:
     else:
         low = (acc.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
     try:
-        total = np.add(low, b.view(np.uint32), dtype=np.uint32)
+        total = low + b.view(np.uint32)          # uint32 + uint32: wraps mod 2^32
     except ValueError:
         raise NumericsError(f"init shape {b.shape} does not match result shape {acc.shape}") from None
     return total.view(np.int32)
@@ -295,25 +300,28 @@ def sac_matmul(weights: CombinedWeights, data, init) -> np.ndarray:
 
 def cell_step(byte, data, psum_in, emin: int = EMIN) -> np.ndarray:
     """One SAC cell on one pixel: psum_in + cell_weight(byte) * data, wrapped to int32."""
-    w = cell_weight(byte, emin).astype(np.int64)
-    x = int_array(data, "data", lo=0, hi=255).astype(np.int64)
-    s = int_array(psum_in, "psum", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
-    return wrap_int32(s + w * x)
+    w = cell_weight(byte)
+    x = int_array(data, "data", lo=0, hi=255)
+    s = int_array(psum_in, "psum", lo=INT32_MIN, hi=INT32_MAX)
+    # in int64; a mutant that computes in float64 is equivalent (exact below 2^53)
+    total = s.astype(np.int64) + w.astype(np.int64) * x.astype(np.int64)  # pragma: no mutate (dtype)
+    return wrap_int32(total)
 
 
 def mac_cell_step(weight, data, psum_in) -> np.ndarray:
     """The 8-bit MAC baseline cell on one pixel: psum_in + int8 weight * uint8 data (int32 wrap)."""
-    w = int_array(weight, "MAC weight", lo=-128, hi=127).astype(np.int64)
-    x = int_array(data, "data", lo=0, hi=255).astype(np.int64)
-    s = int_array(psum_in, "psum", lo=INT32_MIN, hi=INT32_MAX).astype(np.int64)
-    return wrap_int32(s + w * x)
+    w = int_array(weight, "MAC weight", lo=-128, hi=127)
+    x = int_array(data, "data", lo=0, hi=255)
+    s = int_array(psum_in, "psum", lo=INT32_MIN, hi=INT32_MAX)
+    # in int64; a mutant that computes in float64 is equivalent (exact below 2^53)
+    total = s.astype(np.int64) + w.astype(np.int64) * x.astype(np.int64)  # pragma: no mutate (dtype)
+    return wrap_int32(total)
 
 
 def relu_quant(acc, shift: int = QUANT_SHIFT) -> np.ndarray:
     """ReLU & quantize: clip(acc >> shift, 0, 255) with an arithmetic shift, as uint8."""
     a = int_array(acc, "acc", lo=INT32_MIN, hi=INT32_MAX)
-    a = a if a.dtype.kind == "i" else a.astype(np.int64)     # >> is arithmetic on signed
-    return np.clip(a >> shift, 0, 255).astype(np.uint8)
+    return np.clip(a >> shift, 0, 255).astype(np.uint8)     # >> is arithmetic on signed ints
 
 
 def binarize(acc) -> np.ndarray:
@@ -351,7 +359,7 @@ def count_active_per_image(dense, data) -> np.ndarray:
         raise NumericsError(f"data must have shape [..., {w.shape[1]}, P], got {x.shape}")
     # sum over cells n, channels k, pixels p of [w(n,k) != 0] [x(b,k,p) != 0], summed over n
     # and p first: (nonzero data per channel) . (nonzero weights per channel)
-    x3 = x.reshape(-1, x.shape[-2], x.shape[-1])
+    x3 = x.reshape(-1, x.shape[-2], x.shape[-1])  # pragma: no mutate (numpy reads -2 as -1 too)
     per_channel = np.count_nonzero(x3, axis=2).astype(np.int64)      # [B, K]
     return per_channel @ np.count_nonzero(w, axis=0).astype(np.int64)
 
@@ -387,7 +395,8 @@ def channel_shift(x, directions, fill: int = 0) -> np.ndarray:
     if d.shape[0] != c:
         raise NumericsError(f"{d.shape[0]} shift directions for {c} channels")
     int_array(fill, "fill", lo=0, hi=255)
-    padded = np.pad(a, [(0, 0)] * (a.ndim - 3) + [(0, 0), (1, 1), (1, 1)],
+    # (a mutant that pads more after the last channel, row or column is equivalent: never read)
+    padded = np.pad(a, [(0, 0)] * (a.ndim - 3) + [(0, 0), (1, 1), (1, 1)],  # pragma: no mutate (pad)
                     constant_values=fill)
     out = np.empty_like(a)
     for ch in range(c):

@@ -129,8 +129,11 @@ module accelerator_axi #(
     wire       w_ok = wdec[4] && w_full && (wdec[3] || (wdec[2:0] != A_STATUS && wdec[2:0] != A_ID));
     wire       w_port = w_ok && (wdec[3] || wdec[2:0] == A_HOST_DATA);
     wire       r_port = rdec[4] && (rdec[3] || rdec[2:0] == A_HOST_DATA);
+    // toggle coverage off: copies of address bits 5:2 (counted at the ports) over tied zeros
+    /* verilator coverage_off */
     wire [31:0] window_addr_w = {28'd0, s_axi_awaddr[5:2]};    // region 0, offset n
     wire [31:0] window_addr_r = {28'd0, s_axi_araddr[5:2]};
+    /* verilator coverage_on */
 
     // the host port's read results, tagged by who asked: two cycles from request to data
     reg lite_rd1, lite_rd2;
@@ -171,7 +174,11 @@ module accelerator_axi #(
                                     A_IRQ_ENABLE: irq_enable <= s_axi_wdata[0];
                                     // write 1 to clear; a run ending in this very cycle wins
                                     A_IRQ_STATUS: if (s_axi_wdata[0] && !(done && !done_q)) irq_status <= 1'b0;
+                                    // unreachable: w_ok excludes STATUS and ID, w_port takes
+                                    // HOST_DATA, and decode maps only indices 0..6
+                                    /* verilator coverage_off */
                                     default: ;
+                                    /* verilator coverage_on */
                                 endcase
                             end
                         end
@@ -217,7 +224,10 @@ module accelerator_axi #(
                     s_axi_rvalid <= 1'b0;
                     lite_state <= S_IDLE;
                 end
+                // unreachable: lite_state only ever holds the six named states (6, 7 never)
+                /* verilator coverage_off */
                 default: lite_state <= S_IDLE;
+                /* verilator coverage_on */
             endcase
         end
     end
@@ -231,7 +241,11 @@ module accelerator_axi #(
     // asked for plus this one.
     reg         str_rd1, str_rd2, str_last1, str_last2;
     wire [FCW-1:0] fifo_count;
+    // toggle coverage off: a 32-bit sum of the FIFO count (counted) and two flags, at most
+    // FIFO depth + 2, so its top bits are 0 by construction
+    /* verilator coverage_off */
     wire [31:0] reserved = {{(32-FCW){1'b0}}, fifo_count} + {31'd0, str_rd1} + {31'd0, str_rd2};
+    /* verilator coverage_on */
     localparam [31:0] FIFO_ROOM = FIFO_DEPTH;
     assign s_axis_tready = !lite_port && !busy && !start_q && (reserved < FIFO_ROOM);
     wire str_take = s_axis_tvalid && s_axis_tready;

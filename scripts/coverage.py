@@ -18,9 +18,12 @@ model, every executed instruction sampled into the covergroups of tb/tlm/isa_cov
 cocotb-coverage writes build/coverage/functional.xml and .yml; the table lists every cover
 point and cross with its bins hit.
 
-Options: --code-only, --functional-only, --report-only (merge the last run's files), --programs N,
---jobs N. Exit status 1 if a bench
-failed (the table is still printed from what ran), 2 if no coverage data was written.
+Both halves come from one pytest run over --jobs workers (default 2): the ISA regression is one
+of the benches, run once with coverage on and --programs N, slowest benches first.
+Options: --code-only (the regression runs its 3-program smoke and no functional table),
+--functional-only (the regression alone, without code coverage), --report-only (merge the last
+run's coverage.dat files), --programs N, --jobs N. Exit status 1 if a bench failed (the tables
+are still printed from what ran), 2 if no coverage data was written.
 """
 from __future__ import annotations
 
@@ -80,13 +83,16 @@ def write_coverage_dat(path: Path, points) -> None:
 
 def code_table(points) -> tuple[dict, dict]:
     """Per module (file stem): line and toggle points hit / total; uncovered line numbers. A
-    point counts once per module, hit if any instance of any parameter set hit it (the
-    hierarchy field is dropped before counting)."""
+    point counts once per module, hit if any instance of any parameter set hit it: the
+    hierarchy field is dropped before counting, and the page is cut to its kind (`v_line/m`,
+    `v_line/m__pi2` and `v_line/m__A9` name the same point: Verilator appends a suffix to
+    the module name of a parameterized instance in a larger design)."""
     stats = defaultdict(lambda: {"line_hit": 0, "line_total": 0, "toggle_hit": 0, "toggle_total": 0})
     uncovered = defaultdict(set)
     per_module: dict = {}
     for f, count in points:
-        key = tuple(sorted((k, v) for k, v in f.items() if k != "h"))
+        key = tuple(sorted((k, v.split("/")[0] if k == "page" else v)
+                           for k, v in f.items() if k != "h"))
         per_module[key] = per_module.get(key, 0) + count
     for key, count in per_module.items():
         f = dict(key)
@@ -108,28 +114,52 @@ def pct(hit: int, total: int) -> str:
     return f"{100 * hit / total:6.1f} %" if total else "     - "
 
 
-def run_code_coverage(jobs: str, run_benches: bool = True) -> int:
+# Bench files, slowest first (Verilator builds of the accelerator tops with coverage take
+# minutes each). The two pytest-xdist workers take them one at a time (--maxschedchunk 1), so
+# the long ones start first and the small ones fill in; the ISA regression and
+# tb/test_accelerator.py share the 8x8 accelerator build (a file lock makes the second wait),
+# so they are not next to each other.
+SLOW_FIRST = ["tb/tlm/test_isa_coverage.py", "tb/test_accelerator_axi.py",
+              "tb/test_accelerator_tb_wrapper.py", "tb/test_accelerator.py",
+              "tb/tlm/test_accelerator_axi_tlm.py", "tb/test_systolic_array.py",
+              "tb/test_instruction_decoder.py", "tb/test_data_feeder.py"]
+
+
+def bench_files() -> list[str]:
+    every = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tb").rglob("test_*.py"))
+    return [f for f in SLOW_FIRST if f in every] + [f for f in every if f not in SLOW_FIRST]
+
+
+def run_code_coverage(jobs: str, run_benches: bool = True, programs: int | None = None) -> int:
     verilator_on_path()
     OUT.mkdir(parents=True, exist_ok=True)
-    rc = run_coverage_benches(jobs) if run_benches else 0
+    rc = run_coverage_benches(jobs, programs) if run_benches else 0
     return report_code_coverage(rc)
 
 
-def run_coverage_benches(jobs: str) -> int:
-    """Every bench on Verilator with coverage; returns pytest's exit status."""
+def run_coverage_benches(jobs: str, programs: int | None = None) -> int:
+    """Every bench on Verilator with coverage, in one pytest run over `jobs` workers; returns
+    pytest's exit status. With `programs`, the ISA regression among them runs that many
+    programs at most and writes the functional coverage too (so it runs once for both
+    halves); without, it runs its 3-program smoke (`--code-only`)."""
     for old in BUILD.glob("*/verilator-*/coverage/*/coverage.dat"):
         old.unlink()
     log = OUT / "benches.log"
-    print(f"[coverage] running every bench on Verilator with line and toggle coverage "
-          f"(log: {log.relative_to(ROOT)}) ...", flush=True)
+    print(f"[coverage] running every bench on Verilator with line and toggle coverage, "
+          f"{jobs} at a time (log: {log.relative_to(ROOT)}) ...", flush=True)
     t0 = time.time()
     env = dict(os.environ, TB_COVERAGE="1")
+    if programs is not None:
+        (OUT / "functional.json").unlink(missing_ok=True)
+        env.update(TB_COVERAGE_PROGRAMS=str(programs), TB_COVERAGE_OUT=str(OUT))
     with open(log, "w") as f:
-        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", jobs, "-k", "verilator",
-                             "-p", "no:cacheprovider", "tb/"], cwd=ROOT, env=env, stdout=f,
-                            stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", jobs, "--dist", "load",
+                             "--maxschedchunk", "1", "--durations", "0", "-k", "verilator",
+                             "-p", "no:cacheprovider", *bench_files()], cwd=ROOT, env=env,
+                            stdout=f, stderr=subprocess.STDOUT).returncode
     tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
-    print(f"[coverage] benches: {tail[0]} ({time.time() - t0:.0f} s)", flush=True)
+    print(f"[coverage] benches: {tail[0]} ({time.time() - t0:.0f} s; per-bench times in the "
+          f"log's slowest-durations list)", flush=True)
     return rc
 
 
@@ -168,19 +198,23 @@ def report_code_coverage(rc: int) -> int:
     return 0 if rc == 0 else 1
 
 
-def run_functional_coverage(programs: int) -> int:
+def run_functional_coverage(programs: int, run_regression: bool = True) -> int:
+    """The ISA regression's functional coverage; `run_regression=False` reports what the code
+    coverage run's regression wrote (the default `make coverage` runs it once for both)."""
     OUT.mkdir(parents=True, exist_ok=True)
-    log = OUT / "functional.log"
-    print(f"\n[coverage] constrained-random ISA regression, {programs} programs on the "
-          f"accelerator top (log: {log.relative_to(ROOT)}) ...", flush=True)
-    t0 = time.time()
-    env = dict(os.environ, TB_COVERAGE_PROGRAMS=str(programs), TB_COVERAGE_OUT=str(OUT))
-    with open(log, "w") as f:
-        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "verilator",
-                             "-p", "no:cacheprovider", "tb/tlm/test_isa_coverage.py"], cwd=ROOT,
-                            env=env, stdout=f, stderr=subprocess.STDOUT).returncode
-    tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
-    print(f"[coverage] regression: {tail[0]} ({time.time() - t0:.0f} s)", flush=True)
+    rc = 0
+    if run_regression:
+        log = OUT / "functional.log"
+        print(f"\n[coverage] constrained-random ISA regression, {programs} programs on the "
+              f"accelerator top (log: {log.relative_to(ROOT)}) ...", flush=True)
+        t0 = time.time()
+        env = dict(os.environ, TB_COVERAGE_PROGRAMS=str(programs), TB_COVERAGE_OUT=str(OUT))
+        with open(log, "w") as f:
+            rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "verilator",
+                                 "-p", "no:cacheprovider", "tb/tlm/test_isa_coverage.py"],
+                                cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+        tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
+        print(f"[coverage] regression: {tail[0]} ({time.time() - t0:.0f} s)", flush=True)
     summary = OUT / "functional.json"
     if not summary.exists():
         print("[coverage] the regression wrote no functional coverage", file=sys.stderr)
@@ -206,10 +240,17 @@ def main() -> int:
     ap.add_argument("--jobs", default="2")
     args = ap.parse_args()
     rc = 0
+    t0 = time.time()
+    both = not (args.code_only or args.functional_only or args.report_only)
     if not args.functional_only:
-        rc = max(rc, run_code_coverage(args.jobs, run_benches=not args.report_only))
-    if not (args.code_only or args.report_only):
+        rc = max(rc, run_code_coverage(args.jobs, run_benches=not args.report_only,
+                                       programs=args.programs if both else None))
+    if both:
+        rc = max(rc, run_functional_coverage(args.programs, run_regression=False))
+    elif args.functional_only:
         rc = max(rc, run_functional_coverage(args.programs))
+    if not args.report_only:
+        print(f"[coverage] took {(time.time() - t0) / 60:.1f} min", flush=True)
     return rc
 
 

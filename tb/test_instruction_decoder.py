@@ -216,7 +216,7 @@ async def programs_and_malformed_words(dut):
         encode(LoadWeights(rows=2, cols=1, b_addr=cfg.bdepth - 1)),
         encode(LoadWeights(rows=1, cols=1, s_addr=cfg.sdepth)),
         encode(Matmul(**{**mm, "height": 0})),
-        encode(Matmul(**{**mm, "height": cfg.ddepth, "width": 2})),
+        encode(Matmul(**{**mm, "height": min(cfg.ddepth, 4095), "width": 2})),   # 12-bit field
         encode(Matmul(**{**mm, "in_addr": cfg.ddepth - 3})),
         encode(Matmul(**{**mm, "in_ch": cfg.cmax})),
         encode(Matmul(**{**mm, "out_ch": cfg.cmax})),
@@ -251,6 +251,12 @@ CONFIGS = {
                        sdepth=16, imem_depth=64),
     "5x3": ArrayConfig(rows=5, cols=3, cmax=16, ddepth=64, pdepth=32, wdepth=64, bdepth=32,
                        sdepth=8, imem_depth=32),
+    # the widest memories the instruction fields can address (the largest that still let the
+    # malformed words one past the end be encoded): the executed-instruction registers' top
+    # bits toggle only here (make coverage's toggle count)
+    "wide": ArrayConfig(rows=5, cols=3, cmax=4095, ddepth=(1 << 20) - 1, pdepth=(1 << 20) - 1,
+                        wdepth=(1 << 24) - 1, bdepth=(1 << 24) - 1, sdepth=(1 << 24) - 1,
+                        imem_depth=32),
 }
 
 

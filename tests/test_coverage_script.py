@@ -31,3 +31,28 @@ def test_table_counts_lines_and_toggles_per_module(tmp_path):
     assert stats["b"] == {"line_hit": 0, "line_total": 1, "toggle_hit": 0, "toggle_total": 0}
     assert uncovered == {"a": [12], "b": [7]}
     assert coverage_script.pct(1, 2).strip() == "50.0 %"
+
+
+def test_bench_files_run_slowest_first_and_include_every_bench():
+    files = coverage_script.bench_files()
+    every = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tb").rglob("test_*.py"))
+    assert sorted(files) == every and len(set(files)) == len(files)
+    assert files[0] == "tb/tlm/test_isa_coverage.py"         # the longest run starts first
+    assert files.index("tb/test_accelerator.py") < files.index("tb/test_sdp_ram.py")
+    # the two users of the 8x8 accelerator build are not handed out one after the other
+    assert files.index("tb/test_accelerator.py") - files.index("tb/tlm/test_isa_coverage.py") > 1
+
+
+def test_a_point_of_a_parameterized_instance_counts_as_the_same_point(tmp_path):
+    # the same branch of rtl/a.v in a module build (page v_branch/a) and inside a top
+    # (Verilator names the parameterized instance a__pi2): one point, hit by either
+    dat = tmp_path / "coverage.dat"
+    dat.write_text("# SystemC::Coverage-3\n" + "\n".join([
+        point("rtl/a.v", 5, "v_branch/a", 2, "if"),
+        point("rtl/a.v", 5, "v_branch/a__pi2", 0, "if"),
+        point("rtl/a.v", 6, "v_branch/a__A9", 0, "else"),
+        point("rtl/a.v", 6, "v_branch/a", 0, "else"),
+    ]) + "\n")
+    stats, uncovered = coverage_script.code_table(coverage_script.parse_coverage_dat(dat))
+    assert stats["a"] == {"line_hit": 1, "line_total": 2, "toggle_hit": 0, "toggle_total": 0}
+    assert uncovered == {"a": [6]}

@@ -15,9 +15,15 @@ def point(file: str, line: int, page: str, count: int, comment: str = "") -> str
     return f"C '{body}' {count}"
 
 
-def test_table_counts_lines_and_toggles_per_module(tmp_path):
+def table_of(tmp_path, points: list):
+    """code_table of a coverage.dat holding `points` (lines made by point())."""
     dat = tmp_path / "coverage.dat"
-    dat.write_text("# SystemC::Coverage-3\n" + "\n".join([
+    dat.write_text("# SystemC::Coverage-3\n" + "\n".join(points) + "\n")
+    return coverage_script.code_table(coverage_script.parse_coverage_dat(dat))
+
+
+def test_table_counts_lines_and_toggles_per_module(tmp_path):
+    stats, uncovered = table_of(tmp_path, [
         point("rtl/a.v", 10, "v_line/a", 5, "block"),
         point("rtl/a.v", 12, "v_branch/a", 0, "if"),
         point("rtl/a.v", 12, "v_branch/a", 3, "else"),
@@ -25,8 +31,7 @@ def test_table_counts_lines_and_toggles_per_module(tmp_path):
         point("rtl/a.v", 3, "v_toggle/a", 0, "x[0]:1->0"),
         point("rtl/b.v", 7, "v_line/b", 0, "block"),
         point("rtl/b.v", 8, "v_user/b", 0, "cover"),          # not line or toggle: ignored
-    ]) + "\n")
-    stats, uncovered = coverage_script.code_table(coverage_script.parse_coverage_dat(dat))
+    ])
     assert stats["a"] == {"line_hit": 2, "line_total": 3, "toggle_hit": 1, "toggle_total": 2}
     assert stats["b"] == {"line_hit": 0, "line_total": 1, "toggle_hit": 0, "toggle_total": 0}
     assert uncovered == {"a": [12], "b": [7]}
@@ -46,13 +51,11 @@ def test_bench_files_run_slowest_first_and_include_every_bench():
 def test_a_point_of_a_parameterized_instance_counts_as_the_same_point(tmp_path):
     # the same branch of rtl/a.v in a module build (page v_branch/a) and inside a top
     # (Verilator names the parameterized instance a__pi2): one point, hit by either
-    dat = tmp_path / "coverage.dat"
-    dat.write_text("# SystemC::Coverage-3\n" + "\n".join([
+    stats, uncovered = table_of(tmp_path, [
         point("rtl/a.v", 5, "v_branch/a", 2, "if"),
         point("rtl/a.v", 5, "v_branch/a__pi2", 0, "if"),
         point("rtl/a.v", 6, "v_branch/a__A9", 0, "else"),
         point("rtl/a.v", 6, "v_branch/a", 0, "else"),
-    ]) + "\n")
-    stats, uncovered = coverage_script.code_table(coverage_script.parse_coverage_dat(dat))
+    ])
     assert stats["a"] == {"line_hit": 1, "line_total": 2, "toggle_hit": 0, "toggle_total": 0}
     assert uncovered == {"a": [6]}

@@ -336,6 +336,12 @@ BNN_BAD = [
     ("conv overflow low", lambda: bnn.bin_conv3x3(BIN, np.ones((2, 2, 3, 3), dtype=np.int8),
                                                   i64(INT32_MIN, 18), 0),
      "convolution output overflows int32 (range -2147483666..0)"),
+    ("conv overflow all above", lambda: bnn.bin_conv3x3(-BIN, np.ones((2, 2, 3, 3), dtype=np.int8),
+                                                        i64(INT32_MAX, INT32_MAX), 0),
+     "convolution output overflows int32 (range 2147483665..2147483665)"),
+    ("conv overflow all below", lambda: bnn.bin_conv3x3(BIN, np.ones((2, 2, 3, 3), dtype=np.int8),
+                                                        i64(INT32_MIN, INT32_MIN), 0),
+     "convolution output overflows int32 (range -2147483666..-2147483666)"),
     ("conv too large for float", lambda: bnn.bin_conv3x3(BIN, WB, i64(2 ** 52 - 18), 0),
      "convolution input values are too large for an exact int sum"),
     ("conv just exact, overflows", lambda: bnn.bin_conv3x3(-BIN, np.ones((2, 2, 3, 3), dtype=np.int8),
@@ -416,6 +422,9 @@ BNN_BAD = [
     ("dense overflow low", lambda: bnn.bin_dense(-P2, np.ones((2, 2), dtype=np.int8),
                                                  i64(INT32_MIN, 0)),
      "dense output overflows int32 (range -2147483650..-2)"),
+    ("dense overflow all above", lambda: bnn.bin_dense(P2, np.ones((2, 2), dtype=np.int8),
+                                                       i64(INT32_MAX, INT32_MAX)),
+     "dense output overflows int32 (range 2147483649..2147483649)"),
     ("argmax 1-D", lambda: bnn.argmax(i64(1, 2, 3)), "scores must have 2 dimensions, got shape (3,)"),
     ("argmax float", lambda: bnn.argmax(np.zeros((1, 2))),
      "scores must be an integer array, got dtype float64"),
@@ -659,6 +668,9 @@ def test_step_dtype_directions_and_unsigned_input():
     big = np.array([[2 ** 60 + 1, 2 ** 60 + 2]], dtype=np.uint64)
     assert bnn.step(big, i64(2 ** 60 + 2, 2 ** 60 + 1), [1, -1]).tolist() == [[-1, -1]]
     assert bnn.step(big.astype(np.int64), i64(2 ** 60 + 2, 2 ** 60 + 1), [1, -1]).tolist() == [[-1, -1]]
+    # uint64 at and above 2^63 is above every int64 threshold (it must not read as negative)
+    top = np.array([[2 ** 63, 2 ** 64 - 1, 2 ** 63]], dtype=np.uint64)
+    assert bnn.step(top, i64(0, 2 ** 63 - 1, -1), [1, -1, -1]).tolist() == [[1, -1, -1]]
 
 
 def test_dense_edges():

@@ -16,6 +16,8 @@ Conventions (docs/conventions.md; pinned by tests/test_bnn_numerics.py):
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from models.checks import (
@@ -176,7 +178,7 @@ def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np
         return out
     b64 = bias.astype(np.int64)  # pragma: no mutate (dtype: |bias| < 2^52, exact in float64 too)
     bias_fits = bool(b64.min() >= INT32_MIN and b64.max() <= INT32_MAX)  # pragma: no mutate (fast path)
-    lo_all, hi_all = INT32_MAX, INT32_MIN
+    lo_all, hi_all = math.inf, -math.inf     # the real extremes, even all beyond int32
     for lo, hi in spans:
         m = hi - lo
         xp = np.zeros((m, h + 2 * padding, wd + 2 * padding, c), dtype=ft)  # pragma: no mutate (pad)
@@ -268,9 +270,9 @@ def step(x, threshold, direction) -> np.ndarray:
     out = np.empty(a.shape, dtype=np.int8)
     per_image = max(1, a[:1].size) * 8  # pragma: no mutate (chunk size)
     for lo, hi in _chunks(a.shape[0], per_image):
-        # uint64 as int64 (numpy 2 compares uint64 with int64 exactly anyway: converting always
-        # or never gives the same values below 2^63)
-        v = a[lo:hi] if a.dtype != np.uint64 else a[lo:hi].astype(np.int64)  # pragma: no mutate (copy)
+        # compared as they are: numpy 2 compares uint64 with int64 exactly (a uint64 at or
+        # above 2^63 is above every threshold; cast to int64 it would read as negative)
+        v = a[lo:hi]
         on = np.where(up, v >= t, v <= t)
         out[lo:hi] = np.where(on, np.int8(1), np.int8(-1))
     return out
@@ -301,7 +303,7 @@ def bin_dense(x, w, bias) -> np.ndarray:
     out = np.empty((n, wt.shape[0]), dtype=np.int32)
     if not out.size:             # no image or no filter: nothing to compute or to range-check
         return out
-    lo_all, hi_all = INT32_MAX, INT32_MIN
+    lo_all, hi_all = math.inf, -math.inf     # the real extremes, even all beyond int32
     for lo, hi in _chunks(n, k * 8):  # pragma: no mutate (chunk)
         res = (a[lo:hi].astype(ft) @ wmat).astype(np.int64) + b.astype(np.int64)  # pragma: no mutate (dtype)
         lo_all, hi_all = min(lo_all, int(res.min())), max(hi_all, int(res.max()))

@@ -9,8 +9,9 @@
 //   high until the last write has landed. Programs and input tensors go in this way.
 // * Dumps: on `dump_go` the wrapper reads entries `dump_lo`..`dump_hi` straight from the
 //   memories (a backdoor: the host port is not used, so a dump never changes what the port
-//   does). `dump_what` 0 or 1: the data-buffer or partial-sum buffer, one entry of every bank
-//   per cycle, one line per entry (all banks, bank 0 in the lowest bits) into dump.hex;
+//   does); of each 32-bit entry number only the low log2(depth) bits address the buffer.
+//   `dump_what` 0 or 1: the data-buffer or partial-sum buffer, one entry of every bank per
+//   cycle, one line per entry (all banks, bank 0 in the lowest bits) into dump.hex;
 //   `dump_busy` is high until the file is closed. 2: the trace, both memories at once with
 //   $writememh into dump_trace_cycle.hex and dump_trace_act.hex, in zero time.
 //

@@ -99,6 +99,19 @@ async def bulk_load_and_dumps_equal_the_host_port(dut):
     await host.write_many(direct)
     last = {(r, o): v for r, o, v in direct}
     assert await host.read_many(list(last)) == list(last.values()), "host-port writes"
+    # dump addresses are 32 bits of which the wrapper uses the low log2(depth): entries
+    # 2^32 - 2 and 2^32 - 1 are the buffer's last two (the dump counter runs through the top
+    # of its range and stops there)
+    assert cfg.pdepth & (cfg.pdepth - 1) == 0, "the bench's partial-sum depth is a power of two"
+    top = [(R_PBUF, (r << 16) | e, int(rng.integers(1 << 32)))
+           for r in range(cfg.rows) for e in (cfg.pdepth - 2, cfg.pdepth - 1)]
+    await host.write_many(top)
+    await bulk.dump(D_PBUF, (1 << 32) - 2, (1 << 32) - 1)
+    lines, undefined = read_hex_lines(bulk.dir / "dump.hex", 2, 8, cfg.rows)
+    assert not undefined.any()
+    got = {(r, cfg.pdepth - 2 + k): int(lines[k, r]) for k in range(2) for r in range(cfg.rows)}
+    assert all(got[(o >> 16, o & 0xFFFF)] == v for _, o, v in top), \
+        "dump at the top of the address range"
     # the host port's regions 8..15 are unmapped and read 0 (accelerator.v's read multiplexer)
     assert await host.read_many([(8, 0), (11, 3), (15, 1)]) == [0, 0, 0]
     dut._log.info(f"{len(items)} bulk writes in {-(-len(items) // bulk.depth)} loads, "

@@ -13,6 +13,9 @@ Cover points and crosses (under "isa."):
   signs, plus weights.zero (code 0: a gated cell) in the loaded tile;
 * data.zeros: an input tensor with no zero byte, some, or only zeros;
 * error: every error code the decoder reports (1..10);
+* acc.wrap: an accumulator that wraps at the int32 extremes in a run (the exact sum of a
+  MATMUL's bias and products above INT32_MAX or below INT32_MIN, a pixel sum outside int32),
+  found from the golden layer inputs;
 * lowering (BNN and SAC layers on the array, from fpga.lowering via the compiled program):
   in_code uint8 / pm1 (0/2 activations) / bit, out_code uint8 / bit / int, im2col_pad 0 / 1,
   chunked input layouts, in-place inputs, segments starting at pc 0 and later.
@@ -23,7 +26,9 @@ import numpy as np
 from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_db
 
 from fpga.isa import ErrorCode, Halt, LoadWeights, Matmul, Opcode
-from models.numerics.sac import decode_byte
+from models import golden, ir
+from models.checks import INT32_MAX, INT32_MIN
+from models.numerics.sac import decode_byte, sac_matmul
 
 GROUPS = [1, 2, 4, 8]
 SIZES = ["1", "mid", "max"]
@@ -86,6 +91,37 @@ def sample_data(kind: str) -> None:
             bins_labels=[c.name for c in ErrorCode if c])
 def sample_error(code) -> None:
     pass
+
+
+WRAPS = ["acc above INT32_MAX", "acc below INT32_MIN", "pixel sum outside int32"]
+
+
+@CoverPoint("isa.acc.wrap", xf=lambda kind: kind, bins=WRAPS)
+def sample_wrap(kind: str) -> None:
+    pass
+
+
+def sample_wraps(net: ir.Network, image) -> None:
+    """Which accumulators wrapped at the int32 extremes when `image` ran through `net`: the
+    exact (int64) bias-plus-products of every 1x1 convolution and the exact pixel sums, from
+    the golden executor's layer inputs (the RTL's wrapped values are checked against the golden
+    model by the bench; this only finds out whether wrapping happened)."""
+    x = np.asarray(image)[None]
+    ref = golden.run(net, x)
+    for layer, xin in zip(net.layers, [x] + ref.outputs[:-1]):
+        n, c = xin.shape[:2]
+        if isinstance(layer, ir.PointwiseConv):
+            # products alone (small: exact in int32), then the bias added in int64
+            products = sac_matmul(layer.weights, xin.reshape(n, c, -1), np.zeros_like(layer.bias))
+            exact = products.astype(np.int64) + layer.bias.astype(np.int64)[:, None]
+            if exact.max() > INT32_MAX:
+                sample_wrap(WRAPS[0])
+            if exact.min() < INT32_MIN:
+                sample_wrap(WRAPS[1])
+        elif isinstance(layer, ir.PixelSum):
+            sums = xin.reshape(n, c, -1).astype(np.int64).sum(axis=-1)
+            if sums.max() > INT32_MAX or sums.min() < INT32_MIN:
+                sample_wrap(WRAPS[2])
 
 
 @CoverPoint("lowering.in_code", xf=lambda lp, seg_start: lp.op.in_code, bins=["uint8", "pm1", "bit"])

@@ -4,8 +4,9 @@ Random SAC networks (shift on or off, in front of every layer, with zero or rand
 fill; every final mode; every fourth program a BNN with random channel counts and 3x3 padding
 0 or 1, lowered onto the array; column groups 1/2/4/8, channel and
 filter counts around the array's size so tiles of 1, mid and full rows and columns occur,
-frames of 1 or more pixels, inputs with no, some or only zero bytes) are compiled and run on the
-accelerator top; every layer is checked against the golden executor and every instruction's
+frames of 1 or more pixels, inputs with no, some or only zero bytes; every third SAC program
+with the final layer's biases at the int32 extremes, so its accumulators wrap) are compiled and
+run on the accelerator top; every layer is checked against the golden executor and every instruction's
 retire cycle and activity against the cycle model and the interpreter
 (tb.test_accelerator.run_and_check); then every executed instruction is sampled into the
 covergroups. A malformed program per error code follows (the decoder's code and pc must equal
@@ -15,6 +16,7 @@ TB_COVERAGE_PROGRAMS sets the most programs (`make test`: a smoke of 3; `make co
 stopping early once every program bin is hit); with TB_COVERAGE_OUT set, the covergroups are
 written there as functional.xml and functional.yml (cocotb-coverage's formats) plus
 functional.json (the table scripts/coverage.py prints)."""
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -27,6 +29,7 @@ from fpga.arch import ArrayConfig
 from fpga.compiler import compile_network
 from fpga.isa import ErrorCode, Halt, IsaError, LoadWeights, Matmul, check_program, encode
 from models import ir
+from models.checks import INT32_MAX, INT32_MIN
 from models.numerics.sac import OutputMode
 from models.random_networks import random_bnn_network, random_images, random_sac_network
 from tb.bitserial import start_clock
@@ -75,6 +78,21 @@ def shift_everywhere(rng, net, fill: int):
     return ir.Network(net.input_shape, "uint8", layers, name="random_sac_shifted")
 
 
+def extreme_biases(net):
+    """The network with its final 1x1 convolution's biases next to the int32 extremes
+    (alternately INT32_MAX - 8f and INT32_MIN + 8f for filter f), so positive sums wrap through
+    the top and negative sums through the bottom; the golden model wraps mod 2^32 the same way.
+    Deterministic: it draws nothing from the regression's generator."""
+    layers = []
+    for layer in net.layers:
+        if isinstance(layer, ir.PointwiseConv) and layer.name == "final":
+            f = np.arange(layer.weights.out_channels, dtype=np.int64)
+            bias = np.where(f % 2 == 0, INT32_MAX - 8 * f, INT32_MIN + 8 * f)
+            layer = dataclasses.replace(layer, bias=bias.astype(np.int32))
+        layers.append(layer)
+    return ir.Network(net.input_shape, "uint8", layers, name=f"{net.name}_extreme_bias")
+
+
 def malformed_programs(cfg: ArrayConfig) -> dict:
     """One program per error code (instruction words)."""
     lw = LoadWeights(rows=1, cols=1)
@@ -120,13 +138,17 @@ async def constrained_random_programs(dut):
             net = random_bnn_network(rng, in_shape=(1, side, side), channels=spec["channels"],
                                      hidden=int(rng.integers(3, 12)), padding=spec["padding"])
         else:
-            spec = random_program_spec(rng, cfg, i - i // 4)    # SAC programs count 0, 1, 2..
+            k = i - i // 4                                      # SAC programs count 0, 1, 2..
+            spec = random_program_spec(rng, cfg, k)
             c = spec["channels"]
             net = random_sac_network(rng, in_shape=(c, *spec["frame"]), widths=(spec["width"],),
                                      groups=spec["groups"], shift=spec["shift"],
                                      final=spec["final"], classes=spec["classes"], s2d=1)
             if spec["shift"]:
                 net = shift_everywhere(rng, net, spec["fill"])
+            if k % 3 == 2:                     # int32 wrap-around in the accumulators
+                spec["bias"] = "int32 extremes"
+                net = extreme_biases(net)
         try:
             prog = compile_network(net, cfg)
         except (ValueError, IsaError) as e:        # does not fit this array's memories
@@ -138,6 +160,7 @@ async def constrained_random_programs(dut):
             image = np.zeros_like(image)
         await run_and_check(dut, host, cfg, net, image, f"program {i} {spec}")
         cov.sample_input(image)
+        cov.sample_wraps(net, image)
         cov.sample_lowering(prog)
         for seg in prog.segments:
             instructions += cov.sample_program(prog, seg.start_pc, seg.n_instr)

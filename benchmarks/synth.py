@@ -57,6 +57,7 @@ KEPT = ["systolic_array", "data_feeder", "channel_shift", "instruction_decoder",
 # simulation-only files (file I/O with run-time names, hierarchical references): never read by
 # synthesis, which stops at their $readmemh
 SIMULATION_ONLY = {"accelerator_tb_wrapper.v"}
+ARRAY_FILES = {"systolic_array.v", "sac_cell.v", "popcount_pipe.v"}   # the array and its parts
 
 
 def sources() -> str:
@@ -175,13 +176,34 @@ def synth_array(rows: int, cols: int) -> dict:
 
 def synth_top(rows: int, cols: int) -> dict:
     """The accelerator with its blocks kept as modules (everything inside a block flattened)."""
-    tag = f"xc7_top_{rows}x{cols}"
+    return _synth_blocks(f"xc7_top_{rows}x{cols}", f"read_verilog {sources()}",
+                         {"ROWS": rows, "COLS": cols})
+
+
+def synth_rest(rows: int, cols: int, cmax: int) -> dict:
+    """The accelerator at the paper's size without its array: systolic_array is read as a black
+    box (`read_verilog -lib`: its ports only), so every other block (CMAX data-buffer banks and
+    the logic that serves them, ROWS row pipelines, the decoder) is synthesized at its true
+    size, while the array's cost comes from the per-cell extrapolation (a 128x64 array is
+    hours of yosys)."""
+    others = " ".join(str(p) for p in sorted(RTL.glob("*.v"))
+                      if p.name not in SIMULATION_ONLY | ARRAY_FILES)
+    res = _synth_blocks(f"xc7_rest_{rows}x{cols}_cmax{cmax}",
+                        f"read_verilog -lib {RTL / 'systolic_array.v'}; read_verilog {others}",
+                        {"ROWS": rows, "COLS": cols, "CMAX": cmax})
+    res["cmax"] = cmax
+    return res
+
+
+def _synth_blocks(tag: str, read: str, params: dict) -> dict:
     stat, inst = OUT / f"{tag}.stat", OUT / f"{tag}.cells"
     keep = " ".join(f"*{m}*" for m in KEPT)
-    yosys(tag, f"read_verilog {sources()}; chparam -set ROWS {rows} -set COLS {cols} accelerator; "
+    chparam = " ".join(f"-set {k} {v}" for k, v in params.items())
+    yosys(tag, f"{read}; chparam {chparam} accelerator; "
                f"hierarchy -top accelerator; tee -q -o {inst} dump t:*; "
                f"setattr -mod -set keep_hierarchy 1 {keep}; synth_xilinx {XILINX}; "
                f"tee -q -o {stat} stat")
+    rows, cols = params["ROWS"], params["COLS"]
     mods = {name: xilinx_counts(cells) for name, cells in parse_stat(stat.read_text()).items()
             if name != "design hierarchy"}
     top = next(n for n in mods if n.endswith("accelerator"))

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto
 
 from models import golden, ir
 from models.numerics.sac import OutputMode, combine_columns
@@ -72,6 +73,13 @@ def test_bnn_export_equals_golden(pad, hidden):
     assert {"Conv", "BatchNormalization", "Greater", "Where", "MaxPool", "Reshape",
             "Gemm"} <= set(ops)
     assert len(np.unique(ref.outputs[1])) == 2          # the steps do switch
+    # every +-1 weight tensor is an int8 initializer read through a Cast to float
+    weights = [n for n in model.graph.node if n.op_type in ("Conv", "Gemm")
+               and n.name.split("_")[1] in ("IntConv2d", "BinConv2d", "BinDense")]
+    casts = {n.output[0]: n for n in model.graph.node if n.op_type == "Cast"}
+    inits = {t.name: t for t in model.graph.initializer}
+    assert weights and all(inits[casts[n.input[1]].input[0]].data_type == TensorProto.INT8
+                           for n in weights)
 
 
 @pytest.mark.parametrize("final", ["pixel_sum", "raw", "binary", "relu_quant"])

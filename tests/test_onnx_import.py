@@ -153,6 +153,26 @@ def threshold_model(rng, c, compare, plus_first, dense):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def test_cast_of_a_constant_folds_into_the_constant():
+    """A +-1 weight stored as int8 and cast to float (as our exporter writes it) imports as the
+    same network as the float32 weight; a Cast to a type numpy does not have names the node."""
+    rng = np.random.default_rng(SEED + 40)
+    print("seed", SEED + 40)
+    model = threshold_model(rng, 4, "Greater", True, dense=True)
+    plain = import_onnx(model, input_range="binary")
+    g = model.graph
+    w = next(t for t in g.initializer if t.name == "w")
+    g.initializer.remove(w)
+    g.initializer.append(numpy_helper.from_array(numpy_helper.to_array(w).astype(np.int8), "w8"))
+    g.node.insert(0, helper.make_node("Cast", ["w8"], ["w"], name="w_cast", to=TensorProto.FLOAT))
+    cast = import_onnx(model, input_range="binary")
+    x = rng.choice([-1, 1], (16, DENSE_K)).astype(np.int8)
+    assert np.array_equal(golden.run(cast, x).scores, golden.run(plain, x).scores)
+    g.node[0].attribute[0].i = 999
+    with pytest.raises(OnnxImportError, match=r"node 'w_cast' \(Cast\): Cast to unsupported type 999"):
+        import_onnx(model, input_range="binary")
+
+
 def every_sum(lo, hi, r, shape):
     """Images whose 9 pixels (each in [-r, r]) sum to every integer lo..hi."""
     v = np.arange(lo, hi + 1)

@@ -4,7 +4,8 @@ onnxruntime or anyone) equals the integer semantics of the golden executor exact
 How each layer is written (docs/models.md has the table and the argument):
 
 * IntConv2d / BinConv2d: ``Conv`` 3x3 with +-1 weights and integer bias; padding 1 pads with 0,
-  which is the skipped tap of the golden convolution.
+  which is the skipped tap of the golden convolution. The +-1 weights of these and of BinDense
+  are int8 initializers read through a ``Cast`` to float (a quarter of the file).
 * Step(t, d): ``BatchNormalization`` -> ``Greater(0)`` -> ``Where(+1, -1)`` (the HEP-BNN
   pattern). The batch norm is written so that its zero crossing lies half-way between two
   integers (mean t - 1/2 with scale +1 for x >= t; mean t + 1/2 with scale -1 for x <= t), so no
@@ -56,6 +57,13 @@ class _Builder:
         self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
         return name
 
+    def pm1_const(self, name: str, value) -> str:
+        """A +-1 weight tensor stored as int8 and cast to float32 in the graph: a quarter of the
+        bytes of float32 (the importer folds the Cast back into a constant; onnxruntime folds it
+        at load time)."""
+        self.const(f"{name}.int8", value, np.int8)
+        return self.node("Cast", [f"{name}.int8"], name, to=TensorProto.FLOAT)
+
     def node(self, op: str, inputs: list, name: str, **attrs) -> str:
         if name in self._names:
             raise ExportError(f"duplicate node name {name!r}")
@@ -70,7 +78,7 @@ def _prefix(i: int, layer: ir.Layer) -> str:
 
 
 def _conv3x3(b: _Builder, x: str, layer, p: str) -> str:
-    w = b.const(f"{p}.weight", layer.weight)
+    w = b.pm1_const(f"{p}.weight", layer.weight)
     bias = b.const(f"{p}.bias", layer.bias)
     pad = int(layer.padding)
     return b.node("Conv", [x, w, bias], p, kernel_shape=[3, 3], pads=[pad] * 4,
@@ -157,7 +165,7 @@ def build_model(net: ir.Network, input_range=None) -> onnx.ModelProto:
         elif isinstance(layer, ir.Flatten):
             x = b.node("Reshape", [x, b.const(f"{p}.shape", [0, -1], np.int64)], p)
         elif isinstance(layer, ir.BinDense):
-            x = b.node("Gemm", [x, b.const(f"{p}.weight", layer.weight),
+            x = b.node("Gemm", [x, b.pm1_const(f"{p}.weight", layer.weight),
                                 b.const(f"{p}.bias", layer.bias)], p, transB=1)
         elif isinstance(layer, ir.SpaceToDepth):
             x = b.node("SpaceToDepth", [x], p, blocksize=int(layer.factor))

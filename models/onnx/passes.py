@@ -5,20 +5,22 @@ In order (:data:`PIPELINE`):
 
 1. ``name_nodes``            give unnamed nodes a name so errors can point at them
 2. ``inline_constants``      Constant nodes become constant tensors
-3. ``fold_shape_arithmetic`` Shape/Gather/Unsqueeze/Concat/... subgraphs that compute a Reshape
+3. ``fold_constant_casts``   a Cast of a constant tensor becomes the constant in the target type
+                             (our exporter stores +-1 weights as int8 and casts them to float)
+4. ``fold_shape_arithmetic`` Shape/Gather/Unsqueeze/Concat/... subgraphs that compute a Reshape
                              target (PyTorch's dynamic batch) are evaluated with the batch as a
                              symbol; the Reshape gets a constant target ([0, ...] for the batch)
-4. ``remove_identities``     Identity and Dropout (inference) are bypassed
-5. ``strip_output_softmax``  a final LogSoftmax/Softmax is dropped (scores are pre-softmax),
+5. ``remove_identities``     Identity and Dropout (inference) are bypassed
+6. ``strip_output_softmax``  a final LogSoftmax/Softmax is dropped (scores are pre-softmax),
                              recorded in ``record["dropped"]``
-6. ``absorb_input_reshape``  a Reshape of the flat input to [N, C, H, W] becomes the network's
+7. ``absorb_input_reshape``  a Reshape of the flat input to [N, C, H, W] becomes the network's
                              input shape; the ONNX input shape is recorded for callers
 """
 from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from models.onnx.graph import Graph, OnnxImportError, attrs, node_error
 
@@ -54,6 +56,19 @@ def inline_constants(g: Graph) -> None:
         else:
             raise node_error(n, f"unsupported Constant attribute(s) {sorted(a)}")
         g.consts[n.output[0]] = val
+        g.remove(n)
+
+
+def fold_constant_casts(g: Graph) -> None:
+    for n in list(g.nodes):
+        if n.op_type != "Cast" or g.const(n.input[0]) is None:
+            continue
+        to = attrs(n).get("to")
+        try:
+            dtype = helper.tensor_dtype_to_np_dtype(to)
+        except (KeyError, TypeError, ValueError):
+            raise node_error(n, f"Cast to unsupported type {to!r}") from None
+        g.consts[n.output[0]] = g.const(n.input[0]).astype(dtype)
         g.remove(n)
 
 
@@ -207,7 +222,8 @@ def absorb_input_reshape(g: Graph) -> None:
     g.record["first_tensor"] = g.input.name
 
 
-PIPELINE = [name_nodes, inline_constants, fold_shape_arithmetic, remove_identities,
+PIPELINE = [name_nodes, inline_constants, fold_constant_casts, fold_shape_arithmetic,
+            remove_identities,
             strip_output_softmax, absorb_input_reshape]
 
 

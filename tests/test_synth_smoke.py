@@ -4,6 +4,7 @@ and route). The cells must synthesize, the SAC cell must stay within the per-cel
 issue 14 on its own (at most 30 LUTs, 40 FFs; in the array it shares its weight decoding) and
 cost less than the MAC cell of the same throughput."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -42,3 +43,25 @@ def test_every_synthesis_source_is_read_by_yosys():
     out = subprocess.run(["yosys", "-q", "-p", f"read_verilog {' '.join(files)}; hierarchy -top "
                           "accelerator_axi"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed (make setup)")
+def test_rest_of_the_top_reads_the_array_as_a_black_box():
+    """`make synth` measures the accelerator at the paper's size without its array: the array
+    must be a black box (no cells of its own), everything else elaborated at the given size."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import synth
+    finally:
+        sys.path.pop(0)
+    out = subprocess.run(["yosys", "-p", f"{synth.read_without_array()}; chparam -set ROWS 16 "
+                          "-set COLS 16 -set CMAX 128 accelerator; hierarchy -top accelerator; "
+                          "tee -o /dev/stdout stat"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    stat = out.stdout[out.stdout.rindex("Printing statistics"):]
+    modules = re.findall(r"^=== (.+) ===$", stat, re.M)
+    assert any(m.endswith("accelerator") for m in modules) and any(
+        m.endswith("channel_shift") for m in modules), modules
+    assert not any("systolic_array" in m or "sac_cell" in m for m in modules), modules
+    assert re.search(r"^\s+systolic_array\s+1$", stat, re.M), "the array instance is missing"

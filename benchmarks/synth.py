@@ -322,7 +322,8 @@ def report(res: dict) -> None:
     print(f"{'array':<8}{'cells':>7}{'LUTs':>9}{'(SRL)':>7}{'FFs':>9}{'CARRY4':>8}"
           f"{'LUT/cell':>10}{'FF/cell':>9}{'LUT levels':>12}")
     for a in res["arrays"]:
-        print(f"{a['rows']}x{a['cols']:<5}{a['rows'] * a['cols']:>7}{fmt(a['luts']):>9}{a['srl']:>7}"
+        shape = f"{a['rows']}x{a['cols']}"
+        print(f"{shape:<8}{a['rows'] * a['cols']:>7}{fmt(a['luts']):>9}{a['srl']:>7}"
               f"{fmt(a['ffs']):>9}{a['carry4']:>8}{a['luts_per_cell']:>10.2f}{a['ffs_per_cell']:>9.2f}"
               f"{a['lut_levels']:>12}")
     n = PAPER["rows"] * PAPER["cols"]
@@ -341,7 +342,8 @@ def report(res: dict) -> None:
                 f"({100 * ffs / XC7VX485T['ffs']:.1f}%)")
         if rest_luts is not None:
             tot = luts + rest_luts
-            line += (f"; + rest of the top at 16x16 ({fmt(rest_luts)} LUTs, {fmt(rest_ffs)} FFs) = "
+            line += (f"; + rest of the top as at 16x16 ({fmt(rest_luts)} LUTs, {fmt(rest_ffs)} FFs; "
+                     f"it grows with CMAX and ROWS: the rest at 128x64 is measured below) = "
                      f"{fmt(tot)} LUTs, {100 * tot / XC7VX485T['luts']:.1f}% "
                      f"({'under' if tot < FIT * XC7VX485T['luts'] else 'OVER'} {FIT:.0%})")
         print(line)

@@ -264,23 +264,36 @@ module accelerator #(
     endgenerate
 
     // write side: bank b receives tile row b - out_ch (modes 0 and 1)
-    wire [ROWS-1:0]      wr_v;              // writer token per row: pixel wr_p[r] done
-    wire [23:0]          wr_p [0:ROWS-1];
+    wire [ROWS-1:0]      wr_v;              // writer token per row: its pixel's result is done
     wire [7:0]           row_result [0:ROWS-1];
     wire byte_mode = (mode == M_RELU) || (mode == M_BIN);
-    // Row r's {write, entry, byte} goes to bank out_ch + r through a logarithmic shifter, like
-    // the steering above (instead of a ROWS:1 multiplexer and an address adder per bank).
-    localparam WB = 1 + DAW + 8;
+    // Row r's {write, byte} goes to bank out_ch + r through a logarithmic shifter, like the
+    // steering above (instead of a ROWS:1 multiplexer per bank). The entry address does not
+    // ride along: rows finish pixels in a diagonal wave (row r one cycle after row r - 1, see
+    // rowpipe), so bank out_ch + r writes the entry row 0 wrote r cycles earlier. A register
+    // chain along the banks carries it (DAW flip-flops and one 2:1 multiplexer per bank instead
+    // of DAW bits through log2(CMAX) multiplexer stages per bank).
+    localparam WB = 1 + 8;
     wire [WB-1:0] wback [0:(BKW+1)*CMAX-1];
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [23:0] wr_pix0 = {3'd0, wr_rel[23:3]};            // row 0's pixel (wr_in_p of row 0)
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [DAW-1:0] wr_entry0 = out_addr[DAW-1:0] + wr_pix0[DAW-1:0];
+    wire [DAW-1:0] wb_entry [0:CMAX-1];                    // bank b's write entry this cycle
+    reg  [DAW-1:0] wb_entry_q [0:CMAX-1];                  // ... and in the cycle before
     generate
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : wback_row
+            localparam [11:0] B = gi;
+            if (gi == 0) begin : first
+                assign wb_entry[gi] = wr_entry0;
+            end else begin : next
+                assign wb_entry[gi] = (out_ch == B) ? wr_entry0 : wb_entry_q[gi-1];
+            end
+            always @(posedge clk) wb_entry_q[gi] <= wb_entry[gi];
             if (gi < ROWS) begin : row
                 localparam [7:0] R8 = gi;
-                /* verilator lint_off UNUSEDSIGNAL */
-                wire [23:0] wpix = wr_p[gi];
-                /* verilator lint_on UNUSEDSIGNAL */
                 wire write = exec_mm && byte_mode && wr_v[gi] && (R8 < tile_rows);
-                assign wback[gi] = {write, out_addr[DAW-1:0] + wpix[DAW-1:0], row_result[gi]};
+                assign wback[gi] = {write, row_result[gi]};
             end else begin : none
                 assign wback[gi] = {WB{1'b0}};
             end
@@ -299,12 +312,12 @@ module accelerator #(
             localparam [11:0] B = gi;
             wire [4:0] steered = steer[BKW*CMAX + gi];      // {in window, direction}
             assign bank_dir[gi*4 +: 4] = (shift_en && steered[4]) ? steered[3:0] : 4'd4;
-            wire [WB-1:0] wb = wback[BKW*CMAX + gi];        // {write, entry, byte}
+            wire [WB-1:0] wb = wback[BKW*CMAX + gi];        // {write, byte}
             wire mm_we = wb[WB-1];
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW)) u_ram (
                 .clk(clk),
                 .we(mm_we || (h_write && h_region == R_DBUF && h_off[27:16] == B)),
-                .waddr(mm_we ? wb[8 +: DAW] : h_off[DAW-1:0]),
+                .waddr(mm_we ? wb_entry[gi] : h_off[DAW-1:0]),
                 .wdata(mm_we ? wb[7:0] : host_wdata_q[7:0]),
                 .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]),
                 .rdata(bank_q[gi*8 +: 8]));
@@ -364,7 +377,6 @@ module accelerator #(
             // row gi reads pixel p's partial sum at k = 8p + 32 + COLS + gi (rd_in_p = p), sees
             // its write token at 8p + 34 + COLS + gi
             assign wr_v[gi] = wr_in_v && q_valid;    // q_valid: the row's word is complete
-            assign wr_p[gi] = wr_in_p;
 
             wire          q_valid;
             wire [ACC-1:0] raw;

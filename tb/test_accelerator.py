@@ -135,6 +135,10 @@ CONFIGS = {
                        sdepth=16, imem_depth=128),
     "8x8": ArrayConfig(rows=8, cols=8, cmax=64, ddepth=512, pdepth=128, wdepth=512, bdepth=256,
                        sdepth=16, imem_depth=128),
+    # taller than 8 rows: rows 8.. finish a pixel more than 8 cycles after row 0, so they write
+    # an earlier pixel than row 0's current one (the write-back's entry chain)
+    "12x2": ArrayConfig(rows=12, cols=2, cmax=32, ddepth=128, pdepth=64, wdepth=256, bdepth=64,
+                        sdepth=16, imem_depth=128),
 }
 RUNS_ZOO = {"8x8"}        # instances large enough for models/zoo/sac_digits.onnx
 

@@ -264,6 +264,9 @@ module accelerator #(
     endgenerate
 
     // write side: bank b receives tile row b - out_ch (modes 0 and 1)
+    localparam [31:0] WR_START = 34 + COLS;          // k of row 0's first result
+    wire [23:0] wr_rel = k - WR_START[23:0];
+    wire [23:0] wr_pix0 = {3'd0, wr_rel[23:3]};      // row 0's pixel (its wr_in_p in rowpipe)
     wire [ROWS-1:0]      wr_v;              // writer token per row: its pixel's result is done
     wire [7:0]           row_result [0:ROWS-1];
     wire byte_mode = (mode == M_RELU) || (mode == M_BIN);
@@ -275,9 +278,6 @@ module accelerator #(
     // of DAW bits through log2(CMAX) multiplexer stages per bank).
     localparam WB = 1 + 8;
     wire [WB-1:0] wback [0:(BKW+1)*CMAX-1];
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire [23:0] wr_pix0 = {3'd0, wr_rel[23:3]};            // row 0's pixel (wr_in_p of row 0)
-    /* verilator lint_on UNUSEDSIGNAL */
     wire [DAW-1:0] wr_entry0 = out_addr[DAW-1:0] + wr_pix0[DAW-1:0];
     wire [DAW-1:0] wb_entry [0:CMAX-1];                    // bank b's write entry this cycle
     reg  [DAW-1:0] wb_entry_q [0:CMAX-1];                  // ... and in the cycle before
@@ -355,10 +355,8 @@ module accelerator #(
     /* verilator lint_off UNUSEDSIGNAL */
     wire [23:0] init_rel = k - INIT_START[23:0];     // its low 3 bits are the bit within a pixel
     /* verilator lint_on UNUSEDSIGNAL */
-    localparam [31:0] WR_START = 34 + COLS;          // k of row 0's first result
-    wire [23:0] wr_rel = k - WR_START[23:0];
     wire        wr_tok0 = exec_mm && k >= WR_START[23:0] && wr_rel[2:0] == 3'd0
-                          && ({3'd0, wr_rel[23:3]} < pixels);
+                          && (wr_pix0 < pixels);
     reg  [ROWS-1:0] wr_vq;
     reg  [23:0]     rd_pq [0:ROWS-1];
     reg  [23:0]     wr_pq [0:ROWS-1];
@@ -368,7 +366,7 @@ module accelerator #(
             localparam [31:0] SKEW = gi + COLS;
             wire [23:0] rd_in_p = (gi == 0) ? {3'd0, init_rel[23:3]} : rd_pq[gi-1];
             wire        wr_in_v = (gi == 0) ? wr_tok0 : wr_vq[gi-1];
-            wire [23:0] wr_in_p = (gi == 0) ? {3'd0, wr_rel[23:3]} : wr_pq[gi-1];
+            wire [23:0] wr_in_p = (gi == 0) ? wr_pix0 : wr_pq[gi-1];
             always @(posedge clk) begin
                 rd_pq[gi] <= rd_in_p;
                 wr_vq[gi] <= wr_in_v;

@@ -229,26 +229,28 @@ module accelerator #(
     wire [CMAX-1:0]     bank_fill;
     wire [CMAX*8-1:0]   bank_q;
     reg  [CMAX-1:0]     bank_fill_q;
-    wire [11:0] window = tile_cols * {4'd0, group};
     wire [DAW-1:0] rd_base = in_addr[DAW-1:0] + rd_p[DAW-1:0];
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
         .base(rd_base), .y(rd_y), .x(rd_x), .height(height), .width(width),
         .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
     always @(posedge clk) bank_fill_q <= bank_fill;
 
-    // Bank b is steered by entry b - in_ch of the shift word (identity outside the window): a
-    // logarithmic shifter moves entry i, with its in-window flag, to bank in_ch + i (log2(CMAX)
-    // stages of 2:1 multiplexers instead of a COLS*8:1 multiplexer per bank).
+    // Bank b is steered by entry b - in_ch of the shift word: a logarithmic shifter moves entry
+    // i to bank in_ch + i (log2(CMAX) stages of 2:1 multiplexers instead of a COLS*8:1
+    // multiplexer per bank). Banks outside the tile's window get whatever lands there (the
+    // identity below in_ch and past the word, padding entries past the window): the feeder
+    // takes no slot from them, so their read addresses do not matter and no in-window flag
+    // travels with the entries.
     localparam NSE = COLS * 8;                       // entries of a shift word
-    wire [4:0] steer [0:(BKW+1)*CMAX-1];            // one net per stage and bank
+    localparam [3:0] IDENTITY = 4'd4;
+    wire [3:0] steer [0:(BKW+1)*CMAX-1];            // one net per stage and bank
     genvar gt;
     generate
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : steer_entry
             if (gi < NSE) begin : entry
-                localparam [11:0] I = gi;
-                assign steer[gi] = {I < window, shift_word[gi*4 +: 4]};
+                assign steer[gi] = shift_en ? shift_word[gi*4 +: 4] : IDENTITY;
             end else begin : none
-                assign steer[gi] = 5'd0;
+                assign steer[gi] = IDENTITY;
             end
         end
         for (gt = 0; gt < BKW; gt = gt + 1) begin : steer_stage
@@ -257,16 +259,21 @@ module accelerator #(
                     assign steer[(gt+1)*CMAX + gi] =
                         in_ch[gt] ? steer[gt*CMAX + gi - (1 << gt)] : steer[gt*CMAX + gi];
                 end else begin : below
-                    assign steer[(gt+1)*CMAX + gi] = in_ch[gt] ? 5'd0 : steer[gt*CMAX + gi];
+                    assign steer[(gt+1)*CMAX + gi] = in_ch[gt] ? IDENTITY : steer[gt*CMAX + gi];
                 end
             end
         end
     endgenerate
 
-    // write side: bank b receives tile row b - out_ch (modes 0 and 1)
+    // write side: bank b receives tile row b - out_ch (modes 0 and 1). While idle, the host's
+    // data-buffer writes take the same path (its byte in row 0's place, its bank as the shift),
+    // so each bank's write port has one source (no host/array multiplexers per bank).
+    localparam [12:0] NBANKS = CMAX[12:0];
+    wire h_dbuf_we = h_write && h_region == R_DBUF && {1'b0, h_off[27:16]} < NBANKS;
+    wire [11:0] wb_shift = busy ? out_ch : h_off[27:16];
     localparam [31:0] WR_START = 34 + COLS;          // k of row 0's first result
     wire [23:0] wr_rel = k - WR_START[23:0];
-    wire [23:0] wr_pix0 = {3'd0, wr_rel[23:3]};      // row 0's pixel (its wr_in_p in rowpipe)
+    wire [23:0] wr_pix0 = {3'd0, wr_rel[23:3]};      // the pixel row 0 writes
     wire [ROWS-1:0]      wr_v;              // writer token per row: its pixel's result is done
     wire [7:0]           row_result [0:ROWS-1];
     wire byte_mode = (mode == M_RELU) || (mode == M_BIN);
@@ -278,7 +285,7 @@ module accelerator #(
     // of DAW bits through log2(CMAX) multiplexer stages per bank).
     localparam WB = 1 + 8;
     wire [WB-1:0] wback [0:(BKW+1)*CMAX-1];
-    wire [DAW-1:0] wr_entry0 = out_addr[DAW-1:0] + wr_pix0[DAW-1:0];
+    wire [DAW-1:0] wr_entry0 = busy ? out_addr[DAW-1:0] + wr_pix0[DAW-1:0] : h_off[DAW-1:0];
     wire [DAW-1:0] wb_entry [0:CMAX-1];                    // bank b's write entry this cycle
     reg  [DAW-1:0] wb_entry_q [0:CMAX-1];                  // ... and in the cycle before
     generate
@@ -287,10 +294,13 @@ module accelerator #(
             if (gi == 0) begin : first
                 assign wb_entry[gi] = wr_entry0;
             end else begin : next
-                assign wb_entry[gi] = (out_ch == B) ? wr_entry0 : wb_entry_q[gi-1];
+                assign wb_entry[gi] = (wb_shift == B) ? wr_entry0 : wb_entry_q[gi-1];
             end
             always @(posedge clk) wb_entry_q[gi] <= wb_entry[gi];
-            if (gi < ROWS) begin : row
+            if (gi == 0) begin : row0_or_host
+                wire write = exec_mm && byte_mode && wr_v[gi] && (tile_rows != 8'd0);
+                assign wback[gi] = busy ? {write, row_result[gi]} : {h_dbuf_we, host_wdata_q[7:0]};
+            end else if (gi < ROWS) begin : row
                 localparam [7:0] R8 = gi;
                 wire write = exec_mm && byte_mode && wr_v[gi] && (R8 < tile_rows);
                 assign wback[gi] = {write, row_result[gi]};
@@ -302,25 +312,18 @@ module accelerator #(
             for (gi = 0; gi < CMAX; gi = gi + 1) begin : pos
                 if (gi >= (1 << gt)) begin : from
                     assign wback[(gt+1)*CMAX + gi] =
-                        out_ch[gt] ? wback[gt*CMAX + gi - (1 << gt)] : wback[gt*CMAX + gi];
+                        wb_shift[gt] ? wback[gt*CMAX + gi - (1 << gt)] : wback[gt*CMAX + gi];
                 end else begin : below
-                    assign wback[(gt+1)*CMAX + gi] = out_ch[gt] ? {WB{1'b0}} : wback[gt*CMAX + gi];
+                    assign wback[(gt+1)*CMAX + gi] = wb_shift[gt] ? {WB{1'b0}} : wback[gt*CMAX + gi];
                 end
             end
         end
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
-            localparam [11:0] B = gi;
-            wire [4:0] steered = steer[BKW*CMAX + gi];      // {in window, direction}
-            assign bank_dir[gi*4 +: 4] = (shift_en && steered[4]) ? steered[3:0] : 4'd4;
-            wire [WB-1:0] wb = wback[BKW*CMAX + gi];        // {write, byte}
-            wire mm_we = wb[WB-1];
+            assign bank_dir[gi*4 +: 4] = steer[BKW*CMAX + gi];
+            wire [WB-1:0] wb = wback[BKW*CMAX + gi];        // {write, byte}: array or host
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW)) u_ram (
-                .clk(clk),
-                .we(mm_we || (h_write && h_region == R_DBUF && h_off[27:16] == B)),
-                .waddr(mm_we ? wb_entry[gi] : h_off[DAW-1:0]),
-                .wdata(mm_we ? wb[7:0] : host_wdata_q[7:0]),
-                .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]),
-                .rdata(bank_q[gi*8 +: 8]));
+                .clk(clk), .we(wb[WB-1]), .waddr(wb_entry[gi]), .wdata(wb[7:0]),
+                .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]), .rdata(bank_q[gi*8 +: 8]));
         end
     endgenerate
 
@@ -357,23 +360,37 @@ module accelerator #(
     /* verilator lint_on UNUSEDSIGNAL */
     wire        wr_tok0 = exec_mm && k >= WR_START[23:0] && wr_rel[2:0] == 3'd0
                           && (wr_pix0 < pixels);
-    reg  [ROWS-1:0] wr_vq;
-    reg  [23:0]     rd_pq [0:ROWS-1];
-    reg  [23:0]     wr_pq [0:ROWS-1];
+    // What the rows need of their pixel index is computed once, for row 0, and travels down
+    // with it (the MATMUL's fields stay put while a pixel crosses the rows): the partial-sum
+    // entry to read, the entry to write, and whether the pixel is the first or the last.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [23:0] rd_pix0 = {3'd0, init_rel[23:3]};
+    wire [19:0] rd_entry0 = acc_addr + rd_pix0[19:0];
+    wire [19:0] wr_raw_entry0 = out_addr + wr_pix0[19:0];
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire wr_first0 = (wr_pix0 == 24'd0);
+    wire wr_last0 = (wr_pix0 == pixels - 24'd1);
+    reg  [ROWS-1:0] wr_vq, wr_firstq, wr_lastq;
+    reg  [PAW-1:0]  rd_eq [0:ROWS-1];
+    reg  [PAW-1:0]  wr_eq [0:ROWS-1];
     wire [ACC-1:0]  pbuf_q [0:ROWS-1];
     generate
         for (gi = 0; gi < ROWS; gi = gi + 1) begin : rowpipe
             localparam [31:0] SKEW = gi + COLS;
-            wire [23:0] rd_in_p = (gi == 0) ? {3'd0, init_rel[23:3]} : rd_pq[gi-1];
-            wire        wr_in_v = (gi == 0) ? wr_tok0 : wr_vq[gi-1];
-            wire [23:0] wr_in_p = (gi == 0) ? wr_pix0 : wr_pq[gi-1];
+            wire [PAW-1:0] rd_in_e = (gi == 0) ? rd_entry0[PAW-1:0] : rd_eq[gi-1];
+            wire           wr_in_v = (gi == 0) ? wr_tok0 : wr_vq[gi-1];
+            wire [PAW-1:0] wr_in_e = (gi == 0) ? wr_raw_entry0[PAW-1:0] : wr_eq[gi-1];
+            wire           wr_in_first = (gi == 0) ? wr_first0 : wr_firstq[gi-1];
+            wire           wr_in_last = (gi == 0) ? wr_last0 : wr_lastq[gi-1];
             always @(posedge clk) begin
-                rd_pq[gi] <= rd_in_p;
+                rd_eq[gi] <= rd_in_e;
                 wr_vq[gi] <= wr_in_v;
-                wr_pq[gi] <= wr_in_p;
+                wr_eq[gi] <= wr_in_e;
+                wr_firstq[gi] <= wr_in_first;
+                wr_lastq[gi] <= wr_in_last;
             end
-            // row gi reads pixel p's partial sum at k = 8p + 32 + COLS + gi (rd_in_p = p), sees
-            // its write token at 8p + 34 + COLS + gi
+            // row gi reads pixel p's partial sum at k = 8p + 32 + COLS + gi (rd_in_e = its
+            // entry), sees its write token at 8p + 34 + COLS + gi
             assign wr_v[gi] = wr_in_v && q_valid;    // q_valid: the row's word is complete
 
             wire          q_valid;
@@ -386,21 +403,18 @@ module accelerator #(
             wire          sum_valid;
             wire [ACC-1:0] sum;
             output_accumulator #(.ACC_BITS(ACC)) u_oacc (
-                .clk(clk), .in_valid(wr_v[gi] && mode == M_PIXSUM), .first(wr_in_p == 24'd0),
-                .last(wr_in_p == pixels - 24'd1), .value(raw),
+                .clk(clk), .in_valid(wr_v[gi] && mode == M_PIXSUM), .first(wr_in_first),
+                .last(wr_in_last), .value(raw),
                 .sum_valid(sum_valid), .sum(sum));
 
             wire raw_we = wr_v[gi] && mode == M_RAW && gi < tile_rows;
             wire sum_we = exec_mm && sum_valid && gi < tile_rows;
-            /* verilator lint_off UNUSEDSIGNAL */
-            wire [19:0] raw_addr = out_addr + wr_in_p[19:0];
-            /* verilator lint_on UNUSEDSIGNAL */
             sdp_ram #(.WIDTH(ACC), .DEPTH(PDEPTH), .AW(PAW)) u_pbuf (
                 .clk(clk),
                 .we(raw_we || sum_we || (h_write && h_region == R_PBUF && h_off[27:16] == gi)),
-                .waddr(raw_we ? raw_addr[PAW-1:0] : sum_we ? out_addr[PAW-1:0] : h_off[PAW-1:0]),
+                .waddr(raw_we ? wr_in_e : sum_we ? out_addr[PAW-1:0] : h_off[PAW-1:0]),
                 .wdata(raw_we ? raw : sum_we ? sum : host_wdata_q),
-                .raddr(busy ? acc_addr[PAW-1:0] + rd_in_p[PAW-1:0] : h_off[PAW-1:0]),
+                .raddr(busy ? rd_in_e : h_off[PAW-1:0]),
                 .rdata(pbuf_q[gi]));
         end
     endgenerate

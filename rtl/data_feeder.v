@@ -2,19 +2,21 @@
 // Data feeder: from the data-buffer banks to the array's column inputs.
 //
 // Column c, slot j reads bank in_ch + c*G + j when j < G and c < tile_cols, and nothing (zeros)
-// otherwise (latched at MATMUL start, `setup`). Every 8 cycles (`load`) each slot's serializer
-// takes the byte read for the next pixel (or the fill value where the channel shift left the
-// frame, or 0 when `load_valid` is low, i.e. past the last pixel) and then shifts it out LSB
-// first.
+// otherwise (latched at MATMUL start, `setup`). Every 8 cycles (`load`) the byte read for the
+// next pixel (or the fill value where the channel shift left the frame, or 0 when `load_valid`
+// is low, i.e. past the last pixel) goes out LSB first, one bit per cycle.
 //
-// The crossbar is structured, not one BANKS:1 multiplexer per slot bit: a logarithmic shifter
-// moves bank in_ch + i to position i (tile channel i, log2(BANKS) stages of 2:1 multiplexers
-// shared by all slots), then slot (c, j) picks tile channel c*G + j among the 8 group sizes.
-// That is O(BANKS log BANKS + 8 COLS*SLOTS) multiplexers instead of O(BANKS * COLS*SLOTS).
+// The serializers sit on the bank side: each bank turns its byte into bits (and latches its
+// fill flag; one shared serializer holds the fill value), and the crossbar moves single bits.
+// A logarithmic shifter moves bank in_ch + i's bit to position i (tile channel i, log2(BANKS)
+// stages of 2:1 multiplexers shared by all slots), then slot (c, j) picks tile channel c*G + j
+// among the 8 group sizes. Moving bits instead of bytes makes the crossbar 8 times smaller: at
+// the paper's 512 banks it was most of the feeder (docs/microarchitecture.md). The flip-flops
+// stay about the same: one 7-bit serializer per bank instead of one per slot.
 //
 // `col_data_next` runs one cycle ahead of a registered serializer output: bit 0 of the byte
-// appears in the cycle of `load` itself, bits 1..7 in the 7 cycles after it. The array
-// registers it as the first stage of its column chains (systolic_array.v).
+// appears in the cycle of `load` itself (straight from the bank), bits 1..7 in the 7 cycles
+// after it. The array registers it as the first stage of its column chains (systolic_array.v).
 module data_feeder #(
     parameter COLS = 8,
     parameter SLOTS = 8,
@@ -65,17 +67,50 @@ module data_feeder #(
         end
     end
 
+    // Bank side. Bit b of every byte goes out b cycles after `load`; `live` says whether the
+    // byte in flight is a pixel's (load_valid latched at the load).
+    reg  [6:0] fill_rest;                           // bits 1..7 of the fill value, shifted out
+    reg        valid_l;
+    always @(posedge clk) begin
+        if (clear) begin
+            fill_rest <= 7'd0;
+            valid_l <= 1'b0;
+        end else if (load) begin
+            fill_rest <= fill_value[7:1];
+            valid_l <= load_valid;
+        end else begin
+            fill_rest <= {1'b0, fill_rest[6:1]};
+        end
+    end
+    wire fill_bit = load ? fill_value[0] : fill_rest[0];
+    wire live = !clear && (load ? load_valid : valid_l);
+
     // shifter: stage t+1 position i = stage t position i (+ 2^t if base[t]); stage 0 holds
-    // the banks' bytes (or the fill value); stage BKW position i = bank base + i. One net per
-    // position (an array, not one wide vector, which simulators re-evaluate as a whole).
-    wire [7:0] stage [0:(BKW+1)*NE-1];
+    // the banks' bits (or the fill value's); stage BKW position i = bank base + i's bit. One
+    // net per position (an array, not one wide vector, which simulators re-evaluate as a whole).
+    wire stage [0:(BKW+1)*NE-1];
     genvar c, j, t, i;
     generate
-        for (i = 0; i < NE; i = i + 1) begin : bank_byte
+        for (i = 0; i < NE; i = i + 1) begin : bank_bit
             if (i < BANKS) begin : bank
-                assign stage[i] = bank_fill[i] ? fill_value : bank_q[i*8 +: 8];
+                reg [6:0] rest;                     // bits 1..7 of the bank's byte
+                reg       fill_l;                   // the byte is the fill value
+                always @(posedge clk) begin
+                    if (clear) begin
+                        rest <= 7'd0;
+                        fill_l <= 1'b0;
+                    end else if (load) begin
+                        rest <= bank_q[i*8+1 +: 7];
+                        fill_l <= bank_fill[i];
+                    end else begin
+                        rest <= {1'b0, rest[6:1]};
+                    end
+                end
+                wire is_fill = load ? bank_fill[i] : fill_l;
+                wire data_bit = load ? bank_q[i*8] : rest[0];
+                assign stage[i] = is_fill ? fill_bit : data_bit;
             end else begin : none
-                assign stage[i] = 8'd0;
+                assign stage[i] = 1'b0;
             end
         end
         for (t = 0; t < BKW; t = t + 1) begin : shift
@@ -83,7 +118,7 @@ module data_feeder #(
                 if (i + (1 << t) < NE) begin : from
                     assign stage[(t+1)*NE + i] = base[t] ? stage[t*NE + i + (1 << t)] : stage[t*NE + i];
                 end else begin : past_end
-                    assign stage[(t+1)*NE + i] = base[t] ? 8'd0 : stage[t*NE + i];
+                    assign stage[(t+1)*NE + i] = base[t] ? 1'b0 : stage[t*NE + i];
                 end
             end
         end
@@ -98,27 +133,19 @@ module data_feeder #(
                 // Toggle coverage off: by_group is wiring. Its entries for G <= j (and past the
                 // last position) are the constant 0 of the `unused` branch, which cannot
                 // toggle; the others are copies of the shifter's outputs, and the entry the
-                // group selects is counted in `value` below.
+                // group selects is counted in col_data_next.
                 /* verilator coverage_off */
-                wire [8*8-1:0] by_group;
+                wire [7:0] by_group;
                 /* verilator coverage_on */
                 genvar g;
                 for (g = 1; g <= 8; g = g + 1) begin : group_size
                     if (j < g && c * g + j < NE) begin : channel
-                        assign by_group[(g-1)*8 +: 8] = stage[BKW*NE + c*g + j];
+                        assign by_group[g-1] = stage[BKW*NE + c*g + j];
                     end else begin : unused
-                        assign by_group[(g-1)*8 +: 8] = 8'd0;
+                        assign by_group[g-1] = 1'b0;
                     end
                 end
-                wire [7:0] value = by_group[g_sel*8 +: 8];
-                wire [7:0] next = (used && load_valid) ? value : 8'd0;
-                reg  [6:0] rest;            // bits 1..7 of the byte, shifted out after bit 0
-                always @(posedge clk) begin
-                    if (clear) rest <= 7'd0;
-                    else if (load) rest <= next[7:1];
-                    else rest <= {1'b0, rest[6:1]};
-                end
-                assign col_data_next[c*SLOTS + j] = clear ? 1'b0 : load ? next[0] : rest[0];
+                assign col_data_next[c*SLOTS + j] = used && live && by_group[g_sel];
             end
         end
     endgenerate

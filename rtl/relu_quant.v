@@ -34,24 +34,25 @@ module relu_quant #(
 
     localparam [1:0] MODE_BINARY = 2'd1;
 
-    // per lane: collect bits 0..30; on the cycle bit 31 arrives the word is complete
-    wire [LANES-1:0] done;
-    wire [ACC_BITS-1:0] word_or [0:LANES];
-    assign word_or[0] = {ACC_BITS{1'b0}};
+    // per lane: collect bits 0..30; on the cycle bit 31 arrives the word is complete. Lane l
+    // shows bit 31 at phase 8l + 31 (mod 32): phase 31, 7, 15, 23, so phase[2:0] = 7 says that
+    // a word is complete and phase[4:3] + 1 (mod 4) is its lane: one 4:1 multiplexer per bit
+    // picks the word (instead of an AND-OR over the lanes' done flags).
+    wire [ACC_BITS-1:0] word [0:LANES-1];
     genvar l;
     generate
         for (l = 0; l < LANES; l = l + 1) begin : lane
-            localparam [4:0] LAST = 8 * l + 31;      // phase at which lane l shows bit 31
             reg [ACC_BITS-2:0] bits;
             always @(posedge clk) bits <= {serial_in[l], bits[ACC_BITS-2:1]};
-            assign done[l] = (phase == LAST);
-            assign word_or[l+1] = word_or[l] | ({ACC_BITS{done[l]}} & {serial_in[l], bits});
+            assign word[l] = {serial_in[l], bits};
         end
     endgenerate
+    wire       complete = (phase[2:0] == 3'd7);
+    wire [1:0] lane_done = phase[4:3] + 2'd1;
 
     always @(posedge clk) begin
-        valid <= |done;
-        if (|done) raw <= word_or[LANES] + init;
+        valid <= complete;
+        if (complete) raw <= word[lane_done] + init;
     end
 
     // clip(acc >>> SHIFT, 0, 255): negative -> 0; anything at or above 256 << SHIFT -> 255

@@ -130,6 +130,32 @@ async def errors_halt_and_write_nothing(dut):
     dut._log.info(f"{len(bad_words)} malformed words: right code, right pc, nothing written")
 
 
+@cocotb.test()
+async def host_writes_reach_one_bank(dut):
+    """A host write to the data buffer lands in the one bank and entry it names, and a bank
+    number at or past CMAX writes nothing. (The host's writes travel the array's write-back path:
+    row 0's place, shifted to the bank, its entry on the bank's entry chain; a bank number past
+    the last one must not wrap around to a real bank.)"""
+    cfg, host = await setup(dut)
+    rng = seeded_rng(dut._log, stream=2)
+    entries = sorted({0, cfg.ddepth - 1, *(int(e) for e in rng.integers(cfg.ddepth, size=3))})
+    want = {(b, e): 0x3C for b in range(cfg.cmax) for e in entries}
+    await host.write_many([(R_DBUF, (b << 16) | e, v) for (b, e), v in want.items()])
+    writes = []
+    for _ in range(4 * len(entries)):
+        b, e, v = int(rng.integers(cfg.cmax)), entries[int(rng.integers(len(entries)))], \
+            int(rng.integers(256))
+        writes.append((R_DBUF, (b << 16) | e, v))
+        want[b, e] = v
+    for b in (cfg.cmax, cfg.cmax + 1, 2 * cfg.cmax, 0xFFF):    # past the last bank: ignored
+        writes += [(R_DBUF, (b << 16) | e, 0xFF) for e in entries]
+    await host.write_many(writes)
+    got = await host.read_many([(R_DBUF, (b << 16) | e) for b, e in want])
+    bad = [(key, g & 0xFF, w) for (key, w), g in zip(want.items(), got) if g & 0xFF != w]
+    assert not bad, f"data buffer after host writes: (bank, entry), got, want: {bad[:4]}"
+    dut._log.info(f"{len(writes)} host writes to the data buffer: each in its own bank and entry")
+
+
 CONFIGS = {
     "4x3": ArrayConfig(rows=4, cols=3, cmax=32, ddepth=128, pdepth=64, wdepth=256, bdepth=64,
                        sdepth=16, imem_depth=128),

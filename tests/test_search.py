@@ -150,7 +150,39 @@ def test_sac_trial_end_to_end(tmp_path):
     assert json.loads((tmp_path / "result.json").read_text())["name"] == "tiny"
 
 
-def _search(*args, timeout=300):
+@pytest.mark.parametrize("fam", [bnn_family, sac_family])
+def test_final_model_is_trained_with_the_zoo_models_recipe_of_the_data_set(fam, monkeypatch):
+    """Like for like: a trial's final model gets the training settings on the card of the zoo
+    model it is compared with (Fashion-MNIST: the zoo's short, large-batch recipe); on digits
+    those are the recipe's defaults; --final-epochs and --final-float-epochs still win."""
+    import inspect
+
+    from models import zoo
+    from models.train import recipes
+    calls = []
+    monkeypatch.setattr(recipes, f"train_{fam.NAME}", lambda data, **kw: calls.append(kw))
+    arch = fam.supernet(fam.make_space((1, 28, 28), 10, {}), 0.9).decode(
+        torch.ones(fam.supernet(fam.make_space((1, 28, 28), 10, {}), 0.9).gates.size))
+    common = dict(seed=0, threads=1, name="t")
+    fam.train_final(arch, "fashion", (1, 28, 28), 10, epochs=None, float_epochs=None, **common)
+    settings = zoo.card(fam.ZOO["fashion"])["training"]["settings"]
+    per_stage = "epochs_per_stage" if fam.NAME == "sac" else "epochs"
+    assert calls[-1]["epochs"] == settings[per_stage]
+    assert calls[-1]["float_epochs"] == settings["float_epochs"]
+    assert calls[-1]["batch"] == settings["batch"] != 64
+    fam.train_final(arch, "fashion", (1, 28, 28), 10, epochs=2, float_epochs=1, **common)
+    assert (calls[-1]["epochs"], calls[-1]["float_epochs"]) == (2, 1)
+    fam.train_final(arch, "digits", (1, 8, 8), 10, epochs=None, float_epochs=None, **common)
+    defaults = inspect.signature(getattr(recipes, f"_train_{fam.NAME}")).parameters
+    for k, v in calls[-1].items():
+        if k in defaults and k not in (*common, "cfg", "progress"):
+            assert v == defaults[k].default, k
+    fam.train_final(arch, "/some/data.npz", (1, 28, 28), 10, epochs=None, float_epochs=None,
+                    **common)
+    assert set(calls[-1]) <= {"cfg", "progress", *common}
+
+
+def _search(*args, timeout=600):
     return subprocess.run([sys.executable, str(ROOT / "scripts" / "search.py"), *map(str, args)],
                           capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 

@@ -207,6 +207,9 @@ def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, s
                 threads: int, epochs: int | None, float_epochs: int | None, name: str):
     """The zoo recipe (float twin, then the binarized model distilled from it), from scratch."""
     from models.train.recipes import train_bnn
-    kw = {k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs)) if v is not None}
+    from workbench.search.families import zoo_recipe
+    kw = zoo_recipe(NAME, ZOO, data)
+    kw.update({k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs))
+               if v is not None})
     return train_bnn(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),
                      progress=False, name=name, **kw)

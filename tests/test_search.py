@@ -245,3 +245,23 @@ def test_interrupted_search_keeps_finished_trials_and_resumes(tmp_path, capsys):
     doc = run_search(opts)
     assert "2 already done" in capsys.readouterr().out
     assert doc["complete"] and len(doc["models"]) == 2
+
+
+def test_resuming_refuses_a_finished_trial_made_with_other_settings(tmp_path, capsys):
+    """A result.json of the same trial name but other settings (here: more super-network
+    epochs) is not mixed into the front: one line naming the file and the setting, exit 2,
+    and the finished trial is left as it was."""
+    from dataclasses import asdict
+
+    from workbench.commands.search import build_parser, main, options_from_args
+    args = [*SWEEP, "--out", str(tmp_path)]
+    cfg = options_from_args(build_parser().parse_args(args), args).trial_configs()[0]
+    stored = {**asdict(cfg), "epochs": 7}
+    result = tmp_path / "trials" / cfg.name / "result.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"name": cfg.name, "config": stored}))
+    before = result.read_text()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(result) in err and "epochs: was 7, now 1" in err
+    assert result.read_text() == before and not (tmp_path / "pareto.json").exists()

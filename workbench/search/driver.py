@@ -242,6 +242,41 @@ def _read_result(trial_dir: Path) -> dict | None:
     return _read_json(Path(trial_dir) / "result.json")
 
 
+# TrialConfig fields that name or place a trial but do not change what it computes
+_NOT_SETTINGS = {"out", "name", "command", "export"}
+
+
+def settings_differ(cfg: TrialConfig, stored: dict) -> str | None:
+    """How a finished trial's stored config differs from `cfg` ("field: was X, now Y"), or None
+    when it is the same trial: resuming must not mix in results made with other settings."""
+    from workbench.search.costs import CostSettings
+    now = json.loads(json.dumps(asdict(cfg)))      # as result.json holds it (lists, not tuples)
+    for key in sorted(set(now) - _NOT_SETTINGS):
+        old, new = stored.get(key), now[key]
+        if key == "costs":
+            try:
+                old = asdict(CostSettings(**(old or {})))
+            except TypeError:
+                pass
+            new = asdict(cfg.cost_settings())
+        if old != new:
+            return f"{key}: was {old!r}, now {new!r}"
+    return None
+
+
+def check_finished(configs: list[TrialConfig]) -> None:
+    """Refuse (SearchError) a finished trial of the same name made with other settings."""
+    for cfg in configs:
+        res = _read_result(Path(cfg.out))
+        if res is None:
+            continue
+        diff = settings_differ(cfg, res.get("config") or {})
+        if diff:
+            raise SearchError(f"{Path(cfg.out) / 'result.json'}: trial {cfg.name} finished with "
+                              f"other settings ({diff}); give another --out or remove that "
+                              f"trial's folder")
+
+
 def collect(opts: SearchOptions) -> list[dict]:
     """The results of the trials that have finished, in trial order."""
     out = []
@@ -367,9 +402,10 @@ def run_search(opts: SearchOptions) -> dict:
     if opts.address:
         check_address(opts.address)
     check_options(opts)
+    configs = opts.trial_configs()
+    check_finished(configs)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    configs = opts.trial_configs()
     todo = [c for c in configs if _read_result(Path(c.out)) is None]
     t0 = time.perf_counter()
     ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")

@@ -10,7 +10,11 @@ ResNet inside it trained with the same recipe, then B-ResNet at that ResNet's pa
 Times: the sweep's wall time and each trial's.
 
     .venv/bin/python benchmarks/search_pareto.py --data digits
-    .venv/bin/python benchmarks/search_pareto.py --data fashion --families sac,bnn
+    .venv/bin/python benchmarks/search_pareto.py --data fashion --families bnn --seeds 1 \
+        --budgets 1600000,2100000 --epochs 4 --warmup-epochs 1
+
+Trials already finished in the output folder with the same settings are read back, not rerun
+(the search's resumption), so a sweep can be extended budget by budget.
 """
 import argparse
 import json
@@ -36,13 +40,15 @@ def sweep(family: str, cost: str, budgets: list, args, out: Path, trial: dict) -
 
 def report_chain(family: str, args, root: Path) -> dict:
     trial = {"costs": {"array": args.array}}
+    trial.update({k: v for k, v in (("epochs", args.epochs),
+                                    ("warmup_epochs", args.warmup_epochs)) if v is not None})
     probe = SearchOptions(family=family, cost="cycles", budgets=[1.0], data=args.data,
                           out=root / f"{family}_{args.data}", trial=trial)
     zoo = zoo_reference(probe)
     if zoo is None:
         print(f"\n{family}: no zoo model for {args.data}: nothing to compare with")
         return {}
-    budgets = [round(f * zoo["costs"]["cycles"]) for f in FRACTIONS[family]]
+    budgets = args.budgets or [round(f * zoo["costs"]["cycles"]) for f in FRACTIONS[family]]
     print(f"\n=== {family} family on {args.data}, cost cycles ({args.array}); anchor: zoo "
           f"{zoo['name']}: test {100 * zoo['test']:.2f}%, {zoo['costs']['cycles']:,.0f} cycles; "
           f"budgets {budgets} ===", flush=True)
@@ -95,6 +101,10 @@ def main(argv=None) -> int:
     ap.add_argument("--families", default="sac,bnn,fabric")
     ap.add_argument("--array", default="8x8")
     ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--budgets", type=lambda v: [float(b) for b in v.split(",")], default=None,
+                    help="cycle budgets (instead of fixed fractions of the zoo model's cycles)")
+    ap.add_argument("--epochs", type=int, default=None, help="super-network epochs per trial")
+    ap.add_argument("--warmup-epochs", type=int, default=None)
     ap.add_argument("--fabric-epochs", type=int, default=30)
     ap.add_argument("--verify-images", type=int, default=100)
     ap.add_argument("--no-verify", dest="verify", action="store_false")

@@ -142,8 +142,14 @@ def test_sac_trial_end_to_end(tmp_path):
     cfg = TrialConfig(family="sac", cost="cycles", budget=8000, lam=1.0, seed=0, epochs=2,
                       warmup_epochs=1, final_epochs=1, final_float_epochs=1, out=str(tmp_path),
                       name="tiny", space={"layers": 2, "width": 16}, energy_images=8)
-    res = run_trial(cfg, log=None)
+    lines = []
+    res = run_trial(cfg, log=lines.append)
     assert res["searched_cost"] == res["costs"]["cycles"]
+    # progress: the super network's epochs, then every epoch of the final training
+    assert [s.split(":")[0] for s in lines[:3]] == ["epoch 1/2", "epoch 2/2",
+                                                   "final training, float twin"]
+    assert all(s.startswith("final training, QAT stage ") for s in lines[3:])
+    assert lines[-1].startswith("final training, QAT stage 4/4") and "epoch 2/2" in lines[-1]
     assert len(res["history"]) == 2 and 0 <= res["accuracy"]["val"] <= 1
     card = json.loads((tmp_path / "tiny.json").read_text())
     assert card["search"]["arch"] == res["arch"] and (tmp_path / "tiny.onnx").exists()
@@ -179,7 +185,7 @@ def test_final_model_is_trained_with_the_zoo_models_recipe_of_the_data_set(fam, 
             assert v == defaults[k].default, k
     fam.train_final(arch, "/some/data.npz", (1, 28, 28), 10, epochs=None, float_epochs=None,
                     **common)
-    assert set(calls[-1]) <= {"cfg", "progress", *common}
+    assert set(calls[-1]) <= {"cfg", "progress", "on_epoch_end", *common}
 
 
 def _search(*args, timeout=600):
@@ -230,6 +236,7 @@ def test_sweep_through_local_ray(tmp_path):
     assert list((tmp_path / "front").glob("*.onnx")) and doc["zoo"]["name"] == "sac_digits"
     assert np.isfinite([m["accuracy"]["test"] for m in doc["models"]]).all()
     assert "sac_cycles_b6000_l1_s0: epoch 1/1" in out.stdout      # progress per trial
+    assert "sac_cycles_b6000_l1_s0: final training, float twin epoch 1/1" in out.stdout
 
 
 def test_interrupted_search_keeps_finished_trials_and_resumes(tmp_path, capsys):

@@ -101,14 +101,16 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         weight_decay: float = 0.0,
         on_epoch_start=None, after_step=None, before_eval=None, select_from: int = 0,
         teacher=None, kd_alpha: float = 0.7, kd_temperature: float = 2.0,
-        select_best: bool = True, progress: bool = True, log_epochs: bool = False) -> History:
+        select_best: bool = True, progress: bool = True, log_epochs: bool = False,
+        on_epoch_end=None) -> History:
     """Adam + cosine learning rate, cross-entropy (plus distillation from `teacher`'s logits
     on the same batch when given), random shifts by up to `max_shift` pixels of a fraction
     `augment` of the images. With `select_best` it keeps the state with the best validation
     accuracy, then lowest validation loss (of epochs >= `select_from`), and restores it at the
     end; otherwise the last epoch's state stays (`best_epoch` still reports the best validation
     epoch). With `log_epochs` (and `progress`) every epoch also prints one line to stderr (long
-    runs with their output in a log file)."""
+    runs with their output in a log file). `on_epoch_end(entry)` gets {desc, epoch (from 1),
+    epochs, train_loss, val_accuracy, seconds} after every epoch (a search trial's progress)."""
     if teacher is not None:
         teacher.eval()
     x, y = train
@@ -156,6 +158,10 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
             hist.best_val, hist.best_val_loss, hist.best_epoch = val_acc, val_loss, ep
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         bar.set_postfix(loss=f"{tot / seen:.3f}", val=f"{val_acc:.3f}")
+        if on_epoch_end is not None:
+            on_epoch_end({"desc": desc, "epoch": ep + 1, "epochs": epochs,
+                          "train_loss": tot / seen, "val_accuracy": val_acc,
+                          "seconds": time.perf_counter() - t0})
         if progress and log_epochs:
             bar.write(f"{desc}: epoch {ep + 1}/{epochs} loss {tot / seen:.4f} train "
                       f"{100 * hits / seen:.2f}% val {100 * val_acc:.2f}% (val loss "

@@ -76,7 +76,7 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
               float_lr: float = 0.01, kd_alpha: float = 0.7, augment_prob: float = 0.0,
               batch: int = 64, float_batch: int = 64, max_shift: int = 1,
               progress: bool = True, log_epochs: bool = False,
-              name: str = "bnn") -> TrainResult:
+              name: str = "bnn", on_epoch_end=None) -> TrainResult:
     """`max_shift`: augmentation shifts (float twin: every image; QAT: a fraction
     `augment_prob`)."""
     t0 = time.perf_counter()
@@ -86,7 +86,7 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
     twin = bnn_train.BnnNet(cfg, binary=False)
     fit(twin, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
         max_shift=max_shift, batch=float_batch, desc="float twin", progress=progress,
-        log_epochs=log_epochs)
+        log_epochs=log_epochs, on_epoch_end=on_epoch_end)
     model = bnn_train.BnnNet(cfg, binary=True)
     with torch.no_grad():                      # start from the twin's signs and batch norms
         model.load_state_dict(twin.state_dict())
@@ -96,7 +96,7 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
                max_shift=max_shift, after_step=model.clip_latent,
                before_eval=lambda: recalibrate_batchnorm(model, tr[0]),
                teacher=twin, kd_alpha=kd_alpha, select_best=False, desc="binary QAT",
-               progress=progress, log_epochs=log_epochs)
+               progress=progress, log_epochs=log_epochs, on_epoch_end=on_epoch_end)
     net = model.to_network(name)
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),
            "quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
@@ -116,7 +116,7 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
               float_lr: float = 1e-2, kd_alpha: float = 0.7, stages: int = 4,
               augment_prob: float = 0.0, batch: int = 64, float_batch: int = 64,
               max_shift: int = 1, progress: bool = True, log_epochs: bool = False,
-              name: str = "sac") -> TrainResult:
+              name: str = "sac", on_epoch_end=None) -> TrainResult:
     """`epochs` per pruning stage (the last stage runs twice as long)."""
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
@@ -125,7 +125,7 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
     model = sac_train.SacNet(cfg)
     fit(model, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
         max_shift=max_shift, batch=float_batch, desc="float twin", progress=progress,
-        log_epochs=log_epochs)
+        log_epochs=log_epochs, on_epoch_end=on_epoch_end)
     recalibrate_batchnorm(model, tr[0])
     twin = copy.deepcopy(model)
     scales = model.quantize_from_float(tr[0])
@@ -137,7 +137,7 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
                 augment=augment_prob, max_shift=max_shift, batch=batch,
                 after_step=model.clip_latent, teacher=twin,
                 kd_alpha=kd_alpha, desc=f"QAT stage {stage + 1}/{stages} G={groups}",
-                progress=progress, log_epochs=log_epochs)
+                progress=progress, log_epochs=log_epochs, on_epoch_end=on_epoch_end)
         history.append({"groups": groups, "best_val": h.best_val, "best_epoch": h.best_epoch})
     net = model.to_network(name)
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),

@@ -204,7 +204,8 @@ def supernet(space: BnnSpace, init_prob: float) -> BnnSuperNet:
 
 
 def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, seed: int,
-                threads: int, epochs: int | None, float_epochs: int | None, name: str):
+                threads: int, epochs: int | None, float_epochs: int | None, name: str,
+                on_epoch_end=None):
     """The zoo recipe (float twin, then the binarized model distilled from it), from scratch."""
     from models.train.recipes import train_bnn
     from workbench.search.families import zoo_recipe
@@ -212,4 +213,4 @@ def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, s
     kw.update({k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs))
                if v is not None})
     return train_bnn(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),
-                     progress=False, name=name, **kw)
+                     progress=False, name=name, on_epoch_end=on_epoch_end, **kw)

@@ -128,9 +128,8 @@ def _trainable(config: dict) -> None:
     from ray import tune
     cfg = TrialConfig(**config["trial"])
 
-    def report(entry):
-        tune.report({**{k: v for k, v in entry.items() if k != "arch"}, "arch": entry["arch"],
-                     "final": False})
+    def report(entry):                     # a super-network epoch, or one of the final training
+        tune.report({"phase": "search", **entry, "final": False})
 
     result = run_trial(cfg, report=report, log=None)
     tune.report({"final": True, "val_accuracy": result["accuracy"]["val"],
@@ -198,6 +197,11 @@ class _Progress:
                 name = trial.config["trial"]["name"]
                 elapsed = time.perf_counter() - self.t0
                 if result.get("final"):
+                    return
+                if result.get("phase") == "final":
+                    print(f"[search {elapsed:6.0f} s] {name}: final training, {result['desc']} "
+                          f"epoch {result['epoch']}/{result['epochs']}, val "
+                          f"{100 * result['val_accuracy']:.1f}%", flush=True)
                     return
                 epochs = trial.config["trial"].get("epochs")
                 print(f"[search {elapsed:6.0f} s] {name}: epoch {result['epoch']}/{epochs}, "

@@ -221,7 +221,7 @@ class FabricResult:
 
 def train_final(arch: FabricArch, data: str, input_shape: tuple, classes: int, *, seed: int,
                 threads: int, epochs: int | None, float_epochs: int | None,
-                name: str) -> FabricResult:
+                name: str, on_epoch_end=None) -> FabricResult:
     """Train the sub-network `arch` from scratch (SGD, momentum 0.9, weight decay 1e-4, cosine
     learning rate, one-pixel shifts), the same recipe as the fixed ResNet baseline."""
     from models.datasets import load_dataset
@@ -246,7 +246,7 @@ def train_final(arch: FabricArch, data: str, input_shape: tuple, classes: int, *
         x, y = tr
         steps = epochs * -(-len(x) // 64)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-        for _ in range(epochs):
+        for ep in range(epochs):
             model.train()
             perm = torch.randperm(len(x), generator=gen)
             for i in range(0, len(x), 64):
@@ -256,6 +256,10 @@ def train_final(arch: FabricArch, data: str, input_shape: tuple, classes: int, *
                 loss.backward()
                 opt.step()
                 sched.step()
+            if on_epoch_end is not None:
+                on_epoch_end({"desc": "train", "epoch": ep + 1, "epochs": epochs,
+                              "val_accuracy": accuracy(model, *va),
+                              "seconds": time.perf_counter() - t0})
         acc = {"quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
                "float_val": None, "float_test": None}
     return FabricResult(acc, time.perf_counter() - t0)

@@ -216,9 +216,19 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     t_super = time.perf_counter() - t_start
     arch = net.decode(net.gates.deterministic()[0])
     searched_cost = cost_model.static(cfg.cost, arch)
+
+    def final_progress(entry):           # the final training's epochs, as the search's are
+        entry = {**entry, "phase": "final"}
+        if report is not None:
+            report(entry)
+        if log is not None:
+            log(f"final training, {entry['desc']}: epoch {entry['epoch']}/{entry['epochs']}, "
+                f"val {100 * entry['val_accuracy']:.2f}%")
+
     final = fam.train_final(arch, cfg.data, train_ds.image_shape, train_ds.classes,
                             seed=cfg.seed, threads=cfg.threads, epochs=cfg.final_epochs,
-                            float_epochs=cfg.final_float_epochs, name=cfg.name)
+                            float_epochs=cfg.final_float_epochs, name=cfg.name,
+                            on_epoch_end=final_progress)
     t_final = time.perf_counter() - t_start - t_super
     if hasattr(final, "net"):          # an integer network: measure it with the tools
         costs = exact_costs(fam, cost_model, final.net, val_ds.images, cfg.energy_images)

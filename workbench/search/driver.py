@@ -192,6 +192,10 @@ class _Progress:
         class Progress(Callback):
             def __init__(self, opts, total, t0):
                 self.opts, self.total, self.t0, self.finished = opts, total, t0, 0
+                self.started, self.durations = {}, []      # trial name -> start; seconds
+
+            def on_trial_start(self, iteration, trials, trial, **info):
+                self.started[trial.config["trial"]["name"]] = time.perf_counter()
 
             def on_trial_result(self, iteration, trials, trial, result, **info):
                 name = trial.config["trial"]["name"]
@@ -214,7 +218,11 @@ class _Progress:
                 res = _read_result(Path(trial.config["trial"]["out"]))
                 elapsed = time.perf_counter() - self.t0
                 left = self.total - self.finished
-                eta = elapsed / self.finished * left / max(1, min(left, _parallel(self.opts)))
+                now = time.perf_counter()
+                self.durations.append(now - self.started.pop(name, self.t0))
+                ages = [now - t for t in self.started.values()]
+                eta = eta_seconds(sum(self.durations) / len(self.durations), ages,
+                                  left - len(ages), _parallel(self.opts))
                 if res:
                     print(f"[search {elapsed:6.0f} s] {name} done ({self.finished}/{self.total}):"
                           f" {res['arch_text']}; val {100 * res['accuracy']['val']:.2f}%, test "
@@ -229,6 +237,16 @@ class _Progress:
                       f"{self.opts.out}/ray for its log)", flush=True)
 
         return Progress(*args, **kwargs)
+
+
+def eta_seconds(trial_s: float, running_ages: list, queued: int, parallel: int) -> float:
+    """Time left in a sweep whose finished trials took `trial_s` on average: the running trials
+    (started `running_ages` seconds ago) finish after about trial_s each, the `queued` ones run
+    `parallel` at a time after them."""
+    running = [max(0.0, trial_s - age) for age in running_ages]
+    if queued <= 0:
+        return max(running, default=0.0)
+    return (sum(running) + queued * trial_s) / max(1, parallel)
 
 
 def _parallel(opts: SearchOptions) -> int:

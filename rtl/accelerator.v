@@ -274,6 +274,11 @@ module accelerator #(
     localparam [31:0] WR_START = 34 + COLS;          // k of row 0's first result
     wire [23:0] wr_rel = k - WR_START[23:0];
     wire [23:0] wr_pix0 = {3'd0, wr_rel[23:3]};      // the pixel row 0 writes
+    // ... and its entry: one adder for both the data buffer (DAW bits, the write-back below)
+    // and the partial-sum buffer (PAW bits, the raw outputs' row pipeline)
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [19:0] wr_entry_sum0 = out_addr + wr_pix0[19:0];
+    /* verilator lint_on UNUSEDSIGNAL */
     wire [ROWS-1:0]      wr_v;              // writer token per row: its pixel's result is done
     wire [7:0]           row_result [0:ROWS-1];
     wire byte_mode = (mode == M_RELU) || (mode == M_BIN);
@@ -285,7 +290,7 @@ module accelerator #(
     // of DAW bits through log2(CMAX) multiplexer stages per bank).
     localparam WB = 1 + 8;
     wire [WB-1:0] wback [0:(BKW+1)*CMAX-1];
-    wire [DAW-1:0] wr_entry0 = busy ? out_addr[DAW-1:0] + wr_pix0[DAW-1:0] : h_off[DAW-1:0];
+    wire [DAW-1:0] wr_entry0 = busy ? wr_entry_sum0[DAW-1:0] : h_off[DAW-1:0];
     wire [DAW-1:0] wb_entry [0:CMAX-1];                    // bank b's write entry this cycle
     reg  [DAW-1:0] wb_entry_q [0:CMAX-1];                  // ... and in the cycle before
     generate
@@ -366,7 +371,6 @@ module accelerator #(
     /* verilator lint_off UNUSEDSIGNAL */
     wire [23:0] rd_pix0 = {3'd0, init_rel[23:3]};
     wire [19:0] rd_entry0 = acc_addr + rd_pix0[19:0];
-    wire [19:0] wr_raw_entry0 = out_addr + wr_pix0[19:0];
     /* verilator lint_on UNUSEDSIGNAL */
     wire wr_first0 = (wr_pix0 == 24'd0);
     wire wr_last0 = (wr_pix0 == pixels - 24'd1);
@@ -379,7 +383,7 @@ module accelerator #(
             localparam [31:0] SKEW = gi + COLS;
             wire [PAW-1:0] rd_in_e = (gi == 0) ? rd_entry0[PAW-1:0] : rd_eq[gi-1];
             wire           wr_in_v = (gi == 0) ? wr_tok0 : wr_vq[gi-1];
-            wire [PAW-1:0] wr_in_e = (gi == 0) ? wr_raw_entry0[PAW-1:0] : wr_eq[gi-1];
+            wire [PAW-1:0] wr_in_e = (gi == 0) ? wr_entry_sum0[PAW-1:0] : wr_eq[gi-1];
             wire           wr_in_first = (gi == 0) ? wr_first0 : wr_firstq[gi-1];
             wire           wr_in_last = (gi == 0) ? wr_last0 : wr_lastq[gi-1];
             always @(posedge clk) begin

@@ -182,6 +182,9 @@ def _init_ray(opts: SearchOptions, temp_dir: str):
     return ray
 
 
+FINAL_LINE_S = 30.0
+
+
 class _Progress:
     """A Ray Tune callback: one line per trial epoch, and pareto.json after every finished
     trial (so an interrupted search keeps what is done)."""
@@ -193,6 +196,7 @@ class _Progress:
             def __init__(self, opts, total, t0):
                 self.opts, self.total, self.t0, self.finished = opts, total, t0, 0
                 self.started, self.durations = {}, []      # trial name -> start; seconds
+                self.last_line = {}                         # trial name -> time of its last line
 
             def on_trial_start(self, iteration, trials, trial, **info):
                 self.started[trial.config["trial"]["name"]] = time.perf_counter()
@@ -203,6 +207,13 @@ class _Progress:
                 if result.get("final"):
                     return
                 if result.get("phase") == "final":
+                    # at most one line per trial every FINAL_LINE_S (digits: 160 short epochs),
+                    # and the last epoch of each phase
+                    now = time.perf_counter()
+                    if (now - self.last_line.get(name, -1e9) < FINAL_LINE_S
+                            and result["epoch"] < result["epochs"]):
+                        return
+                    self.last_line[name] = now
                     print(f"[search {elapsed:6.0f} s] {name}: final training, {result['desc']} "
                           f"epoch {result['epoch']}/{result['epochs']}, val "
                           f"{100 * result['val_accuracy']:.1f}%", flush=True)

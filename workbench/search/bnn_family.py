@@ -209,7 +209,7 @@ def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, s
     """The zoo recipe (float twin, then the binarized model distilled from it), from scratch."""
     from models.train.recipes import train_bnn
     from workbench.search.families import zoo_recipe
-    kw = zoo_recipe(NAME, ZOO, data)
+    kw = zoo_recipe(ZOO, data)
     kw.update({k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs))
                if v is not None})
     return train_bnn(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),

@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import importlib
 
-# card settings -> keyword of the recipe (models.train.recipes): what a zoo card records
-RECIPE_KEYS = {"bnn": {"epochs": "epochs", "float_epochs": "float_epochs", "lr": "lr",
-                       "float_lr": "float_lr", "kd_alpha": "kd_alpha",
-                       "augment_prob": "augment_prob", "max_shift": "max_shift",
-                       "batch": "batch", "float_batch": "float_batch"},
-               "sac": {"epochs_per_stage": "epochs", "float_epochs": "float_epochs", "lr": "lr",
-                       "float_lr": "float_lr", "kd_alpha": "kd_alpha", "stages": "stages",
-                       "augment_prob": "augment_prob", "max_shift": "max_shift",
-                       "batch": "batch", "float_batch": "float_batch"}}
+# what a zoo card's training settings record that the recipes (models.train.recipes) take; the
+# SAC card names its per-stage epochs "epochs_per_stage", the recipe's keyword is "epochs"
+RECIPE_SETTINGS = ("epochs", "float_epochs", "lr", "float_lr", "kd_alpha", "augment_prob",
+                   "max_shift", "batch", "float_batch", "stages")
+CARD_RENAMES = {"epochs_per_stage": "epochs"}
 
 FAMILIES = {"sac": "workbench.search.sac_family", "bnn": "workbench.search.bnn_family",
             "resnet-fabric": "workbench.search.resnet_fabric"}
@@ -31,15 +27,15 @@ def family(name: str):
     return importlib.import_module(FAMILIES[name])
 
 
-def zoo_recipe(family_name: str, zoo_models: dict, data: str) -> dict:
+def zoo_recipe(zoo_models: dict, data: str) -> dict:
     """The recipe keywords of the family's zoo model for `data` (a builtin data set name; the
     family's ZOO map names the model), from its card; {} (the recipe's defaults) for a data set
     without a zoo model of the family."""
     from models import zoo
     from models.datasets import parse_spec
     name = zoo_models.get(parse_spec(str(data))[0])
-    keys = RECIPE_KEYS.get(family_name, {})
-    if name is None or not keys:
+    if name is None:
         return {}
     settings = zoo.card(name)["training"]["settings"]
-    return {kw: settings[k] for k, kw in keys.items() if k in settings}
+    kw = {CARD_RENAMES.get(k, k): v for k, v in settings.items()}
+    return {k: kw[k] for k in RECIPE_SETTINGS if k in kw}

@@ -267,7 +267,7 @@ def train_final(arch: SacArch, data: str, input_shape: tuple, classes: int, *, s
     on the chosen architecture, from scratch."""
     from models.train.recipes import train_sac
     from workbench.search.families import zoo_recipe
-    kw = zoo_recipe(NAME, ZOO, data)
+    kw = zoo_recipe(ZOO, data)
     kw.update({k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs))
                if v is not None})
     return train_sac(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),

@@ -76,11 +76,18 @@ def _sample_archs(net, n, seed):
     return {a for a in net.decode_batch(torch.bernoulli(probs, generator=g))}
 
 
-@pytest.mark.parametrize("array", ["8x8", "4x6"])
-def test_sac_cost_equals_compiling_the_trained_networks_structure(array):
+# a staged fabric: poolings after layers 0 and 2, the final layer reads the flattened 2x2 map;
+# layers 1 and 3 are as wide as the layer before them and can be skipped
+STAGED = {"widths": (8, 8, 16, 16), "pools": (0, 2), "flatten_at": 4}
+
+
+@pytest.mark.parametrize("array,space_opts", [("8x8", {"layers": 3, "width": 24}),
+                                              ("4x6", {"layers": 3, "width": 24}),
+                                              ("8x8", STAGED)])
+def test_sac_cost_equals_compiling_the_trained_networks_structure(array, space_opts):
     """The structure the search costs is the network SacNet.to_network builds for that
     architecture: same cycles (compile_network + cycle model) for random architectures."""
-    space = sac_family.make_space((1, 8, 8), 10, {"layers": 3, "width": 24})
+    space = sac_family.make_space((1, 8, 8), 10, space_opts)
     net = sac_family.supernet(space, 0.5)
     model = CostModel(sac_family, CostSettings(array=array), (1, 8, 8), 10)
     rows, cols = (int(v) for v in array.split("x"))
@@ -94,6 +101,46 @@ def test_sac_cost_equals_compiling_the_trained_networks_structure(array):
         prog = compile_network(real, fitted_config(real, rows, cols))
         assert model.static("cycles", arch) == prog.cycles_per_image(), arch
         assert model.static("params", arch) == sac_family_params(real)
+
+
+def test_staged_space_skips_only_layers_that_keep_the_skeleton():
+    """In the staged fabric pooling and flattening stay where the skeleton has them whatever
+    the depth gates say, and every example's logits are those of its own sub-network."""
+    space = sac_family.make_space((1, 8, 8), 10, STAGED)
+    assert space.skippable == (1, 3) and space.s2d == (1,)
+    net = sac_family.supernet(space, 0.5).eval()
+    g = torch.Generator().manual_seed(SEED)
+    h = net.gates.sample(6, generator=g)
+    archs = net.decode_batch(h)
+    for a in archs:
+        # the kept layers: 0 and 2 (pooled) always, 1 and 3 when their gates say so
+        assert len(a.widths) in (2, 3, 4) and a.flatten_at == len(a.widths)
+        assert len(a.pools) == 2 and a.pools[0] == 0
+    assert len({len(a.widths) for a in archs}) > 1, "every draw kept the same depth"
+    x = torch.rand(6, 1, 8, 8, generator=g) * 255
+    logits, _ = net(x, h)
+    for k in range(6):
+        alone, _ = net(x[k:k + 1], h[k:k + 1])
+        assert torch.allclose(alone[0], logits[k], atol=1e-4), k
+
+
+def test_zoo_space_holds_the_zoo_model_at_its_cycles():
+    """--space zoo on Fashion-MNIST: the skeleton of sac_fashion, and its own architecture in
+    that space costs what the zoo network compiles to."""
+    from models import zoo
+    opts = sac_family.zoo_space("fashion")
+    cfg = zoo.card("sac_fashion")["architecture"]["config"]
+    space = sac_family.make_space((1, 28, 28), 10, opts)
+    assert space.max_widths == tuple(cfg["widths"]) and space.pools == tuple(cfg["pools"])
+    arch = sac_family.SacArch(cfg["s2d"], tuple(cfg["widths"]), tuple(cfg["groups"]),
+                              cfg["final_group"], tuple(cfg["pools"]), cfg["flatten_at"])
+    model = CostModel(sac_family, CostSettings(array="8x8"), (1, 28, 28), 10)
+    real = zoo.load("sac_fashion")
+    assert model.static("cycles", arch) == \
+        compile_network(real, fitted_config(real, 8, 8)).cycles_per_image()
+    bnn = zoo.card("bnn_fashion")["architecture"]["config"]
+    assert bnn_family.zoo_space("fashion") == {"channels": bnn["channels"],
+                                               "hidden": bnn["hidden"]}
 
 
 def sac_family_params(net):
@@ -146,12 +193,13 @@ def test_fabric_params_are_the_modules_parameters():
         resnet_fabric.static_cost("parallel", full, 1)
 
 
-def test_sac_trial_end_to_end(tmp_path):
+@pytest.mark.parametrize("space", [{"layers": 2, "width": 16}, STAGED], ids=["plain", "staged"])
+def test_sac_trial_end_to_end(tmp_path, space):
     """A tiny trial: the super network trains, the architecture's searched cycles equal those
     of the trained integer network compiled for the array, the card and ONNX are written."""
     cfg = TrialConfig(family="sac", cost="cycles", budget=8000, lam=1.0, seed=0, epochs=2,
                       warmup_epochs=1, final_epochs=1, final_float_epochs=1, out=str(tmp_path),
-                      name="tiny", space={"layers": 2, "width": 16}, energy_images=8)
+                      name="tiny", space=dict(space), energy_images=8)
     lines = []
     res = run_trial(cfg, log=lines.append)
     assert res["searched_cost"] == res["costs"]["cycles"]
@@ -216,6 +264,9 @@ def _search(*args, timeout=600):
     (["--budgets", "100", "--data", "/nonexistent"], "--data"),
     (["--budgets", "100", "--address", "127.0.0.1:1"], "cannot reach the Ray cluster"),
     (["--budgets", "100", "--family", "bnn", "--cost", "gpu"], "the gpu cost needs"),
+    (["--budgets", "100", "--space", "zoo", "--layers", "2"], "drop --layers and --width"),
+    (["--budgets", "100", "--family", "resnet-fabric", "--cost", "params", "--space", "zoo"],
+     "the resnet-fabric family has no zoo model"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     from workbench.commands.search import main

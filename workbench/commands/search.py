@@ -7,6 +7,8 @@ Examples:
       --data digits --epochs 15 --out out/search/sac
   sacbench search --family bnn --cost cycles --budgets 100000 --seeds 2 --out out/search/bnn
   sacbench search --family resnet-fabric --cost params --budgets 20000 --out out/search/fabric
+  sacbench search --family sac --space zoo --data fashion --budgets 280000 --epochs 4 \\
+      --warmup-epochs 1 --out out/search/sac_fashion
 
 Writes DIR/pareto.json (every evaluated model: architecture, validation and test accuracy,
 every cost), DIR/pareto.png, DIR/front/*.onnx + cards and DIR/trials/<trial>/. With --verify
@@ -71,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep gate logits in [-c, c] (0: no limit)")
     ap.add_argument("--layers", type=int, default=None, help="super network: hidden layers")
     ap.add_argument("--width", type=int, default=None, help="super network: most channels")
+    ap.add_argument("--space", choices=("default", "zoo"), default="default",
+                    help="zoo: the super network has the skeleton of the family's zoo model "
+                         "for --data (its widths as the most, its poolings and flattening)")
     ap.add_argument("--out", type=Path, default=Path("out/search"))
     ap.add_argument("--address", default=None,
                     help="join this Ray cluster (default: a local Ray for the search)")
@@ -90,6 +95,18 @@ def options_from_args(args, argv) -> SearchOptions:
     if args.lr is not None or args.optimizer == "sgd":
         trial["lr"] = args.lr if args.lr is not None else 0.05
     space = {k: v for k, v in (("layers", args.layers), ("width", args.width)) if v is not None}
+    if args.space == "zoo":
+        if space:
+            raise SearchError("--space zoo takes its sizes from the zoo model: drop --layers "
+                              "and --width")
+        from workbench.search.families import family
+        fam = family(args.family)
+        if not hasattr(fam, "zoo_space"):
+            raise SearchError(f"--space zoo: the {args.family} family has no zoo model")
+        try:
+            space = fam.zoo_space(args.data)
+        except ValueError as exc:
+            raise SearchError(f"--space zoo: {exc}") from None
     if space:
         trial["space"] = space
     return SearchOptions(family=args.family, cost=args.cost, budgets=args.budgets,
@@ -129,8 +146,8 @@ def verify(doc: dict, opts: SearchOptions, images: int) -> int:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    opts = options_from_args(args, argv)
     try:
+        opts = options_from_args(args, argv)
         doc = run_search(opts)
         front = [m for m in doc["models"] if m["on_front"]]
         print(f"\n{len(doc['models'])} model(s), {len(front)} on the validation Pareto front "

@@ -199,6 +199,13 @@ def make_space(input_shape: tuple, classes: int, options: dict) -> BnnSpace:
     return BnnSpace(input_shape=tuple(input_shape), classes=classes, **opts)
 
 
+def zoo_space(data: str) -> dict:
+    """Space options with the zoo model's conv widths and hidden width as the largest."""
+    from workbench.search.families import zoo_config
+    cfg = zoo_config(ZOO, data)
+    return {"channels": list(cfg["channels"]), "hidden": int(cfg["hidden"])}
+
+
 def supernet(space: BnnSpace, init_prob: float) -> BnnSuperNet:
     return BnnSuperNet(space, init_prob)
 

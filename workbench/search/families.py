@@ -1,7 +1,8 @@
 """The super-network families the search knows, by name. A family module provides NAME,
 COSTS (the costs defined for it), ZOO (data set -> zoo model of the family, for comparison),
 Arch, make_space(input_shape, classes, options), supernet(space, init_prob),
-structure(arch, input_shape, classes) (or the fabric's static_cost) and train_final(...).
+structure(arch, input_shape, classes) (or the fabric's static_cost) and train_final(...); the SAC
+and BNN families also zoo_space(data), the space with the skeleton of their zoo model.
 
 The final model of a trial is trained like the family's zoo model of the same data set:
 `zoo_recipe` reads the training settings from that model's card (models/zoo/*.json), so a
@@ -39,3 +40,15 @@ def zoo_recipe(zoo_models: dict, data: str) -> dict:
     settings = zoo.card(name)["training"]["settings"]
     kw = {CARD_RENAMES.get(k, k): v for k, v in settings.items()}
     return {k: kw[k] for k in RECIPE_SETTINGS if k in kw}
+
+
+def zoo_config(zoo_models: dict, data: str) -> dict:
+    """The architecture config on the card of the family's zoo model for `data` (a builtin
+    data set name); ValueError for a data set without a zoo model of the family."""
+    from models import zoo
+    from models.datasets import parse_spec
+    name = zoo_models.get(parse_spec(str(data))[0])
+    if name is None:
+        raise ValueError(f"no zoo model of this family for --data {data} "
+                         f"(there are for {', '.join(sorted(zoo_models))})")
+    return zoo.card(name)["architecture"]["config"]

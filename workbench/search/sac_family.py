@@ -9,6 +9,14 @@ power-of-two convolution + ReLU & quantize), gated over
 * the column-combining group size of each layer but the first and of the final layer:
   three gates in a chain, G = 2^(number of leading gates on) = 1, 2, 4 or 8: gates "group<i>".
 
+The default fabric is the digits-sized one: `layers` hidden layers of at most `width` channels
+at full resolution and a pixel sum at the end. A staged fabric (`widths`, `pools`,
+`flatten_at`: the skeleton of a zoo model such as sac_fashion, `--space zoo`) gives each layer
+its own most channels, 2x2 max pooling after some layers and a dense layer on the flattened
+map; there only a layer as wide as the one before it, without a pooling after it and not the
+flattening one, can be skipped (a skipped layer is the identity), and pooling and flattening
+stay where the skeleton has them.
+
 The super network trains in float (batch norm, ReLU, average pooling, like the zoo recipe's
 float twin) with the sampled sub-network's column-combining masks (in every group of G input
 channels a filter keeps only its largest weight). Every sampled architecture is a network the
@@ -39,19 +47,29 @@ class SacArch:
     widths: tuple           # widths of the hidden layers that are on, in order
     groups: tuple           # their column-combining group sizes (the first layer's is 1)
     final_group: int
+    pools: tuple = ()       # layers (indices into widths) followed by a 2x2 max pooling
+    flatten_at: int | None = None   # the layer that reads the flattened map (SacConfig's)
 
     def config(self, input_shape: tuple, classes: int) -> SacConfig:
         return SacConfig(input_shape=tuple(input_shape), s2d=self.s2d, widths=self.widths,
                          groups=self.groups, final_group=self.final_group, final_shift=True,
-                         classes=classes)
+                         classes=classes, pools=self.pools, flatten_at=self.flatten_at)
 
     def describe(self) -> str:
-        return (f"s2d {self.s2d}, widths {'/'.join(map(str, self.widths))}, groups "
+        text = (f"s2d {self.s2d}, widths {'/'.join(map(str, self.widths))}, groups "
                 f"{'/'.join(map(str, self.groups))}, final group {self.final_group}")
+        if self.pools:
+            text += f", pools after {'/'.join(map(str, self.pools))}"
+        if self.flatten_at is not None:
+            text += f", flatten at {self.flatten_at}"
+        return text
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        d["widths"], d["groups"] = list(self.widths), list(self.groups)
+        d["widths"], d["groups"], d["pools"] = list(self.widths), list(self.groups), \
+            list(self.pools)
+        if not self.pools and self.flatten_at is None:    # the plain fabric: as before
+            del d["pools"], d["flatten_at"]
         return d
 
 
@@ -63,17 +81,24 @@ def structure(arch: SacArch, input_shape: tuple, classes: int) -> ir.Network:
     c, h, w = input_shape
     if arch.s2d > 1:
         layers.append(ir.SpaceToDepth(factor=arch.s2d))
-        c *= arch.s2d * arch.s2d
+        c, h, w = c * arch.s2d * arch.s2d, h // arch.s2d, w // arch.s2d
     shapes = list(zip(arch.widths, arch.groups)) + [(classes, arch.final_group)]
+    flat = arch.flatten_at
     for i, (f, g) in enumerate(shapes):
         final = i == len(shapes) - 1
-        if i > 0:
+        if i == flat:
+            layers.append(ir.SpaceToDepth(factor=h, name=f"flatten{i}"))
+            c, h, w = c * h * w, 1, 1
+        if i > 0 and (flat is None or i < flat):
             layers.append(ir.ChannelShift(directions=shift_directions(c), name=f"shift{i}"))
         packed = np.zeros((f, -(-c // g)), dtype=np.uint8)
         layers.append(ir.PointwiseConv(
             weights=sac_num.CombinedWeights(packed, g, c), bias=np.zeros(f, dtype=np.int32),
             mode=OutputMode.RAW if final else OutputMode.RELU_QUANT,
             name="final" if final else f"conv{i}"))
+        if i in arch.pools:
+            layers.append(ir.MaxPool2d(name=f"pool{i}"))
+            h, w = h // 2, w // 2
         c = f
     layers.append(ir.PixelSum())
     return ir.Network(tuple(input_shape), "uint8", layers, name="sac_arch",
@@ -90,11 +115,20 @@ class SacSpace:
     block: int = 8               # channels per width gate
     s2d: tuple = (1, 2)          # input reshaping factors to choose from (one or two)
     max_group: int = 8           # largest column-combining group (a power of two <= 8)
+    widths: tuple = ()           # staged fabric: most channels of each layer (sets layers)
+    pools: tuple = ()            # staged fabric: layers followed by a 2x2 max pooling
+    flatten_at: int | None = None   # staged fabric: the layer that reads the flattened map
 
     def __post_init__(self):
         c, h, w = self.input_shape
-        if self.width % self.block or self.block < 1:
-            raise ValueError(f"width {self.width} is not a multiple of the block {self.block}")
+        if self.widths:
+            object.__setattr__(self, "widths", tuple(int(x) for x in self.widths))
+            object.__setattr__(self, "layers", len(self.widths))
+            object.__setattr__(self, "width", max(self.widths))
+        object.__setattr__(self, "pools", tuple(sorted(int(p) for p in self.pools)))
+        if self.block < 1 or any(x % self.block or x < self.block for x in self.max_widths):
+            raise ValueError(f"widths {self.max_widths} must be multiples of the block "
+                             f"{self.block}")
         if not 1 <= len(self.s2d) <= 2 or any(h % s or w % s for s in self.s2d):
             raise ValueError(f"s2d factors {self.s2d} must be one or two factors dividing the "
                              f"{h}x{w} input")
@@ -102,14 +136,59 @@ class SacSpace:
             raise ValueError(f"max_group must be 1, 2, 4 or 8, got {self.max_group}")
         if self.layers < 1:
             raise ValueError("the super network needs at least one hidden layer")
+        if any(not 0 <= p < self.layers for p in self.pools) or \
+                len(set(self.pools)) != len(self.pools):
+            raise ValueError(f"pools {list(self.pools)} must be distinct hidden layers "
+                             f"0..{self.layers - 1}")
+        flat = self.flatten_at
+        if flat is not None:
+            if not (1 <= flat <= self.layers and all(p < flat for p in self.pools)):
+                raise ValueError(f"flatten_at {flat} must lie in 1..{self.layers} and after "
+                                 f"every pool")
+            if len(self.s2d) != 1:
+                raise ValueError("a space that flattens takes one s2d factor (the flattened "
+                                 "layer's inputs depend on it)")
+        for s in self.s2d:
+            mh, mw = h // s >> len(self.pools), w // s >> len(self.pools)
+            if min(mh, mw) < 1:
+                raise ValueError(f"{len(self.pools)} poolings do not fit a {h}x{w} input at "
+                                 f"s2d {s}")
+            if flat is not None and mh != mw:
+                raise ValueError(f"flatten_at {flat}: the {mh}x{mw} map is not square")
 
     @property
-    def blocks(self) -> int:
-        return self.width // self.block
+    def max_widths(self) -> tuple:
+        return self.widths or (self.width,) * self.layers
+
+    @property
+    def skippable(self) -> tuple:
+        """The hidden layers a depth gate can skip: as wide as the layer before, no pooling
+        after them, not the flattening layer (in the default fabric every layer but the first)."""
+        mw = self.max_widths
+        return tuple(i for i in range(1, self.layers)
+                     if mw[i] == mw[i - 1] and i not in self.pools and i != self.flatten_at)
+
+    def blocks_of(self, i: int) -> int:
+        return self.max_widths[i] // self.block
 
     @property
     def group_gates(self) -> int:
         return self.max_group.bit_length() - 1
+
+    def flatten_factor(self) -> int:
+        """The side of the map the flattening layer folds into channels."""
+        return self.input_shape[1] // self.s2d[0] >> len(self.pools)
+
+    def shifted(self, i: int) -> bool:
+        """Whether layer i (len(widths): the final one) reads its input through a shift."""
+        return i > 0 and (self.flatten_at is None or i < self.flatten_at)
+
+    def in_channels(self, i: int, s2d: int) -> int:
+        """Input channels of layer i (the final one at len(widths)) at the most widths."""
+        if i == 0:
+            return self.input_shape[0] * s2d * s2d
+        c = self.max_widths[i - 1]
+        return c * self.flatten_factor() ** 2 if i == self.flatten_at else c
 
 
 class SacSuperNet(nn.Module):
@@ -119,22 +198,26 @@ class SacSuperNet(nn.Module):
         super().__init__()
         self.space = space
         sp = space
+        mw = sp.max_widths
         off = 1.0 - init_prob          # gates that make the network cheaper start off
-        groups = [("s2d", len(sp.s2d) - 1, off), ("depth", sp.layers - 1, init_prob)]
-        groups += [(f"width{i}", sp.blocks - 1, init_prob) for i in range(sp.layers)]
+        groups = [("s2d", len(sp.s2d) - 1, off), ("depth", len(sp.skippable), init_prob)]
+        groups += [(f"width{i}", sp.blocks_of(i) - 1, init_prob) for i in range(sp.layers)]
         groups += [(f"group{i}", sp.group_gates, off) for i in range(1, sp.layers)]
         groups += [("group_final", sp.group_gates, off)]
         self.gates = GateSet(groups)
-        c = sp.input_shape[0]
         self.first = nn.ParameterList(
-            [nn.Parameter(self._init(sp.width, c * s * s)) for s in sp.s2d])
-        self.first_bn = nn.ModuleList([nn.BatchNorm2d(sp.width) for _ in sp.s2d])
+            [nn.Parameter(self._init(mw[0], sp.in_channels(0, s))) for s in sp.s2d])
+        self.first_bn = nn.ModuleList([nn.BatchNorm2d(mw[0]) for _ in sp.s2d])
+        s2d = sp.s2d[0]                # layers past the first see one input size (checked)
         self.hidden = nn.ParameterList(
-            [nn.Parameter(self._init(sp.width, sp.width)) for _ in range(sp.layers - 1)])
-        self.hidden_bn = nn.ModuleList([nn.BatchNorm2d(sp.width) for _ in range(sp.layers - 1)])
-        self.final_w = nn.Parameter(self._init(sp.classes, sp.width))
+            [nn.Parameter(self._init(mw[i], sp.in_channels(i, s2d))) for i in range(1, sp.layers)])
+        self.hidden_bn = nn.ModuleList([nn.BatchNorm2d(mw[i]) for i in range(1, sp.layers)])
+        self.final_w = nn.Parameter(self._init(sp.classes, sp.in_channels(sp.layers, s2d)))
         self.final_b = nn.Parameter(torch.zeros(sp.classes))
-        self.register_buffer("shift_k", shift_kernel(shift_directions(sp.width)).float())
+        # one shift kernel per input width that is shifted (directions depend on the channel
+        # index only, so the widest layer's kernel serves every narrower sub-network)
+        for c in sorted({mw[i - 1] for i in range(1, sp.layers + 1) if sp.shifted(i)}):
+            self.register_buffer(f"shift_k{c}", shift_kernel(shift_directions(c)).float())
 
     @staticmethod
     def _init(f: int, k: int) -> torch.Tensor:
@@ -154,6 +237,13 @@ class SacSuperNet(nn.Module):
         blocks = torch.cat([torch.ones(len(h), 1), self.gates.part(h, f"width{i}")], dim=1)
         return blocks.repeat_interleave(self.space.block, dim=1)
 
+    def _layer_on(self, h: torch.Tensor) -> torch.Tensor:
+        """[n, layers] whether each hidden layer runs: depth gates on the skippable ones."""
+        on = torch.ones(len(h), self.space.layers)
+        if self.space.skippable:
+            on[:, list(self.space.skippable)] = self.gates.part(h, "depth")
+        return on
+
     def decode(self, h_row: torch.Tensor) -> SacArch:
         return self.decode_batch(h_row[None])[0]
 
@@ -162,7 +252,7 @@ class SacSuperNet(nn.Module):
         sp = self.space
         s2d = self.gates.part(h, "s2d").sum(dim=1).long().tolist() if len(sp.s2d) > 1 \
             else [0] * len(h)
-        on = torch.cat([torch.ones(len(h), 1), self.gates.part(h, "depth")], dim=1) > 0.5
+        on = self._layer_on(h) > 0.5
         width = torch.stack([self.gates.part(h, f"width{i}").sum(dim=1) + 1
                              for i in range(sp.layers)], dim=1).long() * sp.block
         group = torch.stack([torch.ones(len(h), dtype=torch.long)]
@@ -170,13 +260,24 @@ class SacSuperNet(nn.Module):
         final = self._groups(h, "group_final").tolist()
         out = []
         for r, (o, w, g) in enumerate(zip(on.tolist(), width.tolist(), group.tolist())):
-            out.append(SacArch(sp.s2d[s2d[r]], tuple(x for x, k in zip(w, o) if k),
-                               tuple(x for x, k in zip(g, o) if k), final[r]))
+            kept = [i for i, k in enumerate(o) if k]   # pooled and flattening layers always run
+            flat = None if sp.flatten_at is None else \
+                (kept.index(sp.flatten_at) if sp.flatten_at < sp.layers else len(kept))
+            out.append(SacArch(sp.s2d[s2d[r]], tuple(w[i] for i in kept),
+                               tuple(g[i] for i in kept), final[r],
+                               tuple(kept.index(p) for p in sp.pools), flat))
         return out
 
     # -- forward ----------------------------------------------------------------------------
-    def _shift(self, a: torch.Tensor) -> torch.Tensor:
-        return F.conv2d(a, self.shift_k, padding=1, groups=a.shape[1])
+    def _pre(self, a: torch.Tensor, i: int) -> torch.Tensor:
+        """The input of layer i (the final one at len(widths)): flattened or shifted."""
+        sp = self.space
+        if i == sp.flatten_at:
+            return space_to_depth(a, sp.flatten_factor())
+        if sp.shifted(i):
+            return F.conv2d(a, getattr(self, f"shift_k{a.shape[1]}"), padding=1,
+                            groups=a.shape[1])
+        return a
 
     @staticmethod
     def _pairs(x: torch.Tensor, wmask: torch.Tensor, out_mask: torch.Tensor) -> torch.Tensor:
@@ -206,17 +307,21 @@ class SacSuperNet(nn.Module):
         w0 = self.first[r]
         a = F.relu(self.first_bn[r](F.conv2d(x, w0[:, :, None, None]))) * m[:, :, None, None]
         act = self._pairs(x, (w0.detach() != 0).float(), m)
-        depth = self.gates.part(h, "depth")
+        if 0 in sp.pools:
+            a = F.max_pool2d(a, 2)
+        layer_on = self._layer_on(h)
         for i in range(1, sp.layers):
-            on = depth[:, i - 1]
+            on = layer_on[:, i]
             m = self._width_mask(h, i)
-            xin = self._shift(a)
-            z, pairs = self._combined(xin, self.hidden[i - 1], self._groups(h, f"group{i}"), m)
+            z, pairs = self._combined(self._pre(a, i), self.hidden[i - 1],
+                                      self._groups(h, f"group{i}"), m)
             new = F.relu(self.hidden_bn[i - 1](z)) * m[:, :, None, None]
-            a = torch.where(on[:, None, None, None] > 0.5, new, a)
+            a = torch.where(on[:, None, None, None] > 0.5, new, a) if i in sp.skippable else new
             act = act + on * pairs
-        xin = self._shift(a)
-        z, pairs = self._combined(xin, self.final_w, self._groups(h, "group_final"),
+            if i in sp.pools:
+                a = F.max_pool2d(a, 2)
+        z, pairs = self._combined(self._pre(a, sp.layers), self.final_w,
+                                  self._groups(h, "group_final"),
                                   torch.ones(len(h), sp.classes), self.final_b)
         return z.mean(dim=(2, 3)), act + pairs
 
@@ -249,11 +354,25 @@ Arch = SacArch
 
 def make_space(input_shape: tuple, classes: int, options: dict) -> SacSpace:
     opts = dict(options)
+    for key in ("widths", "pools"):
+        if key in opts:
+            opts[key] = tuple(int(v) for v in opts[key])
     if "s2d" in opts:
         opts["s2d"] = tuple(int(s) for s in opts["s2d"])
+    elif opts.get("flatten_at") is not None:        # the flattened layer needs one input size
+        opts["s2d"] = (1,)
     else:           # offer input reshaping where the image divides
         opts["s2d"] = (1, 2) if input_shape[1] % 2 == 0 and input_shape[2] % 2 == 0 else (1,)
     return SacSpace(input_shape=tuple(input_shape), classes=classes, **opts)
+
+
+def zoo_space(data: str) -> dict:
+    """Space options with the skeleton of the family's zoo model for `data` (`--space zoo`):
+    its widths as the most channels per layer, its poolings, flattening and input reshaping."""
+    from workbench.search.families import zoo_config
+    cfg = zoo_config(ZOO, data)
+    return {"widths": list(cfg["widths"]), "pools": list(cfg.get("pools", [])),
+            "flatten_at": cfg.get("flatten_at"), "s2d": [int(cfg.get("s2d", 1))]}
 
 
 def supernet(space: SacSpace, init_prob: float) -> SacSuperNet:

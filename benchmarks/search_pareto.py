@@ -12,6 +12,8 @@ Times: the sweep's wall time and each trial's.
     .venv/bin/python benchmarks/search_pareto.py --data digits
     .venv/bin/python benchmarks/search_pareto.py --data fashion --families bnn --seeds 1 \
         --budgets 1600000,2100000 --epochs 4 --warmup-epochs 1
+    .venv/bin/python benchmarks/search_pareto.py --data fashion --families sac --space zoo \
+        --seeds 1 --epochs 4 --warmup-epochs 1
 
 Trials already finished in the output folder with the same settings are read back, not rerun
 (the search's resumption), so a sweep can be extended budget by budget.
@@ -40,8 +42,11 @@ def sweep(family: str, cost: str, budgets: list, args, out: Path, trial: dict) -
 
 def report_chain(family: str, args, root: Path) -> dict:
     trial = {"costs": {"array": args.array}}
-    trial.update({k: v for k, v in (("epochs", args.epochs),
-                                    ("warmup_epochs", args.warmup_epochs)) if v is not None})
+    trial.update({k: v for k, v in (("epochs", args.epochs), ("warmup_epochs", args.warmup_epochs),
+                                    ("gate_lr", args.gate_lr)) if v is not None})
+    if args.space == "zoo":           # the zoo model's skeleton (sac_fashion: poolings, dense)
+        from workbench.search.families import family as get_family
+        trial["space"] = get_family(family).zoo_space(args.data)
     probe = SearchOptions(family=family, cost="cycles", budgets=[1.0], data=args.data,
                           out=root / f"{family}_{args.data}", trial=trial)
     zoo = zoo_reference(probe)
@@ -105,6 +110,9 @@ def main(argv=None) -> int:
                     help="cycle budgets (instead of fixed fractions of the zoo model's cycles)")
     ap.add_argument("--epochs", type=int, default=None, help="super-network epochs per trial")
     ap.add_argument("--warmup-epochs", type=int, default=None)
+    ap.add_argument("--gate-lr", type=float, default=None, help="gate logits' learning rate")
+    ap.add_argument("--space", choices=("default", "zoo"), default="default",
+                    help="zoo: super networks with the skeleton of the zoo model (search --space)")
     ap.add_argument("--fabric-epochs", type=int, default=30)
     ap.add_argument("--verify-images", type=int, default=100)
     ap.add_argument("--no-verify", dest="verify", action="store_false")

@@ -143,6 +143,14 @@ def test_zoo_space_holds_the_zoo_model_at_its_cycles():
                                                "hidden": bnn["hidden"]}
 
 
+def test_space_zoo_flag_sends_the_zoo_skeleton_to_every_trial():
+    from workbench.commands.search import build_parser, options_from_args
+    argv = ["--family", "sac", "--space", "zoo", "--data", "fashion", "--budgets", "200000"]
+    opts = options_from_args(build_parser().parse_args(argv), argv)
+    assert [c.space for c in opts.trial_configs()] == [sac_family.zoo_space("fashion")]
+    assert opts.trial_configs()[0].space["pools"] == [1, 3]
+
+
 def sac_family_params(net):
     from workbench.search.costs import network_params
     return network_params(net)

@@ -187,6 +187,24 @@ def test_bnn_supernet_trains_on_batches_where_a_depth_has_one_example(tmp_path):
                                 out=tmp_path / "s"))
 
 
+def test_binary_bnn_supernet_sees_only_the_signs_of_its_weights():
+    """--binary-supernet: conv and hidden weights enter as +-1 (scaling them changes nothing),
+    while the float super network's logits move with them."""
+    g = torch.Generator().manual_seed(SEED)
+    x = torch.rand(4, 1, 8, 8, generator=g) * 255
+    for binary in (True, False):
+        space = bnn_family.make_space((1, 8, 8), 10, {"channels": [16, 24], "hidden": 64,
+                                                      "binary": binary})
+        net = bnn_family.supernet(space, 0.5).eval()
+        h = net.gates.sample(4, generator=g)
+        before, _ = net(x, h)
+        with torch.no_grad():
+            for p in list(net.convs) + list(net.dense_in):
+                p.mul_(0.5)
+        after, _ = net(x, h)
+        assert torch.equal(before, after) == binary, binary
+
+
 def test_fabric_params_are_the_modules_parameters():
     space = resnet_fabric.make_space((1, 8, 8), 10, {})
     net = resnet_fabric.supernet(space, 0.9)
@@ -273,6 +291,7 @@ def _search(*args, timeout=600):
     (["--budgets", "100", "--address", "127.0.0.1:1"], "cannot reach the Ray cluster"),
     (["--budgets", "100", "--family", "bnn", "--cost", "gpu"], "the gpu cost needs"),
     (["--budgets", "100", "--space", "zoo", "--layers", "2"], "drop --layers and --width"),
+    (["--budgets", "100", "--binary-supernet"], "--binary-supernet is for the bnn family"),
     (["--budgets", "100", "--family", "resnet-fabric", "--cost", "params", "--space", "zoo"],
      "the resnet-fabric family has no zoo model"),
 ])

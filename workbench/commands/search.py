@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--space", choices=("default", "zoo"), default="default",
                     help="zoo: the super network has the skeleton of the family's zoo model "
                          "for --data (its widths as the most, its poolings and flattening)")
+    ap.add_argument("--binary-supernet", action="store_true",
+                    help="bnn: train the super network binarized (sign activations, +-1 "
+                         "weights) instead of as its float twin")
     ap.add_argument("--out", type=Path, default=Path("out/search"))
     ap.add_argument("--address", default=None,
                     help="join this Ray cluster (default: a local Ray for the search)")
@@ -107,6 +110,10 @@ def options_from_args(args, argv) -> SearchOptions:
             space = fam.zoo_space(args.data)
         except ValueError as exc:
             raise SearchError(f"--space zoo: {exc}") from None
+    if args.binary_supernet:
+        if args.family != "bnn":
+            raise SearchError("--binary-supernet is for the bnn family")
+        space = {**space, "binary": True}
     if space:
         trial["space"] = space
     return SearchOptions(family=args.family, cost=args.cost, budgets=args.budgets,

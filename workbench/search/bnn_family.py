@@ -8,10 +8,12 @@
 
 Examples that stop after k conv blocks flatten a different tensor, so the hidden layer has one
 weight matrix per depth. The super network trains in float (ReLU instead of sign, like the zoo
-recipe's float twin); the chosen architecture is then trained from scratch with the zoo's BNN
-recipe (models.train.recipes.train_bnn) into the exact integer network. Costs: on the SAC array
-(cycles, latency, energy: the BNN lowered onto the array, docs/fpga_bnn.md) or on the GPU path
-(the mapper's latency), parameters, mult-adds, parallel steps.
+recipe's float twin) or, with the space's `binary` (`--binary-supernet`), binarized like the
+final model (sign activations, +-1 weights but the class scores'); the chosen architecture is
+then trained from scratch with the zoo's BNN recipe (models.train.recipes.train_bnn) into the
+exact integer network. Costs: on the SAC array (cycles, latency, energy: the BNN lowered onto the
+array, docs/fpga_bnn.md) or on the GPU path (the mapper's latency), parameters, mult-adds,
+parallel steps.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from torch import nn
 
 from models import ir
 from models.train.bnn import BnnConfig
+from models.train.ste import SignSTE
 from workbench.search.gates import GateSet, nested_count
 
 
@@ -77,6 +80,11 @@ class BnnSpace:
     block: int = 8                   # channels per width gate (the array's rows)
     hidden: int = 256
     hidden_block: int = 32
+    # False: the super network is the float twin (ReLU, float weights); True: it is binarized
+    # like the final model (sign activations, +-1 conv and hidden weights, straight-through
+    # gradients), so the accuracy the gates learn from includes what binarizing a narrow
+    # layer costs (the float super network cannot see it: issue 9's Fashion-MNIST runs)
+    binary: bool = False
 
     def __post_init__(self):
         _, h, w = self.input_shape
@@ -140,6 +148,13 @@ class BnnSuperNet(nn.Module):
         return [BnnArch(tuple(w[:d]), hid)
                 for d, w, hid in zip(depth, widths.tolist(), hidden.tolist())]
 
+    def _w(self, p: torch.Tensor) -> torch.Tensor:
+        return SignSTE.apply(p) if self.space.binary else p
+
+    def _act(self, z: torch.Tensor) -> torch.Tensor:
+        """Sign (the masked channels are zeroed after it: they do not exist) or ReLU."""
+        return SignSTE.apply(z) if self.space.binary else F.relu(z)
+
     @staticmethod
     def _nonzero(x: torch.Tensor) -> torch.Tensor:
         """Nonzero data per example as the array stores them: pixels > 0, and +1 activations
@@ -157,12 +172,15 @@ class BnnSuperNet(nn.Module):
         for k, (w, bn) in enumerate(zip(self.convs, self.bns)):
             m = self._mask(h, f"width{k}", sp.block)
             act = act + (depth > k) * self._nonzero(a) * 9 * m.sum(dim=1)
-            a = F.relu(F.max_pool2d(bn(F.conv2d(a, w, padding=1)), 2)) * m[:, :, None, None]
+            # pool before the activation, as models.train.bnn (equal for a monotone one)
+            a = self._act(F.max_pool2d(bn(F.conv2d(a, self._w(w), padding=1)), 2)) \
+                * m[:, :, None, None]
             sel = (depth == k + 1).nonzero(as_tuple=True)[0]
             if len(sel):
                 flat = a[sel].flatten(1)
                 mh = self._mask(h[sel], "hidden", sp.hidden_block)
-                z = F.relu(_batch_norm(self.dense_bn[k], F.linear(flat, self.dense_in[k]))) * mh
+                z = self._act(_batch_norm(self.dense_bn[k],
+                                          F.linear(flat, self._w(self.dense_in[k])))) * mh
                 logits = logits.index_put((sel,), F.linear(z, self.out_w, self.out_b))
                 act = act.index_put((sel,), act[sel] + self._nonzero(flat) * mh.sum(dim=1)
                                     + self._nonzero(z) * sp.classes)
@@ -189,6 +207,8 @@ Arch = BnnArch
 
 def make_space(input_shape: tuple, classes: int, options: dict) -> BnnSpace:
     opts = dict(options)
+    if "channels" in opts:        # a list when it comes from JSON (--space zoo, pareto.json)
+        opts["channels"] = tuple(int(c) for c in opts["channels"])
     if "width" in opts:           # --width: the widest conv block; the others in proportion
         w = int(opts.pop("width"))
         opts["channels"] = tuple(max(8, w * c // 128) for c in BnnSpace.channels)

@@ -32,12 +32,10 @@ def zoo_recipe(zoo_models: dict, data: str) -> dict:
     """The recipe keywords of the family's zoo model for `data` (a builtin data set name; the
     family's ZOO map names the model), from its card; {} (the recipe's defaults) for a data set
     without a zoo model of the family."""
-    from models import zoo
-    from models.datasets import parse_spec
-    name = zoo_models.get(parse_spec(str(data))[0])
-    if name is None:
+    card = _zoo_card(zoo_models, data)
+    if card is None:
         return {}
-    settings = zoo.card(name)["training"]["settings"]
+    settings = card["training"]["settings"]
     kw = {CARD_RENAMES.get(k, k): v for k, v in settings.items()}
     return {k: kw[k] for k in RECIPE_SETTINGS if k in kw}
 
@@ -45,10 +43,16 @@ def zoo_recipe(zoo_models: dict, data: str) -> dict:
 def zoo_config(zoo_models: dict, data: str) -> dict:
     """The architecture config on the card of the family's zoo model for `data` (a builtin
     data set name); ValueError for a data set without a zoo model of the family."""
+    card = _zoo_card(zoo_models, data)
+    if card is None:
+        raise ValueError(f"no zoo model of this family for --data {data} "
+                         f"(there are for {', '.join(sorted(zoo_models))})")
+    return card["architecture"]["config"]
+
+
+def _zoo_card(zoo_models: dict, data: str) -> dict | None:
+    """The card of the family's zoo model for `data`, None without one."""
     from models import zoo
     from models.datasets import parse_spec
     name = zoo_models.get(parse_spec(str(data))[0])
-    if name is None:
-        raise ValueError(f"no zoo model of this family for --data {data} "
-                         f"(there are for {', '.join(sorted(zoo_models))})")
-    return zoo.card(name)["architecture"]["config"]
+    return None if name is None else zoo.card(name)

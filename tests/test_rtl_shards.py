@@ -157,10 +157,11 @@ class SignalOnceRunning(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.sig, self.target = pid, sig, target
         self.seen, self.sent = {}, False
+        self.done = threading.Event()      # set by the test once the run has ended
 
     def run(self):
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.done.is_set():
             self.seen.update(descendants(self.pid))
             sim = simulator_of(self.pid)
             if sim is not None:
@@ -194,8 +195,8 @@ SAC_ONE_IMAGE = ["--model", str(zoo.path("sac_digits")), "--images", "1", "--rtl
 
 
 @pytest.mark.parametrize("sig, words", [
-    (signal.SIGSEGV, "failed at image 0: the simulator was killed by SIGSEGV"),
-    (signal.SIGSTOP, "is stopped (SIGSTOP?) at image 0"),
+    (signal.SIGSEGV, r"failed at image (\d+): the simulator was killed by SIGSEGV"),
+    (signal.SIGSTOP, r"is stopped \(SIGSTOP\?\) at image (\d+)"),
 ])
 def test_killed_or_stopped_simulator_exits_3_naming_shard_and_image(sig, words, monkeypatch,
                                                                      capsys, tmp_path):
@@ -203,11 +204,18 @@ def test_killed_or_stopped_simulator_exits_3_naming_shard_and_image(sig, words, 
     out = old_report(tmp_path)
     watcher = SignalOnceRunning(os.getpid(), sig)
     watcher.start()
-    code = compare_cmd.main([*SAC_ONE_IMAGE, "--out", str(out)])
-    watcher.join()
+    # 16 images keep the simulator alive for seconds, so that the watcher finds it even on a
+    # loaded machine (one image can be over before a slow poll sees it)
+    try:
+        code = compare_cmd.main([*SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
+                                 "--out", str(out)])
+    finally:
+        watcher.done.set()
+        watcher.join()
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert watcher.sent and code == 3, last
-    assert "shard 0 (images 0..0)" in last and words in last, last
+    m = re.search(words, last)
+    assert "shard 0 (images 0..15)" in last and m and int(m.group(1)) < 16, last
     assert not alive(watcher.seen), watcher.seen
     assert_left_as_before(tmp_path, out, failure_log=True)
 
@@ -271,8 +279,11 @@ def test_sigint_and_sigterm_end_the_simulators_and_leave_no_files(sig, code, wor
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     watcher = SignalOnceRunning(job.pid, sig, target="job")
     watcher.start()
-    _, err = job.communicate(timeout=300)
-    watcher.join()
+    try:
+        _, err = job.communicate(timeout=300)
+    finally:
+        watcher.done.set()
+        watcher.join()
     assert watcher.sent and job.returncode == code, err
     assert err.strip().splitlines()[-1] == words
     assert "Traceback" not in err

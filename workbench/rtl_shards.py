@@ -234,6 +234,21 @@ def _group_states(pgid: int) -> list[str]:
     return states
 
 
+GROUP_GONE_S = 10.0        # how long kill() waits for a killed group's last process to end
+
+
+def _wait_group_gone(pgid: int) -> None:
+    """Waits until no process of group `pgid` runs any more (zombies aside). SIGKILL is
+    delivered asynchronously: the worker is reaped at once, but its simulator, reparented
+    when the worker died (and slower still when it was stopped), can live on a moment on a
+    loaded machine; a caller told "ended" must not find it running."""
+    deadline = time.monotonic() + GROUP_GONE_S
+    while time.monotonic() < deadline:
+        if all(state in ("Z", "X") for state in _group_states(pgid)):
+            return
+        time.sleep(0.01)
+
+
 _EXCEPTION_LINE = re.compile(r"(?:[\w.]+\.)?(\w*(?:Error|Exception|Timeout|Failure)): (.+)$")
 
 
@@ -346,6 +361,7 @@ class ShardProcess:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        _wait_group_gone(self.proc.pid)
         self._scratch.cleanup()
 
 

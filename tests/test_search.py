@@ -327,6 +327,23 @@ def test_sweep_through_local_ray(tmp_path):
     assert "sac_cycles_b6000_l1_s0: final training, float twin epoch 1/1" in out.stdout
 
 
+def test_cpus_are_shared_out_among_fewer_trials():
+    """On local Ray a trial trains on the CPUs the other trials leave (torch threads, and as
+    many Ray CPUs): one trial on --cpus 2 gets 2, two trials get 1 each, 3 trials on 8 CPUs
+    get 2; on a cluster (--address) each trial gets 1. A resumed sweep counts all its trials,
+    so its finished trials keep matching."""
+    from workbench.search.driver import SearchOptions
+    def threads(budgets, cpus, address=None):
+        opts = SearchOptions(budgets=budgets, cpus=cpus, address=address)
+        return {c.threads for c in opts.trial_configs()}
+    assert threads([1000], 2) == {2}
+    assert threads([1000, 2000], 2) == {1}
+    assert threads([1, 2, 3], 8) == {2}
+    assert threads([1000], 2, address="ray://head:10001") == {1}
+    opts = SearchOptions(budgets=[1000], cpus=2, trial={"threads": 1})    # an explicit choice
+    assert opts.trial_configs()[0].threads == 1
+
+
 def test_interrupted_search_keeps_finished_trials_and_resumes(tmp_path, capsys):
     """Trials that finished before an interruption are read back, not rerun: with every
     trial's result.json present the search writes the front without starting Ray."""

@@ -69,8 +69,8 @@ class SearchOptions:
 
     def threads_per_trial(self, trials: int) -> int:
         """Torch threads of each trial: on local Ray, the CPUs shared out among the trials when
-        there are fewer trials than CPUs (one Fashion trial on 2 cores trains ~1.6x faster on
-        2 threads); one on a cluster, whose nodes' sizes are not known here. Counted over all
+        there are fewer trials than CPUs (one Fashion trial on 2 cores would otherwise leave one
+        idle); one on a cluster, whose nodes' sizes are not known here. Counted over all
         the sweep's trials, not the ones left, so that a resumed sweep has the same settings."""
         if self.address:
             return 1

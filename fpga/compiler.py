@@ -147,13 +147,15 @@ class _Builder:
         return words
 
     def emit(self, op: ArrayOp, inp: Placement, out: Placement, label: str) -> tuple:
-        cfg = self.cfg
-        rows, cols = cfg.rows, cfg.cols
-        cw = op.weights
-        g, f = cw.group, cw.out_channels
-        kc = cw.packed.shape[1]
-        p = op.pixels
-        n_tiles, k_tiles = -(-f // rows), -(-kc // cols)
+        n_tiles, k_tiles = _tiles_of(op, self.cfg)
+        scratch = self.reserve_partial_sums(op, out, k_tiles, label)
+        self.emit_tiles(op, inp, out, scratch)
+        return n_tiles, k_tiles
+
+    def reserve_partial_sums(self, op: ArrayOp, out: Placement, k_tiles: int, label: str) -> int:
+        """The K-tile scratch entry of the op (partial-sum buffer), checked against PDEPTH."""
+        cfg, p = self.cfg, op.pixels
+        n_tiles = -(-op.weights.out_channels // cfg.rows)
         if out.space == "pbuf":
             # an N-tile's outputs: one entry per pixel, or one sum (a pixel-sum placement is
             # one pixel): the K-tile scratch goes right after all of them
@@ -165,6 +167,16 @@ class _Builder:
             raise CompileError(f"{label}: needs {pend} partial-sum entries; the array has {cfg.pdepth}")
         self.phigh = max(self.phigh, pend)
         self.pnext = scratch        # past a kept partial-sum output; unchanged otherwise
+        return scratch
+
+    def emit_tiles(self, op: ArrayOp, inp: Placement, out: Placement, scratch: int) -> None:
+        """One LOAD_WEIGHTS + MATMUL per tile, the weight rows, biases and shift words."""
+        cfg = self.cfg
+        rows, cols = cfg.rows, cfg.cols
+        cw = op.weights
+        g, f = cw.group, cw.out_channels
+        kc = cw.packed.shape[1]
+        n_tiles, k_tiles = _tiles_of(op, cfg)
         s_words = self.shift_words(op, k_tiles)
         # weight image: tile (nt, kt) is rows nt*rows.. of packed columns kt*cols.., one word
         # per tile row, zero-padded to the array width; tiles in the order they are loaded
@@ -202,7 +214,62 @@ class _Builder:
                     mode=m, group=g, acc_in=kt > 0, shift_en=op.shift is not None,
                     fill=int(op.shift.fill) if op.shift is not None else 0,
                     in_ch=in_ch, out_ch=o_ch, acc_addr=scratch if kt > 0 else 0))
-        return n_tiles, k_tiles
+
+
+def _tiles_of(op: ArrayOp, cfg: ArrayConfig) -> tuple[int, int]:
+    """(N-tiles, K-tiles) of an op on the array."""
+    return -(-op.weights.out_channels // cfg.rows), -(-op.weights.packed.shape[1] // cfg.cols)
+
+
+class _Tally:
+    """Stands for a list of instructions or memory words that is only counted: len() and the
+    cycles (by the cycle model) of what was added."""
+
+    def __init__(self):
+        self.n = 0
+        self.cycles = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, ins) -> None:              # the HALT that ends a segment
+        self.n += 1
+        self.cycles += total_cycles([ins], ArrayConfig())
+
+    def add(self, n: int, cycles: int = 0) -> None:
+        self.n += n
+        self.cycles += cycles
+
+
+class _CountingBuilder(_Builder):
+    """A _Builder that places every tensor and checks every limit like the compiler, but emits
+    each op's tiles only once per op shape (`memo`): the instruction count, cycles and memory
+    words of an op's tiles depend on its shape only (filters, packed columns, group, pixels,
+    output mode, shift or not), never on where its tensors are placed."""
+
+    def __init__(self, cfg: ArrayConfig, memo: dict):
+        super().__init__(cfg)
+        self.memo = memo
+        self.instrs, self.biases, self.shifts = _Tally(), _Tally(), _Tally()
+        self.identity_used = False
+
+    def emit_tiles(self, op: ArrayOp, inp: Placement, out: Placement, scratch: int) -> None:
+        cw = op.weights
+        key = (self.cfg.rows, self.cfg.cols, cw.out_channels, cw.packed.shape[1], cw.group,
+               op.pixels, int(op.mode), op.shift is not None)
+        if key not in self.memo:
+            real = _Builder(self.cfg)
+            real.emit_tiles(op, inp, out, scratch)
+            own_shifts = len(real.shifts) - (real.identity_word is not None)
+            self.memo[key] = (len(real.instrs), total_cycles(real.instrs, self.cfg),
+                              real.n_wrows, len(real.biases), own_shifts,
+                              real.identity_word is not None)
+        n, cycles, wrows, biases, shifts, identity = self.memo[key]
+        self.instrs.add(n, cycles)
+        self.n_wrows += wrows
+        self.biases.add(biases)
+        self.shifts.add(shifts + (identity and not self.identity_used))
+        self.identity_used |= identity
 
 
 def _consumer_window(op: ArrayOp, cfg: ArrayConfig) -> tuple[int, int]:
@@ -220,11 +287,42 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
     models need (cycles and energy depend on the instructions only), at a fraction of the time.
     """
     cfg = cfg or ArrayConfig()
+    b = _Builder(cfg)
+    lprogs, segments, plan = _compile_ops(net, cfg, b)
+    words = []
+    if encode_words:
+        # the index only names a word in an error message; the compiler's words always encode
+        words = [encode(ins, i) for i, ins in enumerate(b.instrs)]  # pragma: no mutate
+        for seg in segments:
+            check_program(words[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
+    # lower() refuses a network without an array op, so there is at least one weight block
+    # and one shift word
+    return Program(
+        config=cfg, network=net, instructions=b.instrs, words=words,
+        wmem=np.concatenate(b.wrows),
+        bmem=np.array(b.biases, dtype=np.int32),
+        smem=np.array(b.shifts, dtype=np.uint8),
+        layers=lprogs, segments=segments, plan=plan, dbuf_used=b.dnext, pbuf_used=b.phigh)
+
+
+def network_cycles(net: ir.Network, cfg: ArrayConfig, memo: dict) -> int:
+    """``compile_network(net, cfg).cycles_per_image()`` at a fraction of the time: the same
+    compilation (lowering, placements, segments, every limit and its error), except that the
+    tiles of an op are emitted and timed by the cycle model once per op shape and remembered
+    in `memo` (a dict the caller keeps across networks). What the co-design search costs
+    every sampled architecture with; tests/test_search.py holds it equal to the full compile."""
+    b = _CountingBuilder(cfg, memo)
+    _compile_ops(net, cfg, b)
+    return b.instrs.cycles
+
+
+def _compile_ops(net: ir.Network, cfg: ArrayConfig, b: _Builder) -> tuple:
+    """Places and emits every op of the network into b, checks the memories' limits;
+    (layer programs, segments, plan)."""
     try:
         ops = lower(net)
     except LoweringError as exc:
         raise CompileError(str(exc)) from None
-    b = _Builder(cfg)
     lprogs, segments, plan = [], [], []
     for j, op in enumerate(ops):
         if isinstance(op, HostOp):
@@ -277,20 +375,7 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
         raise CompileError(f"{net.name}: needs {b.n_wrows} weight words, {len(b.biases)} "
                            f"biases, {len(b.shifts)} shift words; the array has {cfg.wdepth}, "
                            f"{cfg.bdepth}, {cfg.sdepth}")
-    words = []
-    if encode_words:
-        # the index only names a word in an error message; the compiler's words always encode
-        words = [encode(ins, i) for i, ins in enumerate(b.instrs)]  # pragma: no mutate
-        for seg in segments:
-            check_program(words[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
-    # lower() refuses a network without an array op, so there is at least one weight block
-    # and one shift word
-    return Program(
-        config=cfg, network=net, instructions=b.instrs, words=words,
-        wmem=np.concatenate(b.wrows),
-        bmem=np.array(b.biases, dtype=np.int32),
-        smem=np.array(b.shifts, dtype=np.uint8),
-        layers=lprogs, segments=segments, plan=plan, dbuf_used=b.dnext, pbuf_used=b.phigh)
+    return lprogs, segments, plan
 
 
 def roomy_config(rows: int, cols: int, cmax: int = 64) -> ArrayConfig:

@@ -3,6 +3,7 @@ parallel-step cost, the costs the super networks train with equal the compiler a
 on the trained networks, a whole trial, the command line's errors, and a tiny sweep through
 local Ray that can be interrupted and resumed."""
 import json
+import re
 import subprocess
 import sys
 
@@ -14,11 +15,12 @@ from fpga.compiler import compile_network, fitted_config
 from models.train.bnn import BnnNet
 from models.train.sac import SacNet
 from tests.helpers import ROOT
-from workbench.search import bnn_family, resnet_fabric, sac_family
+from workbench.search import bnn_family, families, resnet_fabric, sac_family
+from workbench.search import costs as costs_module
 from workbench.search.costs import CostModel, CostSettings, parallel_steps
 from workbench.search.gates import GateSet, budget_penalty, reinforce_loss
 from workbench.search.pareto import pareto_front
-from workbench.search.trial import TrialConfig, run_trial
+from workbench.search.trial import TrialConfig, run_trial, train_supernet
 
 SEED = 2018        # BSN's year; every random draw below starts from it
 
@@ -101,6 +103,76 @@ def test_sac_cost_equals_compiling_the_trained_networks_structure(array, space_o
         prog = compile_network(real, fitted_config(real, rows, cols))
         assert model.static("cycles", arch) == prog.cycles_per_image(), arch
         assert model.static("params", arch) == sac_family_params(real)
+
+
+@pytest.mark.parametrize("array", ["8x8", "4x6", "16x16"])
+def test_network_cycles_is_the_full_compile_on_the_zoo_fashion_space(array):
+    """The search's cycles (fpga.compiler.network_cycles: each op shape's tiles emitted once)
+    equal compile_network's program timed by the cycle model, for random architectures of the
+    zoo Fashion space, and refuse the same architectures (16x16: a 128-channel window)."""
+    from fpga.compiler import CompileError, network_cycles, roomy_config
+    from workbench.search.costs import CostError
+    print(f"seed {SEED}")
+    space = sac_family.make_space((1, 28, 28), 10, sac_family.zoo_space("fashion"))
+    net = sac_family.supernet(space, 0.5)
+    model = CostModel(sac_family, CostSettings(array=array), (1, 28, 28), 10)
+    rows, cols = (int(v) for v in array.split("x"))
+    memo, refused = {}, 0
+    for arch in sorted(_sample_archs(net, 24, SEED), key=str):
+        network = model.network(arch)
+        try:
+            full = compile_network(network, roomy_config(rows, cols),
+                                   encode_words=False).cycles_per_image()
+        except CompileError as exc:
+            refused += 1
+            with pytest.raises(CompileError, match=re.escape(str(exc))):
+                network_cycles(network, roomy_config(rows, cols), memo)
+            with pytest.raises(CostError, match="does not compile for a 16x16 array"):
+                model.static("cycles", arch)
+            continue
+        assert network_cycles(network, roomy_config(rows, cols), memo) == full, arch
+        assert model.static("cycles", arch) == full, arch
+    assert (refused > 0) == (array == "16x16")
+    assert 0 < len(memo) < 6 * 24                   # op shapes were shared between networks
+
+
+def test_cost_model_keeps_few_programs_and_every_cost(monkeypatch):
+    """Programs are megabytes and nearly every sampled architecture is new: the model keeps the
+    last OBJECTS_KEPT networks and programs, all costs, and a program it dropped compiles again
+    to the same cycles."""
+    monkeypatch.setattr(costs_module, "OBJECTS_KEPT", 4)
+    space = sac_family.make_space((1, 8, 8), 10, {"layers": 3, "width": 24})
+    net = sac_family.supernet(space, 0.5)
+    model = CostModel(sac_family, CostSettings(array="8x8"), (1, 8, 8), 10)
+    archs = sorted(set(_sample_archs(net, 40, SEED)), key=str)[:10]
+    first = [model.static("cycles", a) for a in archs]
+    assert model.objects_kept == 4 and model.cached_architectures == 10
+    fresh = CostModel(sac_family, CostSettings(array="8x8"), (1, 8, 8), 10)
+    assert [fresh.program(a).cycles_per_image() for a in archs] == first
+    assert model.program(archs[0]).cycles_per_image() == first[0]   # dropped, compiled again
+    assert model.objects_kept == 4
+
+
+def test_warmup_epochs_do_not_cost_the_sampled_architectures(monkeypatch):
+    """The gates are held in warm-up, so no sampled architecture is costed there; the gated
+    epochs cost every example's."""
+    calls = []
+    real = CostModel.per_example
+
+    def counting(self, name, archs, activity):
+        calls.append(len(archs))
+        return real(self, name, archs, activity)
+    monkeypatch.setattr(CostModel, "per_example", counting)
+    cfg = TrialConfig(family="sac", cost="cycles", budget=8000, lam=1.0, seed=0, epochs=2,
+                      warmup_epochs=1, space={"layers": 2, "width": 16})
+    fam = families.family("sac")
+    model = CostModel(sac_family, CostSettings(array="8x8"), (1, 8, 8), 10)
+    gen = torch.Generator().manual_seed(SEED)
+    x = torch.rand(40, 1, 8, 8) * 255
+    y = torch.arange(40) % 10
+    _, history = train_supernet(cfg, fam, model, (x, y), (x[:8], y[:8]), gen)
+    assert sum(calls) == 40 and history[0]["sampled_cost"] is None
+    assert history[1]["sampled_cost"] > 0 and history[1]["penalty"] >= 0
 
 
 def test_staged_space_skips_only_layers_that_keep_the_skeleton():

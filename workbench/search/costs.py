@@ -3,7 +3,8 @@ architecture (BSN: "the cost may be anything measured after the forward pass"). 
 costs, their units and how each is computed is in docs/search.md:
 
 params, flops     counted on the network description (SAC, BNN) or the PyTorch module (fabric)
-cycles            fpga.compiler.compile_network for --array + the exact cycle model
+cycles            fpga.compiler.compile_network for --array + the exact cycle model (through
+                  network_cycles: the same compilation, each op shape's tiles timed once)
 latency_ms        cycles at --clock-mhz
 energy            fpga.energy: the compiled program's memory traffic + the example's active
                   (weight, datum) pairs (per example: a stochastic cost)
@@ -12,13 +13,14 @@ parallel          steps to compute the module graph on --processors processors
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import torch
 
-from fpga.compiler import CompileError, compile_network, roomy_config
+from fpga.compiler import CompileError, compile_network, network_cycles, roomy_config
 from fpga.energy import PJ_ADD32, program_counts
 from models import ir
 
@@ -26,6 +28,14 @@ COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "gpu", "parallel")
 UNITS = {"params": "parameters", "flops": "mult-adds per image", "cycles": "cycles per image",
          "latency_ms": "ms per image", "energy": "uJ per image", "gpu": "GPU ms per image",
          "parallel": "steps"}
+
+
+# Networks and compiled programs kept per cost model, least recently used dropped first. A
+# program of a large space is megabytes (the zoo Fashion SAC space: about 2 MB, 8,000
+# instructions) and nearly every sampled architecture is new, so keeping them all grew a
+# Fashion search past the machine's memory within its first epoch. The costs themselves (one
+# float per architecture and cost) are all kept.
+OBJECTS_KEPT = 64
 
 
 class CostError(ValueError):
@@ -124,7 +134,10 @@ class CostModel:
         self.settings = settings
         self.input_shape = tuple(input_shape)
         self.classes = classes
-        self._cache: dict = {}
+        self._costs: dict = {}                       # (cost, arch) -> float, all kept
+        self._objects: OrderedDict = OrderedDict()   # ("network" | "program", arch) -> object
+        self._seen: set = set()                      # architectures costed or built
+        self._op_cycles: dict = {}                   # fpga.compiler.network_cycles' memo
         self._gpu = None
 
     def check(self, name: str) -> None:
@@ -140,8 +153,9 @@ class CostModel:
 
     # -- per architecture -------------------------------------------------------------------
     def network(self, arch) -> ir.Network:
-        return self._cached(("network", arch),
-                            lambda: self.family.structure(arch, self.input_shape, self.classes))
+        self._seen.add(arch)
+        return self._kept(("network", arch),
+                          lambda: self.family.structure(arch, self.input_shape, self.classes))
 
     def program(self, arch):
         """The compiled program of the architecture (instructions and memory plan; the words
@@ -155,7 +169,18 @@ class CostModel:
             except CompileError as exc:
                 raise CostError(f"architecture {arch.describe()} does not compile for a "
                                 f"{self.settings.array} array: {exc}") from None
-        return self._cached(("program", arch), build)
+        return self._kept(("program", arch), build)
+
+    def _cycles(self, arch) -> int:
+        """compile_network + the cycle model, each op shape's tiles emitted once (a program
+        of the zoo Fashion space has 8,000 instructions, and nearly every sample is new)."""
+        rows, cols = self.settings.rows_cols
+        try:
+            return network_cycles(self.network(arch), roomy_config(rows, cols, self.settings.cmax),
+                                  self._op_cycles)
+        except CompileError as exc:
+            raise CostError(f"architecture {arch.describe()} does not compile for a "
+                            f"{self.settings.array} array: {exc}") from None
 
     def static(self, name: str, arch) -> float:
         """The cost `name` of `arch` that does not depend on the example (energy: without the
@@ -168,7 +193,7 @@ class CostModel:
             if name == "flops":
                 return float(network_flops(self.network(arch)))
             if name == "cycles":
-                return float(self.program(arch).cycles_per_image())
+                return float(self._cycles(arch))
             if name == "latency_ms":
                 return self.static("cycles", arch) / (self.settings.clock_mhz * 1e3)
             if name == "energy":
@@ -215,10 +240,27 @@ class CostModel:
         return self._gpu
 
     def _cached(self, key, fn):
-        if key not in self._cache:
-            self._cache[key] = fn()
-        return self._cache[key]
+        if key not in self._costs:
+            self._costs[key] = fn()
+        return self._costs[key]
+
+    def _kept(self, key, fn):
+        """fn() for key, from the last OBJECTS_KEPT networks and programs when it is there."""
+        if key in self._objects:
+            self._objects.move_to_end(key)
+            return self._objects[key]
+        obj = fn()
+        self._objects[key] = obj
+        if len(self._objects) > OBJECTS_KEPT:
+            self._objects.popitem(last=False)
+        return obj
+
+    @property
+    def objects_kept(self) -> int:
+        """Networks and programs held now (at most OBJECTS_KEPT)."""
+        return len(self._objects)
 
     @property
     def cached_architectures(self) -> int:
-        return sum(1 for k in self._cache if k[0] == "network")
+        """Distinct architectures costed or built so far."""
+        return len(self._seen)

@@ -124,6 +124,9 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
     for ep in range(cfg.epochs):
         net.train()
         t0 = time.perf_counter()
+        # warm-up epochs train the weights only: the gates are held, so the sampled
+        # architectures are not costed (a program per example is most of a gated step's time)
+        gated = ep >= cfg.warmup_epochs
         perm = torch.randperm(len(x), generator=gen)
         tot = {"loss": 0.0, "cost": 0.0, "penalty": 0.0, "n": 0}
         for i in range(0, len(x), cfg.batch):
@@ -136,16 +139,18 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
             h = net.gates.sample(len(idx), generator=gen)
             logits, activity = net(xb, h)
             loss = F.cross_entropy(logits, yb, reduction="none")
-            archs = net.decode_batch(h)
-            cost = cost_model.per_example(cfg.cost, archs, activity)
-            penalty = budget_penalty(cost, cfg.budget, cfg.lam)
-            objective = loss.mean() + reinforce_loss(loss.detach() + penalty,
-                                                     net.gates.log_prob(h))
+            objective = loss.mean()
+            if gated:
+                archs = net.decode_batch(h)
+                cost = cost_model.per_example(cfg.cost, archs, activity)
+                penalty = budget_penalty(cost, cfg.budget, cfg.lam)
+                objective = objective + reinforce_loss(loss.detach() + penalty,
+                                                       net.gates.log_prob(h))
             opt_w.zero_grad(set_to_none=True)
             opt_g.zero_grad(set_to_none=True)
             objective.backward()
             opt_w.step()
-            if ep >= cfg.warmup_epochs:
+            if gated:
                 opt_g.step()
                 if cfg.gate_clip:
                     with torch.no_grad():
@@ -153,14 +158,16 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
             sched.step()
             n = len(idx)
             tot["loss"] += float(loss.detach().sum())
-            tot["cost"] += float(cost.sum())
-            tot["penalty"] += float(penalty.sum())
+            if gated:
+                tot["cost"] += float(cost.sum())
+                tot["penalty"] += float(penalty.sum())
             tot["n"] += n
         det = net.gates.deterministic()
         arch = net.decode(det[0])
         recalibrate(net, x[:cfg.bn_images], det)
         entry = {"epoch": ep + 1, "loss": tot["loss"] / tot["n"],
-                 "sampled_cost": tot["cost"] / tot["n"], "penalty": tot["penalty"] / tot["n"],
+                 "sampled_cost": tot["cost"] / tot["n"] if gated else None,
+                 "penalty": tot["penalty"] / tot["n"] if gated else None,
                  "val_accuracy": _accuracy(net, *val, det), "arch": arch.describe(),
                  "cost": cost_model.static(cfg.cost, arch),
                  "architectures_seen": cost_model.cached_architectures,

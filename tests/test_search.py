@@ -449,3 +449,13 @@ def test_resuming_refuses_a_finished_trial_made_with_other_settings(tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(result) in err and "epochs: was 7, now 1" in err
     assert result.read_text() == before and not (tmp_path / "pareto.json").exists()
+
+
+def test_cost_speed_benchmark_checks_its_samples_against_the_full_compile():
+    """benchmarks/search_cost_speed.py runs (digits, one batch) and reports every checked
+    sample equal to the full compile (it exits 1 naming the architecture otherwise)."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_cost_speed.py"),
+                          "--data", "digits", "--batches", "1"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "16 of 64 samples checked equal" in run.stdout and "speed-up" in run.stdout

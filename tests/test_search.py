@@ -259,6 +259,26 @@ def test_bnn_supernet_trains_on_batches_where_a_depth_has_one_example(tmp_path):
                                 out=tmp_path / "s"))
 
 
+def test_bnn_min_channels_keep_a_block_whole_and_gate_the_rest():
+    """min_channels (64, 16): the first conv block has no width gates and always runs 64
+    channels, the second at least 16; every sampled architecture says so and costs like its
+    structure."""
+    space = bnn_family.make_space((1, 8, 8), 10, {"channels": [64, 128], "min_channels": [64, 16]})
+    net = bnn_family.supernet(space, 0.5)
+    assert net.gates.part(torch.zeros(1, net.gates.size), "width0").shape[1] == 0
+    assert net.gates.part(torch.zeros(1, net.gates.size), "width1").shape[1] == (128 - 16) // 8
+    archs = _sample_archs(net, 40, SEED)
+    assert all(a.channels[0] == 64 for a in archs)
+    assert all(a.channels[1] >= 16 for a in archs if len(a.channels) > 1)
+    assert {a.channels[1] for a in archs if len(a.channels) > 1} - {16} != set()
+    h = torch.zeros(3, net.gates.size)
+    logits, _ = net(torch.rand(3, 1, 8, 8) * 255, h)          # every gate off: 64 channels run
+    assert logits.shape == (3, 10)
+    assert net.decode(h[0]).channels == (64,)
+    assert net._mask(h, "width0", 8, 64 // 8).sum(dim=1).tolist() == [64, 64, 64]
+    assert net._mask(h, "width1", 8, 16 // 8).sum(dim=1).tolist() == [16, 16, 16]
+
+
 def test_binary_bnn_supernet_sees_only_the_signs_of_its_weights():
     """--binary-supernet: conv and hidden weights enter as +-1 (scaling them changes nothing),
     while the float super network's logits move with them."""
@@ -364,6 +384,13 @@ def _search(*args, timeout=600):
     (["--budgets", "100", "--family", "bnn", "--cost", "gpu"], "the gpu cost needs"),
     (["--budgets", "100", "--space", "zoo", "--layers", "2"], "drop --layers and --width"),
     (["--budgets", "100", "--binary-supernet"], "--binary-supernet is for the bnn family"),
+    (["--budgets", "100", "--min-channels", "64,8"], "--min-channels is for the bnn family"),
+    (["--budgets", "100", "--family", "bnn", "--min-channels", "64,x"],
+     "--min-channels must be comma-separated channel counts, got '64,x'"),
+    (["--budgets", "100", "--family", "bnn", "--min-channels", "64,12"],
+     "bnn search space: min channels (64, 12) must give each of the 2 conv blocks"),
+    (["--budgets", "100", "--family", "bnn", "--min-channels", "64"],
+     "bnn search space: min channels (64,) must give each of the 2 conv blocks"),
     (["--budgets", "100", "--family", "resnet-fabric", "--cost", "params", "--space", "zoo"],
      "the resnet-fabric family has no zoo model"),
 ])

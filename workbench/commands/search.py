@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--binary-supernet", action="store_true",
                     help="bnn: train the super network binarized (sign activations, +-1 "
                          "weights) instead of as its float twin")
+    ap.add_argument("--min-channels", default=None,
+                    help="bnn: channels of each conv block that are always on, comma-separated "
+                         "(e.g. 64,8 keeps the first convolution whole; default one block of 8)")
     ap.add_argument("--out", type=Path, default=Path("out/search"))
     ap.add_argument("--address", default=None,
                     help="join this Ray cluster (default: a local Ray for the search)")
@@ -114,6 +117,14 @@ def options_from_args(args, argv) -> SearchOptions:
         if args.family != "bnn":
             raise SearchError("--binary-supernet is for the bnn family")
         space = {**space, "binary": True}
+    if args.min_channels is not None:
+        if args.family != "bnn":
+            raise SearchError("--min-channels is for the bnn family")
+        try:
+            space = {**space, "min_channels": [int(v) for v in args.min_channels.split(",")]}
+        except ValueError:
+            raise SearchError(f"--min-channels must be comma-separated channel counts, got "
+                              f"{args.min_channels!r}") from None
     if space:
         trial["space"] = space
     return SearchOptions(family=args.family, cost=args.cost, budgets=args.budgets,

@@ -2,8 +2,8 @@
 -> sign -> 2x2 max pool, then flatten, a hidden dense layer and the class scores), gated over
 
 * depth: how many conv blocks run (a chain of gates: block k only if block k-1), "depth";
-* width: each conv block's channels in blocks of `block` channels, the first always on,
-  "width<k>";
+* width: each conv block's channels in blocks of `block` channels, the first (or the
+  space's `min_channels`) always on, "width<k>";
 * the hidden dense layer's width in blocks of `hidden_block`, the first always on, "hidden".
 
 Examples that stop after k conv blocks flatten a different tensor, so the hidden layer has one
@@ -85,12 +85,24 @@ class BnnSpace:
     # gradients), so the accuracy the gates learn from includes what binarizing a narrow
     # layer costs (the float super network cannot see it: issue 9's Fashion-MNIST runs)
     binary: bool = False
+    # channels of each conv block that are always on (no width gates on them); () = one block
+    # each. Issue 9's Fashion searches always narrowed the first convolution, whose binarized
+    # narrow form is what cost them their accuracy: (64, 8) keeps it whole and gates the rest.
+    min_channels: tuple = ()
 
     def __post_init__(self):
         _, h, w = self.input_shape
         if any(c % self.block for c in self.channels) or self.hidden % self.hidden_block:
             raise ValueError(f"channels {self.channels} and hidden {self.hidden} must be "
                              f"multiples of their blocks ({self.block}, {self.hidden_block})")
+        if not self.min_channels:
+            object.__setattr__(self, "min_channels", (self.block,) * len(self.channels))
+        if len(self.min_channels) != len(self.channels) or any(
+                m % self.block or not self.block <= m <= c
+                for m, c in zip(self.min_channels, self.channels)):
+            raise ValueError(f"min channels {self.min_channels} must give each of the "
+                             f"{len(self.channels)} conv blocks {self.channels} a multiple of "
+                             f"{self.block} between {self.block} and its channels")
         if min(h, w) >> len(self.channels) < 1:
             raise ValueError(f"{len(self.channels)} conv blocks with 2x2 pooling do not fit a "
                              f"{h}x{w} input")
@@ -103,7 +115,8 @@ class BnnSuperNet(nn.Module):
         super().__init__()
         self.space = sp = space
         groups = [("depth", len(sp.channels) - 1, init_prob)]
-        groups += [(f"width{k}", c // sp.block - 1, init_prob) for k, c in enumerate(sp.channels)]
+        groups += [(f"width{k}", (c - m) // sp.block, init_prob)
+                   for k, (c, m) in enumerate(zip(sp.channels, sp.min_channels))]
         groups += [("hidden", sp.hidden // sp.hidden_block - 1, init_prob)]
         self.gates = GateSet(groups)
         c, h, w = sp.input_shape
@@ -129,8 +142,9 @@ class BnnSuperNet(nn.Module):
     def weight_parameters(self) -> list:
         return [p for n, p in self.named_parameters() if not n.startswith("gates.")]
 
-    def _mask(self, h: torch.Tensor, name: str, block: int) -> torch.Tensor:
-        return torch.cat([torch.ones(len(h), 1), self.gates.part(h, name)], dim=1) \
+    def _mask(self, h: torch.Tensor, name: str, block: int, fixed: int = 1) -> torch.Tensor:
+        """[n, channels] 0/1 mask: the first `fixed` blocks always on, then the gates'."""
+        return torch.cat([torch.ones(len(h), fixed), self.gates.part(h, name)], dim=1) \
             .repeat_interleave(block, dim=1)
 
     def _depth(self, h: torch.Tensor) -> torch.Tensor:
@@ -142,8 +156,8 @@ class BnnSuperNet(nn.Module):
     def decode_batch(self, h: torch.Tensor) -> list[BnnArch]:
         sp = self.space
         depth = self._depth(h).tolist()
-        widths = torch.stack([self.gates.part(h, f"width{k}").sum(dim=1) + 1
-                              for k in range(len(sp.channels))], dim=1).long() * sp.block
+        widths = torch.stack([self.gates.part(h, f"width{k}").sum(dim=1) + m // sp.block
+                              for k, m in enumerate(sp.min_channels)], dim=1).long() * sp.block
         hidden = ((self.gates.part(h, "hidden").sum(dim=1) + 1) * sp.hidden_block).long()
         return [BnnArch(tuple(w[:d]), hid)
                 for d, w, hid in zip(depth, widths.tolist(), hidden.tolist())]
@@ -170,7 +184,7 @@ class BnnSuperNet(nn.Module):
         a, act = x, x.new_zeros(len(x))
         logits = x.new_zeros((len(x), sp.classes))
         for k, (w, bn) in enumerate(zip(self.convs, self.bns)):
-            m = self._mask(h, f"width{k}", sp.block)
+            m = self._mask(h, f"width{k}", sp.block, sp.min_channels[k] // sp.block)
             act = act + (depth > k) * self._nonzero(a) * 9 * m.sum(dim=1)
             # pool before the activation, as models.train.bnn (equal for a monotone one)
             a = self._act(F.max_pool2d(bn(F.conv2d(a, self._w(w), padding=1)), 2)) \
@@ -207,8 +221,9 @@ Arch = BnnArch
 
 def make_space(input_shape: tuple, classes: int, options: dict) -> BnnSpace:
     opts = dict(options)
-    if "channels" in opts:        # a list when it comes from JSON (--space zoo, pareto.json)
-        opts["channels"] = tuple(int(c) for c in opts["channels"])
+    for key in ("channels", "min_channels"):   # lists when they come from JSON
+        if key in opts:
+            opts[key] = tuple(int(c) for c in opts[key])
     if "width" in opts:           # --width: the widest conv block; the others in proportion
         w = int(opts.pop("width"))
         opts["channels"] = tuple(max(8, w * c // 128) for c in BnnSpace.channels)

@@ -9,8 +9,10 @@
 // Timing: the next word is read ahead (the address is start_pc while idle and pc + 1 while
 // executing), so it is already on `imem_data` in FETCH. FETCH runs every check and the pixel
 // product and registers the results; DECODE only latches fields and moves on. This keeps the
-// checks (a 12x12 multiply, 32-bit sums and compares) and the decision of DECODE in separate
-// cycles, the path that limited the top's clock, without changing the cycle model. The memory
+// checks (a 12x12 multiply, then compares) and the decision of DECODE in separate cycles, the
+// path that limited the top's clock, without changing the cycle model. Within FETCH the
+// product feeds comparators only (every subtraction runs beside it) and the window table
+// tile_cols x group is registered. The memory
 // read is one cycle (sdp_ram); the word is read again in FETCH, so it stays on `imem_data` in
 // DECODE. A word that fails a check raises `error` with the same code as
 // models/isa.py, halts, and executes nothing (so it writes nothing).
@@ -144,14 +146,37 @@ module instruction_decoder #(
     /* verilator coverage_off */
     wire [31:0] f_nout = (f_mode == M_PIXSUM) ? 32'd1 : f_pix;
     /* verilator coverage_on */
-    wire [11:0] f_slots = tile_cols * {4'd0, f_group};
+    // Channels a MATMUL's window spans, tile_cols x group, for each of the 8 group sizes:
+    // registered, so FETCH only selects one by the word's group field. tile_cols changes in a
+    // LOAD_WEIGHTS' DECODE and the next FETCH is at least three cycles later (LOAD_WEIGHTS
+    // executes for at least two), so the table is current by then; after `start` the tile is
+    // empty and a MATMUL fails the NOWEIGHTS check, which comes first.
+    wire [95:0] slots_of;                    // group g + 1 at bits 12g..
+    genvar gs;
+    generate
+        for (gs = 0; gs < 8; gs = gs + 1) begin : slots_table
+            localparam [3:0] G = gs + 1;
+            reg [11:0] slots;
+            always @(posedge clk) slots <= {4'd0, tile_cols} * {8'd0, G};
+            assign slots_of[gs * 12 +: 12] = slots;
+        end
+    endgenerate
+    wire [11:0] f_slots = slots_of[{w[10:8], 2'd0} * 3 +: 12];
     /* verilator coverage_off */
     wire [31:0] slots = {20'd0, f_slots};
     /* verilator coverage_on */
 
+    // The range checks are written so that the pixel product only feeds comparators (the
+    // FETCH path: memory -> product -> checks -> error register): "a + n > limit" is
+    // "a > limit or n > limit - a", and the subtraction does not wait for n.
+    function over;                           // a + n > limit (all below 2^31)
+        input [31:0] a, n, limit;
+        over = (a > limit) || (n > limit - a);
+    endfunction
+
     function clash;                          // [a0, a0+an) and [b0, b0+bn) intersect
         input [31:0] a0, an, b0, bn;
-        clash = (a0 < b0 + bn) && (b0 < a0 + an);
+        clash = (a0 < b0 || a0 - b0 < bn) && (b0 < a0 || b0 - a0 < an);
     endfunction
 
     wire pc_over = ({{(31-IAW){1'b0}}, pc} >= L_IMEM);
@@ -169,8 +194,8 @@ module instruction_decoder #(
         else if (op == OP_LW) begin
             if (f_rows == 8'd0 || {24'd0, f_rows} > L_ROWS || f_cols == 8'd0 || {24'd0, f_cols} > L_COLS)
                 err = E_TILE;
-            else if ({8'd0, f_waddr} + {24'd0, f_rows} > L_WDEPTH
-                  || {8'd0, f_baddr} + {24'd0, f_rows} > L_BDEPTH
+            else if (over({8'd0, f_waddr}, {24'd0, f_rows}, L_WDEPTH)
+                  || over({8'd0, f_baddr}, {24'd0, f_rows}, L_BDEPTH)
                   || {8'd0, f_saddr} >= L_SDEPTH)
                 err = E_WRANGE;
         end else if (op == OP_MM) begin
@@ -178,18 +203,18 @@ module instruction_decoder #(
                 err = E_NOWEIGHTS;
             else if (f_h == 12'd0 || f_w == 12'd0 || f_pix > L_DDEPTH)
                 err = E_SHAPE;
-            else if ({12'd0, f_in} + f_pix > L_DDEPTH || {20'd0, f_inch} + slots > L_CMAX)
+            else if (over({12'd0, f_in}, f_pix, L_DDEPTH) || over({20'd0, f_inch}, slots, L_CMAX))
                 err = E_DBUF;
-            else if (f_accin && {12'd0, f_acc} + f_pix > L_PDEPTH)
+            else if (f_accin && over({12'd0, f_acc}, f_pix, L_PDEPTH))
                 err = E_PBUF;
             else if (byte_mode) begin
-                if ({12'd0, f_out} + f_pix > L_DDEPTH || {20'd0, f_outch} + {24'd0, tile_rows} > L_CMAX)
+                if (over({12'd0, f_out}, f_pix, L_DDEPTH) || over({20'd0, f_outch}, {24'd0, tile_rows}, L_CMAX))
                     err = E_DBUF;
                 else if (clash({20'd0, f_inch}, slots, {20'd0, f_outch}, {24'd0, tile_rows})
                       && clash({12'd0, f_in}, f_pix, {12'd0, f_out}, f_pix))
                     err = E_OVERLAP;
             end else begin
-                if ({12'd0, f_out} + f_nout > L_PDEPTH)
+                if (over({12'd0, f_out}, f_nout, L_PDEPTH))
                     err = E_PBUF;
                 else if (f_accin && f_out != f_acc
                       && clash({12'd0, f_acc}, f_pix, {12'd0, f_out}, f_nout))

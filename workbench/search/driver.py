@@ -397,7 +397,7 @@ def plot_pareto(doc: dict, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
     models = doc["models"]
     cost = [m["costs"][doc["cost"]] for m in models]
     val = [100 * m["accuracy"]["val"] for m in models]
@@ -414,14 +414,19 @@ def plot_pareto(doc: dict, path: Path) -> Path:
     if zoo:
         ax.scatter([zoo["costs"][doc["cost"]]], [100 * zoo["test"]], marker="*", s=180,
                    color="tab:green", zorder=4, label=f"zoo {zoo['name']} (test)")
+        if zoo.get("val") is not None:       # the front is on validation: compare like with like
+            ax.scatter([zoo["costs"][doc["cost"]]], [100 * zoo["val"]], marker="*", s=180,
+                       facecolors="none", edgecolors="tab:green", zorder=4,
+                       label=f"zoo {zoo['name']} (validation)")
     ax.set_xlabel(f"{doc['cost']} ({doc['unit']})")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(f"{doc['family']} family on {doc['data']}: accuracy vs {doc['cost']}",
                  fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    # outside the axes: inside, it covered the zoo model's marker (which sits at a corner)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 

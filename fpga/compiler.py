@@ -148,14 +148,14 @@ class _Builder:
 
     def emit(self, op: ArrayOp, inp: Placement, out: Placement, label: str) -> tuple:
         n_tiles, k_tiles = _tiles_of(op, self.cfg)
-        scratch = self.reserve_partial_sums(op, out, k_tiles, label)
+        scratch = self.reserve_partial_sums(op, out, n_tiles, k_tiles, label)
         self.emit_tiles(op, inp, out, scratch)
         return n_tiles, k_tiles
 
-    def reserve_partial_sums(self, op: ArrayOp, out: Placement, k_tiles: int, label: str) -> int:
+    def reserve_partial_sums(self, op: ArrayOp, out: Placement, n_tiles: int, k_tiles: int,
+                             label: str) -> int:
         """The K-tile scratch entry of the op (partial-sum buffer), checked against PDEPTH."""
         cfg, p = self.cfg, op.pixels
-        n_tiles = -(-op.weights.out_channels // cfg.rows)
         if out.space == "pbuf":
             # an N-tile's outputs: one entry per pixel, or one sum (a pixel-sum placement is
             # one pixel): the K-tile scratch goes right after all of them
@@ -225,7 +225,8 @@ class _Tally:
     """Stands for a list of instructions or memory words that is only counted: len() and the
     cycles (by the cycle model) of what was added."""
 
-    def __init__(self):
+    def __init__(self, cfg: ArrayConfig):
+        self.cfg = cfg
         self.n = 0
         self.cycles = 0
 
@@ -234,7 +235,7 @@ class _Tally:
 
     def append(self, ins) -> None:              # the HALT that ends a segment
         self.n += 1
-        self.cycles += total_cycles([ins], ArrayConfig())
+        self.cycles += total_cycles([ins], self.cfg)
 
     def add(self, n: int, cycles: int = 0) -> None:
         self.n += n
@@ -250,7 +251,7 @@ class _CountingBuilder(_Builder):
     def __init__(self, cfg: ArrayConfig, memo: dict):
         super().__init__(cfg)
         self.memo = memo
-        self.instrs, self.biases, self.shifts = _Tally(), _Tally(), _Tally()
+        self.instrs, self.biases, self.shifts = _Tally(cfg), _Tally(cfg), _Tally(cfg)
         self.identity_used = False
 
     def emit_tiles(self, op: ArrayOp, inp: Placement, out: Placement, scratch: int) -> None:

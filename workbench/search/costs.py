@@ -157,30 +157,27 @@ class CostModel:
         return self._kept(("network", arch),
                           lambda: self.family.structure(arch, self.input_shape, self.classes))
 
+    def _compiled(self, arch, compile_step, *args, **kwargs):
+        """compile_step(network, the array's roomy config, ...), with a CompileError turned into
+        the CostError that names the architecture and the array."""
+        rows, cols = self.settings.rows_cols
+        try:
+            return compile_step(self.network(arch), roomy_config(rows, cols, self.settings.cmax),
+                                *args, **kwargs)
+        except CompileError as exc:
+            raise CostError(f"architecture {arch.describe()} does not compile for a "
+                            f"{self.settings.array} array: {exc}") from None
+
     def program(self, arch):
         """The compiled program of the architecture (instructions and memory plan; the words
         are not encoded, which does not change a cycle)."""
-        def build():
-            rows, cols = self.settings.rows_cols
-            try:
-                return compile_network(self.network(arch), roomy_config(rows, cols,
-                                                                        self.settings.cmax),
-                                       encode_words=False)
-            except CompileError as exc:
-                raise CostError(f"architecture {arch.describe()} does not compile for a "
-                                f"{self.settings.array} array: {exc}") from None
-        return self._kept(("program", arch), build)
+        return self._kept(("program", arch),
+                          lambda: self._compiled(arch, compile_network, encode_words=False))
 
     def _cycles(self, arch) -> int:
         """compile_network + the cycle model, each op shape's tiles emitted once (a program
         of the zoo Fashion space has 8,000 instructions, and nearly every sample is new)."""
-        rows, cols = self.settings.rows_cols
-        try:
-            return network_cycles(self.network(arch), roomy_config(rows, cols, self.settings.cmax),
-                                  self._op_cycles)
-        except CompileError as exc:
-            raise CostError(f"architecture {arch.describe()} does not compile for a "
-                            f"{self.settings.array} array: {exc}") from None
+        return self._compiled(arch, network_cycles, self._op_cycles)
 
     def static(self, name: str, arch) -> float:
         """The cost `name` of `arch` that does not depend on the example (energy: without the

@@ -95,13 +95,25 @@ module accelerator #(
     wire [11:0]    height, width, in_ch, out_ch;
     wire [19:0]    in_addr, out_addr, acc_addr;
     /* verilator lint_on UNUSEDSIGNAL */
+    // `start` reaches the decoder a cycle later (dec_start), so that the instruction memory
+    // reads start_pc in the cycle of `start`: the decoder registers each word as it leaves the
+    // memory and checks it in FETCH (instruction_decoder.v), which keeps the block RAM's
+    // clock-to-out out of FETCH's path. The run's counters start with the decoder, so every
+    // cycle count is the cycle model's as before; `busy` rises and `done` falls in the cycle
+    // after `start`, as before.
+    reg            dec_start;
+    reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
+    wire           dec_busy, dec_done, dec_error;
+    assign busy = dec_busy | dec_start;
+    assign done = dec_done & ~dec_start;
+    assign error = dec_error & ~dec_start;
 
     instruction_decoder #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH),
         .PDEPTH(PDEPTH), .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH),
         .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) u_decoder (
-        .clk(clk), .rst(rst), .start(start), .start_pc(start_pc), .imem_addr(imem_raddr),
+        .clk(clk), .rst(rst), .start(dec_start), .start_pc(run_pc), .imem_addr(imem_raddr),
         .imem_data(imem_q),
-        .busy(busy), .done(done), .error(error), .error_code(error_code), .pc(pc),
+        .busy(dec_busy), .done(dec_done), .error(dec_error), .error_code(error_code), .pc(pc),
         .exec_lw(exec_lw), .exec_mm(exec_mm), .k(k), .retire(retire),
         .rows(lw_rows), .cols(lw_cols), .w_addr(w_addr), .b_addr(b_addr), .s_addr(s_addr),
         .mode(mode), .acc_in(acc_in), .shift_en(shift_en), .group(group), .fill(fill),
@@ -128,6 +140,11 @@ module accelerator #(
         if (rst) start_pc <= {(IAW+1){1'b0}};
         else if (h_write && h_region == R_CTRL && h_off[3:0] == 4'd8) start_pc <= host_wdata_q[IAW:0];
     end
+    always @(posedge clk) begin
+        dec_start <= !rst && start && !busy;
+        if (rst) run_pc <= {(IAW+1){1'b0}};
+        else if (start && !busy) run_pc <= start_pc;
+    end
     reg  [3:0]  h_region_q;
     /* verilator lint_off UNUSEDSIGNAL */
     reg  [27:0] h_off_q;
@@ -146,7 +163,8 @@ module accelerator #(
                 .clk(clk),
                 .we(h_write && h_region == R_IMEM && h_off[1:0] == gi),
                 .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
-                .raddr((busy || start) ? imem_raddr : h_off[IAW+1:2]), .rdata(imem_chunk[gi]));
+                .raddr((start && !busy) ? start_pc[IAW-1:0] : busy ? imem_raddr : h_off[IAW+1:2]),
+                .rdata(imem_chunk[gi]));
         end
     endgenerate
     assign imem_q = {imem_chunk[3], imem_chunk[2], imem_chunk[1], imem_chunk[0]};
@@ -427,12 +445,12 @@ module accelerator #(
     reg [31:0] cycles, activity, retired, act_instr;
     wire [31:0] act_now = act_instr + {{(32-CNTW){1'b0}}, active_count};
     always @(posedge clk) begin
-        if (rst || (start && !busy)) begin
+        if (rst || dec_start) begin
             cycles <= 32'd0;
             activity <= 32'd0;
             retired <= 32'd0;
             act_instr <= 32'd0;
-        end else if (busy) begin
+        end else if (dec_busy) begin
             cycles <= cycles + 32'd1;
             if (exec_mm) activity <= activity + {{(32-CNTW){1'b0}}, active_count};
             act_instr <= retire ? 32'd0 : (exec_mm ? act_now : act_instr);
@@ -451,7 +469,7 @@ module accelerator #(
     reg [31:0] ctrl_q;
     always @(posedge clk) begin
         case (h_off[3:0])
-            4'd0: ctrl_q <= {24'd0, error_code, 1'b0, error, done, busy};
+            4'd0: ctrl_q <= {24'd0, dec_start ? 4'd0 : error_code, 1'b0, error, done, busy};
             4'd1: ctrl_q <= cycles;
             4'd2: ctrl_q <= {{(31-IAW){1'b0}}, pc};
             4'd3: ctrl_q <= activity;

@@ -7,14 +7,19 @@
 // scheduled off it.
 //
 // Timing: the next word is read ahead (the address is start_pc while idle and pc + 1 while
-// executing), so it is already on `imem_data` in FETCH. FETCH runs every check and the pixel
-// product and registers the results; DECODE only latches fields and moves on. This keeps the
-// checks (a 12x12 multiply, then compares) and the decision of DECODE in separate cycles, the
-// path that limited the top's clock, without changing the cycle model. Within FETCH the
-// product feeds comparators only (every subtraction runs beside it) and the window table
-// tile_cols x group is registered. The memory
-// read is one cycle (sdp_ram); the word is read again in FETCH, so it stays on `imem_data` in
-// DECODE. A word that fails a check raises `error` with the same code as
+// executing) and registered as it leaves the memory (`w_q`), so FETCH checks a word that is
+// already in flip-flops: the block RAM's clock-to-out (5.8 ns on the ECP5, which has no output
+// register here) is out of FETCH's path, the memory -> product -> checks path that limited the
+// top's clock. This needs the word two cycles before FETCH: executions last at least two
+// cycles (LOAD_WEIGHTS rows + 1 with rows >= 1, MATMUL more than 34), and in the cycle of
+// `start` imem_data must already hold the word at start_pc: the memory read start_pc in the
+// cycle before (accelerator.v registers `start` for that). FETCH runs every check and the
+// pixel product and registers the results; DECODE only latches fields and moves on, so the
+// checks (a 12x12 multiply, then compares) and the decision of DECODE stay in separate cycles;
+// the cycle model does not change. Within FETCH the product feeds comparators only (every
+// subtraction runs beside it) and the window table tile_cols x group is registered. The
+// memory read is one cycle (sdp_ram); the word is read again in FETCH, so `w_q` still holds
+// it in DECODE. A word that fails a check raises `error` with the same code as
 // models/isa.py, halts, and executes nothing (so it writes nothing).
 module instruction_decoder #(
     parameter ROWS = 8,
@@ -33,7 +38,7 @@ module instruction_decoder #(
     input  wire             start,
     input  wire [IAW:0]     start_pc,       // first instruction to run (segments of a program)
     output wire [IAW-1:0]   imem_addr,
-    input  wire [127:0]     imem_data,
+    input  wire [127:0]     imem_data,      // the word at the imem_addr of the cycle before
     // status
     output reg              busy,
     output reg              done,
@@ -117,7 +122,11 @@ module instruction_decoder #(
                   || (state == S_DECODE && !pc_over_q && op == OP_HALT && err_q == E_NONE);
 
     // ---- field extraction (combinational, from the fetched word) ----
-    wire [127:0] w = imem_data;
+    // the word registered as it leaves the memory: in FETCH and DECODE the word at pc (read
+    // ahead, above); in other states whatever was read, unused
+    reg [127:0] w_q;
+    always @(posedge clk) w_q <= imem_data;
+    wire [127:0] w = w_q;
     wire [3:0]  op = w[3:0];
     wire [7:0]  f_rows = w[15:8];
     wire [7:0]  f_cols = w[23:16];

@@ -126,8 +126,14 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     image = list(prefix) + list(words)
     image += [0] * (cfg.imem_depth - len(image))
     dut.start_pc.value = start_pc
+    await ReadOnly()                    # the decoder reads ahead: start_pc while idle
+    addr_prev = int(dut.imem_addr.value)
+    await FallingEdge(dut.clk)
+    # the decoder registers the word in the cycle of `start`: it must be the word at start_pc
+    # (accelerator.v registers `start` so that its memory has read start_pc by then)
+    dut.imem_data.value = image[addr_prev] if addr_prev < len(image) else 0
     dut.start.value = 1
-    await ReadOnly()                    # the decoder reads ahead: start_pc in the start cycle
+    await ReadOnly()
     addr_prev = int(dut.imem_addr.value)
     await FallingEdge(dut.clk)
     dut.start.value = 0

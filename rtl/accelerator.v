@@ -140,10 +140,11 @@ module accelerator #(
         if (rst) start_pc <= {(IAW+1){1'b0}};
         else if (h_write && h_region == R_CTRL && h_off[3:0] == 4'd8) start_pc <= host_wdata_q[IAW:0];
     end
+    wire take_start = start && !busy;       // a start pulse that is not ignored
     always @(posedge clk) begin
-        dec_start <= !rst && start && !busy;
+        dec_start <= !rst && take_start;
         if (rst) run_pc <= {(IAW+1){1'b0}};
-        else if (start && !busy) run_pc <= start_pc;
+        else if (take_start) run_pc <= start_pc;
     end
     reg  [3:0]  h_region_q;
     /* verilator lint_off UNUSEDSIGNAL */
@@ -163,7 +164,7 @@ module accelerator #(
                 .clk(clk),
                 .we(h_write && h_region == R_IMEM && h_off[1:0] == gi),
                 .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
-                .raddr((start && !busy) ? start_pc[IAW-1:0] : busy ? imem_raddr : h_off[IAW+1:2]),
+                .raddr(take_start ? start_pc[IAW-1:0] : busy ? imem_raddr : h_off[IAW+1:2]),
                 .rdata(imem_chunk[gi]));
         end
     endgenerate

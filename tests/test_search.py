@@ -279,6 +279,21 @@ def test_bnn_min_channels_keep_a_block_whole_and_gate_the_rest():
     assert net._mask(h, "width1", 8, 16 // 8).sum(dim=1).tolist() == [16, 16, 16]
 
 
+def test_hidden_widens_the_zoo_space_and_its_samples(tmp_path):
+    """--hidden 512 with --space zoo: the zoo's conv widths, the hidden layer gated up to 512
+    in blocks of 32, and sampled architectures wider than the zoo's 256 hidden units."""
+    from workbench.commands.search import build_parser, options_from_args
+    argv = ["--family", "bnn", "--space", "zoo", "--data", "fashion", "--hidden", "512",
+            "--budgets", "100", "--out", str(tmp_path / "o")]
+    space_opts = options_from_args(build_parser().parse_args(argv), argv).trial["space"]
+    assert space_opts == {"channels": [64, 128], "hidden": 512}
+    space = bnn_family.make_space((1, 28, 28), 10, space_opts)
+    net = bnn_family.supernet(space, 0.9)
+    assert net.gates.part(torch.zeros(1, net.gates.size), "hidden").shape[1] == 512 // 32 - 1
+    archs = _sample_archs(net, 40, SEED)
+    assert max(a.hidden for a in archs) > 256 and all(a.hidden % 32 == 0 for a in archs)
+
+
 def test_binary_bnn_supernet_sees_only_the_signs_of_its_weights():
     """--binary-supernet: conv and hidden weights enter as +-1 (scaling them changes nothing),
     while the float super network's logits move with them."""
@@ -392,6 +407,11 @@ def _search(*args, timeout=600):
      "bnn search space: min channels (64, 12) must give each of the 2 conv blocks"),
     (["--budgets", "100", "--family", "bnn", "--min-channels", "64"],
      "bnn search space: min channels (64,) must give each of the 2 conv blocks"),
+    (["--budgets", "100", "--hidden", "512"], "--hidden is for the bnn family"),
+    (["--budgets", "100", "--family", "bnn", "--hidden", "500"],
+     "bnn search space: channels (64, 128) and hidden 500 must be positive multiples"),
+    (["--budgets", "100", "--family", "bnn", "--hidden", "0"],
+     "bnn search space: channels (64, 128) and hidden 0 must be positive multiples"),
     (["--budgets", "100", "--family", "resnet-fabric", "--cost", "params", "--space", "zoo"],
      "the resnet-fabric family has no zoo model"),
 ])

@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--min-channels", default=None,
                     help="bnn: channels of each conv block that are always on, comma-separated "
                          "(e.g. 64,8 keeps the first convolution whole; default one block of 8)")
+    ap.add_argument("--hidden", type=int, default=None,
+                    help="bnn: the widest hidden dense layer, a multiple of 32 (default the "
+                         "zoo's 256)")
     ap.add_argument("--out", type=Path, default=Path("out/search"))
     ap.add_argument("--address", default=None,
                     help="join this Ray cluster (default: a local Ray for the search)")
@@ -128,6 +131,10 @@ def options_from_args(args, argv) -> SearchOptions:
         except ValueError:
             raise SearchError(f"--min-channels must be comma-separated channel counts, got "
                               f"{args.min_channels!r}") from None
+    if args.hidden is not None:
+        if args.family != "bnn":
+            raise SearchError("--hidden is for the bnn family")
+        space = {**space, "hidden": args.hidden}
     if space:
         trial["space"] = space
     return SearchOptions(family=args.family, cost=args.cost, budgets=args.budgets,

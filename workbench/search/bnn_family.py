@@ -92,9 +92,10 @@ class BnnSpace:
 
     def __post_init__(self):
         _, h, w = self.input_shape
-        if any(c % self.block for c in self.channels) or self.hidden % self.hidden_block:
+        if (any(c % self.block or c <= 0 for c in self.channels)
+                or self.hidden % self.hidden_block or self.hidden <= 0):
             raise ValueError(f"channels {self.channels} and hidden {self.hidden} must be "
-                             f"multiples of their blocks ({self.block}, {self.hidden_block})")
+                             f"positive multiples of their blocks ({self.block}, {self.hidden_block})")
         if not self.min_channels:
             object.__setattr__(self, "min_channels", (self.block,) * len(self.channels))
         if len(self.min_channels) != len(self.channels) or any(

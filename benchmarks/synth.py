@@ -391,6 +391,19 @@ def report(res: dict) -> None:
                   f"{r['path_routing_ns']:.2f} ns routing) through {' -> '.join(r['path_blocks'])}")
 
 
+def longest_first(keys) -> list:
+    """The jobs' (kind, name) keys, the longest runs first so that the pool ends together: the
+    rest at the paper's size (20-45 min of yosys) and the tops' place and route (the 16x16 one
+    30-45 min of nextpnr), then the others; within a rank the larger size first."""
+    def rank(key):
+        kind, name = key
+        first = 0 if kind == "rest" or (kind == "ecp5" and name.startswith("top ")) else {
+            "tops": 1, "ecp5": 2, "arrays": 3, "cells": 4}[kind]
+        size = [int(v) for v in re.findall(r"\d+", name)[:2]]
+        return first, -(size[0] * size[1] if len(size) == 2 else 0)
+    return sorted(keys, key=rank)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2, help="tool runs at the same time (default 2)")
@@ -423,8 +436,7 @@ def main() -> int:
         if not args.no_top:
             jobs.update({("ecp5", f"top {r}x{c}"): (pr_top, r, c) for r, c in TOPS})
     res: dict = {"cells": {}, "arrays": [], "tops": [], "ecp5": {}}
-    # the longest runs first, so that the pool ends together
-    order = sorted(jobs, key=lambda k: {"rest": 0, "tops": 1, "ecp5": 2, "arrays": 3, "cells": 4}[k[0]])
+    order = longest_first(jobs)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {key: pool.submit(*jobs[key]) for key in order}
         for key in order:

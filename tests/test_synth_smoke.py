@@ -65,3 +65,20 @@ def test_rest_of_the_top_reads_the_array_as_a_black_box():
         m.endswith("channel_shift") for m in modules), modules
     assert not any("systolic_array" in m or "sac_cell" in m for m in modules), modules
     assert re.search(r"^\s+systolic_array\s+1$", stat, re.M), "the array instance is missing"
+
+
+def test_make_synth_starts_the_longest_runs_first():
+    """The pool of `make synth` starts the rest at 128x64 and the tops' place and route first
+    (each 20-45 min), the larger first, and the seconds-long cell runs last."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import synth
+    finally:
+        sys.path.pop(0)
+    keys = [("cells", "sac_cell"), ("arrays", "8x8"), ("arrays", "32x16"), ("tops", "8x8"),
+            ("ecp5", "array 16x16"), ("ecp5", "top 8x8"), ("ecp5", "top 16x16"),
+            ("rest", "128x64 CMAX 512"), ("tops", "16x16")]
+    assert synth.longest_first(keys) == [
+        ("rest", "128x64 CMAX 512"), ("ecp5", "top 16x16"), ("ecp5", "top 8x8"),
+        ("tops", "16x16"), ("tops", "8x8"), ("ecp5", "array 16x16"), ("arrays", "32x16"),
+        ("arrays", "8x8"), ("cells", "sac_cell")]

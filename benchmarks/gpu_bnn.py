@@ -40,7 +40,7 @@ from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
 from gpu_kernels.mapper import batch_range, evaluate, map_network
-from gpu_kernels.nvml_energy import EnergyMeter
+from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, energy_per_call, gpu_energy_j
 from gpu_kernels.profiling import MeasuredProfile
 from gpu_kernels.runner import Runner
 from models import golden
@@ -146,6 +146,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
 
     n_check = min(args.check, n_images)
     ref = golden.run(net, x[:n_check])
+    nvml = gpu_energy_j() is not None           # each run then also fills an energy window
     L = len(net.layers)
     plans = {f"all-{c}": [c] * L for c in CONFIGS if c in impls}
     if CPU in impls:
@@ -164,8 +165,10 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         runs.append(run)
         if "skipped" not in run:
             left = budget_end - time.perf_counter()
-            # a run costs its prediction, plus a warm-up batch, plus the set-up and check
-            cost = run["predicted_s"] * (1 + run["batch"] / n_images) + RUN_OVERHEAD_S
+            # a run costs its prediction, plus a warm-up batch, plus the set-up and check, plus
+            # the energy window (repeats of the run, at least one, when NVML reads energy)
+            cost = (run["predicted_s"] * (1 + run["batch"] / n_images) + RUN_OVERHEAD_S
+                    + (max(ENERGY_WINDOW_S, run["predicted_s"]) if nvml else 0.0))
             if run["predicted_s"] > args.max_run_s:
                 run["skipped"] = f"predicted {run['predicted_s']:.1f} s > --max-run-s {args.max_run_s}"
             elif cost > left:
@@ -180,20 +183,22 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         exact = all(np.array_equal(a, b) for a, b in zip(check.outputs, ref.outputs)) and \
             np.array_equal(check.predictions, ref.predictions)
         runner.run(x[:run["batch"]], keep_outputs=False)   # warm-up at full batch size
-        with EnergyMeter() as meter:
-            res = runner.run(x, keep_outputs=False)
+        res = runner.run(x, keep_outputs=False)
+        # energy over repeats of the same run: NVML's counter moves in steps (nvml_energy.py)
+        energy = energy_per_call(lambda: runner.run(x, keep_outputs=False, predictions=False))
         accuracy = (float(np.mean(res.predictions == labels))
                     if labels is not None and res.predictions is not None else None)
         run.update({"wall_s": res.wall_s, "gpu_kernel_s": res.gpu_kernel_s,
                     "gpu_host_s": res.gpu_host_s, "transfer_s": res.transfer_s,
                     "exact_on_first": n_check if exact else None, "exact": exact,
-                    "accuracy": accuracy, "energy_j": meter.joules, "result": res.as_dict()})
+                    "accuracy": accuracy, **energy.as_dict(), "result": res.as_dict()})
         print(f"{run_name:>12}: batch {run['batch']:>5}, wall {1e3 * res.wall_s:10.3f} ms "
               f"(predicted {1e3 * run['predicted_s']:10.3f} ms; GPU kernels {1e3 * res.gpu_kernel_s:.3f} ms, "
               f"host issue {1e3 * res.gpu_host_s:.3f} ms, copies {1e3 * res.transfer_s:.3f} ms), "
               f"exact on {n_check}: {exact}"
               + (f", accuracy {100 * accuracy:.2f}%" if accuracy is not None else "")
-              + (f", {meter.joules:.2f} J" if meter.joules is not None else ""), flush=True)
+              + (f", {energy.joules_per_call:.2f} J ({energy.calls} runs in {energy.seconds:.1f} s)"
+                 if energy.joules_per_call is not None else ""), flush=True)
         rec.write()
 
     done = [r for r in runs if "wall_s" in r]

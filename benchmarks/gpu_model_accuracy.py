@@ -24,9 +24,7 @@ import math
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from workbench import gpu_model  # noqa: E402
+from workbench import gpu_model
 
 FIELDS = ["net", "word_bits", "images", "run", "batch", "layer", "impl", "seconds"]
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import platform
 from pathlib import Path
 
@@ -87,33 +86,25 @@ def default_array_fit(net) -> dict:
 # GPU: a modelled profile for the mapper
 # ---------------------------------------------------------------------------------------------
 class ModelledGpuProfile:
-    """A deterministic profile source for ``gpu_kernels.mapper.map_network``: seconds from the
-    launch geometry (``gpu_kernels.launch.plan``) and an operation count, not from a clock.
-
-    Every kernel output costs ``ops`` word operations (IntConv2d 9C multiply-adds, BinConv2d
+    """A deterministic profile source for ``gpu_kernels.mapper.map_network``, so that a card is
+    the same on every machine. The GPU configurations, their host issue time and the copies are
+    ``workbench.gpu_model`` (the occupancy model of an H200 the compare job maps with, calibrated
+    against the H200's measured layer times); the CPU implementation takes ``cpu_overhead_s``
+    plus its word operations at ``cpu_ops_per_s`` (IntConv2d 9C multiply-adds, BinConv2d
     9 ceil(C/B) xor-popcounts, BinDense ceil(K/B), Step B compares, MaxPool 4, Flatten B bit
-    moves). A GPU configuration takes ``launch_s`` plus the larger of the critical path (one
-    thread's outputs one after another, one word operation per cycle), the throughput bound
-    (the work of every launched warp lane over ``sms * lanes_per_sm`` lanes) and the memory
-    bound (input and output tensor bytes at ``dram_bytes_per_s``). The CPU takes
-    ``cpu_overhead_s`` plus all operations at ``cpu_ops_per_s``; a copy ``copy_latency_s`` plus
-    bytes at ``copy_bytes_per_s``. The defaults describe an H200 (132 SMs at 1.98 GHz, 64
-    integer lanes per SM counted, 4.8 TB/s HBM, 25 GB/s host copies) and, for the CPU, the rate
-    the vectorised CPU implementation reached on this machine's 2 cores (docs/gpu.md: about
-    5e9 word operations per second)."""
+    moves per output), the rate the vectorised CPU implementation reached on this machine's 2
+    cores (docs/gpu.md: about 5e9 word operations per second)."""
 
-    def __init__(self, word_bits: int = 32, sms: int = 132, lanes_per_sm: int = 64,
-                 clock_hz: float = 1.98e9, launch_s: float = 5e-6, cpu_ops_per_s: float = 5e9,
-                 cpu_overhead_s: float = 1e-5, copy_bytes_per_s: float = 25e9,
-                 copy_latency_s: float = 1e-5, dram_bytes_per_s: float = 4.8e12):
-        self.word_bits, self.sms, self.lanes_per_sm = word_bits, sms, lanes_per_sm
-        self.clock_hz, self.launch_s = clock_hz, launch_s
+    def __init__(self, word_bits: int = 32, cpu_ops_per_s: float = 5e9,
+                 cpu_overhead_s: float = 1e-5):
+        self.word_bits = word_bits
         self.cpu_ops_per_s, self.cpu_overhead_s = cpu_ops_per_s, cpu_overhead_s
-        self.copy_bytes_per_s, self.copy_latency_s = copy_bytes_per_s, copy_latency_s
-        self.dram_bytes_per_s = dram_bytes_per_s
 
     def constants(self) -> dict:
-        return dict(self.__dict__)
+        from workbench import gpu_model
+        return {**self.__dict__, "gpu": gpu_model.ModelledProfile.source,
+                "gpu_calibration": dict(gpu_model.CALIBRATION),
+                "gpu_calibration_other": gpu_model.CALIBRATION_OTHER}
 
     def _ops_per_output(self, op) -> int:
         from models import ir
@@ -129,46 +120,28 @@ class ModelledGpuProfile:
             return 4
         return b if op.fin.kind == "binary" or isinstance(layer, ir.Step) else 1
 
-    def _gpu_s(self, op, n: int, config: str) -> float | None:
-        from gpu_kernels.errors import LaunchError
-        from gpu_kernels.launch import plan
-        if op.kernel is None:
-            return 0.0
-        try:
-            launch = plan(op.work(n), config, what=op.label)
-        except LaunchError:
-            return None
-        per_block = math.prod(launch.chunks)
-        serial = math.ceil(per_block / launch.threads) * self._ops_per_output(op)
-        lanes = launch.blocks * math.ceil(launch.threads / 32) * 32
-        compute = max(serial, lanes * serial / (self.sms * self.lanes_per_sm)) / self.clock_hz
-        memory = (op.fin.nbytes(n) + op.fout.nbytes(n)) / self.dram_bytes_per_s
-        return self.launch_s + max(compute, memory)
-
     def _cpu_s(self, op, n: int) -> float:
         if op.kernel is None:
             return 0.0
         w = op.work(n)
         return self.cpu_overhead_s + w.n * w.p * w.f * self._ops_per_output(op) / self.cpu_ops_per_s
 
-    def _copy_s(self, fmt, n: int) -> float:
-        return self.copy_latency_s + fmt.nbytes(n) / self.copy_bytes_per_s
-
     def profile(self, net, batch_sizes):
-        from gpu_kernels.configs import CPU, IMPLS
+        from gpu_kernels.configs import CONFIGS, CPU, IMPLS
         from gpu_kernels.layer_ops import prepare
         from gpu_kernels.profiling import Profile
+        from workbench import gpu_model
+        gpu = gpu_model.ModelledProfile(self.word_bits).profile(net, batch_sizes)
         ops = prepare(net, self.word_bits)
-        fmts = [op.fin for op in ops] + [ops[-1].fout]
-        layer_s, copies = {}, {}
+        layer_s, host_s = {}, {}
         for b in batch_sizes:
-            layer_s[b] = [[self._cpu_s(op, b) if m == CPU else self._gpu_s(op, b, m)
-                           for m in IMPLS] for op in ops]
-            copies[b] = [self._copy_s(f, b) for f in fmts]
-        return Profile(net.name, [layer.describe() for layer in net.layers], list(batch_sizes),
-                       layer_s, copies, dict(copies), list(IMPLS),
-                       "modelled (workbench.cards.ModelledGpuProfile)",
-                       {"word_bits": self.word_bits, "model": self.constants()})
+            layer_s[b] = [[self._cpu_s(op, b) if m == CPU else row[CONFIGS.index(m)] for m in IMPLS]
+                          for op, row in zip(ops, gpu.layer_s[b])]
+            host_s[b] = [[None if m == CPU else row[CONFIGS.index(m)] for m in IMPLS]
+                         for row in gpu.host_s[b]]
+        return Profile(net.name, gpu.layers, list(batch_sizes), layer_s, gpu.h2d_s, gpu.d2h_s,
+                       list(IMPLS), "modelled (workbench.cards.ModelledGpuProfile)",
+                       {"word_bits": self.word_bits, "model": self.constants()}, host_s)
 
 
 def gpu_mapping(net) -> dict:
@@ -180,8 +153,9 @@ def gpu_mapping(net) -> dict:
     def choice(ch):
         return {"batch": ch.batch, "impls": list(ch.impls),
                 "predicted_ms_for_10000_images": round(1e3 * ch.total_s, 3)}
-    return {"profile": "modelled, not measured (workbench.cards.ModelledGpuProfile: launch "
-                       "geometry and operation counts of an H200; docs/models.md)",
+    return {"profile": "modelled, not measured (workbench.cards.ModelledGpuProfile: "
+                       "workbench.gpu_model's calibrated H200 model, the CPU from operation "
+                       "counts; docs/models.md)",
             "model": source.constants(), "batch_sizes": list(GPU_BATCHES),
             "images": GPU_IMAGES, "algorithm1": choice(mapping.algorithm1),
             "dp": choice(mapping.dp),

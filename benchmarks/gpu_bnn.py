@@ -40,7 +40,7 @@ from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
 from gpu_kernels.mapper import batch_range, evaluate, map_network
-from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, energy_per_call, gpu_energy_j
+from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, EnergyReading, energy_per_call, gpu_energy_j
 from gpu_kernels.profiling import MeasuredProfile
 from gpu_kernels.runner import Runner
 from models import golden
@@ -146,7 +146,9 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
 
     n_check = min(args.check, n_images)
     ref = golden.run(net, x[:n_check])
-    nvml = gpu_energy_j() is not None           # each run then also fills an energy window
+    # on CuPy with NVML each run also fills an energy window (the emulation's GPU energy is the
+    # board idling, not the run's)
+    nvml = args.backend == "cupy" and gpu_energy_j() is not None
     L = len(net.layers)
     plans = {f"all-{c}": [c] * L for c in CONFIGS if c in impls}
     if CPU in impls:
@@ -185,7 +187,8 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         runner.run(x[:run["batch"]], keep_outputs=False)   # warm-up at full batch size
         res = runner.run(x, keep_outputs=False)
         # energy over repeats of the same run: NVML's counter moves in steps (nvml_energy.py)
-        energy = energy_per_call(lambda: runner.run(x, keep_outputs=False, predictions=False))
+        energy = (energy_per_call(lambda: runner.run(x, keep_outputs=False, predictions=False))
+                  if nvml else EnergyReading(None, 0, 0.0))
         accuracy = (float(np.mean(res.predictions == labels))
                     if labels is not None and res.predictions is not None else None)
         run.update({"wall_s": res.wall_s, "gpu_kernel_s": res.gpu_kernel_s,

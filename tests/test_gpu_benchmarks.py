@@ -34,6 +34,8 @@ def test_gpu_benchmark_smoke_on_emulation(tmp_path):
     assert res["all_exact"] and res["target_met"] is None          # emulation: no verdict
     assert res["dp_vs_all_xyz"] > 0 and runs["all-XYZ"]["gpu_host_s"] > 0
     assert runs["dp"]["accuracy"] is None and res["data"].startswith("random")
+    # no GPU energy for emulated runs, and no energy window spent on them
+    assert all(r["energy_j"] is None and r["energy_calls"] == 0 for r in runs.values() if "wall_s" in r)
     assert (tmp_path / "heatmap_fashion.png").exists() and (tmp_path / "mapping_fashion.json").exists()
     profile = json.loads((tmp_path / "mapping_fashion.json").read_text())["profile"]
     assert set(profile["host_s"]) == {"2", "4"}                    # host issue times kept

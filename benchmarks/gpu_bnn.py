@@ -40,7 +40,7 @@ from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
 from gpu_kernels.mapper import batch_range, evaluate, map_network
-from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, EnergyReading, energy_per_call, gpu_energy_j
+from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, NO_READING, energy_per_call, gpu_energy_j
 from gpu_kernels.profiling import MeasuredProfile
 from gpu_kernels.runner import Runner
 from models import golden
@@ -188,7 +188,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         res = runner.run(x, keep_outputs=False)
         # energy over repeats of the same run: NVML's counter moves in steps (nvml_energy.py)
         energy = (energy_per_call(lambda: runner.run(x, keep_outputs=False, predictions=False))
-                  if nvml else EnergyReading(None, 0, 0.0))
+                  if nvml else NO_READING)
         accuracy = (float(np.mean(res.predictions == labels))
                     if labels is not None and res.predictions is not None else None)
         run.update({"wall_s": res.wall_s, "gpu_kernel_s": res.gpu_kernel_s,

@@ -61,13 +61,14 @@ def write_samples(samples: list[dict], path: Path) -> None:
     tmp.replace(path)
 
 
-def report(samples: list[dict]) -> bool:
-    fit, every = gpu_model.fit_calibration(samples)
+def report(samples: list[dict], raws: list[tuple[str, float]]) -> bool:
+    """Print the comparison; `raws`: each sample's `gpu_model.raw_sample_s`. True when the
+    constants in gpu_model.py equal the fit."""
+    fit, every = gpu_model.fit_calibration(samples, raws)
     by_family: dict[str, list[tuple[float, float]]] = {}
     runs: dict[tuple, list[float]] = {}
-    for s in samples:
-        family, raw = gpu_model.modelled_sample_s(s, calibrated=False)
-        _, cal = gpu_model.modelled_sample_s(s)
+    for s, (family, raw) in zip(samples, raws):
+        cal = raw * gpu_model.calibration(family)
         by_family.setdefault(family, []).append((s["seconds"] / raw, s["seconds"] / cal))
         tot = runs.setdefault((s["net"], s["word_bits"], s["run"]), [0.0, 0.0, 0.0])
         tot[0] += s["seconds"]
@@ -80,7 +81,7 @@ def report(samples: list[dict]) -> bool:
     for fam in sorted(by_family):
         raw = [r for r, _ in by_family[fam]]
         cal = [c for _, c in by_family[fam]]
-        code = gpu_model.CALIBRATION.get(fam, gpu_model.CALIBRATION_OTHER)
+        code = gpu_model.calibration(fam)
         print(f"  {fam:16} {len(raw):6}  {geo(raw):6.2f} ({min(raw):5.2f}..{max(raw):5.2f})  "
               f"{geo(cal):6.2f} ({min(cal):5.2f}..{max(cal):5.2f})  {fit[fam]:5.2f}  {code:5.2f}")
     print(f"  {'(all)':16} {len(samples):6}  {'':21}  {'':21}  {every:5.2f}  "
@@ -125,12 +126,11 @@ def main(argv=None) -> int:
             write_samples(samples, args.data)
         if not samples:
             raise ValueError(f"{args.data}: no measurements (add some with --add)")
-        for s in samples:
-            gpu_model.modelled_sample_s(s, calibrated=False)   # every sample's network loads
+        raws = [gpu_model.raw_sample_s(s) for s in samples]   # every sample's network loads
     except (OSError, ValueError, KeyError, IndexError) as exc:
         print(f"gpu_model_accuracy: {exc}", file=sys.stderr)
         return 2
-    return 0 if report(samples) else 1
+    return 0 if report(samples, raws) else 1
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ class EnergyMeter:
         return False
 
 
-@dataclass
+@dataclass(frozen=True)
 class EnergyReading:
     """Board energy of one call of the work, averaged over `calls` calls in `seconds`."""
     joules_per_call: float | None
@@ -67,18 +67,22 @@ class EnergyReading:
                 "energy_window_s": round(self.seconds, 3)}
 
 
+NO_READING = EnergyReading(None, 0, 0.0)     # no NVML, or not a GPU run: nothing measured
+
+
 def energy_per_call(work: Callable[[], object], index: int = 0,
                     window_s: float = ENERGY_WINDOW_S, max_calls: int = 100_000) -> EnergyReading:
     """Call `work` (which must wait for the GPU before it returns) until `window_s` has passed,
     inside one NVML bracket; the energy per call. Without NVML `work` is not called at all."""
     if gpu_energy_j(index) is None:
-        return EnergyReading(None, 0, 0.0)
+        return NO_READING
     calls = 0
     with EnergyMeter(index) as meter:
+        end = time.perf_counter() + window_s
         while True:
             work()
             calls += 1
-            if calls >= max_calls or time.perf_counter() - meter._t0 >= window_s:
+            if calls >= max_calls or time.perf_counter() >= end:
                 break
     per_call = None if meter.joules is None else meter.joules / calls
     return EnergyReading(per_call, calls, meter.seconds)

@@ -26,7 +26,8 @@ def samples():
 def run_totals(samples, calibrated):
     totals = {}
     for s in samples:
-        _, t = gpu_model.modelled_sample_s(s, calibrated=calibrated)
+        family, t = gpu_model.raw_sample_s(s)
+        t *= gpu_model.calibration(family) if calibrated else 1.0
         tot = totals.setdefault((s["net"], s["word_bits"], s["run"]), [0.0, 0.0])
         tot[0] += s["seconds"]
         tot[1] += t

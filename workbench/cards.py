@@ -131,8 +131,8 @@ class ModelledGpuProfile:
         from gpu_kernels.layer_ops import prepare
         from gpu_kernels.profiling import Profile
         from workbench import gpu_model
-        gpu = gpu_model.ModelledProfile(self.word_bits).profile(net, batch_sizes)
         ops = prepare(net, self.word_bits)
+        gpu = gpu_model.ModelledProfile(self.word_bits).profile(net, batch_sizes, ops)
         layer_s, host_s = {}, {}
         for b in batch_sizes:
             layer_s[b] = [[self._cpu_s(op, b) if m == CPU else row[CONFIGS.index(m)] for m in IMPLS]

@@ -151,7 +151,7 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from gpu_kernels import Runner, cuda_available, map_network
     from gpu_kernels.configs import CONFIGS, IMPLS
-    from gpu_kernels.nvml_energy import energy_per_call
+    from gpu_kernels.nvml_energy import NO_READING, energy_per_call
     from gpu_kernels.profiling import MeasuredProfile
 
     backend = "cupy" if cuda_available() else "emulation"
@@ -168,11 +168,11 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     res = runner.run(x, progress=opts.progress)
     # board energy over repeats of the run (NVML's counter moves in steps; nvml_energy.py)
     energy = (energy_per_call(lambda: runner.run(x, keep_outputs=False, predictions=False))
-              if backend == "cupy" else None)
+              if backend == "cupy" else NO_READING)
     n_batches = -(-len(x) // batch)
     info = {
         "backend": res.backend, "device": res.device_name, "batch": batch,
-        "energy_uj_per_image": (None if energy is None or energy.joules_per_call is None
+        "energy_uj_per_image": (None if energy.joules_per_call is None
                                 else 1e6 * energy.joules_per_call / len(x)),
         "impls": res.impls, "profile": mapping.profile.source,
         "mapping": {"algorithm1": mapping.algorithm1.as_dict(), "dp": choice.as_dict(),

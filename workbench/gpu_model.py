@@ -84,13 +84,18 @@ def kernel_family(op) -> str:
     return op.kernel.split("/")[0]
 
 
+def calibration(family: str) -> float:
+    """Measured / modelled seconds for a kernel family (CALIBRATION_OTHER if never measured)."""
+    return CALIBRATION.get(family, CALIBRATION_OTHER)
+
+
 def kernel_s(op, batch: int, config: str) -> float | None:
     """Modelled seconds of one launch of `op` over `batch` images, calibrated; None if it
     cannot launch."""
     raw = raw_kernel_s(op, batch, config)
     if raw is None or op.kernel is None:
         return raw
-    return raw * CALIBRATION.get(kernel_family(op), CALIBRATION_OTHER)
+    return raw * calibration(kernel_family(op))
 
 
 def raw_kernel_s(op, batch: int, config: str) -> float | None:
@@ -130,23 +135,24 @@ def _ops(spec: str, word_bits: int):
     return prepare(network_from_spec(path), word_bits)
 
 
-def modelled_sample_s(sample: dict, calibrated: bool = True) -> tuple[str, float]:
-    """(kernel family, modelled seconds) of a sample: the model over the run's batches (the
-    last one partial, as the runner splits them)."""
+def raw_sample_s(sample: dict) -> tuple[str, float]:
+    """(kernel family, raw modelled seconds) of a sample: the model before calibration over the
+    run's batches (the last one partial, as the runner splits them). Calibrated, it is this
+    times `calibration(family)`."""
     op = _ops(sample["net"], sample["word_bits"])[sample["layer"]]
     n, b = sample["images"], sample["batch"]
     sizes = [b] * (n // b) + ([n % b] if n % b else [])
-    model = kernel_s if calibrated else raw_kernel_s
-    return kernel_family(op), sum(model(op, size, sample["impl"]) for size in sizes)
+    return kernel_family(op), sum(raw_kernel_s(op, size, sample["impl"]) for size in sizes)
 
 
-def fit_calibration(samples: list[dict]) -> tuple[dict[str, float], float]:
+def fit_calibration(samples: list[dict], raw: list[tuple[str, float]] | None = None
+                    ) -> tuple[dict[str, float], float]:
     """Per kernel family, and over all samples, the geometric mean of measured / raw modelled
-    seconds (rounded to 2 decimals, as CALIBRATION holds them)."""
+    seconds (rounded to 2 decimals, as CALIBRATION holds them). `raw`: the samples'
+    `raw_sample_s`, when the caller has them already."""
     logs: dict[str, list[float]] = {}
-    for smp in samples:
-        family, raw = modelled_sample_s(smp, calibrated=False)
-        logs.setdefault(family, []).append(math.log(smp["seconds"] / raw))
+    for smp, (family, raw_s) in zip(samples, raw or map(raw_sample_s, samples)):
+        logs.setdefault(family, []).append(math.log(smp["seconds"] / raw_s))
     every = [v for vs in logs.values() for v in vs]
     geo = lambda vs: round(math.exp(sum(vs) / len(vs)), 2)  # noqa: E731
     return {f: geo(vs) for f, vs in logs.items()}, geo(every)
@@ -166,8 +172,9 @@ class ModelledProfile:
     def __init__(self, word_bits: int = 32):
         self.word_bits = word_bits
 
-    def profile(self, net: ir.Network, batch_sizes) -> Profile:
-        ops = prepare(net, self.word_bits)
+    def profile(self, net: ir.Network, batch_sizes, ops=None) -> Profile:
+        """`ops`: `prepare(net, word_bits)`, when the caller has it already."""
+        ops = prepare(net, self.word_bits) if ops is None else ops
         fmts = [op.fin for op in ops] + [ops[-1].fout]
         layer_s, host_s, copies = {}, {}, {}
         for b in batch_sizes:

@@ -145,7 +145,10 @@ def simulator_of(pid: int) -> int | None:
     workers = [p for p, cmd in kids.items()
                if "workbench.rtl_shards" in cmd and "--build" not in cmd]
     table = processes()
-    sims = [p for p in kids if table.get(p, (None,))[0] in workers]
+    # by its program: before the simulator a worker also runs short helpers (the cocotb runner
+    # calls `verilator` itself, a perl script), and a signal to one of those finds it gone
+    sims = [p for p in kids if table.get(p, (None,))[0] in workers
+            and os.path.basename(kids[p].split(" ")[0]) in ("vvp", rtl_shards.TOPLEVEL)]
     return sims[0] if sims else None
 
 
@@ -169,7 +172,10 @@ class SignalOnceRunning(threading.Thread):
                 # appears, and a signal after the run's end would find nothing to stop
                 time.sleep(0.02)
                 self.seen.update(descendants(self.pid))
-                os.kill(sim if self.target == "simulator" else self.pid, self.sig)
+                try:
+                    os.kill(sim if self.target == "simulator" else self.pid, self.sig)
+                except ProcessLookupError:      # it ended in the meantime: look again
+                    continue
                 self.sent = True
                 return
             time.sleep(0.05)

@@ -348,10 +348,15 @@ def test_a_stopped_compiler_in_the_first_build_exits_3(tmp_path):
     seen, deadline = {}, time.monotonic() + 240
     while time.monotonic() < deadline and job.poll() is None:
         seen.update(descendants(job.pid))
-        compilers = [p for p, cmd in seen.items() if "cc1plus" in cmd]
+        running = descendants(job.pid)
+        seen.update(running)
+        compilers = [p for p, cmd in running.items() if "cc1plus" in cmd]
         if compilers:
-            os.kill(compilers[0], signal.SIGSTOP)
-            break
+            try:
+                os.kill(compilers[0], signal.SIGSTOP)
+                break
+            except ProcessLookupError:      # that file's compile ended meanwhile: the next one
+                pass
         time.sleep(0.05)
     _, err = job.communicate(timeout=120)
     assert job.returncode == 3, err

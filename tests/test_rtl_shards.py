@@ -120,8 +120,9 @@ def processes() -> dict:
     return table
 
 
-def descendants(pid: int) -> dict:
-    table, found, todo = processes(), {}, [pid]
+def descendants(pid: int, table: dict | None = None) -> dict:
+    """pid -> command line of every process below `pid` (in `table`, default a fresh one)."""
+    table, found, todo = processes() if table is None else table, {}, [pid]
     while todo:
         p = todo.pop()
         for child, (parent, state, cmd) in table.items():
@@ -137,14 +138,13 @@ def alive(pids) -> list:
     return [p for p in pids if p in table and table[p][1] != "Z"]
 
 
-def simulator_of(pid: int) -> int | None:
-    """The simulator a compare job `pid` runs: the child of a shard's worker process."""
-    kids = descendants(pid)
+def simulator_of(kids: dict, table: dict) -> int | None:
+    """The simulator among a compare job's processes `kids` (its `descendants` in `table`):
+    the child of a shard's worker process."""
     # a shard's worker, not the worker of a supervised build (`--build`: its children are
     # Verilator, make and the compilers)
     workers = [p for p, cmd in kids.items()
                if "workbench.rtl_shards" in cmd and "--build" not in cmd]
-    table = processes()
     # by its program: before the simulator a worker also runs short helpers (the cocotb runner
     # calls `verilator` itself, a perl script), and a signal to one of those finds it gone
     sims = [p for p in kids if table.get(p, (None,))[0] in workers
@@ -165,8 +165,10 @@ class SignalOnceRunning(threading.Thread):
     def run(self):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not self.done.is_set():
-            self.seen.update(descendants(self.pid))
-            sim = simulator_of(self.pid)
+            table = processes()
+            kids = descendants(self.pid, table)
+            self.seen.update(kids)
+            sim = simulator_of(kids, table)
             if sim is not None:
                 # at once: one SAC image on Verilator lasts only ~0.3 s after the simulator
                 # appears, and a signal after the run's end would find nothing to stop

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -376,7 +377,7 @@ def test_final_model_is_trained_with_the_zoo_models_recipe_of_the_data_set(fam, 
             assert v == defaults[k].default, k
     fam.train_final(arch, "/some/data.npz", (1, 28, 28), 10, epochs=None, float_epochs=None,
                     **common)
-    assert set(calls[-1]) <= {"cfg", "progress", "on_epoch_end", *common}
+    assert set(calls[-1]) <= {"cfg", "progress", "on_epoch_end", "device", *common}
 
 
 def _search(*args, timeout=600):
@@ -414,6 +415,12 @@ def _search(*args, timeout=600):
      "bnn search space: channels (64, 128) and hidden 0 must be positive multiples"),
     (["--budgets", "100", "--family", "resnet-fabric", "--cost", "params", "--space", "zoo"],
      "the resnet-fabric family has no zoo model"),
+    (["--budgets", "100", "--family", "sac", "--device", "cuda"],
+     "--device cuda: the sac family trains on cpu"),
+    (["--budgets", "100", "--device", "tpu"], "invalid choice: 'tpu'"),
+    pytest.param(["--budgets", "100", "--family", "bnn", "--device", "cuda"],
+                 "--device cuda: torch", marks=pytest.mark.skipif(
+                     torch.cuda.is_available(), reason="CUDA is here")),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     from workbench.commands.search import main
@@ -507,6 +514,47 @@ def test_resuming_refuses_a_finished_trial_made_with_other_settings(tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(result) in err and "epochs: was 7, now 1" in err
     assert result.read_text() == before and not (tmp_path / "pareto.json").exists()
+
+
+def test_device_and_threads_are_how_a_trial_ran_not_what_it_is(tmp_path):
+    """A finished trial trained on another device or with other threads (the GPU machine's
+    trials, resumed here) is the same trial; other epochs are not."""
+    from dataclasses import asdict
+
+    from workbench.search.driver import settings_differ
+    cfg = TrialConfig(family="bnn", cost="cycles", budget=1e5, lam=1.0, seed=0, threads=1)
+    stored = json.loads(json.dumps(asdict(cfg)))
+    assert settings_differ(cfg, {**stored, "device": "cuda", "threads": 2}) is None
+    assert settings_differ(cfg, {k: v for k, v in stored.items() if k != "device"}) is None
+    assert settings_differ(cfg, {**stored, "epochs": 7}) == "epochs: was 7, now 20"
+
+
+BNN_TINY = ["--family", "bnn", "--cost", "cycles", "--budgets", "1e9", "--epochs", "1",
+            "--warmup-epochs", "0", "--final-epochs", "1", "--final-float-epochs", "1",
+            "--layers", "2", "--width", "16", "--hidden", "64", "--seeds", "2", "--cpus", "2"]
+
+
+def test_trials_run_without_ray_are_picked_up_by_the_search(tmp_path, capsys):
+    """benchmarks/search_trials_gpu.py (the GPU machine has no Ray) runs a search's trials
+    in worker processes; the search started afterwards with the same arguments, here on the
+    folder moved elsewhere (as when it comes back from the GPU machine), finds them finished,
+    trains nothing and writes the front from the moved folder's files."""
+    from workbench.commands.search import build_parser, options_from_args
+    from workbench.search.driver import run_search
+    made, moved = tmp_path / "gpu", tmp_path / "here"
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_trials_gpu.py"),
+                          "--workers", "2", "--", *BNN_TINY, "--out", str(made)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "2 trial(s), 0 already done" in run.stdout and "2 finished, 0 failed" in run.stdout
+    assert "bnn_cycles_b1e+09_l1_s1: epoch 1/1" in run.stdout
+    made.rename(moved)
+    args = [*BNN_TINY, "--out", str(moved)]
+    doc = run_search(options_from_args(build_parser().parse_args(args), args))
+    assert "2 trial(s) (2 already done" in capsys.readouterr().out
+    assert doc["complete"] and len(doc["models"]) == 2
+    assert all(Path(m["files"]["onnx"]).parent.parent == moved / "trials" for m in doc["models"])
+    assert list((moved / "front").glob("*.onnx"))
 
 
 def test_cost_speed_benchmark_checks_its_samples_against_the_full_compile():

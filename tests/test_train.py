@@ -130,6 +130,30 @@ def test_training_is_deterministic(tiny_bnn):
     assert again.accuracy == tiny_bnn.accuracy
 
 
+@pytest.mark.parametrize("device", [
+    "cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                         reason="no CUDA device"))])
+def test_bnn_trains_on_each_device_into_the_exact_integer_network(device):
+    """The BNN recipe on `device` (--device cuda in a search): the quantized model evaluated
+    there gives the golden network's scores exactly (TF32 would round them), and the models
+    come back on the CPU."""
+    seed = SEED + 5
+    print("seed", seed)
+    r = train_bnn("digits", epochs=1, float_epochs=1, seed=seed, progress=False, device=device,
+                  cfg=bnn_train.BnnConfig(channels=(8, 16), hidden=16))
+    assert r.settings["device"] == device
+    assert next(r.model.parameters()).device.type == "cpu"
+    images = np.concatenate([load_digits("val").images, np.random.default_rng(seed).integers(
+        0, 256, (50, 1, 8, 8)).astype(np.uint8)])
+    model = r.model.to(device).eval()
+    with torch.no_grad():
+        scores = model(torch.from_numpy(images.astype(np.float32)).to(device)).cpu().double()
+    assert np.array_equal(scores.numpy(), golden.run(r.net, images).scores.astype(np.float64))
+    val = load_digits("val")
+    assert r.accuracy["quantized_val"] == float(
+        (golden.run(r.net, val.images).predictions == val.labels).mean())
+
+
 def test_training_session_fixes_and_restores_settings():
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
     with training_session(3, threads=1) as gen:

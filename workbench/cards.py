@@ -183,6 +183,15 @@ def onnxruntime_scores(model, net, images, chunk: int = GOLDEN_CHUNK) -> np.ndar
                            for i in range(0, len(images), chunk)])
 
 
+def _machine(settings: dict) -> str:
+    """Where the training ran (its times are that machine's)."""
+    text = f"{platform.machine()}, torch {torch.__version__}, {settings['threads']} thread(s)"
+    if settings.get("device", "cpu") == "cuda":
+        name = torch.cuda.get_device_name() if torch.cuda.is_available() else "a CUDA device"
+        return f"{text}, trained on {name}"
+    return f"{text}; times measured on a shared 2-core machine (pessimistic)"
+
+
 def write_model_and_card(result, out: Path, command: str) -> dict:
     """Export `result.net` to `out` (.onnx), check onnxruntime == golden on the test split, and
     write the card to `out` with suffix .json. Returns the card."""
@@ -219,9 +228,7 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
         "training": {"command": command, "seed": result.settings["seed"],
                      "seconds": round(result.seconds, 1),
                      "settings": result.settings,
-                     "machine": f"{platform.machine()}, torch {torch.__version__}, "
-                                f"{result.settings['threads']} thread(s); times measured on a "
-                                f"shared 2-core machine (pessimistic)"},
+                     "machine": _machine(result.settings)},
         "onnx": {"opset": model.opset_import[0].version, "ir_version": model.ir_version,
                  "nodes": len(model.graph.node), "bytes": out.stat().st_size},
     }

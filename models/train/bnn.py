@@ -145,22 +145,21 @@ class BnnNet(nn.Module):
 
     @staticmethod
     def _steps(bn, lo, hi):
-        t, d = bnn_num.bn_step_params(bn.weight.detach().double().numpy(),
-                                      bn.bias.detach().double().numpy(),
-                                      bn.running_mean.double().numpy(),
-                                      bn.running_var.double().numpy(), bn.eps, lo, hi)
+        host = lambda v: v.detach().cpu().double().numpy()       # noqa: E731
+        t, d = bnn_num.bn_step_params(host(bn.weight), host(bn.bias), host(bn.running_mean),
+                                      host(bn.running_var), bn.eps, lo, hi)
         return t, d
 
     def _forward_int(self, x):
         def step(z, td):
             t, d = td
             shape = (1, -1) + (1,) * (z.dim() - 2)
-            t = torch.as_tensor(t, dtype=z.dtype).view(shape)
-            d = torch.as_tensor(d, dtype=z.dtype).view(shape)
+            t = torch.as_tensor(t, dtype=z.dtype, device=z.device).view(shape)
+            d = torch.as_tensor(d, dtype=z.dtype, device=z.device).view(shape)
             return torch.where(d * (z - t) >= 0, 1.0, -1.0).to(z.dtype)
         for kind, w, b, td in self.integer_params():
-            wt = torch.as_tensor(w, dtype=x.dtype)
-            bt = torch.as_tensor(b, dtype=x.dtype)
+            wt = torch.as_tensor(w, dtype=x.dtype, device=x.device)
+            bt = torch.as_tensor(b, dtype=x.dtype, device=x.device)
             if kind == "conv":
                 x = F.max_pool2d(step(F.conv2d(x, wt, bt, padding=1), td), 2)
             else:

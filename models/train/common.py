@@ -1,6 +1,7 @@
 """Shared training machinery: determinism, data tensors, a tqdm training loop, evaluation."""
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
@@ -27,41 +28,73 @@ def seed_everything(seed: int, threads: int = 1) -> torch.Generator:
     return g
 
 
+DEVICES = ("cpu", "cuda")
+
+
+def training_device(name: str) -> torch.device:
+    """The torch device a recipe trains on: "cpu" or "cuda" (the current CUDA device).
+    ValueError, in one line, when CUDA is asked for and torch sees none."""
+    if name not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {name!r}")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device cuda: torch {torch.__version__} sees no CUDA device")
+    return torch.device(name)
+
+
 @contextmanager
-def training_session(seed: int, threads: int = 1):
+def training_session(seed: int, threads: int = 1, device: str = "cpu"):
     """`seed_everything` for the duration of a training run, then the process's previous torch
-    thread count and deterministic-algorithms flag come back (tests share worker processes)."""
+    thread count and deterministic-algorithms flag come back (tests share worker processes).
+
+    On CUDA: TF32 is switched off for convolutions and matrix products, because the quantized
+    models evaluate integer sums in float32 and TF32's 10-bit mantissa would round them (their
+    accuracy would no longer be the golden network's); deterministic kernels are asked for
+    where CUDA has them (warn_only: a GPU run is repeatable only where it can be), and cuBLAS
+    gets the workspace setting that its deterministic mode needs."""
     prev_threads = torch.get_num_threads()
     prev_det = torch.are_deterministic_algorithms_enabled()
+    prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    cuda = training_device(device).type == "cuda"
+    if cuda:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        prev_tf32 = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        yield seed_everything(seed, threads)
+        gen = seed_everything(seed, threads)
+        if cuda:
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        yield gen
     finally:
         torch.set_num_threads(prev_threads)
-        torch.use_deterministic_algorithms(prev_det)
+        torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
+        if cuda:
+            torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = prev_tf32
 
 
-def to_tensors(ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
-    """uint8 pixels -> float32 tensor holding the same integers; labels -> int64."""
-    return (torch.from_numpy(ds.images.astype(np.float32)),
-            torch.from_numpy(ds.labels.astype(np.int64)))
+def to_tensors(ds: Dataset, device: torch.device | str = "cpu") -> tuple[torch.Tensor,
+                                                                        torch.Tensor]:
+    """uint8 pixels -> float32 tensor holding the same integers; labels -> int64; on `device`."""
+    return (torch.from_numpy(ds.images.astype(np.float32)).to(device),
+            torch.from_numpy(ds.labels.astype(np.int64)).to(device))
 
 
 def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1,
                  prob: float = 1.0) -> torch.Tensor:
     """Augmentation: move each image (each with probability `prob`) by up to `max_shift`
-    pixels in each direction (zero fill)."""
+    pixels in each direction (zero fill). The random numbers come from the CPU generator `gen`
+    whatever device `x` is on, so a seed draws the same shifts on every device."""
     n, _, h, w = x.shape
     p = max_shift
     padded = torch.nn.functional.pad(x, (p, p, p, p))
     dy = torch.randint(0, 2 * p + 1, (n,), generator=gen)
     dx = torch.randint(0, 2 * p + 1, (n,), generator=gen)
-    rows = (dy[:, None] + torch.arange(h)[None, :])            # [n, h]
-    cols = (dx[:, None] + torch.arange(w)[None, :])            # [n, w]
-    idx_n = torch.arange(n)[:, None, None]
+    rows = (dy[:, None] + torch.arange(h)[None, :]).to(x.device)            # [n, h]
+    cols = (dx[:, None] + torch.arange(w)[None, :]).to(x.device)            # [n, w]
+    idx_n = torch.arange(n, device=x.device)[:, None, None]
     out = padded.permute(0, 2, 3, 1)[idx_n, rows[:, :, None], cols[:, None, :]]
     out = out.permute(0, 3, 1, 2).contiguous()
     if prob < 1.0:
-        keep = torch.rand(n, generator=gen) >= prob
+        keep = (torch.rand(n, generator=gen) >= prob).to(x.device)
         out[keep] = x[keep]
     return out
 
@@ -124,7 +157,7 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         if on_epoch_start is not None:
             on_epoch_start(ep)
         model.train()
-        perm = torch.randperm(len(x), generator=gen)
+        perm = torch.randperm(len(x), generator=gen).to(x.device)
         tot, hits, seen = 0.0, 0, 0
         for i in range(0, len(x), batch):
             idx = perm[i:i + batch]

@@ -59,10 +59,13 @@ def _golden_accuracy(net: ir.Network, ds: Dataset) -> float:
     return float((argmax(scores.reshape(len(scores), -1)) == ds.labels).mean())
 
 
-def train_bnn(data="digits", *, seed: int = 0, threads: int = 1, **kwargs) -> TrainResult:
-    """Float twin, then the binarized model (see module docstring); deterministic per seed."""
-    with training_session(seed, threads) as gen:
-        return _train_bnn(data, gen=gen, seed=seed, threads=threads, **kwargs)
+def train_bnn(data="digits", *, seed: int = 0, threads: int = 1, device: str = "cpu",
+              **kwargs) -> TrainResult:
+    """Float twin, then the binarized model (see module docstring); deterministic per seed (on
+    the CPU; on "cuda" where CUDA's kernels are, see training_session). The models come back on
+    the CPU."""
+    with training_session(seed, threads, device) as gen:
+        return _train_bnn(data, gen=gen, seed=seed, threads=threads, device=device, **kwargs)
 
 
 def train_sac(data="digits", *, seed: int = 0, threads: int = 1, **kwargs) -> TrainResult:
@@ -76,18 +79,19 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
               float_lr: float = 0.01, kd_alpha: float = 0.7, augment_prob: float = 0.0,
               batch: int = 64, float_batch: int = 64, max_shift: int = 1,
               progress: bool = True, log_epochs: bool = False,
-              name: str = "bnn", on_epoch_end=None) -> TrainResult:
+              name: str = "bnn", on_epoch_end=None, device: str = "cpu") -> TrainResult:
     """`max_shift`: augmentation shifts (float twin: every image; QAT: a fraction
     `augment_prob`)."""
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
-    tr, va, te = (to_tensors(d) for d in (train_ds, val_ds, test_ds))
+    tr, va, te = (to_tensors(d, device) for d in (train_ds, val_ds, test_ds))
     cfg = cfg or bnn_train.BnnConfig(input_shape=train_ds.image_shape)
-    twin = bnn_train.BnnNet(cfg, binary=False)
+    # parameters are drawn on the CPU (the same initial weights for a seed on every device)
+    twin = bnn_train.BnnNet(cfg, binary=False).to(device)
     fit(twin, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
         max_shift=max_shift, batch=float_batch, desc="float twin", progress=progress,
         log_epochs=log_epochs, on_epoch_end=on_epoch_end)
-    model = bnn_train.BnnNet(cfg, binary=True)
+    model = bnn_train.BnnNet(cfg, binary=True).to(device)
     with torch.no_grad():                      # start from the twin's signs and batch norms
         model.load_state_dict(twin.state_dict())
         for p in model.latent_weights():
@@ -101,9 +105,11 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),
            "quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
            "golden_test": _golden_accuracy(net, test_ds)}
+    model, twin = model.cpu(), twin.cpu()
     return TrainResult("bnn", net, model, twin, acc, time.perf_counter() - t0, cfg.to_dict(),
                        {"epochs": epochs, "float_epochs": float_epochs, "seed": seed,
-                        "threads": threads, "lr": lr, "float_lr": float_lr, "kd_alpha": kd_alpha,
+                        "threads": threads, "device": device, "lr": lr, "float_lr": float_lr,
+                        "kd_alpha": kd_alpha,
                         "augment_prob": augment_prob, "max_shift": max_shift, "batch": batch,
                         "float_batch": float_batch,
                         "selection": "last epoch (best validation epoch "

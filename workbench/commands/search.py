@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--address", default=None,
                     help="join this Ray cluster (default: a local Ray for the search)")
     ap.add_argument("--cpus", type=int, default=None, help="local Ray: trials at once")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the trials train (cuda: the bnn family; the trials at once "
+                         "share the GPU)")
     ap.add_argument("--verify", action="store_true",
                     help="run the compare job on the front's models; fail on any mismatch")
     ap.add_argument("--verify-images", type=int, default=100)
@@ -102,6 +105,7 @@ def options_from_args(args, argv) -> SearchOptions:
     trial = {"epochs": args.epochs, "warmup_epochs": args.warmup_epochs,
              "final_epochs": args.final_epochs, "final_float_epochs": args.final_float_epochs,
              "optimizer": args.optimizer, "gate_lr": args.gate_lr, "gate_clip": args.gate_clip,
+             "device": args.device,
              "costs": {"array": args.array, "clock_mhz": args.clock_mhz,
                        "processors": args.processors, "gpu_profile": args.gpu_profile}}
     if args.lr is not None or args.optimizer == "sgd":

@@ -145,7 +145,7 @@ class BnnSuperNet(nn.Module):
 
     def _mask(self, h: torch.Tensor, name: str, block: int, fixed: int = 1) -> torch.Tensor:
         """[n, channels] 0/1 mask: the first `fixed` blocks always on, then the gates'."""
-        return torch.cat([torch.ones(len(h), fixed), self.gates.part(h, name)], dim=1) \
+        return torch.cat([h.new_ones(len(h), fixed), self.gates.part(h, name)], dim=1) \
             .repeat_interleave(block, dim=1)
 
     def _depth(self, h: torch.Tensor) -> torch.Tensor:
@@ -217,6 +217,7 @@ def _batch_norm(bn: torch.nn.BatchNorm1d, z: torch.Tensor) -> torch.Tensor:
 
 COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "gpu", "parallel")
 ZOO = {"digits": "bnn_digits", "fashion": "bnn_fashion"}
+DEVICES = ("cpu", "cuda")        # where its trials can train (--device)
 Arch = BnnArch
 
 
@@ -248,12 +249,14 @@ def supernet(space: BnnSpace, init_prob: float) -> BnnSuperNet:
 
 def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, seed: int,
                 threads: int, epochs: int | None, float_epochs: int | None, name: str,
-                on_epoch_end=None):
-    """The zoo recipe (float twin, then the binarized model distilled from it), from scratch."""
+                on_epoch_end=None, device: str = "cpu"):
+    """The zoo recipe (float twin, then the binarized model distilled from it), from scratch,
+    on `device`."""
     from models.train.recipes import train_bnn
     from workbench.search.families import zoo_recipe
     kw = zoo_recipe(ZOO, data)
     kw.update({k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs))
                if v is not None})
     return train_bnn(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),
-                     progress=False, name=name, on_epoch_end=on_epoch_end, **kw)
+                     progress=False, name=name, on_epoch_end=on_epoch_end, device=device,
+                     **kw)

@@ -116,6 +116,7 @@ def check_options(opts: SearchOptions) -> None:
         raise SearchError(f"--cpus must be at least 1, got {opts.cpus}")
     if not cfg.lr > 0 or not cfg.gate_lr > 0 or cfg.gate_clip < 0:
         raise SearchError("--lr and --gate-lr must be positive and --gate-clip 0 or more")
+    check_device(opts, cfg.device, fam)
     from models.datasets import DatasetError, load_dataset
     try:
         ds = load_dataset(opts.data, "val")
@@ -132,6 +133,20 @@ def check_options(opts: SearchOptions) -> None:
             model.all_static(net.decode(h[0]))
     except (CostError, ValueError) as exc:
         raise SearchError(f"{opts.family} search space: {exc}") from None
+
+
+def check_device(opts: SearchOptions, device: str, fam) -> None:
+    """--device: one the family trains on, and CUDA present here (on a cluster, the nodes' GPUs
+    are checked once Ray has joined it)."""
+    devices = getattr(fam, "DEVICES", ("cpu",))
+    if device not in devices:
+        raise SearchError(f"--device {device}: the {opts.family} family trains on "
+                          f"{' or '.join(devices)}")
+    if device != "cpu" and not opts.address:
+        import torch
+        if not torch.cuda.is_available():
+            raise SearchError(f"--device {device}: torch {torch.__version__} sees no CUDA "
+                              f"device here")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,8 +207,27 @@ def _init_ray(opts: SearchOptions, temp_dir: str):
         # local Ray leaves the decision to the operating system
         os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
         # Ray's session directory holds Unix sockets, whose paths must stay short
+        if _device(opts) == "cuda":
+            import torch
+            kwargs["num_gpus"] = torch.cuda.device_count()
         ray.init(num_cpus=opts.cpus or os.cpu_count(), _temp_dir=temp_dir, **kwargs)
+    if _device(opts) == "cuda" and not ray.cluster_resources().get("GPU"):
+        ray.shutdown()
+        raise SearchError(f"--device cuda: the Ray cluster at {opts.address} has no GPU")
     return ray
+
+
+def _device(opts: SearchOptions) -> str:
+    return opts.trial.get("device", "cpu")
+
+
+def trial_resources(opts: SearchOptions, threads: int, trials: int) -> dict:
+    """What Ray reserves for one trial: its threads, and on --device cuda an equal share of one
+    GPU among the trials that run at once (small networks: they share it well)."""
+    res = {"cpu": threads}
+    if _device(opts) == "cuda":
+        res["gpu"] = 1.0 / max(1, min(_parallel(opts), trials))
+    return res
 
 
 FINAL_LINE_S = 30.0
@@ -240,7 +274,7 @@ class _Progress:
             def on_trial_complete(self, iteration, trials, trial, **info):
                 self.finished += 1
                 name = trial.config["trial"]["name"]
-                res = _read_result(Path(trial.config["trial"]["out"]))
+                res = read_result(Path(trial.config["trial"]["out"]))
                 elapsed = time.perf_counter() - self.t0
                 left = self.total - self.finished
                 now = time.perf_counter()
@@ -285,12 +319,19 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def _read_result(trial_dir: Path) -> dict | None:
-    return _read_json(Path(trial_dir) / "result.json")
+def read_result(trial_dir: Path) -> dict | None:
+    """A finished trial's result.json; its files are the ones in `trial_dir` (the folder may
+    have been made elsewhere: on a cluster node, on a GPU machine, before a move)."""
+    res = _read_json(Path(trial_dir) / "result.json")
+    if res is not None and isinstance(res.get("files"), dict):
+        res["files"] = {k: str(Path(trial_dir) / Path(v).name) for k, v in res["files"].items()}
+    return res
 
 
-# TrialConfig fields that name or place a trial but do not change what it computes
-_NOT_SETTINGS = {"out", "name", "command", "export"}
+# TrialConfig fields that name or place a trial but do not change what it computes, and how
+# a trial ran rather than what it is (its device, its threads: a sweep may be resumed on
+# another machine)
+_NOT_SETTINGS = {"out", "name", "command", "export", "device", "threads"}
 
 
 def settings_differ(cfg: TrialConfig, stored: dict) -> str | None:
@@ -314,7 +355,7 @@ def settings_differ(cfg: TrialConfig, stored: dict) -> str | None:
 def check_finished(configs: list[TrialConfig]) -> None:
     """Refuse (SearchError) a finished trial of the same name made with other settings."""
     for cfg in configs:
-        res = _read_result(Path(cfg.out))
+        res = read_result(Path(cfg.out))
         if res is None:
             continue
         diff = settings_differ(cfg, res.get("config") or {})
@@ -328,7 +369,7 @@ def collect(opts: SearchOptions) -> list[dict]:
     """The results of the trials that have finished, in trial order."""
     out = []
     for cfg in opts.trial_configs():
-        res = _read_result(Path(cfg.out))
+        res = read_result(Path(cfg.out))
         if res is not None:
             out.append(res)
     return out
@@ -458,7 +499,7 @@ def run_search(opts: SearchOptions) -> dict:
     check_finished(configs)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    todo = [c for c in configs if _read_result(Path(c.out)) is None]
+    todo = [c for c in configs if read_result(Path(c.out)) is None]
     t0 = time.perf_counter()
     ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     print(f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in "
@@ -468,7 +509,8 @@ def run_search(opts: SearchOptions) -> dict:
         try:
             from ray import tune
             tuner = tune.Tuner(
-                tune.with_resources(_trainable, {"cpu": configs[0].threads}),
+                tune.with_resources(_trainable,
+                                    trial_resources(opts, configs[0].threads, len(todo))),
                 param_space={"trial": tune.grid_search([asdict(c) for c in todo])},
                 tune_config=tune.TuneConfig(max_concurrent_trials=_parallel(opts)),
                 run_config=tune.RunConfig(

@@ -2,7 +2,8 @@
 COSTS (the costs defined for it), ZOO (data set -> zoo model of the family, for comparison),
 Arch, make_space(input_shape, classes, options), supernet(space, init_prob),
 structure(arch, input_shape, classes) (or the fabric's static_cost) and train_final(...); the SAC
-and BNN families also zoo_space(data), the space with the skeleton of their zoo model.
+and BNN families also zoo_space(data), the space with the skeleton of their zoo model, and a
+family that trains on a GPU DEVICES (("cpu", "cuda"); without it the CPU only).
 
 The final model of a trial is trained like the family's zoo model of the same data set:
 `zoo_recipe` reads the training settings from that model's card (models/zoo/*.json), so a

@@ -66,9 +66,10 @@ class GateSet(nn.Module):
         return torch.sigmoid(self.logits)
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """n independent gate vectors H [n, N] (0./1. floats)."""
-        p = self.probs().detach().expand(n, -1)
-        return torch.bernoulli(p, generator=generator)
+        """n independent gate vectors H [n, N] (0./1. floats) on the logits' device, drawn
+        from the CPU `generator` (the same draws for a seed on every device)."""
+        p = self.probs().detach().cpu().expand(n, -1)
+        return torch.bernoulli(p, generator=generator).to(self.logits.device)
 
     def deterministic(self) -> torch.Tensor:
         """The final architecture: gates with probability above 0.5, as a [1, N] batch."""

@@ -59,6 +59,7 @@ class TrialConfig:
     final_float_epochs: int | None = None
     energy_images: int = 200          # validation images the exact energy is measured on
     threads: int = 1
+    device: str = "cpu"               # where the trial trains: "cpu" or "cuda" (family.DEVICES)
     out: str = "out/search/trial"
     name: str = "trial"
     command: str = ""
@@ -105,7 +106,7 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
     """BSN training of the family's super network; returns (net, history)."""
     x, y = train
     space = fam.make_space(tuple(x.shape[1:]), cost_model.classes, cfg.space)
-    net = fam.supernet(space, cfg.init_prob)
+    net = fam.supernet(space, cfg.init_prob).to(x.device)   # drawn on the CPU, then moved
     weights = net.weight_parameters()
     if cfg.optimizer == "sgd":
         opt_w = torch.optim.SGD(weights, lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
@@ -127,7 +128,7 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
         # warm-up epochs train the weights only: the gates are held, so the sampled
         # architectures are not costed (a program per example is most of a gated step's time)
         gated = ep >= cfg.warmup_epochs
-        perm = torch.randperm(len(x), generator=gen)
+        perm = torch.randperm(len(x), generator=gen).to(x.device)
         tot = {"loss": 0.0, "cost": 0.0, "penalty": 0.0, "n": 0}
         for i in range(0, len(x), cfg.batch):
             idx = perm[i:i + cfg.batch]
@@ -142,7 +143,7 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
             objective = loss.mean()
             if gated:
                 archs = net.decode_batch(h)
-                cost = cost_model.per_example(cfg.cost, archs, activity)
+                cost = cost_model.per_example(cfg.cost, archs, activity).to(loss.device)
                 penalty = budget_penalty(cost, cfg.budget, cfg.lam)
                 objective = objective + reinforce_loss(loss.detach() + penalty,
                                                        net.gates.log_prob(h))
@@ -214,12 +215,13 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    with training_session(cfg.seed, cfg.threads) as gen:
+    with training_session(cfg.seed, cfg.threads, cfg.device) as gen:
         train_ds, val_ds, test_ds = _splits(cfg.data)
-        train, val = to_tensors(train_ds), to_tensors(val_ds)
+        train, val = to_tensors(train_ds, cfg.device), to_tensors(val_ds, cfg.device)
         cost_model = CostModel(fam, cfg.cost_settings(), train_ds.image_shape, train_ds.classes)
         cost_model.check(cfg.cost)
         net, history = train_supernet(cfg, fam, cost_model, train, val, gen, report, log)
+    net = net.cpu()
     t_super = time.perf_counter() - t_start
     arch = net.decode(net.gates.deterministic()[0])
     searched_cost = cost_model.static(cfg.cost, arch)
@@ -235,7 +237,8 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     final = fam.train_final(arch, cfg.data, train_ds.image_shape, train_ds.classes,
                             seed=cfg.seed, threads=cfg.threads, epochs=cfg.final_epochs,
                             float_epochs=cfg.final_float_epochs, name=cfg.name,
-                            on_epoch_end=final_progress)
+                            on_epoch_end=final_progress,
+                            **({"device": cfg.device} if cfg.device != "cpu" else {}))
     t_final = time.perf_counter() - t_start - t_super
     if hasattr(final, "net"):          # an integer network: measure it with the tools
         costs = exact_costs(fam, cost_model, final.net, val_ds.images, cfg.energy_images)

@@ -14,8 +14,8 @@ own Python), run it from the repository root with PYTHONPATH=. as below.
 
 Prints one line per trial epoch and per finished trial, then each trial's validation and test
 accuracy and cost; trials still running at --deadline-s are stopped (their folders hold no
-result.json). Exit status: 0 every trial finished; 2 bad arguments; 3 a trial failed or was
-stopped.
+result.json but their checkpoints: the next run continues them). Exit status: 0 every trial
+finished; 2 bad arguments; 3 a trial failed or was stopped.
 """
 import argparse
 import multiprocessing as mp

@@ -377,7 +377,8 @@ def test_final_model_is_trained_with_the_zoo_models_recipe_of_the_data_set(fam, 
             assert v == defaults[k].default, k
     fam.train_final(arch, "/some/data.npz", (1, 28, 28), 10, epochs=None, float_epochs=None,
                     **common)
-    assert set(calls[-1]) <= {"cfg", "progress", "on_epoch_end", "device", *common}
+    assert set(calls[-1]) <= {"cfg", "progress", "on_epoch_end", "device", "checkpoint_dir",
+                              *common}
 
 
 def _search(*args, timeout=600):
@@ -527,6 +528,50 @@ def test_device_and_threads_are_how_a_trial_ran_not_what_it_is(tmp_path):
     assert settings_differ(cfg, {**stored, "device": "cuda", "threads": 2}) is None
     assert settings_differ(cfg, {k: v for k, v in stored.items() if k != "device"}) is None
     assert settings_differ(cfg, {**stored, "epochs": 7}) == "epochs: was 7, now 20"
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path):
+    """A trial stopped in its final training (as when a search is interrupted) and run again
+    continues from DIR/trials/<trial>/checkpoint: the super network is not trained again, the
+    result equals an uninterrupted run's, and the checkpoints are gone once it has finished.
+    A checkpoint made with other settings is not used."""
+    def cfg(out, **kw):
+        return TrialConfig(**{**dict(family="bnn", cost="cycles", budget=1e9, lam=1.0, seed=3,
+                                     epochs=1, warmup_epochs=0, final_epochs=2,
+                                     final_float_epochs=1, out=str(out), name="t", export=False,
+                                     space={"layers": 2, "width": 16, "hidden": 64},
+                                     energy_images=8), **kw})
+    whole = run_trial(cfg(tmp_path / "whole"), log=None)
+
+    def stop(entry):
+        if entry.get("phase") == "final" and entry["desc"] == "binary QAT":
+            raise _Interrupt
+    with pytest.raises(_Interrupt):
+        run_trial(cfg(tmp_path / "cut"), report=stop, log=None)
+    ck = tmp_path / "cut" / "checkpoint"
+    assert {p.name for p in ck.iterdir()} >= {"settings.json", "supernet.pt", "float_twin.pt",
+                                              "binary_qat.pt"}
+    lines, reports = [], []
+    again = run_trial(cfg(tmp_path / "cut"), log=lines.append, report=reports.append)
+    assert lines[0].startswith("super network from ") and "(1 epochs)" in lines[0]
+    # only what was left: the second epoch of the binarized QAT
+    assert [(e["desc"], e["epoch"]) for e in reports] == [("binary QAT", 2)]
+    for key in ("arch", "accuracy", "costs", "searched_cost"):
+        assert again[key] == whole[key], key
+    untimed = lambda h: [{k: v for k, v in e.items() if k != "seconds"} for e in h]  # noqa: E731
+    assert untimed(again["history"]) == untimed(whole["history"])
+    assert not ck.exists() and (tmp_path / "cut" / "result.json").exists()
+
+    with pytest.raises(_Interrupt):
+        run_trial(cfg(tmp_path / "other"), report=stop, log=None)
+    lines = []
+    run_trial(cfg(tmp_path / "other", final_epochs=1), log=lines.append)
+    assert lines[0] == f"removed {tmp_path / 'other' / 'checkpoint'}: made with other settings"
+    assert lines[1].startswith("epoch 1/1")
 
 
 BNN_TINY = ["--family", "bnn", "--cost", "cycles", "--budgets", "1e9", "--epochs", "1",

@@ -154,6 +154,52 @@ def test_bnn_trains_on_each_device_into_the_exact_integer_network(device):
         (golden.run(r.net, val.images).predictions == val.labels).mean())
 
 
+class _Interrupt(Exception):
+    pass
+
+
+@pytest.mark.parametrize("family,stop_at", [("bnn", ("float twin", 1)),
+                                            ("bnn", ("binary QAT", 1)),
+                                            ("sac", ("QAT stage 2/2", 1))])
+def test_interrupted_training_resumes_from_its_checkpoints_to_the_same_model(
+        family, stop_at, tmp_path):
+    """A recipe run with checkpoint_dir, interrupted after an epoch of one phase and run
+    again, gives the network and accuracies of an uninterrupted run, to the bit (the optimizer,
+    schedule, generator and best state are in the checkpoint)."""
+    seed = SEED + 6
+    print("seed", seed)
+    if family == "bnn":
+        run = lambda **kw: train_bnn("digits", epochs=2, float_epochs=2, seed=seed,  # noqa: E731
+                                     progress=False, **kw,
+                                     cfg=bnn_train.BnnConfig(channels=(8, 16), hidden=16))
+    else:
+        run = lambda **kw: train_sac("digits", epochs=1, float_epochs=1, seed=seed,  # noqa: E731
+                                     progress=False, stages=2, **kw,
+                                     cfg=sac_train.SacConfig(widths=(8, 16), groups=(1, 2),
+                                                             final_group=2))
+    whole = run()
+    seen = []
+
+    def stop(entry):
+        seen.append((entry["desc"], entry["epoch"]))
+        if entry["desc"].startswith(stop_at[0]) and entry["epoch"] == stop_at[1]:
+            raise _Interrupt
+    with pytest.raises(_Interrupt):
+        run(checkpoint_dir=tmp_path, on_epoch_end=stop)
+    assert list(tmp_path.glob("*.pt")) and not list(tmp_path.glob("*.tmp"))
+    resumed_epochs = []
+    again = run(checkpoint_dir=tmp_path, on_epoch_end=lambda e: resumed_epochs.append(
+        (e["desc"], e["epoch"])))
+    assert not set(resumed_epochs) & set(seen)          # nothing trained twice
+    assert again.accuracy == whole.accuracy
+    for a, b in zip(whole.net.layers, again.net.layers):
+        for k in ("weight", "bias", "threshold", "direction", "weights"):
+            if hasattr(a, k) and isinstance(getattr(a, k), np.ndarray):
+                assert np.array_equal(getattr(a, k), getattr(b, k)), (a.type_name, k)
+    assert golden.run(whole.net, load_digits("test").images).scores.tolist() == \
+        golden.run(again.net, load_digits("test").images).scores.tolist()
+
+
 def test_training_session_fixes_and_restores_settings():
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
     with training_session(3, threads=1) as gen:

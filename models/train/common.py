@@ -7,6 +7,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -135,7 +136,7 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         on_epoch_start=None, after_step=None, before_eval=None, select_from: int = 0,
         teacher=None, kd_alpha: float = 0.7, kd_temperature: float = 2.0,
         select_best: bool = True, progress: bool = True, log_epochs: bool = False,
-        on_epoch_end=None) -> History:
+        on_epoch_end=None, checkpoint=None) -> History:
     """Adam + cosine learning rate, cross-entropy (plus distillation from `teacher`'s logits
     on the same batch when given), random shifts by up to `max_shift` pixels of a fraction
     `augment` of the images. With `select_best` it keeps the state with the best validation
@@ -143,7 +144,12 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
     end; otherwise the last epoch's state stays (`best_epoch` still reports the best validation
     epoch). With `log_epochs` (and `progress`) every epoch also prints one line to stderr (long
     runs with their output in a log file). `on_epoch_end(entry)` gets {desc, epoch (from 1),
-    epochs, train_loss, val_accuracy, seconds} after every epoch (a search trial's progress)."""
+    epochs, train_loss, val_accuracy, seconds} after every epoch (a search trial's progress).
+
+    `checkpoint` (a file path): after every epoch the whole state of the run (model, optimizer,
+    schedule, the generator `gen`, history, best state) is written there, and a run that finds
+    the file continues after its epoch, giving the model an uninterrupted run would have (on
+    the CPU, to the bit). The caller keeps or removes the file."""
     if teacher is not None:
         teacher.eval()
     x, y = train
@@ -151,8 +157,18 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
     hist = History()
     best_state = None
-    t0 = time.perf_counter()
-    bar = tqdm(range(epochs), desc=desc, unit="ep", disable=not progress, leave=False)
+    start, seconds_before = 0, 0.0
+    if checkpoint is not None and Path(checkpoint).exists():
+        ck = torch.load(checkpoint, map_location=x.device, weights_only=False)   # our own file
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        sched.load_state_dict(ck["schedule"])
+        gen.set_state(ck["generator"].cpu())
+        hist, best_state = ck["history"], ck["best_state"]
+        start, seconds_before = ck["epoch"] + 1, hist.seconds
+    t0 = time.perf_counter() - seconds_before
+    bar = tqdm(range(start, epochs), desc=desc, unit="ep", disable=not progress, leave=False,
+               initial=start, total=epochs)
     for ep in bar:
         if on_epoch_start is not None:
             on_epoch_start(ep)
@@ -191,6 +207,12 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
             hist.best_val, hist.best_val_loss, hist.best_epoch = val_acc, val_loss, ep
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         bar.set_postfix(loss=f"{tot / seen:.3f}", val=f"{val_acc:.3f}")
+        if checkpoint is not None:
+            hist.seconds = time.perf_counter() - t0
+            save_checkpoint(checkpoint, {
+                "epoch": ep, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                "schedule": sched.state_dict(), "generator": gen.get_state(), "history": hist,
+                "best_state": best_state})
         if on_epoch_end is not None:
             on_epoch_end({"desc": desc, "epoch": ep + 1, "epochs": epochs,
                           "train_loss": tot / seen, "val_accuracy": val_acc,
@@ -203,6 +225,15 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         model.load_state_dict(best_state)
     hist.seconds = time.perf_counter() - t0
     return hist
+
+
+def save_checkpoint(path, state: dict) -> None:
+    """torch.save to a temporary file, then renamed: an interruption leaves the previous one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
 
 
 @torch.no_grad()

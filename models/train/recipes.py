@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -59,6 +60,11 @@ def _golden_accuracy(net: ir.Network, ds: Dataset) -> float:
     return float((argmax(scores.reshape(len(scores), -1)) == ds.labels).mean())
 
 
+def _checkpoints(folder):
+    """name -> the file of a training phase's checkpoint in `folder` (None: no checkpoints)."""
+    return lambda name: None if folder is None else Path(folder) / f"{name}.pt"
+
+
 def train_bnn(data="digits", *, seed: int = 0, threads: int = 1, device: str = "cpu",
               **kwargs) -> TrainResult:
     """Float twin, then the binarized model (see module docstring); deterministic per seed (on
@@ -79,9 +85,12 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
               float_lr: float = 0.01, kd_alpha: float = 0.7, augment_prob: float = 0.0,
               batch: int = 64, float_batch: int = 64, max_shift: int = 1,
               progress: bool = True, log_epochs: bool = False,
-              name: str = "bnn", on_epoch_end=None, device: str = "cpu") -> TrainResult:
+              name: str = "bnn", on_epoch_end=None, device: str = "cpu",
+              checkpoint_dir=None) -> TrainResult:
     """`max_shift`: augmentation shifts (float twin: every image; QAT: a fraction
-    `augment_prob`)."""
+    `augment_prob`). `checkpoint_dir`: each phase's state after every epoch (see `fit`), and
+    a run that finds them continues where they end."""
+    ck = _checkpoints(checkpoint_dir)
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
     tr, va, te = (to_tensors(d, device) for d in (train_ds, val_ds, test_ds))
@@ -90,7 +99,7 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
     twin = bnn_train.BnnNet(cfg, binary=False).to(device)
     fit(twin, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
         max_shift=max_shift, batch=float_batch, desc="float twin", progress=progress,
-        log_epochs=log_epochs, on_epoch_end=on_epoch_end)
+        log_epochs=log_epochs, on_epoch_end=on_epoch_end, checkpoint=ck("float_twin"))
     model = bnn_train.BnnNet(cfg, binary=True).to(device)
     with torch.no_grad():                      # start from the twin's signs and batch norms
         model.load_state_dict(twin.state_dict())
@@ -100,7 +109,8 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
                max_shift=max_shift, after_step=model.clip_latent,
                before_eval=lambda: recalibrate_batchnorm(model, tr[0]),
                teacher=twin, kd_alpha=kd_alpha, select_best=False, desc="binary QAT",
-               progress=progress, log_epochs=log_epochs, on_epoch_end=on_epoch_end)
+               progress=progress, log_epochs=log_epochs, on_epoch_end=on_epoch_end,
+               checkpoint=ck("binary_qat"))
     net = model.to_network(name)
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),
            "quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
@@ -122,8 +132,10 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
               float_lr: float = 1e-2, kd_alpha: float = 0.7, stages: int = 4,
               augment_prob: float = 0.0, batch: int = 64, float_batch: int = 64,
               max_shift: int = 1, progress: bool = True, log_epochs: bool = False,
-              name: str = "sac", on_epoch_end=None) -> TrainResult:
-    """`epochs` per pruning stage (the last stage runs twice as long)."""
+              name: str = "sac", on_epoch_end=None, checkpoint_dir=None) -> TrainResult:
+    """`epochs` per pruning stage (the last stage runs twice as long); `checkpoint_dir` as
+    for the BNN recipe."""
+    ck = _checkpoints(checkpoint_dir)
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
     tr, va, te = (to_tensors(d) for d in (train_ds, val_ds, test_ds))
@@ -131,7 +143,7 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
     model = sac_train.SacNet(cfg)
     fit(model, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
         max_shift=max_shift, batch=float_batch, desc="float twin", progress=progress,
-        log_epochs=log_epochs, on_epoch_end=on_epoch_end)
+        log_epochs=log_epochs, on_epoch_end=on_epoch_end, checkpoint=ck("float_twin"))
     recalibrate_batchnorm(model, tr[0])
     twin = copy.deepcopy(model)
     scales = model.quantize_from_float(tr[0])
@@ -143,7 +155,8 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
                 augment=augment_prob, max_shift=max_shift, batch=batch,
                 after_step=model.clip_latent, teacher=twin,
                 kd_alpha=kd_alpha, desc=f"QAT stage {stage + 1}/{stages} G={groups}",
-                progress=progress, log_epochs=log_epochs, on_epoch_end=on_epoch_end)
+                progress=progress, log_epochs=log_epochs, on_epoch_end=on_epoch_end,
+                checkpoint=ck(f"qat_stage{stage + 1}"))
         history.append({"groups": groups, "best_val": h.best_val, "best_epoch": h.best_epoch})
     net = model.to_network(name)
     acc = {"float_val": accuracy(twin, *va), "float_test": accuracy(twin, *te),

@@ -249,9 +249,9 @@ def supernet(space: BnnSpace, init_prob: float) -> BnnSuperNet:
 
 def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, seed: int,
                 threads: int, epochs: int | None, float_epochs: int | None, name: str,
-                on_epoch_end=None, device: str = "cpu"):
-    """The zoo recipe (float twin, then the binarized model distilled from it), from scratch,
-    on `device`."""
+                on_epoch_end=None, device: str = "cpu", checkpoint_dir=None):
+    """The zoo recipe (float twin, then the binarized model distilled from it), from scratch
+    (or from the checkpoints in `checkpoint_dir`), on `device`."""
     from models.train.recipes import train_bnn
     from workbench.search.families import zoo_recipe
     kw = zoo_recipe(ZOO, data)
@@ -259,4 +259,4 @@ def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, s
                if v is not None})
     return train_bnn(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),
                      progress=False, name=name, on_epoch_end=on_epoch_end, device=device,
-                     **kw)
+                     checkpoint_dir=checkpoint_dir, **kw)

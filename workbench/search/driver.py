@@ -28,7 +28,7 @@ from workbench.files import write_json_atomic
 from workbench.search.costs import COSTS, UNITS, CostError, CostModel
 from workbench.search.families import family as get_family
 from workbench.search.pareto import pareto_front
-from workbench.search.trial import TrialConfig, run_trial
+from workbench.search.trial import NOT_SETTINGS, TrialConfig, run_trial
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -328,10 +328,6 @@ def read_result(trial_dir: Path) -> dict | None:
     return res
 
 
-# TrialConfig fields that name or place a trial but do not change what it computes, and how
-# a trial ran rather than what it is (its device, its threads: a sweep may be resumed on
-# another machine)
-_NOT_SETTINGS = {"out", "name", "command", "export", "device", "threads"}
 
 
 def settings_differ(cfg: TrialConfig, stored: dict) -> str | None:
@@ -339,7 +335,7 @@ def settings_differ(cfg: TrialConfig, stored: dict) -> str | None:
     when it is the same trial: resuming must not mix in results made with other settings."""
     from workbench.search.costs import CostSettings
     now = json.loads(json.dumps(asdict(cfg)))      # as result.json holds it (lists, not tuples)
-    for key in sorted(set(now) - _NOT_SETTINGS):
+    for key in sorted(set(now) - NOT_SETTINGS):
         old, new = stored.get(key), now[key]
         if key == "costs":
             try:

@@ -381,13 +381,14 @@ def supernet(space: SacSpace, init_prob: float) -> SacSuperNet:
 
 def train_final(arch: SacArch, data: str, input_shape: tuple, classes: int, *, seed: int,
                 threads: int, epochs: int | None, float_epochs: int | None, name: str,
-                on_epoch_end=None):
+                on_epoch_end=None, checkpoint_dir=None):
     """The zoo recipe (float twin, then power-of-two QAT with progressive column combining)
-    on the chosen architecture, from scratch."""
+    on the chosen architecture, from scratch (or from the checkpoints in `checkpoint_dir`)."""
     from models.train.recipes import train_sac
     from workbench.search.families import zoo_recipe
     kw = zoo_recipe(ZOO, data)
     kw.update({k: v for k, v in (("epochs", epochs), ("float_epochs", float_epochs))
                if v is not None})
     return train_sac(data, seed=seed, threads=threads, cfg=arch.config(input_shape, classes),
-                     progress=False, name=name, on_epoch_end=on_epoch_end, **kw)
+                     progress=False, name=name, on_epoch_end=on_epoch_end,
+                     checkpoint_dir=checkpoint_dir, **kw)

@@ -15,7 +15,9 @@
 """
 from __future__ import annotations
 
+import json
 import math
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from models.datasets import load_dataset
-from models.train.common import random_shift, to_tensors, training_session
+from models.train.common import random_shift, save_checkpoint, to_tensors, training_session
 from workbench.files import write_json_atomic
 from workbench.search.costs import CostModel, CostSettings
 from workbench.search.families import family as get_family
@@ -67,6 +69,37 @@ class TrialConfig:
 
     def cost_settings(self) -> CostSettings:
         return CostSettings(**self.costs)
+
+
+# TrialConfig fields that name or place a trial but do not change what it computes, and how
+# a trial ran rather than what it is (its device, its threads: a sweep may be resumed on
+# another machine)
+NOT_SETTINGS = {"out", "name", "command", "export", "device", "threads"}
+
+
+def settings_of(cfg: TrialConfig) -> dict:
+    """The fields of `cfg` that decide what the trial computes (as result.json holds them)."""
+    now = json.loads(json.dumps(asdict(cfg)))
+    return {k: v for k, v in now.items() if k not in NOT_SETTINGS}
+
+
+def _checkpoint_dir(cfg: TrialConfig, log) -> Path:
+    """DIR/trials/<trial>/checkpoint: the super network and the final training's phases of an
+    unfinished trial; one made with other settings is removed."""
+    folder = Path(cfg.out) / "checkpoint"
+    meta = folder / "settings.json"
+    try:
+        same = json.loads(meta.read_text()) == settings_of(cfg)
+    except (OSError, ValueError):
+        same = False
+    if folder.exists() and not same:
+        shutil.rmtree(folder)
+        if log is not None:
+            log(f"removed {folder}: made with other settings")
+    folder.mkdir(parents=True, exist_ok=True)
+    if not meta.exists():
+        write_json_atomic(meta, settings_of(cfg))
+    return folder
 
 
 def _splits(data: str):
@@ -215,13 +248,27 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
+    ckdir = _checkpoint_dir(cfg, log)
+    supernet_file = ckdir / "supernet.pt"
     with training_session(cfg.seed, cfg.threads, cfg.device) as gen:
         train_ds, val_ds, test_ds = _splits(cfg.data)
-        train, val = to_tensors(train_ds, cfg.device), to_tensors(val_ds, cfg.device)
         cost_model = CostModel(fam, cfg.cost_settings(), train_ds.image_shape, train_ds.classes)
         cost_model.check(cfg.cost)
-        net, history = train_supernet(cfg, fam, cost_model, train, val, gen, report, log)
-    net = net.cpu()
+        if supernet_file.exists():        # an interrupted trial: its super network is done
+            saved = torch.load(supernet_file, weights_only=False)     # our own file
+            net = fam.supernet(fam.make_space(train_ds.image_shape, train_ds.classes,
+                                              cfg.space), cfg.init_prob)
+            net.load_state_dict(saved["net"])
+            history, t_before = saved["history"], saved["seconds"]
+            if log is not None:
+                log(f"super network from {supernet_file} ({len(history)} epochs)")
+        else:
+            train, val = to_tensors(train_ds, cfg.device), to_tensors(val_ds, cfg.device)
+            net, history = train_supernet(cfg, fam, cost_model, train, val, gen, report, log)
+            net, t_before = net.cpu(), 0.0
+            save_checkpoint(supernet_file, {"net": net.state_dict(), "history": history,
+                                            "seconds": time.perf_counter() - t_start})
+    t_start -= t_before
     t_super = time.perf_counter() - t_start
     arch = net.decode(net.gates.deterministic()[0])
     searched_cost = cost_model.static(cfg.cost, arch)
@@ -237,7 +284,7 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     final = fam.train_final(arch, cfg.data, train_ds.image_shape, train_ds.classes,
                             seed=cfg.seed, threads=cfg.threads, epochs=cfg.final_epochs,
                             float_epochs=cfg.final_float_epochs, name=cfg.name,
-                            on_epoch_end=final_progress,
+                            on_epoch_end=final_progress, checkpoint_dir=ckdir,
                             **({"device": cfg.device} if cfg.device != "cpu" else {}))
     t_final = time.perf_counter() - t_start - t_super
     if hasattr(final, "net"):          # an integer network: measure it with the tools
@@ -265,6 +312,7 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     if cfg.export and hasattr(final, "net"):
         result["files"] = export(final, out, cfg, result)
     write_json_atomic(out / "result.json", result)
+    shutil.rmtree(ckdir, ignore_errors=True)      # finished: the result is what counts
     return result
 
 

@@ -534,13 +534,17 @@ class _Interrupt(Exception):
     pass
 
 
-def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path):
+@pytest.mark.parametrize("device", [
+    "cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                         reason="no CUDA device"))])
+def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path, device):
     """A trial stopped in its final training (as when a search is interrupted) and run again
     continues from DIR/trials/<trial>/checkpoint: the super network is not trained again, the
     result equals an uninterrupted run's, and the checkpoints are gone once it has finished.
     A checkpoint made with other settings is not used."""
     def cfg(out, **kw):
         return TrialConfig(**{**dict(family="bnn", cost="cycles", budget=1e9, lam=1.0, seed=3,
+                                     device=device,
                                      epochs=1, warmup_epochs=0, final_epochs=2,
                                      final_float_epochs=1, out=str(out), name="t", export=False,
                                      space={"layers": 2, "width": 16, "hidden": 64},

@@ -73,26 +73,34 @@ def main() -> int:
     pool = ProcessPoolExecutor(max_workers=args.workers, mp_context=mp.get_context("spawn"))
     futures = {pool.submit(_run, asdict(c)): c.name for c in todo}
     pending = set(futures)
+
+    def collect(f) -> None:
+        try:
+            r = f.result()
+        except Exception as exc:          # noqa: BLE001 - reported, counted, the rest go on
+            failed.append(futures[f])
+            print(f"[trials] {futures[f]} FAILED: {type(exc).__name__}: {exc}", flush=True)
+            return
+        done.append(r)
+        print(f"[trials {time.perf_counter() - t0:6.0f} s] {r['name']} done: {r['arch']}, "
+              f"val {100 * r['val']:.2f}%, test {100 * r['test']:.2f}%, {opts.cost} "
+              f"{r['cost']:,.6g} ({r['seconds']:.0f} s)", flush=True)
+
     while pending:
         left = None if args.deadline_s is None else args.deadline_s - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             break
         finished, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
         for f in finished:
-            try:
-                r = f.result()
-            except Exception as exc:          # noqa: BLE001 - reported, counted, the rest go on
-                failed.append(futures[f])
-                print(f"[trials] {futures[f]} FAILED: {type(exc).__name__}: {exc}", flush=True)
-                continue
-            done.append(r)
-            print(f"[trials {time.perf_counter() - t0:6.0f} s] {r['name']} done: {r['arch']}, "
-                  f"val {100 * r['val']:.2f}%, test {100 * r['test']:.2f}%, {opts.cost} "
-                  f"{r['cost']:,.6g} ({r['seconds']:.0f} s)", flush=True)
-    stopped = [futures[f] for f in pending]
+            collect(f)
+    for f in [f for f in pending if f.done()]:      # ended while the deadline came
+        pending.discard(f)
+        collect(f)
+    stopped = sorted(futures[f] for f in pending)
     if stopped:
-        print(f"[trials] deadline: stopping {len(stopped)} running trial(s): "
-              f"{', '.join(stopped)}", flush=True)
+        running = sum(f.running() for f in pending)
+        print(f"[trials] deadline: stopping {len(stopped)} unfinished trial(s) ({running} "
+              f"running, the rest not started): {', '.join(stopped)}", flush=True)
         for proc in list(getattr(pool, "_processes", {}).values()):
             proc.kill()
     pool.shutdown(wait=not stopped, cancel_futures=True)

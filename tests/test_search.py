@@ -19,6 +19,7 @@ from tests.helpers import ROOT
 from workbench.search import bnn_family, families, resnet_fabric, sac_family
 from workbench.search import costs as costs_module
 from workbench.search.costs import CostModel, CostSettings, parallel_steps
+from workbench.search.driver import SearchOptions
 from workbench.search.gates import GateSet, budget_penalty, reinforce_loss
 from workbench.search.pareto import pareto_front
 from workbench.search.trial import TrialConfig, run_trial, train_supernet
@@ -576,6 +577,35 @@ def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path, device):
     run_trial(cfg(tmp_path / "other", final_epochs=1), log=lines.append)
     assert lines[0] == f"removed {tmp_path / 'other' / 'checkpoint'}: made with other settings"
     assert lines[1].startswith("epoch 1/1")
+
+
+def test_a_checkpoint_of_another_device_or_thread_count_is_not_resumed(tmp_path):
+    """Arithmetic differs across devices and thread counts, so a trial's checkpoints are only
+    resumed by a run on the same ones (the finished result, unlike them, is accepted)."""
+    from workbench.search.trial import _checkpoint_dir
+    cfg = TrialConfig(family="bnn", cost="cycles", budget=1e9, lam=1.0, seed=0, threads=1,
+                      out=str(tmp_path))
+    marker = _checkpoint_dir(cfg, None) / "supernet.pt"
+    marker.write_bytes(b"x")
+    assert _checkpoint_dir(cfg, None) and marker.exists()           # the same run: kept
+    for other in ({"threads": 2}, {"device": "cuda"}, {"epochs": 3}):
+        lines = []
+        _checkpoint_dir(TrialConfig(**{**cfg.__dict__, **other}), lines.append)
+        assert not marker.exists() and lines == [f"removed {tmp_path / 'checkpoint'}: made "
+                                                 f"with other settings"], other
+        _checkpoint_dir(cfg, None)
+        marker.write_bytes(b"x")
+
+
+def test_trials_share_one_gpu_in_shares_ray_can_hold():
+    """--device cuda: each of N trials at once gets a share of the GPU that Ray, which keeps
+    four decimals, can fit N times into 1 (1/6 rounded up to 0.1667 would fit only 5)."""
+    from workbench.search.driver import trial_resources
+    for n in range(1, 17):
+        opts = SearchOptions(family="bnn", budgets=[1.0] * n, cpus=n, trial={"device": "cuda"})
+        share = trial_resources(opts, 1, n)["gpu"]
+        assert n * round(share, 4) <= 1.0 and share > 1.0 / n - 1e-4, n
+    assert "gpu" not in trial_resources(SearchOptions(cpus=2), 1, 2)
 
 
 BNN_TINY = ["--family", "bnn", "--cost", "cycles", "--budgets", "1e9", "--epochs", "1",

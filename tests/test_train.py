@@ -200,6 +200,19 @@ def test_interrupted_training_resumes_from_its_checkpoints_to_the_same_model(
         golden.run(again.net, load_digits("test").images).scores.tolist()
 
 
+def test_checkpoints_of_another_training_run_are_refused(tmp_path):
+    """checkpoint_dir holding another run's phases (here: another seed) is an error naming
+    the setting, not a silent resume of the other model; nothing in the folder changes."""
+    tiny = dict(epochs=1, float_epochs=1, progress=False, checkpoint_dir=tmp_path,
+                cfg=bnn_train.BnnConfig(channels=(8, 16), hidden=16))
+    train_bnn("digits", seed=SEED, **tiny)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(ValueError, match=f"another training run \\(seed: was {SEED}, "
+                                         f"now {SEED + 1}\\)"):
+        train_bnn("digits", seed=SEED + 1, **tiny)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_training_session_fixes_and_restores_settings():
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
     with training_session(3, threads=1) as gen:

@@ -157,14 +157,17 @@ class BnnNet(nn.Module):
             t = torch.as_tensor(t, dtype=z.dtype, device=z.device).view(shape)
             d = torch.as_tensor(d, dtype=z.dtype, device=z.device).view(shape)
             return torch.where(d * (z - t) >= 0, 1.0, -1.0).to(z.dtype)
+        # every sum is an integer far below 2^24, exact in float32 when added directly; the
+        # rounding undoes what a transform-based convolution (Winograd, FFT: cuDNN may choose
+        # them on a GPU) adds, and is the identity on exact sums
         for kind, w, b, td in self.integer_params():
             wt = torch.as_tensor(w, dtype=x.dtype, device=x.device)
             bt = torch.as_tensor(b, dtype=x.dtype, device=x.device)
             if kind == "conv":
-                x = F.max_pool2d(step(F.conv2d(x, wt, bt, padding=1), td), 2)
+                x = F.max_pool2d(step(torch.round(F.conv2d(x, wt, bt, padding=1)), td), 2)
             else:
                 x = torch.flatten(x, 1)
-                x = F.linear(x, wt, bt)
+                x = torch.round(F.linear(x, wt, bt))
                 if td is not None:
                     x = step(x, td)
         return x

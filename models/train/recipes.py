@@ -9,6 +9,7 @@ the last epoch); the test split is evaluated once at the end, on the quantized m
 from __future__ import annotations
 
 import copy
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,9 +61,31 @@ def _golden_accuracy(net: ir.Network, ds: Dataset) -> float:
     return float((argmax(scores.reshape(len(scores), -1)) == ds.labels).mean())
 
 
-def _checkpoints(folder):
-    """name -> the file of a training phase's checkpoint in `folder` (None: no checkpoints)."""
-    return lambda name: None if folder is None else Path(folder) / f"{name}.pt"
+def _checkpoints(folder, settings: dict):
+    """name -> the file of a training phase's checkpoint in `folder` (None: no checkpoints).
+    `folder`/recipe.json holds the run's settings (recipe, architecture, epochs, seed, threads,
+    device, data...): checkpoints of another run are refused (ValueError), not resumed."""
+    if folder is None:
+        return lambda name: None
+    folder = Path(folder)
+    meta = folder / "recipe.json"
+    now = json.loads(json.dumps(settings))
+    if meta.exists():
+        try:
+            old = json.loads(meta.read_text())
+        except ValueError:
+            old = None
+        if old != now:
+            diff = next((f"{k}: was {(old or {}).get(k)!r}, now {now.get(k)!r}"
+                         for k in sorted(set(now) | set(old or {}))
+                         if (old or {}).get(k) != now.get(k)), "unreadable")
+            raise ValueError(f"{folder}: its checkpoints are of another training run ({diff})")
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = meta.with_name(meta.name + ".tmp")
+        tmp.write_text(json.dumps(now, indent=1))
+        tmp.replace(meta)
+    return lambda name: folder / f"{name}.pt"
 
 
 def train_bnn(data="digits", *, seed: int = 0, threads: int = 1, device: str = "cpu",
@@ -89,12 +112,16 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
               checkpoint_dir=None) -> TrainResult:
     """`max_shift`: augmentation shifts (float twin: every image; QAT: a fraction
     `augment_prob`). `checkpoint_dir`: each phase's state after every epoch (see `fit`), and
-    a run that finds them continues where they end."""
-    ck = _checkpoints(checkpoint_dir)
+    a run that finds them continues where they end (one of other settings: ValueError)."""
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
     tr, va, te = (to_tensors(d, device) for d in (train_ds, val_ds, test_ds))
     cfg = cfg or bnn_train.BnnConfig(input_shape=train_ds.image_shape)
+    settings = {"epochs": epochs, "float_epochs": float_epochs, "seed": seed,
+                "threads": threads, "device": device, "lr": lr, "float_lr": float_lr,
+                "kd_alpha": kd_alpha, "augment_prob": augment_prob, "max_shift": max_shift,
+                "batch": batch, "float_batch": float_batch, "data": str(data)}
+    ck = _checkpoints(checkpoint_dir, {"recipe": "bnn", "config": cfg.to_dict(), **settings})
     # parameters are drawn on the CPU (the same initial weights for a seed on every device)
     twin = bnn_train.BnnNet(cfg, binary=False).to(device)
     fit(twin, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
@@ -116,15 +143,10 @@ def _train_bnn(data, *, gen, epochs: int = 100, float_epochs: int = 60, seed: in
            "quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
            "golden_test": _golden_accuracy(net, test_ds)}
     model, twin = model.cpu(), twin.cpu()
+    selection = f"last epoch (best validation epoch {hist.best_epoch}, " \
+                f"{100 * hist.best_val:.2f}%)"
     return TrainResult("bnn", net, model, twin, acc, time.perf_counter() - t0, cfg.to_dict(),
-                       {"epochs": epochs, "float_epochs": float_epochs, "seed": seed,
-                        "threads": threads, "device": device, "lr": lr, "float_lr": float_lr,
-                        "kd_alpha": kd_alpha,
-                        "augment_prob": augment_prob, "max_shift": max_shift, "batch": batch,
-                        "float_batch": float_batch,
-                        "selection": "last epoch (best validation epoch "
-                                     f"{hist.best_epoch}, {100 * hist.best_val:.2f}%)",
-                        "data": str(data)})
+                       {**settings, "selection": selection})
 
 
 def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int = 0,
@@ -135,11 +157,15 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
               name: str = "sac", on_epoch_end=None, checkpoint_dir=None) -> TrainResult:
     """`epochs` per pruning stage (the last stage runs twice as long); `checkpoint_dir` as
     for the BNN recipe."""
-    ck = _checkpoints(checkpoint_dir)
     t0 = time.perf_counter()
     train_ds, val_ds, test_ds = _splits(data)
     tr, va, te = (to_tensors(d) for d in (train_ds, val_ds, test_ds))
     cfg = cfg or sac_train.SacConfig(input_shape=train_ds.image_shape)
+    settings = {"epochs_per_stage": epochs, "float_epochs": float_epochs, "seed": seed,
+                "threads": threads, "lr": lr, "float_lr": float_lr, "kd_alpha": kd_alpha,
+                "stages": stages, "augment_prob": augment_prob, "max_shift": max_shift,
+                "batch": batch, "float_batch": float_batch, "data": str(data)}
+    ck = _checkpoints(checkpoint_dir, {"recipe": "sac", "config": cfg.to_dict(), **settings})
     model = sac_train.SacNet(cfg)
     fit(model, tr, va, epochs=float_epochs, lr=float_lr, gen=gen, augment=True,
         max_shift=max_shift, batch=float_batch, desc="float twin", progress=progress,
@@ -163,10 +189,6 @@ def _train_sac(data, *, gen, epochs: int = 15, float_epochs: int = 40, seed: int
            "quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
            "golden_test": _golden_accuracy(net, test_ds)}
     return TrainResult("sac", net, model, twin, acc, time.perf_counter() - t0, cfg.to_dict(),
-                       {"epochs_per_stage": epochs, "float_epochs": float_epochs, "seed": seed,
-                        "threads": threads, "lr": lr, "float_lr": float_lr,
-                        "kd_alpha": kd_alpha, "stages": stages, "augment_prob": augment_prob,
-                        "max_shift": max_shift, "batch": batch, "float_batch": float_batch,
-                        "data": str(data)},
+                       settings,
                        {"activation_scales": [float(s) for s in scales], "stages": history,
                         "column_combining": model.combining_stats()})

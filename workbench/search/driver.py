@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import shutil
 import socket
@@ -226,7 +227,8 @@ def trial_resources(opts: SearchOptions, threads: int, trials: int) -> dict:
     GPU among the trials that run at once (small networks: they share it well)."""
     res = {"cpu": threads}
     if _device(opts) == "cuda":
-        res["gpu"] = 1.0 / max(1, min(_parallel(opts), trials))
+        # Ray keeps 4 decimals of a resource (rounding 1/6 up to 0.1667 would fit only 5)
+        res["gpu"] = math.floor(1e4 / max(1, min(_parallel(opts), trials))) / 1e4
     return res
 
 

@@ -85,11 +85,13 @@ def settings_of(cfg: TrialConfig) -> dict:
 
 def _checkpoint_dir(cfg: TrialConfig, log) -> Path:
     """DIR/trials/<trial>/checkpoint: the super network and the final training's phases of an
-    unfinished trial; one made with other settings is removed."""
+    unfinished trial; one made with other settings, or on another device or thread count
+    (whose arithmetic differs: the resumed result would be neither run's), is removed."""
     folder = Path(cfg.out) / "checkpoint"
     meta = folder / "settings.json"
+    now = {**settings_of(cfg), "device": cfg.device, "threads": cfg.threads}
     try:
-        same = json.loads(meta.read_text()) == settings_of(cfg)
+        same = json.loads(meta.read_text()) == now
     except (OSError, ValueError):
         same = False
     if folder.exists() and not same:
@@ -98,7 +100,7 @@ def _checkpoint_dir(cfg: TrialConfig, log) -> Path:
             log(f"removed {folder}: made with other settings")
     folder.mkdir(parents=True, exist_ok=True)
     if not meta.exists():
-        write_json_atomic(meta, settings_of(cfg))
+        write_json_atomic(meta, now)
     return folder
 
 

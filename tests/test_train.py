@@ -313,6 +313,9 @@ def test_sac_with_max_pooling_runs_on_every_path(flatten_at):
     (["--family", "sac", "--pools", "0,1,2,3"], "poolings leave no pixels"),
     (["--family", "sac", "--s2d", "3"], "--s2d 3 does not divide the 8x8 images"),
     (["--family", "bnn", "--kd-alpha", "2"], "--kd-alpha must lie in 0..1"),
+    (["--family", "sac", "--device", "cuda"], "--device cuda applies to --family bnn only"),
+    pytest.param(["--family", "bnn", "--device", "cuda"], "--device cuda: torch",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is here")),
 ])
 def test_train_flags_are_checked(flags, message, capsys, tmp_path):
     from workbench.commands.train import main

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from models.datasets import DatasetError, load_dataset, parse_spec
 from models.train.bnn import BnnConfig
+from models.train.common import training_device
 from models.train.recipes import train_bnn, train_sac
 from models.train.sac import SacConfig, SacNet
 from workbench.cards import write_model_and_card
@@ -98,6 +99,8 @@ def parse_args(argv=None):
                    help="replace an existing --out model and card (refused otherwise)")
     p.add_argument("--name", default=None, help="network name (default: the output file stem)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where to train (cuda: --family bnn; docs/models.md)")
     opt = p.add_argument_group("optimisation (defaults: the digits recipes)")
     opt.add_argument("--lr", type=_positive(float), help="quantized-training learning rate")
     opt.add_argument("--float-lr", type=_positive(float), help="float twin learning rate")
@@ -143,6 +146,14 @@ def recipe_kwargs(args, image_shape: tuple) -> dict:
     for k in ("augment_prob", "kd_alpha"):
         if k in kw and not 0.0 <= kw[k] <= 1.0:
             raise ValueError(f"--{k.replace('_', '-')} must lie in 0..1, got {kw[k]}")
+    if args.device != "cpu":
+        if args.family != "bnn":
+            raise ValueError(f"--device {args.device} applies to --family bnn only")
+        try:
+            training_device(args.device)
+        except ValueError as exc:
+            raise ValueError(f"--{exc}") from None
+        kw["device"] = args.device
     if args.family == "bnn":
         cfg = {"input_shape": image_shape}
         if args.channels is not None:

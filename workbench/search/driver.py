@@ -29,7 +29,7 @@ from workbench.files import write_json_atomic
 from workbench.search.costs import COSTS, UNITS, CostError, CostModel
 from workbench.search.families import family as get_family
 from workbench.search.pareto import pareto_front
-from workbench.search.trial import NOT_SETTINGS, TrialConfig, run_trial
+from workbench.search.trial import TrialConfig, run_trial, settings_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -336,8 +336,8 @@ def settings_differ(cfg: TrialConfig, stored: dict) -> str | None:
     """How a finished trial's stored config differs from `cfg` ("field: was X, now Y"), or None
     when it is the same trial: resuming must not mix in results made with other settings."""
     from workbench.search.costs import CostSettings
-    now = json.loads(json.dumps(asdict(cfg)))      # as result.json holds it (lists, not tuples)
-    for key in sorted(set(now) - NOT_SETTINGS):
+    now = settings_of(cfg)                         # as result.json holds it (lists, not tuples)
+    for key in sorted(now):
         old, new = stored.get(key), now[key]
         if key == "costs":
             try:

@@ -21,6 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from models.train.common import DEVICES
 from workbench.commands.args import ArgumentParser, finite_float, guarded
 from workbench.search.costs import COSTS
 from workbench.search.driver import SearchError, SearchOptions, TrialFailed, run_search
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--address", default=None,
                     help="join this Ray cluster (default: a local Ray for the search)")
     ap.add_argument("--cpus", type=int, default=None, help="local Ray: trials at once")
-    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+    ap.add_argument("--device", choices=DEVICES, default="cpu",
                     help="where the trials train (cuda: the bnn family; the trials at once "
                          "share the GPU)")
     ap.add_argument("--verify", action="store_true",

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from models.datasets import DatasetError, load_dataset, parse_spec
 from models.train.bnn import BnnConfig
-from models.train.common import training_device
+from models.train.common import DEVICES, training_device
 from models.train.recipes import train_bnn, train_sac
 from models.train.sac import SacConfig, SacNet
 from workbench.cards import write_model_and_card
@@ -99,7 +99,7 @@ def parse_args(argv=None):
                    help="replace an existing --out model and card (refused otherwise)")
     p.add_argument("--name", default=None, help="network name (default: the output file stem)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+    p.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where to train (cuda: --family bnn; docs/models.md)")
     opt = p.add_argument_group("optimisation (defaults: the digits recipes)")
     opt.add_argument("--lr", type=_positive(float), help="quantized-training learning rate")

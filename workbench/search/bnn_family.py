@@ -26,6 +26,7 @@ from torch import nn
 
 from models import ir
 from models.train.bnn import BnnConfig
+from models.train.common import DEVICES as TRAINING_DEVICES
 from models.train.ste import SignSTE
 from workbench.search.gates import GateSet, nested_count
 
@@ -217,7 +218,7 @@ def _batch_norm(bn: torch.nn.BatchNorm1d, z: torch.Tensor) -> torch.Tensor:
 
 COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "gpu", "parallel")
 ZOO = {"digits": "bnn_digits", "fashion": "bnn_fashion"}
-DEVICES = ("cpu", "cuda")        # where its trials can train (--device)
+DEVICES = TRAINING_DEVICES       # where its trials can train (--device): CPU and CUDA
 Arch = BnnArch
 
 

@@ -144,10 +144,11 @@ def check_device(opts: SearchOptions, device: str, fam) -> None:
         raise SearchError(f"--device {device}: the {opts.family} family trains on "
                           f"{' or '.join(devices)}")
     if device != "cpu" and not opts.address:
-        import torch
-        if not torch.cuda.is_available():
-            raise SearchError(f"--device {device}: torch {torch.__version__} sees no CUDA "
-                              f"device here")
+        from models.train.common import training_device
+        try:
+            training_device(device)
+        except ValueError as exc:
+            raise SearchError(f"--{exc}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,8 +329,6 @@ def read_result(trial_dir: Path) -> dict | None:
     if res is not None and isinstance(res.get("files"), dict):
         res["files"] = {k: str(Path(trial_dir) / Path(v).name) for k, v in res["files"].items()}
     return res
-
-
 
 
 def settings_differ(cfg: TrialConfig, stored: dict) -> str | None:

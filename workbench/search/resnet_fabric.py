@@ -221,10 +221,14 @@ class FabricResult:
 
 def train_final(arch: FabricArch, data: str, input_shape: tuple, classes: int, *, seed: int,
                 threads: int, epochs: int | None, float_epochs: int | None,
-                name: str, on_epoch_end=None, checkpoint_dir=None) -> FabricResult:
+                name: str, on_epoch_end=None, checkpoint_dir=None,
+                device: str = "cpu") -> FabricResult:
     """Train the sub-network `arch` from scratch (SGD, momentum 0.9, weight decay 1e-4, cosine
     learning rate, one-pixel shifts), the same recipe as the fixed ResNet baseline. It takes
-    no checkpoints (`checkpoint_dir` is not used): it is seconds on digits."""
+    no checkpoints (`checkpoint_dir` is not used): it is seconds on digits. On the CPU (the
+    family has no DEVICES: the search refuses another `device` before training)."""
+    if device != "cpu":
+        raise ValueError(f"the resnet-fabric family trains on the CPU, not {device}")
     from models.datasets import load_dataset
     from models.train.common import accuracy, random_shift, to_tensors, training_session
     t0 = time.perf_counter()

@@ -381,9 +381,12 @@ def supernet(space: SacSpace, init_prob: float) -> SacSuperNet:
 
 def train_final(arch: SacArch, data: str, input_shape: tuple, classes: int, *, seed: int,
                 threads: int, epochs: int | None, float_epochs: int | None, name: str,
-                on_epoch_end=None, checkpoint_dir=None):
+                on_epoch_end=None, checkpoint_dir=None, device: str = "cpu"):
     """The zoo recipe (float twin, then power-of-two QAT with progressive column combining)
-    on the chosen architecture, from scratch (or from the checkpoints in `checkpoint_dir`)."""
+    on the chosen architecture, from scratch (or from the checkpoints in `checkpoint_dir`), on
+    the CPU (the family has no DEVICES: the search refuses another `device` before training)."""
+    if device != "cpu":
+        raise ValueError(f"the sac family trains on the CPU, not {device}")
     from models.train.recipes import train_sac
     from workbench.search.families import zoo_recipe
     kw = zoo_recipe(ZOO, data)

@@ -287,7 +287,7 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
                             seed=cfg.seed, threads=cfg.threads, epochs=cfg.final_epochs,
                             float_epochs=cfg.final_float_epochs, name=cfg.name,
                             on_epoch_end=final_progress, checkpoint_dir=ckdir,
-                            **({"device": cfg.device} if cfg.device != "cpu" else {}))
+                            device=cfg.device)
     t_final = time.perf_counter() - t_start - t_super
     if hasattr(final, "net"):          # an integer network: measure it with the tools
         costs = exact_costs(fam, cost_model, final.net, val_ds.images, cfg.energy_images)

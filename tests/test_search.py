@@ -420,6 +420,8 @@ def _search(*args, timeout=600):
     (["--budgets", "100", "--family", "sac", "--device", "cuda"],
      "--device cuda: the sac family trains on cpu"),
     (["--budgets", "100", "--device", "tpu"], "invalid choice: 'tpu'"),
+    (["--budgets", "100", "--collect-only"], "--collect-only: no trial of these options has "
+                                             "finished in"),
     pytest.param(["--budgets", "100", "--family", "bnn", "--device", "cuda"],
                  "--device cuda: torch", marks=pytest.mark.skipif(
                      torch.cuda.is_available(), reason="CUDA is here")),
@@ -495,7 +497,26 @@ def test_interrupted_search_keeps_finished_trials_and_resumes(tmp_path, capsys):
                                  "final_float_epochs": 1, "export": False}), log=None)
     doc = run_search(opts)
     assert "2 already done" in capsys.readouterr().out
-    assert doc["complete"] and len(doc["models"]) == 2
+    assert doc["complete"] and len(doc["models"]) == 2 and doc["unfinished"] == []
+
+
+def test_collect_only_writes_the_front_of_the_finished_trials_and_trains_nothing(tmp_path,
+                                                                                 capsys):
+    """--collect-only (a sweep stopped at a deadline, its rest left for later): the front of
+    the trials that finished, the others named as unfinished in pareto.json and on the console,
+    and nothing trained: no Ray, no folder for the unfinished trial."""
+    from workbench.commands.search import build_parser, main, options_from_args
+    args = [*SWEEP, "--out", str(tmp_path)]
+    done, left = options_from_args(build_parser().parse_args(args), args).trial_configs()
+    run_trial(TrialConfig(**{**done.__dict__, "export": False}), log=None)
+    assert main([*args, "--collect-only"]) == 0
+    out = capsys.readouterr().out
+    assert f"--collect-only: 1 not finished and not trained: {left.name}" in out
+    assert f"(1 trial(s) not finished: {left.name})" in out
+    doc = json.loads((tmp_path / "pareto.json").read_text())
+    assert not doc["complete"] and doc["unfinished"] == [left.name]
+    assert [m["name"] for m in doc["models"]] == [done.name] and doc["models"][0]["on_front"]
+    assert not Path(left.out).exists() and not (tmp_path / "ray").exists()
 
 
 def test_resuming_refuses_a_finished_trial_made_with_other_settings(tmp_path, capsys):

@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--device", choices=DEVICES, default="cpu",
                     help="where the trials train (cuda: the bnn family; the trials at once "
                          "share the GPU)")
+    ap.add_argument("--collect-only", action="store_true",
+                    help="train nothing: the front of the trials of these options that have "
+                         "finished in --out (pareto.json lists the others as unfinished)")
     ap.add_argument("--verify", action="store_true",
                     help="run the compare job on the front's models; fail on any mismatch")
     ap.add_argument("--verify-images", type=int, default=100)
@@ -146,6 +149,7 @@ def options_from_args(args, argv) -> SearchOptions:
                          lambdas=args.lambdas, seeds=args.seeds, first_seed=args.first_seed,
                          data=args.data, out=args.out,
                          address=args.address, cpus=args.cpus, trial=trial,
+                         collect_only=args.collect_only,
                          command="sacbench search " + " ".join(map(shlex.quote, argv)))
 
 
@@ -191,6 +195,9 @@ def main(argv=None) -> int:
                   f"test {100 * m['accuracy']['test']:.2f}%, {doc['cost']} "
                   f"{m['costs'][doc['cost']]:,.4g}"
                   + (f" ({m['cost_vs_zoo']:.2f}x the zoo's)" if "cost_vs_zoo" in m else ""))
+        if doc["unfinished"]:
+            print(f"  ({len(doc['unfinished'])} trial(s) not finished: "
+                  f"{', '.join(doc['unfinished'])})")
         if doc.get("zoo"):
             z = doc["zoo"]
             print(f"  zoo {z['name']}: test {100 * z['test']:.2f}%, {doc['cost']} "

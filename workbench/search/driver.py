@@ -56,6 +56,7 @@ class SearchOptions:
     cpus: int | None = None            # local Ray: CPUs to use (default: all)
     trial: dict = field(default_factory=dict)     # TrialConfig fields (epochs, space, costs...)
     command: str = ""
+    collect_only: bool = False         # the front of the finished trials; train nothing
 
     def trial_configs(self) -> list[TrialConfig]:
         out = []
@@ -419,6 +420,8 @@ def write_pareto(opts: SearchOptions, results: list[dict], partial: bool = False
         "selection": "Pareto front of (validation accuracy, cost) over every evaluated model; "
                      "test accuracy reported, never used to select",
         "zoo": zoo,
+        "unfinished": sorted({c.name for c in opts.trial_configs()}
+                             - {r["name"] for r in results}),
         "models": [],
     }
     for i, r in enumerate(results):
@@ -495,12 +498,21 @@ def run_search(opts: SearchOptions) -> dict:
     configs = opts.trial_configs()
     check_finished(configs)
     out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
     todo = [c for c in configs if read_result(Path(c.out)) is None]
     t0 = time.perf_counter()
-    ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    print(f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in "
-          f"{out}); Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", flush=True)
+    if opts.collect_only:
+        if len(todo) == len(configs):
+            raise SearchError(f"--collect-only: no trial of these options has finished in "
+                              f"{out / 'trials'}")
+        print(f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in "
+              f"{out}); --collect-only: {len(todo)} not finished and not trained"
+              + (": " + ", ".join(c.name for c in todo) if todo else ""), flush=True)
+        todo, ray_tmp = [], None
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+        print(f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in "
+              f"{out}); Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", flush=True)
     if todo:
         ray = _init_ray(opts, ray_tmp)
         try:
@@ -531,7 +543,8 @@ def run_search(opts: SearchOptions) -> dict:
         first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         raise TrialFailed(f"{len(errors)} of {len(configs)} trial(s) failed; {name}: {first} "
                           f"(logs: {out / 'ray'}, {ray_tmp})")
-    shutil.rmtree(ray_tmp, ignore_errors=True)
+    if ray_tmp:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     doc = write_pareto(opts, results, partial=len(results) < len(configs),
                        zoo=zoo_reference(opts))
     plot_pareto(doc, out / "pareto.png")

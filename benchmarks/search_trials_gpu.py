@@ -106,6 +106,9 @@ def main() -> int:
     pool.shutdown(wait=not stopped, cancel_futures=True)
     print(f"[trials] {len(done)} finished, {len(failed)} failed, {len(stopped)} stopped in "
           f"{time.perf_counter() - t0:.0f} s", flush=True)
+    if stopped or failed:
+        print("[trials] the same command continues the unfinished ones; the front of the "
+              "finished ones: scripts/search.py ARGS --collect-only", flush=True)
     return 3 if failed or stopped else 0
 
 

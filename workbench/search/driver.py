@@ -292,7 +292,7 @@ class _Progress:
                           f"{100 * res['accuracy']['test']:.2f}%, {self.opts.cost} "
                           f"{res['costs'].get(self.opts.cost):,.4g}"
                           + (f"; about {eta / 60:.1f} min left" if left else ""), flush=True)
-                write_pareto(self.opts, collect(self.opts), partial=left > 0)
+                write_pareto(self.opts, collect(self.opts))
 
             def on_trial_error(self, iteration, trials, trial, **info):
                 self.finished += 1
@@ -410,18 +410,19 @@ def zoo_reference(opts: SearchOptions) -> dict | None:
             "costs": costs}
 
 
-def write_pareto(opts: SearchOptions, results: list[dict], partial: bool = False,
-                 zoo: dict | None = None) -> dict:
+def write_pareto(opts: SearchOptions, results: list[dict], zoo: dict | None = None) -> dict:
+    """DIR/pareto.json: `complete` when every trial of the options has a result, the others
+    named in `unfinished` (still queued, failed, or left out by --collect-only)."""
+    unfinished = sorted({c.name for c in opts.trial_configs()} - {r["name"] for r in results})
     points = [(r["accuracy"]["val"], r["costs"][opts.cost]) for r in results]
     front = set(pareto_front(points))
     doc = {
         "family": opts.family, "cost": opts.cost, "unit": UNITS[opts.cost], "data": opts.data,
-        "complete": not partial, "command": opts.command,
+        "complete": not unfinished, "command": opts.command,
         "selection": "Pareto front of (validation accuracy, cost) over every evaluated model; "
                      "test accuracy reported, never used to select",
         "zoo": zoo,
-        "unfinished": sorted({c.name for c in opts.trial_configs()}
-                             - {r["name"] for r in results}),
+        "unfinished": unfinished,
         "models": [],
     }
     for i, r in enumerate(results):
@@ -500,19 +501,18 @@ def run_search(opts: SearchOptions) -> dict:
     out = Path(opts.out)
     todo = [c for c in configs if read_result(Path(c.out)) is None]
     t0 = time.perf_counter()
+    done = f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in {out})"
     if opts.collect_only:
         if len(todo) == len(configs):
             raise SearchError(f"--collect-only: no trial of these options has finished in "
                               f"{out / 'trials'}")
-        print(f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in "
-              f"{out}); --collect-only: {len(todo)} not finished and not trained"
+        print(f"{done}; --collect-only: {len(todo)} not finished and not trained"
               + (": " + ", ".join(c.name for c in todo) if todo else ""), flush=True)
         todo, ray_tmp = [], None
     else:
         out.mkdir(parents=True, exist_ok=True)
         ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-        print(f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in "
-              f"{out}); Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", flush=True)
+        print(f"{done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", flush=True)
     if todo:
         ray = _init_ray(opts, ray_tmp)
         try:
@@ -538,15 +538,14 @@ def run_search(opts: SearchOptions) -> dict:
     results = collect(opts)
     if errors or not results:
         if results:
-            write_pareto(opts, results, partial=True)
+            write_pareto(opts, results)
         name, err = errors[0] if errors else ("every trial", "no result")
         first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         raise TrialFailed(f"{len(errors)} of {len(configs)} trial(s) failed; {name}: {first} "
                           f"(logs: {out / 'ray'}, {ray_tmp})")
     if ray_tmp:
         shutil.rmtree(ray_tmp, ignore_errors=True)
-    doc = write_pareto(opts, results, partial=len(results) < len(configs),
-                       zoo=zoo_reference(opts))
+    doc = write_pareto(opts, results, zoo=zoo_reference(opts))
     plot_pareto(doc, out / "pareto.png")
     publish_front(opts, doc)
     print(f"[search] done in {time.perf_counter() - t0:.0f} s", file=sys.stderr)

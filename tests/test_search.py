@@ -519,6 +519,19 @@ def test_collect_only_writes_the_front_of_the_finished_trials_and_trains_nothing
     assert not Path(left.out).exists() and not (tmp_path / "ray").exists()
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is here")
+def test_collect_only_needs_neither_the_gpu_nor_the_ray_cluster_it_trained_on(tmp_path, capsys):
+    """A sweep trained with --device cuda on a cluster is collected with the same arguments
+    on a machine that has neither: nothing trains, so neither is checked (here nothing has
+    finished, which is the error that remains)."""
+    from workbench.commands.search import main
+    code = main(["--family", "bnn", "--budgets", "100", "--device", "cuda", "--address",
+                 "127.0.0.1:1", "--collect-only", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "--collect-only: no trial of these options has finished" in err
+
+
 def test_resuming_refuses_a_finished_trial_made_with_other_settings(tmp_path, capsys):
     """A result.json of the same trial name but other settings (here: more super-network
     epochs) is not mixed into the front: one line naming the file and the setting, exit 2,

@@ -139,12 +139,12 @@ def check_options(opts: SearchOptions) -> None:
 
 def check_device(opts: SearchOptions, device: str, fam) -> None:
     """--device: one the family trains on, and CUDA present here (on a cluster, the nodes' GPUs
-    are checked once Ray has joined it)."""
+    are checked once Ray has joined it; with --collect-only nothing trains, so not at all)."""
     devices = getattr(fam, "DEVICES", ("cpu",))
     if device not in devices:
         raise SearchError(f"--device {device}: the {opts.family} family trains on "
                           f"{' or '.join(devices)}")
-    if device != "cpu" and not opts.address:
+    if device != "cpu" and not opts.address and not opts.collect_only:
         from models.train.common import training_device
         try:
             training_device(device)
@@ -493,7 +493,7 @@ def publish_front(opts: SearchOptions, doc: dict) -> list[Path]:
 
 def run_search(opts: SearchOptions) -> dict:
     """Run every trial through Ray Tune, then write pareto.json, pareto.png and front/."""
-    if opts.address:
+    if opts.address and not opts.collect_only:     # collecting needs no Ray
         check_address(opts.address)
     check_options(opts)
     configs = opts.trial_configs()

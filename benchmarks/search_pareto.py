@@ -14,12 +14,16 @@ Times: the sweep's wall time and each trial's.
         --budgets 1600000,2100000 --epochs 4 --warmup-epochs 1
     .venv/bin/python benchmarks/search_pareto.py --data fashion --families sac --space zoo \
         --seeds 1 --epochs 4 --warmup-epochs 1
+    .venv/bin/python benchmarks/search_pareto.py --data fashion --families bnn --seeds 1 \
+        --budgets 2080000 --layers 3 --min-channels 64,64,8 --hidden 512 --epochs 4 \
+        --warmup-epochs 1 --gate-lr 0.05 --final-float-epochs 10 --final-epochs 64 --cpus 2
 
 Trials already finished in the output folder with the same settings are read back, not rerun
 (the search's resumption), so a sweep can be extended budget by budget.
 """
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -33,8 +37,9 @@ TARGET_RATIO = 0.6
 
 def sweep(family: str, cost: str, budgets: list, args, out: Path, trial: dict) -> tuple:
     opts = SearchOptions(family=family, cost=cost, budgets=budgets, lambdas=[1.0],
-                         seeds=args.seeds, data=args.data, out=out, trial=trial,
-                         command=f"benchmarks/search_pareto.py --data {args.data}")
+                         seeds=args.seeds, first_seed=args.first_seed, data=args.data, out=out,
+                         cpus=args.cpus, trial=trial,
+                         command=args.command)
     t0 = time.perf_counter()
     doc = run_search(opts)
     return opts, doc, time.perf_counter() - t0
@@ -43,7 +48,13 @@ def sweep(family: str, cost: str, budgets: list, args, out: Path, trial: dict) -
 def report_chain(family: str, args, root: Path) -> dict:
     trial = {"costs": {"array": args.array}}
     trial.update({k: v for k, v in (("epochs", args.epochs), ("warmup_epochs", args.warmup_epochs),
-                                    ("gate_lr", args.gate_lr)) if v is not None})
+                                    ("gate_lr", args.gate_lr), ("final_epochs", args.final_epochs),
+                                    ("final_float_epochs", args.final_float_epochs))
+                  if v is not None})
+    space = {k: v for k, v in (("layers", args.layers), ("min_channels", args.min_channels),
+                               ("hidden", args.hidden)) if v is not None}
+    if space:                         # the BNN space of `sacbench search` (same option names)
+        trial["space"] = space
     if args.space == "zoo":           # the zoo model's skeleton (sac_fashion: poolings, dense)
         from workbench.search.families import family as get_family
         trial["space"] = get_family(family).zoo_space(args.data)
@@ -100,6 +111,13 @@ def report_fabric(args, root: Path) -> dict:
     return {"family": "resnet-fabric", "baseline": base, "better": better, "sweep_s": wall}
 
 
+def channel_list(text: str) -> list:
+    try:
+        return [int(c) for c in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated channel counts, got {text!r}") from None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="digits")
@@ -113,12 +131,29 @@ def main(argv=None) -> int:
     ap.add_argument("--gate-lr", type=float, default=None, help="gate logits' learning rate")
     ap.add_argument("--space", choices=("default", "zoo"), default="default",
                     help="zoo: super networks with the skeleton of the zoo model (search --space)")
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds K..K+N-1 (search --first-seed)")
+    ap.add_argument("--layers", type=int, default=None, help="super network: hidden layers")
+    ap.add_argument("--min-channels", type=channel_list, default=None,
+                    help="bnn: channels of each conv block that are always on (search --min-channels)")
+    ap.add_argument("--hidden", type=int, default=None, help="bnn: the widest hidden dense layer")
+    ap.add_argument("--final-epochs", type=int, default=None,
+                    help="QAT epochs of each final model (default: the zoo recipe's)")
+    ap.add_argument("--final-float-epochs", type=int, default=None,
+                    help="float-twin epochs of each final model (default: the zoo recipe's)")
+    ap.add_argument("--cpus", type=int, default=None, help="local Ray: trials at once")
     ap.add_argument("--fabric-epochs", type=int, default=30)
     ap.add_argument("--verify-images", type=int, default=100)
     ap.add_argument("--no-verify", dest="verify", action="store_false")
     ap.add_argument("--out", type=Path, default=Path("out/bench/search"))
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.space == "zoo" and (args.layers or args.min_channels or args.hidden):
+        ap.error("--space zoo takes its sizes from the zoo model: drop --layers, --min-channels "
+                 "and --hidden")
+    if "sac" in args.families.split(",") and (args.min_channels or args.hidden):
+        ap.error("--min-channels and --hidden are for the bnn family: give --families bnn")
+    args.command = "benchmarks/search_pareto.py " + " ".join(
+        map(shlex.quote, sys.argv[1:] if argv is None else argv))
     results = []
     for fam in args.families.split(","):
         if fam in ("sac", "bnn"):

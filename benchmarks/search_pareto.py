@@ -15,7 +15,7 @@ Times: the sweep's wall time and each trial's.
     .venv/bin/python benchmarks/search_pareto.py --data fashion --families sac --space zoo \
         --seeds 1 --epochs 4 --warmup-epochs 1
     .venv/bin/python benchmarks/search_pareto.py --data fashion --families bnn --seeds 1 \
-        --budgets 2080000 --layers 3 --min-channels 64,64,8 --hidden 512 --epochs 4 \
+        --first-seed 1 --budgets 2080000 --layers 3 --min-channels 64,64,8 --hidden 512 --epochs 4 \
         --warmup-epochs 1 --gate-lr 0.05 --final-float-epochs 10 --final-epochs 64 --cpus 2
 
 Trials already finished in the output folder with the same settings are read back, not rerun

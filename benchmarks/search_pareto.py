@@ -26,41 +26,46 @@ import json
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from workbench.commands.search import verify
-from workbench.search.driver import SearchOptions, run_search, zoo_reference
+from workbench.commands.search import build_parser as build_search_parser
+from workbench.commands.search import options_from_args, verify
+from workbench.search.driver import SearchError, SearchOptions, check_options, run_search, zoo_reference
 
 FRACTIONS = {"sac": (0.35, 0.45, 0.55), "bnn": (0.3, 0.45, 0.55)}
 TARGET_RATIO = 0.6
 
 
-def sweep(family: str, cost: str, budgets: list, args, out: Path, trial: dict) -> tuple:
-    opts = SearchOptions(family=family, cost=cost, budgets=budgets, lambdas=[1.0],
-                         seeds=args.seeds, first_seed=args.first_seed, data=args.data, out=out,
-                         cpus=args.cpus, trial=trial,
-                         command=args.command)
+def sweep(opts: SearchOptions) -> tuple:
     t0 = time.perf_counter()
     doc = run_search(opts)
-    return opts, doc, time.perf_counter() - t0
+    return doc, time.perf_counter() - t0
 
 
-def report_chain(family: str, args, root: Path) -> dict:
-    trial = {"costs": {"array": args.array}}
-    trial.update({k: v for k, v in (("epochs", args.epochs), ("warmup_epochs", args.warmup_epochs),
-                                    ("gate_lr", args.gate_lr), ("final_epochs", args.final_epochs),
-                                    ("final_float_epochs", args.final_float_epochs))
-                  if v is not None})
-    space = {k: v for k, v in (("layers", args.layers), ("min_channels", args.min_channels),
-                               ("hidden", args.hidden)) if v is not None}
-    if space:                         # the BNN space of `sacbench search` (same option names)
-        trial["space"] = space
-    if args.space == "zoo":           # the zoo model's skeleton (sac_fashion: poolings, dense)
-        from workbench.search.families import family as get_family
-        trial["space"] = get_family(family).zoo_space(args.data)
-    probe = SearchOptions(family=family, cost="cycles", budgets=[1.0], data=args.data,
-                          out=root / f"{family}_{args.data}", trial=trial)
-    zoo = zoo_reference(probe)
+def chain_options(family: str, args) -> SearchOptions:
+    """What `sacbench search` makes of the benchmark's arguments for a SAC or BNN sweep (its
+    one mapping of options to trial settings, and its checks: SearchError); the budgets are
+    set once the zoo anchor is known."""
+    flags = (("--epochs", args.epochs), ("--warmup-epochs", args.warmup_epochs),
+             ("--gate-lr", args.gate_lr), ("--final-epochs", args.final_epochs),
+             ("--final-float-epochs", args.final_float_epochs), ("--layers", args.layers),
+             ("--min-channels", args.min_channels), ("--hidden", args.hidden),
+             ("--cpus", args.cpus))
+    argv = ["--family", family, "--cost", "cycles", "--budgets", "1", "--seeds",
+            str(args.seeds), "--first-seed", str(args.first_seed), "--data", args.data,
+            "--array", args.array, "--space", args.space,
+            "--out", str(args.out / f"{family}_{args.data}")]
+    argv += [str(x) for flag, value in flags if value is not None for x in (flag, value)]
+    opts = replace(options_from_args(build_search_parser().parse_args(argv), argv),
+                   command=args.command)
+    check_options(opts)
+    return opts
+
+
+def report_chain(opts: SearchOptions, args) -> dict:
+    family = opts.family
+    zoo = zoo_reference(opts)
     if zoo is None:
         print(f"\n{family}: no zoo model for {args.data}: nothing to compare with")
         return {}
@@ -68,7 +73,8 @@ def report_chain(family: str, args, root: Path) -> dict:
     print(f"\n=== {family} family on {args.data}, cost cycles ({args.array}); anchor: zoo "
           f"{zoo['name']}: test {100 * zoo['test']:.2f}%, {zoo['costs']['cycles']:,.0f} cycles; "
           f"budgets {budgets} ===", flush=True)
-    opts, doc, wall = sweep(family, "cycles", budgets, args, probe.out, trial)
+    opts = replace(opts, budgets=budgets)
+    doc, wall = sweep(opts)
     print(f"\n{'model':28s} {'arch':52s} {'val':>7s} {'test':>7s} {'cycles':>9s} {'x zoo':>6s} "
           f"{'front':>5s} {'trial s':>8s}")
     for m in doc["models"]:
@@ -98,8 +104,11 @@ def report_fabric(args, root: Path) -> dict:
     budget = base["costs"]["params"]
     print(f"\n=== resnet-fabric on {args.data}, cost params; anchor: fixed {base['name']}: test "
           f"{100 * base['test']:.2f}%, {budget:,.0f} parameters (the budget) ===", flush=True)
-    opts, doc, wall = sweep("resnet-fabric", "params", [budget], args, out,
-                            {"final_epochs": args.fabric_epochs})
+    opts = SearchOptions(family="resnet-fabric", cost="params", budgets=[budget],
+                         lambdas=[1.0], seeds=args.seeds, first_seed=args.first_seed,
+                         data=args.data, out=out, cpus=args.cpus,
+                         trial={"final_epochs": args.fabric_epochs}, command=args.command)
+    doc, wall = sweep(opts)
     for m in doc["models"]:
         print(f"{m['name']:34s} {m['arch_text']:44s} val {100 * m['accuracy']['val']:6.2f}% test "
               f"{100 * m['accuracy']['test']:6.2f}% params {m['costs']['params']:,.0f} "
@@ -109,13 +118,6 @@ def report_fabric(args, root: Path) -> dict:
     print(f"B-ResNet models with test accuracy >= the ResNet's and fewer parameters: "
           f"{', '.join(better) or 'NONE'}; sweep {wall / 60:.1f} min")
     return {"family": "resnet-fabric", "baseline": base, "better": better, "sweep_s": wall}
-
-
-def channel_list(text: str) -> list:
-    try:
-        return [int(c) for c in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"comma-separated channel counts, got {text!r}") from None
 
 
 def main(argv=None) -> int:
@@ -133,7 +135,7 @@ def main(argv=None) -> int:
                     help="zoo: super networks with the skeleton of the zoo model (search --space)")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds K..K+N-1 (search --first-seed)")
     ap.add_argument("--layers", type=int, default=None, help="super network: hidden layers")
-    ap.add_argument("--min-channels", type=channel_list, default=None,
+    ap.add_argument("--min-channels", default=None,
                     help="bnn: channels of each conv block that are always on (search --min-channels)")
     ap.add_argument("--hidden", type=int, default=None, help="bnn: the widest hidden dense layer")
     ap.add_argument("--final-epochs", type=int, default=None,
@@ -147,22 +149,18 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path("out/bench/search"))
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    if args.space == "zoo" and (args.layers or args.min_channels or args.hidden):
-        ap.error("--space zoo takes its sizes from the zoo model: drop --layers, --min-channels "
-                 "and --hidden")
-    if "sac" in args.families.split(",") and (args.min_channels or args.hidden):
-        ap.error("--min-channels and --hidden are for the bnn family: give --families bnn")
     args.command = "benchmarks/search_pareto.py " + " ".join(
         map(shlex.quote, sys.argv[1:] if argv is None else argv))
-    results = []
-    for fam in args.families.split(","):
-        if fam in ("sac", "bnn"):
-            results.append(report_chain(fam, args, args.out))
-        elif fam == "fabric":
-            results.append(report_fabric(args, args.out))
-        else:
-            print(f"unknown family {fam!r}", file=sys.stderr)
-            return 2
+    families = args.families.split(",")
+    unknown = [f for f in families if f not in ("sac", "bnn", "fabric")]
+    if unknown:
+        ap.error(f"unknown family {unknown[0]!r} (sac, bnn or fabric)")
+    try:        # every sweep's options are checked before the first one trains
+        chains = {f: chain_options(f, args) for f in families if f != "fabric"}
+    except SearchError as exc:
+        ap.error(str(exc))
+    results = [report_chain(chains[f], args) if f != "fabric" else report_fabric(args, args.out)
+               for f in families]
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
     return 0

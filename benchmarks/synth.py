@@ -3,7 +3,8 @@
 
 Xilinx 7-series, yosys `synth_xilinx -flatten -nodsp -noiopad -noclkbuf` (LUT fabric only):
   * sac_cell vs mac_cell (same ports, same throughput): LUTs, FFs, MAC/SAC ratios beside the
-    seed paper's (Vivado, its Table 1: 4.85x LUTs, 3.54x FFs);
+    seed paper's (Vivado, its Table 1: 4.85x LUTs, 3.54x FFs), for the MAC cell built as the
+    paper's (one multiplier per lane, the baseline) and with one multiplier shared by the lanes;
   * systolic_array at 8x8, 16x16 and 32x16: LUTs, FFs, per cell, longest path in LUT levels;
   * the paper's 128x64 array extrapolated from the per-cell cost at 16x16 and at 32x16, plus
     the rest of the accelerator measured at 16x16, against the XC7VX485T (303,600 LUTs,
@@ -141,11 +142,19 @@ def lut_levels(netlist: Path, top: str) -> dict:
 
 
 # ---------------------------------------------------------------- Xilinx runs
-def synth_cell(module: str) -> dict:
-    tag = f"xc7_{module}"
+# the cells of the comparison: report name -> (module, parameters)
+CELLS = {"sac_cell": ("sac_cell", {}),
+         "mac_cell": ("mac_cell", {}),                          # one multiplier per lane
+         "mac_cell_shared": ("mac_cell", {"MULTIPLIERS": 1})}   # one shared by the lanes
+
+
+def synth_cell(name: str) -> dict:
+    module, params = CELLS[name]
+    tag = f"xc7_{name}"
     stat = OUT / f"{tag}.stat"
-    yosys(tag, f"read_verilog {RTL / (module + '.v')}; synth_xilinx -top {module} {XILINX}; "
-               f"tee -q -o {stat} stat")
+    chparam = "".join(f"chparam -set {k} {v} {module}; " for k, v in params.items())
+    yosys(tag, f"read_verilog {RTL / (module + '.v')}; {chparam}"
+               f"synth_xilinx -top {module} {XILINX}; tee -q -o {stat} stat")
     return xilinx_counts(list(parse_stat(stat.read_text()).values())[-1])
 
 
@@ -305,13 +314,21 @@ def fmt(v, digits=0) -> str:
 
 
 def report(res: dict) -> None:
-    sac, mac = res["cells"]["sac_cell"], res["cells"]["mac_cell"]
+    cells = res["cells"]
+    sac = cells["sac_cell"]
     print("\n== cells (Xilinx 7-series, yosys synth_xilinx; LUTs include LUTs used as memory) ==")
-    print(f"{'cell':<10}{'LUTs':>6}{'(SRL)':>7}{'FFs':>6}{'CARRY4':>8}{'MUXF7/8':>9}")
-    for name, r in (("sac_cell", sac), ("mac_cell", mac)):
-        print(f"{name:<10}{r['luts']:>6}{r['srl']:>7}{r['ffs']:>6}{r['carry4']:>8}{r['muxf']:>9}")
+    print(f"{'cell':<17}{'LUTs':>6}{'(SRL)':>7}{'FFs':>6}{'CARRY4':>8}{'MUXF7/8':>9}"
+          f"{'MAC/SAC LUTs':>14}{'FFs':>6}")
+    for name in CELLS:
+        r = cells[name]
+        ratios = "" if name == "sac_cell" else \
+            f"{r['luts'] / sac['luts']:>13.2f}x{r['ffs'] / sac['ffs']:>5.2f}x"
+        print(f"{name:<17}{r['luts']:>6}{r['srl']:>7}{r['ffs']:>6}{r['carry4']:>8}{r['muxf']:>9}"
+              f"{ratios}")
+    mac = cells["mac_cell"]
     print(f"MAC/SAC: LUTs {mac['luts'] / sac['luts']:.2f}x (paper {PAPER['lut_ratio']}x), "
-          f"FFs {mac['ffs'] / sac['ffs']:.2f}x (paper {PAPER['ff_ratio']}x)")
+          f"FFs {mac['ffs'] / sac['ffs']:.2f}x (paper {PAPER['ff_ratio']}x); mac_cell as the "
+          f"paper builds it (one multiplier per lane), mac_cell_shared with one multiplier")
     sel = res["cells"].get("selector_56")
     if sel:
         print(f"for comparison, the paper's 56:1 tap selector alone: {sel['luts']} LUTs, "
@@ -420,7 +437,7 @@ def main() -> int:
         return 2
     OUT.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    jobs = {("cells", m): (synth_cell, m) for m in ("sac_cell", "mac_cell")}
+    jobs = {("cells", m): (synth_cell, m) for m in CELLS}
     jobs[("cells", "selector_56")] = (synth_selector,)
     if args.cells_only:
         args.no_top = args.no_ecp5 = True

@@ -2,7 +2,8 @@
 """`make lint` (RTL part): verilator --lint-only -Wall on every module of rtl/, twice: with its
 default parameters, and with every parameter given explicitly (-GNAME=value, as the benches and
 the compare script build it). An overridden parameter is a 32-bit value, which exposes width
-mismatches that the defaults hide. Prints one line per module; exit status 1 if any warning
+mismatches that the defaults hide. Modules with structural variants (VARIANTS) are linted in
+each of them too. Prints one line per module; exit status 1 if any warning
 remains."""
 import re
 import subprocess
@@ -12,6 +13,8 @@ from pathlib import Path
 from tb.sim import verilator_on_path
 
 RTL = Path(__file__).resolve().parents[1] / "rtl"
+# parameters that choose a different structure, not a size: linted as well as the default
+VARIANTS = {"mac_cell": {"one shared multiplier": ["-GMULTIPLIERS=1"]}}
 
 
 def parameters(text: str) -> dict:
@@ -31,8 +34,9 @@ def main() -> int:
     for module in modules:
         params = parameters((RTL / f"{module}.v").read_text())
         bad = []
-        for label, extra in (("defaults", []),
-                             ("-G overrides", [f"-G{k}={v}" for k, v in params.items()])):
+        runs = {"defaults": [], "-G overrides": [f"-G{k}={v}" for k, v in params.items()],
+                **VARIANTS.get(module, {})}
+        for label, extra in runs.items():
             report = lint(module, extra)
             if report:
                 bad.append(label)

@@ -1,6 +1,7 @@
-"""Bench for rtl/mac_cell.v, the 8-bit MAC baseline: every signed weight -128..127 against data
-including 0 and 255; outputs equal models.numerics.sac.mac_cell_step, active cycles equal the
-golden count of nonzero (weight, datum) pairs."""
+"""Bench for rtl/mac_cell.v, the 8-bit MAC baseline, with one multiplier per lane (the paper's)
+and with one shared multiplier: every signed weight -128..127 against data including 0 and 255;
+outputs equal models.numerics.sac.mac_cell_step, active cycles equal the golden count of nonzero
+(weight, datum) pairs."""
 import os
 
 import cocotb
@@ -31,7 +32,9 @@ async def all_weights(dut):
         assert active == pairs, f"weight {weight}: {active} active cycles, want {pairs}"
 
 
+@pytest.mark.parametrize("multipliers", [4, 1])
 @pytest.mark.parametrize("sim", SIMULATORS)
-def test_mac_cell(sim):
-    run("mac_cell", "test_mac_cell", sim, {"SLOTS": 8, "TAPS": 7, "LANES": 4},
+def test_mac_cell(sim, multipliers):
+    run("mac_cell", "test_mac_cell", sim,
+        {"SLOTS": 8, "TAPS": 7, "LANES": 4, "MULTIPLIERS": multipliers},
         seed=bench_seed(SEED))

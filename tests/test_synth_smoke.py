@@ -1,8 +1,9 @@
 """Quick synthesis smoke test: `benchmarks/synth.py --cells-only` synthesizes sac_cell and
-mac_cell with yosys synth_xilinx (seconds; `make synth` does the arrays, the whole top and place
-and route). The cells must synthesize, the SAC cell must stay within the per-cell budget of
-issue 14 on its own (at most 30 LUTs, 40 FFs; in the array it shares its weight decoding) and
-cost less than the MAC cell of the same throughput."""
+mac_cell (one multiplier per lane, as the paper's, and one shared) with yosys synth_xilinx
+(seconds; `make synth` does the arrays, the whole top and place and route). The cells must
+synthesize, the SAC cell must stay within the per-cell budget of issue 14 on its own (at most 30
+LUTs, 40 FFs; in the array it shares its weight decoding) and cost less than either MAC cell of
+the same throughput, and the MAC cells must be the structures they are named for."""
 import json
 import re
 import shutil
@@ -23,10 +24,13 @@ def test_cells_synthesize_within_budget(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "MAC/SAC: LUTs" in out.stdout
     res = json.loads((tmp_path / "cells.json").read_text())["cells"]
-    sac, mac = res["sac_cell"], res["mac_cell"]
+    sac, mac, shared = res["sac_cell"], res["mac_cell"], res["mac_cell_shared"]
     assert sac["srl"] == 1, "the delay line should be one SRL16E"
     assert sac["luts"] <= 30 and sac["ffs"] <= 40, sac
-    assert mac["luts"] > sac["luts"] and mac["ffs"] > sac["ffs"], (mac, sac)
+    for m in (mac, shared):
+        assert m["luts"] > sac["luts"] and m["ffs"] > sac["ffs"], (m, sac)
+    # a 9-bit adder is 3 CARRY4: four of them with one multiplier per lane, one when shared
+    assert (mac["carry4"], shared["carry4"]) == (12, 3), (mac, shared)
 
 
 @pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed (make setup)")

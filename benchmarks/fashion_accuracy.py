@@ -31,6 +31,7 @@ from models.numerics.bnn import argmax
 from models.onnx.importer import import_onnx
 from models.onnx.ort import session
 from models.train.recipes import golden_scores
+from safeio import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 HEPBNN = ROOT / "tests" / "fixtures" / "hepbnn_fashion.onnx"
@@ -118,7 +119,7 @@ def main() -> int:
               f"{r['card_golden_test_percent']:.2f}%, float twin "
               f"{r['card_float_twin_test_percent']:.2f}%), {r['golden_s']:.1f} s")
     if args.json:
-        args.json.write_text(json.dumps({"hepbnn_input_scale": scale, "hepbnn": rows,
+        write_text_atomic(args.json, json.dumps({"hepbnn_input_scale": scale, "hepbnn": rows,
                                          "zoo": zoo_rows}, indent=1) + "\n")
     bad = [r for r in rows if not r["golden_equals_onnxruntime"]]
     return 1 if bad else 0

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from fpga.execute import batch_size
+from safeio import write_text_atomic
 from workbench.compare import (
     CompareError,
     Options,
@@ -73,7 +74,7 @@ def main() -> int:
     print(f"target: FPGA path on {len(x)} images well under {BUDGET_S:.0f} s: "
           f"{'met' if fpga_s < BUDGET_S / 2 else 'NOT met'} ({fpga_s:.0f} s)")
     if args.json:
-        args.json.write_text(json.dumps({
+        write_text_atomic(args.json, json.dumps({
             "images": len(x), "golden_s": golden_s, "fpga_s": fpga_s, "golden_cpu_s": golden_cpu,
             "fpga_cpu_s": fpga_cpu, "mismatches": bad, "batch": batch}, indent=2))
     return 0 if bad == 0 else 1

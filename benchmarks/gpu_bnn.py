@@ -46,6 +46,7 @@ from gpu_kernels.runner import Runner
 from models import golden
 from models.datasets import DatasetError, load_for_network
 from models.random_networks import SHAPES, network_from_spec, random_images
+from safeio import write_text_atomic
 
 TARGET_S = {"fashion": 0.020, "cifar10": 0.200}
 TARGET_IMAGES = 10_000
@@ -102,7 +103,7 @@ class Recorder:
         self.write()
 
     def write(self) -> None:
-        self.path.write_text(json.dumps(self.summary, indent=1, default=str))
+        write_text_atomic(self.path, json.dumps(self.summary, indent=1, default=str))
 
 
 def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
@@ -134,7 +135,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
     table = mapping.table()
     print(table, flush=True)
     mapping.save(out_dir / f"mapping_{name}.json")
-    (out_dir / f"mapping_{name}.txt").write_text(table + "\n")
+    write_text_atomic(out_dir / f"mapping_{name}.txt", table + "\n")
     mapping.heatmap(out_dir / f"heatmap_{name}.png")
     prof = mapping.profile
     left_out = prof.meta.get("batch_sizes_left_out", [])
@@ -240,7 +241,7 @@ def _merge_json(path: Path, info: dict, shapes: dict, seconds: float, interrupte
               "seconds": {**old.get("seconds", {}), **{k: seconds for k in shapes}}}
     if interrupted:
         merged["interrupted"] = sorted(set(old.get("interrupted", [])) | set(shapes))
-    path.write_text(json.dumps(merged, indent=1, default=str))
+    write_text_atomic(path, json.dumps(merged, indent=1, default=str))
 
 
 def main(argv=None) -> int:

@@ -24,6 +24,7 @@ import math
 import sys
 from pathlib import Path
 
+from safeio import write_text_atomic
 from workbench import gpu_model
 
 FIELDS = ["net", "word_bits", "images", "run", "batch", "layer", "impl", "seconds"]
@@ -53,12 +54,10 @@ def samples_of_run(net: str, word_bits: int, path: Path) -> list[dict]:
 
 def write_samples(samples: list[dict], path: Path) -> None:
     rows = [[s[f] for f in FIELDS] for s in samples]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"about": "GPU layer times measured by benchmarks/gpu_bnn.py on an "
+    write_text_atomic(path, json.dumps({"about": "GPU layer times measured by benchmarks/gpu_bnn.py on an "
                                         "NVIDIA H200 (seconds over all batches of the run); "
                                         "benchmarks/gpu_model_accuracy.py",
                                "fields": FIELDS, "rows": rows}, separators=(",", ":")) + "\n")
-    tmp.replace(path)
 
 
 def report(samples: list[dict], raws: list[tuple[str, float]]) -> bool:

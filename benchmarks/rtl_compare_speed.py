@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from models import zoo
+from safeio import write_text_atomic
 from workbench.compare import CompareError, Options, run
 
 MODELS = ("sac_digits", "bnn_digits")
@@ -95,7 +96,7 @@ def main() -> int:
     print(f"target: end to end >= {TARGET:.0%} of raw for every model, zero mismatches, cycles "
           f"equal to the model: {'met' if ok else 'NOT met'}")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "sim_speed_8x8": anchor}, indent=2))
+        write_text_atomic(args.json, json.dumps({"rows": rows, "sim_speed_8x8": anchor}, indent=2))
     return 0 if ok else 1
 
 

@@ -24,6 +24,7 @@ from fpga.compiler import compile_network, fitted_config
 from models import zoo
 from models.datasets import load_for_network
 from models.onnx import load_network
+from safeio import write_text_atomic
 from workbench import rtl_shards
 
 
@@ -88,7 +89,7 @@ def main() -> int:
               f"{r['images_per_s'] / base:>7.2f}x {str(r['identical']):>18}  {shards}"
               + (f"; Ray start {r['connect_s']:.1f} s" if r["address"] else ""))
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        write_text_atomic(args.json, json.dumps(rows, indent=2))
     return 0 if all(r["identical"] for r in rows) else 1
 
 

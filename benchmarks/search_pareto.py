@@ -29,6 +29,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from safeio import write_text_atomic
 from workbench.commands.search import build_parser as build_search_parser
 from workbench.commands.search import options_from_args, verify
 from workbench.search.driver import SearchError, SearchOptions, check_options, run_search, zoo_reference
@@ -162,7 +163,7 @@ def main(argv=None) -> int:
     results = [report_chain(chains[f], args) if f != "fabric" else report_fabric(args, args.out)
                for f in families]
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2, default=str))
+        write_text_atomic(args.json, json.dumps(results, indent=2, default=str))
     return 0
 
 

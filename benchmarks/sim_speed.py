@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from fpga.arch import ArrayConfig
+from safeio import write_text_atomic
 from tb.sim import SIMULATORS, build, test
 
 TARGET = 250_000           # Verilator, 8x8, one thread (the FPGA issue's target)
@@ -95,7 +96,7 @@ def main() -> int:
         print(f"  extrapolated {BIG[0]}x{BIG[1]} on Verilator (from {best['array']}, "
               f"{best['threads']} thread(s), cycles/s x cells constant): ~{est:,.0f} cycles/s")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        write_text_atomic(args.json, json.dumps(rows, indent=2))
     return 0
 
 

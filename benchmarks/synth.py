@@ -34,6 +34,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from safeio import write_text_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
 RTL = ROOT / "rtl"
 OUT = ROOT / "build" / "synth"
@@ -164,7 +166,7 @@ def synth_selector() -> dict:
     same command; sac_cell replaces it by an 8:1 selector and a delay line."""
     tag = "xc7_selector_56"
     src, stat = OUT / f"{tag}.v", OUT / f"{tag}.stat"
-    src.write_text("module selector_56(input wire [55:0] taps, input wire [2:0] code,\n"
+    src.write_text("module selector_56(input wire [55:0] taps, input wire [2:0] code,\n"  # scratch: yosys
                    "                   input wire [2:0] index, output wire bit_out);\n"
                    "    wire [63:0] table_ = {taps, 8'd0};\n"
                    "    assign bit_out = table_[{code, index}];\n"
@@ -297,7 +299,7 @@ def pr_array(rows: int, cols: int) -> dict:
     tag = f"ecp5_array_{rows}x{cols}"
     text, n_in = wrapper(rows, cols)
     wrap = OUT / f"{tag}_wrapper.v"
-    wrap.write_text(text)
+    wrap.write_text(text)  # scratch: yosys' input in build/synth
     files = " ".join(str(RTL / f) for f in ("systolic_array.v", "sac_cell.v", "popcount_pipe.v"))
     return place_route(tag, f"read_verilog {wrap} {files}", "pr_array", extra_ffs=n_in + 4)
 
@@ -470,7 +472,7 @@ def main() -> int:
     res["arrays"].sort(key=lambda a: (a["cols"], a["rows"]))
     res["tops"].sort(key=lambda t: t["rows"] * t["cols"])
     report(res)
-    args.json.write_text(json.dumps(res, indent=1, default=str))
+    write_text_atomic(args.json, json.dumps(res, indent=1, default=str))
     print(f"\n[synth] {time.time() - t0:.0f} s; logs and {args.json.name} in {OUT.relative_to(ROOT)}")
     return 0
 

@@ -10,6 +10,10 @@ from dataclasses import asdict, dataclass, fields
 
 from models.numerics.sac import ACC_BITS, DATA_BITS, MAX_CODE, MAX_GROUP
 
+# the clocks a latency may be computed at (MHz): from 1 kHz, slower than any accelerator runs,
+# to 100 GHz, faster than any FPGA; outside them a --clock-mhz is a typo (5e-324, 1e308)
+MIN_CLOCK_MHZ, MAX_CLOCK_MHZ = 1e-3, 1e5
+
 
 @dataclass(frozen=True)
 class ArrayConfig:

@@ -79,7 +79,7 @@ def _cached(target: Path, produce) -> Path:
     """Run produce(tmp_path) unless `target` exists; atomic under concurrent workers."""
     if target.exists():
         return target
-    with open(target.with_suffix(target.suffix + ".lock"), "w") as lock:
+    with open(target.with_suffix(target.suffix + ".lock"), "w") as lock:  # scratch: a lock
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not target.exists():
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -119,7 +119,7 @@ def emulation_library(sanitize: bool = False) -> Path:
 
     def produce(tmp: Path):
         src = d / f"{name}-{key}.cpp"
-        src.write_text(wrapper)
+        src.write_text(wrapper)  # scratch: the compiler's input, under the lock
         _run(["g++", *flags, f"-I{CUDA_DIR}", str(src), "-o", str(tmp)],
              f"the kernel emulation library{' with AddressSanitizer' if sanitize else ''} (g++)")
 
@@ -180,10 +180,10 @@ def nvcc_check() -> tuple[Path, str]:
 
     def produce(tmp: Path):
         src = d / f"nvcc-{key}.cu"
-        src.write_text(text)
+        src.write_text(text)  # scratch: the compiler's input, under the lock
         proc = _run(["nvcc", *NVCC_FLAGS, "-diag-suppress", "177", str(src), "-o", str(tmp)],
                     f"every kernel instantiation for {NVCC_ARCH} (nvcc, NVRTC's options)")
-        log.write_text(proc.stdout + proc.stderr)
+        log.write_text(proc.stdout + proc.stderr)  # log: nvcc's resource report
 
     cubin = _cached(d / f"nvcc-{key}.cubin", produce)
     return cubin, log.read_text()

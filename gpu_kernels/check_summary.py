@@ -17,6 +17,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from safeio import write_text_atomic
+
 SHAPES = ("fashion", "cifar10")
 
 
@@ -140,7 +142,7 @@ def main(argv=None) -> int:
     if "exactness" in ran:
         summary["exactness"] = exactness(args.out)
     summary["benchmarks"] = {s: benchmark(args.out, s) for s in SHAPES if s in ran}
-    (args.out / "gpu_check.json").write_text(json.dumps(summary, indent=1, default=str))
+    write_text_atomic(args.out / "gpu_check.json", json.dumps(summary, indent=1, default=str))
     print("[gpu_check] ===== summary (gpu_check.json) =====")
     for line in headline(summary):
         print(f"[gpu_check] {line}")

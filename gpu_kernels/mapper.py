@@ -18,7 +18,6 @@ whole data set: n_images in ceil(n_images / b) batches.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from gpu_kernels.configs import CPU, GPU, HOST
 from gpu_kernels.errors import GpuKernelError
 from gpu_kernels.profiling import JsonProfile, MeasuredProfile, Profile
 from models.onnx import load_network
+from safeio import write_json_atomic
 
 
 def _device(impl: str) -> str:
@@ -85,9 +85,7 @@ class Mapping:
             raise GpuKernelError(f"malformed mapping JSON: {exc!r}") from None
 
     def save(self, path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_json(), indent=1))
-        return path
+        return write_json_atomic(path, self.to_json(), indent=1)
 
     def agree(self) -> bool:
         """Algorithm 1 and DP chose the same batch size and the same implementation per layer."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from gpu_kernels.configs import CPU
 from gpu_kernels.mapper import Choice, Mapping, n_batches
+from safeio import atomic_path
 
 NAMES = {"algorithm1": "Algorithm 1", "dp": "DP"}
 MARK_A1, MARK_DP, MARK_BOTH = "a", "d", "*"
@@ -164,6 +165,7 @@ def write_heatmap(m: Mapping, path) -> Path | None:
                  fontsize=9)
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="log10(us per image)")
     path = Path(path)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
     return path

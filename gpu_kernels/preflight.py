@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from safeio import write_text_atomic
+
 EXIT_OK, EXIT_NO_CUPY, EXIT_NO_DEVICE, EXIT_NO_NVRTC, EXIT_KERNELS = 0, 3, 4, 5, 6
 SMOKE_SEED = 5
 
@@ -227,7 +229,7 @@ def cupy_config(out: Path | None) -> None:
             cp.show_config()
     except Exception as exc:          # diagnostics only
         buf.write(f"cupy.show_config() failed: {type(exc).__name__}: {exc}\n")
-    (out / "cupy_config.txt").write_text(buf.getvalue())
+    write_text_atomic(out / "cupy_config.txt", buf.getvalue())
 
 
 def main(argv=None) -> int:
@@ -261,7 +263,7 @@ def main(argv=None) -> int:
     report["exit_code"], report["seconds"] = code, round(time.perf_counter() - t0, 3)
     report["status"] = "ready" if code == EXIT_OK else "failed"
     if args.out is not None:
-        (args.out / "preflight.json").write_text(json.dumps(report, indent=1, default=str))
+        write_text_atomic(args.out / "preflight.json", json.dumps(report, indent=1, default=str))
     return code
 
 

@@ -13,7 +13,6 @@ backend cannot start (no CuPy or GPU, a failed build).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ from gpu_kernels.progress import progress
 from gpu_kernels.runner import run_network
 from models import golden
 from models.random_networks import cifar10_bnn, fashion_bnn, random_images
+from safeio import write_json_atomic
 
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
 ASAN_MARK = "GPU_KERNELS_SELFCHECK_ASAN"       # set once the process runs under the ASan runtime
@@ -129,8 +129,7 @@ def main(argv=None) -> int:
     print(f"{out['checks']} checks on {out['backend']}, {len(out['failures'])} failures "
           f"({out['seconds']:.1f} s)" + "".join(f"\n  FAIL {f}" for f in out["failures"]))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        write_json_atomic(args.json, out, indent=1)
     return 1 if out["failures"] else 0
 
 

@@ -21,34 +21,50 @@ network-input convention of docs/conventions.md) and whose labels are int64 [N].
   ``train-images-idx3-ubyte[.gz]``, ``train-labels-idx1-ubyte[.gz]``, ``t10k-...``; or one
   images file (its labels file is found by the standard name).
 * CIFAR-10 python batches: a directory with ``data_batch_1..5`` and ``test_batch``, or one batch
-  file. Unpickling is restricted to plain containers and numpy arrays (no code runs).
-* HEP-BNN CSV: a header row, one column per pixel (NCHW-flat order) and a ``label`` column.
+  file (pickle protocol 2 to 5). Unpickling is restricted to plain containers, byte strings and
+  numpy arrays of plain numbers (no code runs), and the few callables a numpy pickle needs are
+  checking stand-ins: no ``bytearray(n)`` from a count, no ``_reconstruct`` of a declared shape,
+  array data that matches its declared shape, all of it within the cap below.
+* HEP-BNN CSV: a header row, one column per pixel (NCHW-flat order) and exactly one ``label``
+  column (no empty or repeated column names). Every cell is 1 to :data:`CSV_MAX_DIGITS` ASCII
+  digits, optionally between spaces (``'7'``, ``' 7 '``, ``'007'``). Signs, decimals
+  (``'7.0'``), exponents (``'7e0'``), ``'1_0'`` and non-ASCII digits are refused with the line
+  and column (Python's ``int`` would take some of them); so is a cell the csv module cannot
+  read (over its field size limit).
 
 Splits: ``train``, ``val``, ``test`` and ``all``. For a directory of training and test files,
 ``val`` is the last tenth of the training files and ``train`` the rest. A single file is one
 set: ``all`` (or ``test``, for evaluation) returns it whole; ``train``/``val`` are refused.
 
-Bad files raise :class:`DatasetError` naming the file and what is wrong.
+Bad files raise :class:`DatasetError` naming the file and what is wrong, before any long work:
+only regular files are opened (a FIFO, device or socket would block or never end); a file, or
+what a ``.gz`` inflates to (checked while inflating, every gzip member), is at most
+:func:`data_cap` bytes: :data:`MAX_DATA_BYTES`, or half the available memory if that is less.
 """
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import io
 import json
 import math
 import os
 import pickle
+import pickletools
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from models.resources import available_memory_bytes, gib
+from safeio import write_json_atomic
+
 SPLITS = ("train", "val", "test", "all")
 VAL_FRACTION_DIVISOR = 10          # val = last tenth of a training file set
+MAX_DATA_BYTES = 4 << 30           # one data file, read or inflated: 4 GiB (Fashion-MNIST: 47 MB)
 
 
 class DatasetError(ValueError):
@@ -74,6 +90,176 @@ def _check_split(split: str) -> str:
     if split not in SPLITS:
         raise DatasetError(f"split must be one of {SPLITS}, got {split!r}")
     return split
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a data file: regular files only, within the cap, gzip inflated under the cap
+# ---------------------------------------------------------------------------------------------
+GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_CHUNK = 1 << 20           # compressed bytes fed to zlib at a time
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                (stat.S_ISSOCK, "a socket"))
+
+
+def data_cap() -> int:
+    """The most bytes one data file may hold, read or inflated: MAX_DATA_BYTES, and at most half
+    the memory available now (the loaders hold the file and the arrays made from it)."""
+    return min(MAX_DATA_BYTES, available_memory_bytes() // 2)
+
+
+def _amount(n: int) -> str:
+    """Bytes for messages: GiB/MiB when large, exact below 10 MiB (where rounding would make a
+    file of 1.2 MiB read as "1 MiB, more than the cap of 1 MiB")."""
+    return gib(n) if n >= 10 << 20 else f"{n:,} bytes"
+
+
+def _cap_text(cap: int) -> str:
+    return (f"the cap of {_amount(cap)} on one data file (MAX_DATA_BYTES "
+            f"{_amount(MAX_DATA_BYTES)}, or half the available memory if that is less)")
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    """An exception's text on one line, shortened: messages quote what a bad file made."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _show(text: str, limit: int = 40) -> str:
+    """repr of a cell or a name from a user's file, shortened: a message stays one line."""
+    r = repr(text)
+    return r if len(r) <= limit else f"{r[:limit]}... ({len(text):,} characters)"
+
+
+def _require_regular(path: Path, st: os.stat_result) -> None:
+    """A FIFO, a device or a socket is never opened: a read would block forever or never end."""
+    if stat.S_ISREG(st.st_mode):
+        return
+    kind = next((what for test, what in _NOT_REGULAR if test(st.st_mode)), "a special file")
+    raise DatasetError(f"{path}: is {kind}, not a regular file")
+
+
+def _exists(path: Path) -> bool:
+    """Whether a directory entry is there (a dangling link or an unreadable entry counts: reading
+    it then names the problem)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _list_dir(path: Path) -> list[str]:
+    """The names in a directory, sorted; an unreadable directory names itself."""
+    try:
+        return sorted(p.name for p in path.iterdir())
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot list the directory ({_why(exc)})") from None
+
+
+def _require_within(path: Path, size: int, cap: int) -> None:
+    if size > cap:
+        raise DatasetError(f"{path}: is {_amount(size)}, more than {_cap_text(cap)}")
+
+
+def _read_file(path: Path, cap: int, limit: int | None = None) -> bytes:
+    """The bytes of a regular file (only its first `limit` bytes if given); one larger than `cap`
+    is refused unopened. The file is checked with stat before it is opened, opened non-blocking
+    and checked again on the open descriptor, so a FIFO swapped in meanwhile cannot block."""
+    try:
+        st = os.stat(path)
+        _require_regular(path, st)
+        _require_within(path, st.st_size, cap)
+        fd = os.open(path, _OPEN_FLAGS)
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            _require_regular(path, st)
+            _require_within(path, st.st_size, cap)
+            if limit is not None:
+                return f.read(limit)
+            return _read_capped(f, st.st_size, cap, path)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read ({_why(exc)})") from None
+
+
+def _read_capped(f, size: int, cap: int, path: Path) -> bytes:
+    """Read to the end of a file whose stat said `size` bytes (<= cap); a file longer than its
+    stat (growing, or /proc) is read on in chunks, never past the cap."""
+    first = f.read(size + 1)
+    if len(first) <= size:
+        return first
+    parts, total = [first], len(first)
+    while total <= cap:
+        more = f.read(_GZIP_CHUNK)
+        if not more:
+            break
+        parts.append(more)
+        total += len(more)
+    if total > cap:
+        raise DatasetError(f"{path}: holds more than {_cap_text(cap)}")
+    return b"".join(parts)
+
+
+def _gunzip(raw: bytes, path: Path, cap: int) -> bytes:
+    """Inflate every gzip member of `raw` (`cat a.gz b.gz` is one valid gzip file), refusing as
+    soon as the output passes `cap`: a few MB of gzip can inflate to terabytes, so the check runs
+    while inflating, zlib never producing more than the room left. Trailing zero bytes (padding)
+    are allowed; anything else after the last member is corrupt."""
+    view, pos, parts, total = memoryview(raw), 0, [], 0
+    while True:
+        d, pending = zlib.decompressobj(wbits=31), b""
+        while not d.eof:
+            if not pending:
+                if pos >= len(view):
+                    raise DatasetError(f"{path}: corrupt gzip data (truncated: the stream ends "
+                                       f"inside a member)")
+                pending, pos = view[pos:pos + _GZIP_CHUNK], pos + _GZIP_CHUNK
+            room = cap + 1 - total
+            try:
+                out = d.decompress(pending, room)
+            except zlib.error as exc:
+                raise DatasetError(f"{path}: corrupt gzip data ({exc})") from None
+            parts.append(out)
+            total += len(out)
+            if total > cap:     # len(out) == room: zlib stopped at the room, not at the input
+                raise DatasetError(f"{path}: inflates to more than {_cap_text(cap)}; refused "
+                                   f"while inflating (a decompression bomb or a file too "
+                                   f"large for this machine)")
+            pending = d.unconsumed_tail
+        pos = min(pos, len(view)) - len(d.unused_data)
+        if view[pos:pos + 2] == GZIP_MAGIC:
+            continue
+        if view[pos:].tobytes().strip(b"\0"):
+            raise DatasetError(f"{path}: corrupt gzip data (bytes after the last gzip member at "
+                               f"offset {pos})")
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A data file's bytes, inflated if it is gzip; every problem is a DatasetError naming it."""
+    cap = data_cap()
+    raw = _read_file(path, cap)
+    return _gunzip(raw, path, cap) if raw[:2] == GZIP_MAGIC else raw
+
+
+def _read_head(path: Path, n: int) -> bytes:
+    """The first `n` bytes of a data file (inflated if gzip), without reading the rest."""
+    raw = _read_file(path, data_cap(), limit=1 << 16)
+    if raw[:2] != GZIP_MAGIC:
+        return raw[:n]
+    try:
+        head = zlib.decompressobj(wbits=31).decompress(raw, n)
+    except zlib.error as exc:
+        raise DatasetError(f"{path}: corrupt gzip data ({exc})") from None
+    # short: a tiny or truncated file (or a gzip header over 64 KiB): inflate it all, checked
+    return head if len(head) == n else _read_bytes(path)[:n]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,21 +297,10 @@ _IDX_TYPES = {0x08: "unsigned byte", 0x09: "signed byte", 0x0B: "int16", 0x0C: "
               0x0D: "float32", 0x0E: "float64"}
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise DatasetError(f"{path}: corrupt gzip data ({exc})") from None
-    return raw
-
-
 def read_idx(path) -> np.ndarray:
-    """Read an IDX file of unsigned bytes (gzipped or not) into a uint8 array of its shape."""
+    """Read an IDX file of unsigned bytes (gzipped or not) into a uint8 array of its shape. The
+    header's dims are checked against the bytes actually there (inflated under the cap), so a
+    header declaring terabytes allocates nothing."""
     path = Path(path)
     return _parse_idx(_read_bytes(path), path)
 
@@ -158,7 +333,7 @@ def _idx_labels_path(images: Path) -> Path:
     name = images.name.replace("images", "labels").replace("idx3", "idx1")
     for cand in (images.with_name(name), images.with_name(name.removesuffix(".gz")),
                  images.with_name(name + ".gz")):
-        if cand != images and cand.exists():
+        if cand != images and _exists(cand):
             return cand
     raise DatasetError(f"{images}: no labels file next to it (looked for {name})")
 
@@ -170,6 +345,9 @@ def _load_idx_pair(images_path: Path, name: str) -> Dataset:
                            f"got shape {list(images.shape)}")
     if images.shape[0] == 0:
         raise DatasetError(f"{images_path}: holds no images (its header announces 0)")
+    if images[0].size == 0:     # before the labels: N labels of 0-pixel images cost 8N bytes
+        raise DatasetError(f"{images_path}: images of shape {list(images.shape[1:])} hold no "
+                           f"pixels")
     labels_path = _idx_labels_path(images_path)
     labels = read_idx(labels_path)
     if labels.ndim != 1:
@@ -212,12 +390,12 @@ def _concat(parts: list[Dataset], name: str) -> Dataset:
                    np.concatenate([p.labels for p in parts]), name, parts[0].classes)
 
 
-def _load_idx_dir(path: Path, split: str) -> Dataset:
+def _load_idx_dir(path: Path, split: str, names: list[str] | None = None) -> Dataset:
     found = {}
-    for f in sorted(path.iterdir()):
-        m = _IDX_NAME.match(f.name)
+    for name in _list_dir(path) if names is None else names:
+        m = _IDX_NAME.match(name)
         if m:
-            found.setdefault(m["set"], f)
+            found.setdefault(m["set"], path / name)
     sets = {"train": "train", "val": "train", "test": "t10k"}
     need = ["train", "t10k"] if split == "all" else [sets[split]]
     missing = [s for s in need if s not in found]
@@ -262,15 +440,23 @@ def _verdict_file() -> Path:
 
 
 def _stat_key(path: Path) -> tuple:
-    st = path.stat()
-    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    try:
+        st = os.stat(path)
+        return (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    except (OSError, RuntimeError) as exc:      # RuntimeError: a symlink loop in resolve()
+        raise DatasetError(f"{path}: cannot read ({_short(exc)})") from None
 
 
 def _read_verdicts() -> dict:
+    """The cached verdicts; a missing, odd (not a regular file) or corrupt cache is empty."""
+    f = _verdict_file()
     try:
-        return json.loads(_verdict_file().read_text())
+        if not stat.S_ISREG(os.stat(f).st_mode):
+            return {}
+        verdicts = json.loads(f.read_text())
     except (OSError, ValueError):
         return {}
+    return verdicts if isinstance(verdicts, dict) else {}
 
 
 def _remember_verdict(key: tuple) -> None:
@@ -279,10 +465,7 @@ def _remember_verdict(key: tuple) -> None:
     verdicts[key[0]] = [key[1], key[2]]
     f = _verdict_file()
     try:
-        f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
-        tmp.replace(f)
+        write_json_atomic(f, verdicts, indent=1, sort_keys=True)
     except OSError:
         pass
 
@@ -291,7 +474,7 @@ def _fashion_file(stem: str) -> np.ndarray:
     """One Fashion-MNIST IDX file, its uncompressed bytes checked against FASHION_MD5 (once per
     file version: the verdict is cached by size and mtime, in memory and in build/datasets)."""
     folder = fashion_dir()
-    path = next((p for p in (folder / f"{stem}.gz", folder / stem) if p.is_file()), None)
+    path = next((p for p in (folder / f"{stem}.gz", folder / stem) if _exists(p)), None)
     if path is None:
         raise DatasetError(
             f"{folder / (stem + '.gz')}: Fashion-MNIST is missing; install the Debian package "
@@ -336,55 +519,263 @@ def load_fashion(split: str = "test") -> Dataset:
 # ---------------------------------------------------------------------------------------------
 # CIFAR-10 python batches
 # ---------------------------------------------------------------------------------------------
+MAX_PICKLE_OPCODES = 10_000_000     # a batch needs a few per image: ~90,000 for 10,000 images
+_PLAIN_DTYPES = frozenset({"b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4",
+                           "f8"})
+_LATIN1 = frozenset({"latin1", "latin-1"})   # how protocol-2 pickles from Python 3 carry bytes
+
+
+class _PickleRefused(Exception):
+    """A batch asks the restricted unpickler for something it will not do (the text says what)."""
+
+
+class _Budget:
+    """Bytes the callables a batch may call are allowed to make, all calls together: a small
+    pickle can call bytearray, encode or an array's __setstate__ again and again on one
+    memoized string, so each call is counted, before it allocates."""
+
+    def __init__(self, cap: int):
+        self.cap, self.spent = cap, 0
+
+    def spend(self, n: int, what: str) -> None:
+        self.spent += n
+        if self.spent > self.cap:
+            raise _PickleRefused(f"a CIFAR batch declaring {_amount(self.spent)} ({what}) is over "
+                                 f"{_cap_text(self.cap)}")
+
+
+class _NdarrayName:
+    """What `numpy.ndarray` unpickles to: only a marker for `_reconstruct` (the real class,
+    called by REDUCE or NEWOBJ, would allocate any shape it is given)."""
+
+    def __repr__(self) -> str:
+        return "numpy.ndarray"
+
+
+_NDARRAY = _NdarrayName()
+
+
+def _what(obj) -> str:
+    """A value from a batch for a message: a short str, else only its type (a repr could be
+    as large as the file)."""
+    return _show(obj) if isinstance(obj, str) else type(obj).__name__
+
+
+def _dims(shape, what: str) -> tuple:
+    if (not isinstance(shape, (tuple, list)) or len(shape) > 32
+            or not all(type(d) is int and d >= 0 for d in shape)):
+        raise _PickleRefused(f"{what}: the shape must be a tuple of at most 32 natural numbers")
+    return tuple(shape)
+
+
+def _plain_dtype(dt, what: str) -> np.dtype:
+    """A fresh copy of a plain number dtype (no fields, no subarray: nothing a BUILD on the dtype
+    object could have changed its size with)."""
+    if (not isinstance(dt, np.dtype) or dt.names is not None or dt.subdtype is not None
+            or dt.str[1:] not in _PLAIN_DTYPES):
+        shown = str(dt)[:80] if isinstance(dt, np.dtype) else _what(dt)
+        raise _PickleRefused(f"{what}: dtype {shown} is not a plain number type")
+    return np.dtype(dt.str)
+
+
+def _declared(dims: tuple, dt: np.dtype) -> tuple[int, str]:
+    return math.prod(dims) * dt.itemsize, f"array {list(dims)} of {dt}"
+
+
+class _GuardedArray(np.ndarray):
+    """An array being unpickled: numpy's pickles make an empty array (`_reconstruct`) and fill
+    it from its state (BUILD calls __setstate__). The state's shape and dtype are checked against
+    the bytes it carries and against the budget before numpy copies anything (numpy's own
+    __setstate__ would take any dtype object, even one a BUILD gave object fields). Every array
+    a batch makes is one; ``np.asarray`` turns it into a plain ndarray."""
+
+    def __setstate__(self, state):
+        budget = self.__dict__.get("_budget")
+        if budget is None or not isinstance(state, tuple) or len(state) not in (4, 5):
+            raise _PickleRefused("an array state must be (version, shape, dtype, fortran, data)")
+        shape, dtype, fortran, raw = state[-4:]
+        dims = _dims(shape, "array state")
+        dt = _plain_dtype(dtype, "array state")
+        need, what = _declared(dims, dt)
+        budget.spend(need, what)
+        if not isinstance(raw, (bytes, bytearray)) or len(raw) != need:
+            got = f"{len(raw)} bytes" if isinstance(raw, (bytes, bytearray)) else \
+                type(raw).__name__
+            raise _PickleRefused(f"an {what} ({need} bytes) carries {got} of data")
+        super().__setstate__((1, dims, dt, bool(fortran), raw))
+
+
 class _SafeUnpickler(pickle.Unpickler):
-    """Only plain containers and numpy arrays: a batch file must not be able to run code."""
-    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"),
-                ("numpy._core.multiarray", "_reconstruct"),
-                ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
-                ("numpy._core.multiarray", "scalar"), ("builtins", "bytearray"),
-                ("_codecs", "encode")}      # protocol-2 pickles from Python 3 encode bytes so
+    """Only plain containers, byte strings and numpy arrays of plain numbers: a batch file must
+    not be able to run code, nor make the callables it may name allocate more than the cap, so
+    each name maps to a checking stand-in, never to the real callable."""
+
+    def __init__(self, file, budget: _Budget):
+        super().__init__(file, encoding="bytes")
+        self.budget = budget
+        self.allowed = {("numpy", "ndarray"): _NDARRAY, ("numpy", "dtype"): self._dtype,
+                        ("builtins", "bytearray"): self._bytearray,
+                        ("__builtin__", "bytearray"): self._bytearray,
+                        ("_codecs", "encode"): self._encode}
+        for core in ("numpy.core", "numpy._core"):      # numpy 1 and numpy 2 pickles
+            self.allowed[(f"{core}.multiarray", "_reconstruct")] = self._reconstruct
+            self.allowed[(f"{core}.multiarray", "scalar")] = self._scalar
+            self.allowed[(f"{core}.numeric", "_frombuffer")] = self._frombuffer   # protocol 5
 
     def find_class(self, module, name):
-        if (module, name) in self._ALLOWED:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"forbidden object {module}.{name}")
+        try:
+            return self.allowed[(module, name)]
+        except (KeyError, TypeError):
+            raise pickle.UnpicklingError(f"forbidden object {module}.{name}") from None
+
+    def _reconstruct(self, subtype, shape, typecode=None):
+        """numpy's pickles call this with shape (0,): the data comes with the state."""
+        if subtype is not _NDARRAY:
+            raise _PickleRefused(f"numpy _reconstruct of {_what(subtype)}, not of "
+                                 f"numpy.ndarray")
+        dims = _dims(shape, "numpy _reconstruct")
+        if dims != (0,):
+            raise _PickleRefused(f"a CIFAR batch declaring {_amount(math.prod(dims))} (numpy "
+                                 f"_reconstruct of an array {list(dims)}; numpy's own pickles "
+                                 f"declare shape (0,) and carry the data in the state)")
+        arr = np.ndarray.__new__(_GuardedArray, (0,), np.int8)
+        arr._budget = self.budget
+        return arr
+
+    def _frombuffer(self, buf, dtype, shape, order="C"):
+        dt = _plain_dtype(dtype, "numpy _frombuffer")
+        dims = _dims(shape, "numpy _frombuffer")
+        need, what = _declared(dims, dt)
+        self.budget.spend(need, what)
+        if not isinstance(buf, (bytes, bytearray)) or len(buf) != need or order not in "CF":
+            raise _PickleRefused(f"numpy _frombuffer of an {what} ({need} bytes) with "
+                                 f"{type(buf).__name__} data of the wrong size or order")
+        arr = np.frombuffer(buf, dtype=dt).reshape(dims, order=order).view(_GuardedArray)
+        arr._budget = self.budget       # a BUILD on it goes through the checks too
+        return arr
+
+    def _scalar(self, dtype, data=None):
+        dt = _plain_dtype(dtype, "numpy scalar")
+        if not isinstance(data, bytes) or len(data) != dt.itemsize:
+            raise _PickleRefused(f"a numpy {dt} scalar needs {dt.itemsize} bytes of data")
+        self.budget.spend(dt.itemsize, f"a {dt} scalar")
+        return np.frombuffer(data, dtype=dt)[0]
+
+    def _dtype(self, obj, align=False, copy=True):
+        if not isinstance(obj, str) or obj not in _PLAIN_DTYPES:
+            raise _PickleRefused(f"numpy dtype {_what(obj)} is not a plain number type")
+        return np.dtype(obj, bool(align), True)     # a copy: BUILD may set its byte order
+
+    def _bytearray(self, *args):
+        """Only from bytes (protocol 2 passes a str and 'latin-1'): bytearray(n) from a count
+        would allocate n zero bytes."""
+        if not args:
+            return bytearray()
+        if len(args) == 1 and isinstance(args[0], (bytes, bytearray)):
+            self.budget.spend(len(args[0]), "a bytearray")
+            return bytearray(args[0])
+        if len(args) == 2 and isinstance(args[0], str) and args[1] in _LATIN1:
+            self.budget.spend(len(args[0]), "a bytearray")
+            return bytearray(args[0], "latin-1")
+        if isinstance(args[0], int):
+            raise _PickleRefused(f"bytearray({args[0]}) would allocate {_amount(max(args[0], 0))} "
+                                 f"of zeros; a batch makes bytearrays only from bytes")
+        raise _PickleRefused(f"bytearray of {type(args[0]).__name__}; a batch makes bytearrays "
+                             f"only from bytes")
+
+    def _encode(self, obj, encoding="utf-8", errors="strict"):
+        """Protocol-2 pickles from Python 3 carry bytes as _codecs.encode(str, 'latin1')."""
+        if not isinstance(obj, str) or encoding not in _LATIN1 or errors != "strict":
+            raise _PickleRefused(f"_codecs.encode of {type(obj).__name__} to "
+                                 f"{_what(encoding)}; only str to latin1 is allowed")
+        self.budget.spend(len(obj), "a byte string")
+        return obj.encode("latin-1")
+
+
+def _scan_pickle(raw: bytes, path: Path) -> None:
+    """Walk the opcodes before unpickling (pickletools reads them and builds nothing): every
+    counted argument must be in the file (the unpickler allocates a BYTEARRAY8's declared
+    length before reading it), and a batch of millions of tiny opcodes is refused before it
+    grows into many times its size in objects."""
+    count = 0
+    try:
+        for _ in pickletools.genops(raw):
+            count += 1
+            if count > MAX_PICKLE_OPCODES:
+                raise DatasetError(f"{path}: a CIFAR batch of more than {MAX_PICKLE_OPCODES:,} "
+                                   f"pickle opcodes (a batch needs a few per image)")
+    except DatasetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any parse failure means a corrupt file
+        raise DatasetError(f"{path}: not a CIFAR-10 python batch ({type(exc).__name__}: "
+                           f"{_short(exc)})") from None
+
+
+def _unpickle_batch(raw: bytes, path: Path):
+    _scan_pickle(raw, path)
+    try:
+        return _SafeUnpickler(io.BytesIO(raw), _Budget(data_cap())).load()
+    except _PickleRefused as exc:
+        raise DatasetError(f"{path}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure means a corrupt file
+        raise DatasetError(f"{path}: not a CIFAR-10 python batch "
+                           f"({type(exc).__name__}: {_short(exc)})") from None
+
+
+def _cifar_labels(labels, n: int, path: Path) -> np.ndarray:
+    """Whole numbers only (np.asarray(..., int64) would silently truncate 2.7 to 2), one per
+    image, counted before any conversion."""
+    if isinstance(labels, np.ndarray) and labels.ndim != 1:
+        raise DatasetError(f"{path}: 'labels' must be a list of integers, got an array of "
+                           f"shape {list(labels.shape)}")
+    if not isinstance(labels, (list, tuple, np.ndarray)):
+        raise DatasetError(f"{path}: 'labels' must be a list of integers, got "
+                           f"{type(labels).__name__}")
+    if len(labels) != n:
+        raise DatasetError(f"{path}: {len(labels)} labels for {n} images")
+    try:
+        arr = np.asarray(labels)
+    except Exception:  # noqa: BLE001 - ragged, too deep, too large: not a list of integers
+        arr = None
+    if arr is None or arr.shape != (n,) or arr.dtype.kind not in "iu":
+        raise DatasetError(f"{path}: 'labels' must be a list of integers")
+    bad = arr[(arr < 0) | (arr > 9)]
+    if bad.size:
+        raise DatasetError(f"{path}: label {int(bad[0])} is outside 0..9")
+    return arr.astype(np.int64)
 
 
 def read_cifar_batch(path) -> Dataset:
     """One CIFAR-10 python batch: dict with b'data' uint8 [N, 3072] and b'labels'."""
     path = Path(path)
-    raw = _read_bytes(path)
-    try:
-        d = _SafeUnpickler(io.BytesIO(raw), encoding="bytes").load()
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure means a corrupt file
-        raise DatasetError(f"{path}: not a CIFAR-10 python batch "
-                           f"({type(exc).__name__}: {exc})") from None
+    d = _unpickle_batch(_read_bytes(path), path)
     if not isinstance(d, dict):
         raise DatasetError(f"{path}: a CIFAR-10 batch is a dict, got {type(d).__name__}")
-    d = {k.decode() if isinstance(k, bytes) else k: v for k, v in d.items()}
+    d = {k.decode("latin-1") if isinstance(k, bytes) else k: v for k, v in d.items()}
     for key in ("data", "labels"):
         if key not in d:
-            raise DatasetError(f"{path}: the batch has no {key!r} entry (keys: {sorted(d)})")
-    data = np.asarray(d["data"])
+            keys = sorted(_show(str(k)) for k in d)
+            raise DatasetError(f"{path}: the batch has no {key!r} entry (keys: "
+                               f"{', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''})")
+    data = d["data"]
+    if not isinstance(data, np.ndarray):
+        raise DatasetError(f"{path}: 'data' must be uint8 [N, 3072], got {type(data).__name__}")
+    data = np.asarray(data)
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
         raise DatasetError(f"{path}: 'data' must be uint8 [N, 3072], got {data.dtype} "
                            f"{list(data.shape)}")
-    try:
-        labels = np.asarray(d["labels"], dtype=np.int64)
-    except (TypeError, ValueError):
-        raise DatasetError(f"{path}: 'labels' must be a list of integers") from None
-    if labels.shape != (data.shape[0],):
-        raise DatasetError(f"{path}: {labels.size} labels for {data.shape[0]} images")
+    labels = _cifar_labels(d["labels"], data.shape[0], path)
     # rows are channel-major (1024 red, 1024 green, 1024 blue), each 32x32 row-major: NCHW
     return _checked(Dataset(data.reshape(-1, 3, 32, 32).copy(), labels, path.name), path)
 
 
-def _load_cifar_dir(path: Path, split: str) -> Dataset:
+def _load_cifar_dir(path: Path, split: str, names: list[str] | None = None) -> Dataset:
+    present = set(_list_dir(path) if names is None else names)
     train_files = [path / f"data_batch_{i}" for i in range(1, 6)]
     test_file = path / "test_batch"
     need = {"train": train_files, "val": train_files, "test": [test_file],
             "all": train_files + [test_file]}[split]
-    missing = [f for f in need if not f.exists()]
+    missing = [f for f in need if f.name not in present]
     if missing:
         raise DatasetError(f"{path}: {missing[0].name} is missing for split {split!r}")
     parts = [read_cifar_batch(f) for f in need]
@@ -395,6 +786,12 @@ def _load_cifar_dir(path: Path, split: str) -> Dataset:
 # ---------------------------------------------------------------------------------------------
 # HEP-BNN CSV
 # ---------------------------------------------------------------------------------------------
+CSV_MAX_DIGITS = 6           # a pixel is 0..255 and a label 0..9: room for leading zeros
+_CSV_CELL = re.compile(r" *[0-9]{1,%d} *" % CSV_MAX_DIGITS)
+_CSV_ROW = re.compile(r"(?: *[0-9]{1,%d} *,)* *[0-9]{1,%d} *" % (CSV_MAX_DIGITS, CSV_MAX_DIGITS))
+_CSV_BLOCK_BYTES = 1 << 22   # rows are gathered in blocks of about this many cells
+
+
 def _csv_image_shape(n: int, path: Path) -> tuple:
     for c in (1, 3):
         side = int(round((n / c) ** 0.5)) if n % c == 0 else 0
@@ -403,60 +800,113 @@ def _csv_image_shape(n: int, path: Path) -> tuple:
     raise DatasetError(f"{path}: {n} pixel columns are not C x H x H for C = 1 or 3")
 
 
-CSV_LIMIT = 1 << 31          # a cell beyond +-2^31 is no pixel and no label (and no int64 risk)
-
-
 def _csv_int(text: str, where: str) -> int:
-    """One CSV cell as an integer: '7', ' 7 ', '7.0' and '7e0' are 7; 'nan', 'inf', '7.5', '' and
-    cells beyond +-2^31 are errors naming `where` (file, line, column)."""
-    try:
-        value = int(text)
-    except ValueError:
+    """One CSV cell as an integer: 1 to CSV_MAX_DIGITS ASCII digits, optionally between ASCII
+    spaces ('7', ' 7 ', '007'). Everything else is an error naming `where` (file, line, column):
+    '', signs ('-1', '+7'), decimals ('7.0', '2.5'), exponents ('7e0'), 'nan', and what Python's
+    int() would quietly take: '1_0', non-ASCII digits ('٣' is 3 to int()), tabs."""
+    if _CSV_CELL.fullmatch(text):
+        return int(text)
+    digits = text.strip(" ")
+    if digits.isascii() and digits.isdigit():
+        raise DatasetError(f"{where}: {_show(text)} has more than {CSV_MAX_DIGITS} digits (a "
+                           f"pixel is 0..255, a label 0..9)")
+    raise DatasetError(f"{where}: {_show(text)} is not a plain integer (1 to {CSV_MAX_DIGITS} "
+                       f"ASCII digits; no sign, point, exponent or '_')")
+
+
+def _csv_lines(raw: bytes, path: Path):
+    """The file's lines decoded one at a time (a UTF-8 error names its line; no copy of the
+    whole text, which one non-ASCII character would make four times the file's size)."""
+    for number, line in enumerate(io.BytesIO(raw), start=1):
         try:
-            f = float(text)
-        except ValueError:
-            f = float("nan")
-        if not np.isfinite(f) or f != np.floor(f):
-            raise DatasetError(f"{where}: {text!r} is not an integer") from None
-        value = int(f)
-    if not -CSV_LIMIT <= value <= CSV_LIMIT:
-        raise DatasetError(f"{where}: {text.strip()!r} is out of range (a pixel is 0..255, "
-                           f"a label 0..9)")
-    return value
+            yield line.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}: line {number}: not UTF-8 text ({exc.reason} at byte "
+                               f"{exc.start + 1})") from None
+
+
+def _csv_rows(raw: bytes, path: Path):
+    """(line number, fields) of each non-blank row; a csv error (a field over the csv module's
+    size limit, a stray quote) names its line."""
+    reader = csv.reader(_csv_lines(raw, path))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DatasetError(f"{path}: line {reader.line_num}: not valid CSV "
+                               f"({_short(exc)})") from None
+        if row:
+            yield reader.line_num, row
+
+
+def _csv_header(row: list, line: int, path: Path) -> tuple[list, int]:
+    """The column names and the label column's index: exactly one `label`, no empty or repeated
+    name (a second `label` would otherwise be read as a pixel)."""
+    names = [h.strip() for h in row]
+    for i, name in enumerate(names):
+        if not name:
+            raise DatasetError(f"{path}: line {line}, column {i + 1}: empty column name in the "
+                               f"header")
+    labels = [i for i, name in enumerate(names) if name == "label"]
+    if not labels:
+        raise DatasetError(f"{path}: no 'label' column in the header "
+                           f"{', '.join(_show(n) for n in names[:5])}...")
+    if len(labels) > 1:
+        raise DatasetError(f"{path}: line {line}: the header has {len(labels)} 'label' columns "
+                           f"(columns {labels[0] + 1} and {labels[1] + 1}); it needs exactly one")
+    seen: dict = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise DatasetError(f"{path}: line {line}: column name {_show(name)} appears twice "
+                               f"(columns {seen[name] + 1} and {i + 1})")
+        seen[name] = i
+    return names, labels[0]
+
+
+def _csv_row(row: list, line: int, names: list, li: int, path: Path) -> list:
+    """One data row as integers, every cell checked (one regular expression over the joined
+    row; the first bad cell is then named), pixels in 0..255 and the label in 0..9."""
+    joined = ",".join(row)
+    if not (_CSV_ROW.fullmatch(joined) and joined.count(",") == len(row) - 1):
+        for c, cell in enumerate(row):
+            _csv_int(cell, f"{path}: line {line}, column {_show(names[c])}")
+    values = list(map(int, row))
+    if max(values) > 255 or values[li] > 9:
+        c = next(c for c, v in enumerate(values) if v > (9 if c == li else 255))
+        what = f"label {values[c]} is outside 0..9" if c == li else \
+            f"pixel {values[c]} is outside 0..255"
+        raise DatasetError(f"{path}: line {line}, column {_show(names[c])}: {what}")
+    return values
 
 
 def read_hepbnn_csv(path) -> Dataset:
     """HEP-BNN CSV: header, one integer column per pixel (NCHW-flat), and a `label` column."""
     path = Path(path)
-    raw = _read_bytes(path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not a UTF-8 text file ({exc})") from None
-    rows = list(csv.reader(io.StringIO(text)))
-    rows = [r for r in rows if r]
-    if not rows:
+    rows = _csv_rows(_read_bytes(path), path)
+    first = next(rows, None)
+    if first is None:
         raise DatasetError(f"{path}: empty file")
-    header = [h.strip() for h in rows[0]]
-    if "label" not in header:
-        raise DatasetError(f"{path}: no 'label' column in the header {header[:5]}...")
-    li = header.index("label")
-    pix_cols = [i for i in range(len(header)) if i != li]
+    names, li = _csv_header(first[1], first[0], path)
+    pix_cols = [i for i in range(len(names)) if i != li]
     shape = _csv_image_shape(len(pix_cols), path)
-    n = len(rows) - 1
-    values = np.empty((n, len(header)), dtype=np.int64)
-    for r, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise DatasetError(f"{path}: line {r} has {len(row)} fields, the header has "
-                               f"{len(header)}")
-        for c, v in enumerate(row):
-            values[r - 2, c] = _csv_int(v, f"{path}: line {r}, column {header[c]!r}")
-    pixels = values[:, pix_cols]
-    if pixels.size and (pixels.min() < 0 or pixels.max() > 255):
-        bad = np.argwhere((pixels < 0) | (pixels > 255))[0]
-        raise DatasetError(f"{path}: line {bad[0] + 2}, column {header[pix_cols[bad[1]]]!r}: "
-                           f"pixel {int(pixels[tuple(bad)])} is outside 0..255")
-    ds = Dataset(pixels.astype(np.uint8).reshape(n, *shape), values[:, li], path.name)
+    per_block = max(1, _CSV_BLOCK_BYTES // len(names))
+    blocks, block, k = [], np.empty((per_block, len(names)), np.uint8), 0
+    for line, row in rows:
+        if len(row) != len(names):
+            raise DatasetError(f"{path}: line {line} has {len(row)} fields, the header has "
+                               f"{len(names)}")
+        block[k] = _csv_row(row, line, names, li, path)     # checked: every value fits uint8
+        k += 1
+        if k == per_block:
+            blocks.append(block)
+            block, k = np.empty_like(block), 0
+    values = np.concatenate(blocks + [block[:k]])
+    n = values.shape[0]
+    ds = Dataset(values[:, pix_cols].reshape(n, *shape), values[:, li].astype(np.int64),
+                 path.name)
     return _checked(ds, path)
 
 
@@ -466,7 +916,7 @@ def read_hepbnn_csv(path) -> Dataset:
 def _sniff(path: Path) -> str:
     if path.suffix.lower() == ".csv" or path.name.lower().endswith(".csv.gz"):
         return "csv"
-    head = _read_bytes(path)[:4]
+    head = _read_head(path, 4)
     if len(head) == 4 and head[0] == 0 and head[1] == 0:
         return "idx"
     if head[:1] == b"\x80":
@@ -498,17 +948,22 @@ def load_dataset(spec, split: str = "test") -> Dataset:
     if name in BUILTIN:
         return BUILTIN[name](own_split or split)
     path = Path(spec)
-    if not path.exists():
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):
         raise DatasetError(f"{path}: no such file or directory (and not one of the names "
-                           f"{', '.join(sorted(BUILTIN))})")
-    if path.is_dir():
-        names = {f.name for f in path.iterdir()}
+                           f"{', '.join(sorted(BUILTIN))})") from None
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read ({_why(exc)})") from None
+    if stat.S_ISDIR(st.st_mode):
+        names = _list_dir(path)
         if any(_IDX_NAME.match(n) for n in names):
-            return _load_idx_dir(path, split)
+            return _load_idx_dir(path, split, names)
         if "test_batch" in names or any(n.startswith("data_batch_") for n in names):
-            return _load_cifar_dir(path, split)
+            return _load_cifar_dir(path, split, names)
         raise DatasetError(f"{path}: holds no images (neither MNIST-style IDX files such as "
                            f"train-images-idx3-ubyte.gz nor CIFAR-10 batches such as test_batch)")
+    _require_regular(path, st)
     if split in ("train", "val"):
         raise DatasetError(f"{path}: a single file has no {split!r} split; use split 'all' or "
                            f"'test' to take it whole, or give the directory of the dataset")
@@ -552,7 +1007,8 @@ def load_for_network(spec, net, split: str = "test") -> tuple[np.ndarray, np.nda
     return adapt_to_network(ds, net), ds.labels
 
 
-__all__ = ["BUILTIN", "Dataset", "DatasetError", "FASHION_MD5", "FASHION_PACKAGE", "SPLITS",
-           "adapt_to_network", "digits_split_indices", "fashion_dir", "load_dataset",
+__all__ = ["BUILTIN", "CSV_MAX_DIGITS", "Dataset", "DatasetError", "FASHION_MD5",
+           "FASHION_PACKAGE", "MAX_DATA_BYTES", "SPLITS", "adapt_to_network", "data_cap",
+           "digits_split_indices", "fashion_dir", "load_dataset",
            "load_digits", "load_fashion", "load_for_network", "parse_spec", "read_cifar_batch",
            "read_hepbnn_csv", "read_idx"]

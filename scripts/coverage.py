@@ -37,6 +37,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from safeio import write_text_atomic
 from tb.sim import BUILD, verilator_on_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +79,7 @@ def write_coverage_dat(path: Path, points) -> None:
     for fields, count in points:
         body = "".join(f"\x01{k}\x02{v}" for k, v in fields.items())
         lines.append(f"C '{body}' {count}")
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def code_table(points) -> tuple[dict, dict]:
@@ -152,7 +153,7 @@ def run_coverage_benches(jobs: str, programs: int | None = None) -> int:
     if programs is not None:
         (OUT / "functional.json").unlink(missing_ok=True)
         env.update(TB_COVERAGE_PROGRAMS=str(programs), TB_COVERAGE_OUT=str(OUT))
-    with open(log, "w") as f:
+    with open(log, "w") as f:  # log: the bench run's output
         rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", jobs, "--dist", "load",
                              "--maxschedchunk", "1", "--durations", "0", "-k", "verilator",
                              "-p", "no:cacheprovider", *bench_files()], cwd=ROOT, env=env,
@@ -186,13 +187,14 @@ def report_code_coverage(rc: int) -> int:
         print(f"{m:24s} {s['line_hit']:5d}/{s['line_total']:<5d}{pct(s['line_hit'], s['line_total'])}"
               f" {s['toggle_hit']:6d}/{s['toggle_total']:<6d}{pct(s['toggle_hit'], s['toggle_total'])}"
               f"  {shown}")
-    with open(OUT / "uncovered.txt", "w") as f:
-        for m in sorted(uncovered):
-            src = (ROOT / "rtl" / f"{m}.v")
-            text = src.read_text().splitlines() if src.exists() else []
-            for ln in uncovered[m]:
-                f.write(f"rtl/{m}.v:{ln}: {text[ln - 1].strip() if 0 < ln <= len(text) else ''}\n")
-    (OUT / "code_coverage.json").write_text(json.dumps(
+    listing = []
+    for m in sorted(uncovered):
+        src = (ROOT / "rtl" / f"{m}.v")
+        text = src.read_text().splitlines() if src.exists() else []
+        for ln in uncovered[m]:
+            listing.append(f"rtl/{m}.v:{ln}: {text[ln - 1].strip() if 0 < ln <= len(text) else ''}\n")
+    write_text_atomic(OUT / "uncovered.txt", "".join(listing))
+    write_text_atomic(OUT / "code_coverage.json", json.dumps(
         {"modules": stats, "uncovered_lines": uncovered, "runs": [str(d) for d in dats]}, indent=1))
     print(f"[coverage] per-line listing: {(OUT / 'uncovered.txt').relative_to(ROOT)}{annotated}")
     return 0 if rc == 0 else 1
@@ -209,7 +211,7 @@ def run_functional_coverage(programs: int, run_regression: bool = True) -> int:
               f"accelerator top (log: {log.relative_to(ROOT)}) ...", flush=True)
         t0 = time.time()
         env = dict(os.environ, TB_COVERAGE_PROGRAMS=str(programs), TB_COVERAGE_OUT=str(OUT))
-        with open(log, "w") as f:
+        with open(log, "w") as f:  # log: the bench run's output
             rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "verilator",
                                  "-p", "no:cacheprovider", "tb/tlm/test_isa_coverage.py"],
                                 cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT).returncode

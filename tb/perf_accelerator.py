@@ -5,7 +5,6 @@ wall-clock time from `start` to `done` with no Python activity per clock edge, s
 the simulator's own speed on the whole design. Writes JSON to $PERF_OUT. The first run's
 outputs are checked against the golden executor so the timed design is known to be right.
 """
-import json
 import os
 import time
 
@@ -17,6 +16,7 @@ from fpga.compiler import compile_network
 from fpga.lowering import encode_input
 from models import golden
 from models.random_networks import random_images, random_sac_network
+from safeio import write_json_atomic
 from tb.bitserial import start_clock
 from tb.host_port import HostPort
 
@@ -52,5 +52,4 @@ async def whole_program(dut):
     result = {"cycles": cycles[0], "wall_s": walls, "cycles_per_s": cycles[0] / best,
               "instructions": len(prog.instructions), "cells": cfg.rows * cfg.cols}
     dut._log.info(f"{result}")
-    with open(os.environ["PERF_OUT"], "w") as f:
-        json.dump(result, f)
+    write_json_atomic(os.environ["PERF_OUT"], result)

@@ -20,13 +20,13 @@ a cProfile of the image loop is written there.
 import os
 import pickle
 import time
-from pathlib import Path
 
 import cocotb
 
 from fpga.arch import ArrayConfig
 from fpga.cycle_model import total_cycles
 from fpga.execute import execute
+from safeio import write_bytes_atomic, write_text_atomic
 from tb.bitserial import start_clock
 from tb.host_port import BulkPort, HostPort, RtlDevice
 
@@ -35,9 +35,7 @@ def _progress(done: float) -> None:
     """Images done so far (a fraction inside an image) for the compare job's progress bar."""
     path = os.environ.get("RTL_PROGRESS")
     if path:
-        tmp = Path(f"{path}.tmp")
-        tmp.write_text(f"{done:.4f}")
-        tmp.replace(path)
+        write_text_atomic(path, f"{done:.4f}")
 
 
 @cocotb.test()
@@ -85,9 +83,8 @@ async def run_job(dut):
     if profile is not None:
         profile.disable()
         profile.dump_stats(os.environ["RTL_PROFILE"])
-    with open(os.environ["RTL_OUT"], "wb") as f:
-        pickle.dump({"results": results, "load_s": load_s, "load_words": load_words,
-                     "sim_s": host.run_wall_s, "job_s": time.perf_counter() - t_job,
-                     "bulk": bulk is not None,
-                     "bulk_load_s": bulk.load_wall_s if bulk else None,
-                     "bulk_read_s": bulk.read_wall_s if bulk else None}, f)
+    write_bytes_atomic(os.environ["RTL_OUT"], pickle.dumps({
+        "results": results, "load_s": load_s, "load_words": load_words,
+        "sim_s": host.run_wall_s, "job_s": time.perf_counter() - t_job, "bulk": bulk is not None,
+        "bulk_load_s": bulk.load_wall_s if bulk else None,
+        "bulk_read_s": bulk.read_wall_s if bulk else None}))

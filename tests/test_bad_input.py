@@ -54,6 +54,14 @@ COMPARE_CASES = [
     (["--clock-mhz", "0"], 2, "--clock-mhz must be positive"),
     (["--clock-mhz", "-170"], 2, "--clock-mhz must be positive"),
     (["--clock-mhz", "fast"], 2, "--clock-mhz must be a number, got 'fast'"),
+    (["--clock-mhz", "5e-324"], 2, "--clock-mhz must be at least 0.001, got '5e-324'"),
+    (["--clock-mhz", "1e-300"], 2, "--clock-mhz must be at least 0.001"),
+    (["--images", "1_0"], 2, "--images must be a whole number, got '1_0'"),
+    (["--images", "\u0663"], 2, "--images must be a whole number"),
+    (["--data", "random:1", "--images", "1000000000000"], 2,
+     "--images 1,000,000,000,000: sac_digits needs about"),
+    (["--address", "garbage"], 2, "--address must look like HOST:PORT"),
+    (["--address", "127.0.0.1:1"], 2, "--address 127.0.0.1:1: cannot reach a Ray cluster there"),
     (["--images", "0"], 2, "--images must be at least 1, got 0"),
     (["--images", "-5"], 2, "--images must be at least 1, got -5"),
     (["--images", "2.5"], 2, "--images must be a whole number, got '2.5'"),
@@ -84,10 +92,12 @@ COMPARE_CASES = [
     (["--out", "/proc/sacbench"], 2, "is under /proc, a virtual file system"),
     (["--out", "/sys/sacbench"], 2, "is under /sys, a virtual file system"),
     (["--out", "."], 2, "--out .: holds the current directory"),
+    (["--out", "/"], 2, "--out /: is the root directory"),
+    (["--out", "{tmp}", "--data", "{tmp}/file"], 2, "holds an input of this run"),
     (["--out", "{tmp}/report"], 2, "already holds 2 entries (report.json, report.md); give "
                                    "--force to replace it as a whole"),
-    (["--out", "{tmp}", "--force"], 2, "holds files but no report.json, so it is not a "
-                                       "directory this command wrote"),
+    (["--out", "{tmp}", "--force"], 2, "holds files but is not a directory compare_gpu_fpga "
+                                       "wrote (no .sacbench.json or report.json)"),
 ]
 
 MODEL_CASES = [      # (the --model value, exit status, words)
@@ -201,10 +211,12 @@ def raising(exc):
     return main
 
 
-def send_sigterm(argv):
-    os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(5)                    # the handler interrupts it
-    return 0
+def sending(signum):
+    def main(argv):
+        os.kill(os.getpid(), signum)
+        time.sleep(5)                # the handler interrupts it
+        return 0
+    return main
 
 
 @pytest.mark.parametrize("main, code, words", [
@@ -219,18 +231,19 @@ def send_sigterm(argv):
     (raising(PermissionError(errno.EACCES, "Permission denied", "/x")), 3,
      "prog: error: [Errno 13] Permission denied: '/x' (--debug shows the traceback)"),
     (raising(KeyboardInterrupt()), 130, "prog: interrupted (SIGINT)"),
-    (send_sigterm, 143, "prog: terminated (SIGTERM)"),
+    (sending(signal.SIGTERM), 143, "prog: terminated (SIGTERM)"),
+    (sending(signal.SIGHUP), 129, "prog: terminated (SIGHUP)"),
 ], ids=["ok", "mismatch", "bad input", "usage", "internal", "disk full", "os error", "sigint",
-        "sigterm"])
+        "sigterm", "sighup"])
 def test_exit_status_contract(main, code, words, capsys):
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
     assert contract.run_guarded("prog", main, []) == code
     err = capsys.readouterr().err
     if words is None:
         assert err == ""
     else:
         assert one_line(err) == words
-    assert signal.getsignal(signal.SIGTERM) is previous        # the handler is put back
+    assert {s: signal.getsignal(s) for s in previous} == previous     # the handlers are back
 
 
 def test_debug_prints_the_traceback(capsys):
@@ -244,3 +257,41 @@ def test_debug_is_taken_out_of_the_arguments_before_a_double_dash():
     seen = []
     contract.run_guarded("prog", seen.append, ["a", "--debug", "--", "--debug"])
     assert seen == [["a", "--", "--debug"]]
+
+
+# -- numbers on the command line: generated -------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text(max_size=40))
+def test_whole_numbers_are_ascii_digits_or_refused(text):
+    """Any text: a whole number is what int() of its ASCII digits gives, or argparse's error
+    (never '1_0' read as 10, never an exception of another kind)."""
+    import argparse
+    parse = contract.int_at_least("--n", 0, 10**9)
+    body = text.strip()
+    digits = body[1:] if body[:1] in "+-" else body
+    plain = digits.isascii() and digits.isdigit() and len(digits) <= 30
+    try:
+        value = parse(text)
+    except argparse.ArgumentTypeError as exc:
+        assert "--n must" in str(exc)
+        assert not plain or not 0 <= int(body) <= 10**9
+        return
+    assert plain and value == int(body) and 0 <= value <= 10**9
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.text(max_size=20)))
+def test_bounded_numbers_are_finite_and_within_their_bounds(text):
+    import argparse
+    import math
+    parse = contract.finite_float("--x", positive=True, at_least=1e-3, at_most=1e5)
+    try:
+        value = parse(text)
+    except argparse.ArgumentTypeError as exc:
+        assert str(exc).startswith("--x must")
+        return
+    assert math.isfinite(value) and 1e-3 <= value <= 1e5

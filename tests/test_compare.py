@@ -148,8 +148,9 @@ def test_force_replaces_the_report_as_a_whole(tmp_path):
     out = earlier_report(tmp_path)
     code, r, _ = run([*SMALL, "--force"], tmp_path)
     assert code == 0 and r["images"] == 2
-    assert sorted(p.name for p in out.iterdir()) == ["fpga_cycles.png", "layer_times.png",
-                                                      "report.json", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == [".sacbench.json", "fpga_cycles.png",
+                                                      "layer_times.png", "report.json",
+                                                      "report.md"]
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
@@ -176,7 +177,7 @@ def test_a_fault_while_writing_the_report_leaves_the_earlier_one(fault, code, wo
 def test_leftovers_of_a_killed_run_are_cleared(tmp_path):
     """SIGKILL leaves the staged sibling (and, between the two renames, the previous directory
     moved aside): the next run removes the one and puts the other back."""
-    from workbench.files import StagedDirectory
+    from safeio import StagedDirectory
     dead = 2 ** 22 + 1                      # above the largest pid Linux allows: no process
     staged = tmp_path / f".out.tmp-{dead}-abc"
     staged.mkdir()

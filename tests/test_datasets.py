@@ -208,7 +208,7 @@ def test_csv_errors(tmp_path):
     with pytest.raises(DatasetError, match=r"d.csv: line 3 has 4 fields, the header has 5"):
         load_dataset(f, "all")
     f.write_text("p0,p1,p2,p3,label\n1,2.5,3,4,1\n")
-    with pytest.raises(DatasetError, match=r"line 2, column 'p1': '2.5' is not an integer"):
+    with pytest.raises(DatasetError, match=r"line 2, column 'p1': '2.5' is not a plain integer"):
         load_dataset(f, "all")
     f.write_text("p0,p1,p2,p3,label\n1,2,300,4,1\n")
     with pytest.raises(DatasetError, match=r"line 2, column 'p2': pixel 300 is outside 0..255"):
@@ -354,11 +354,19 @@ def test_empty_and_degenerate_data(tmp_path):
         read_idx(tmp_path / "cut2")
 
 
+NOT_PLAIN = "is not a plain integer (1 to 6 ASCII digits; no sign, point, exponent or '_')"
+
+
 @pytest.mark.parametrize("cell, message", [
-    ("nan", "'nan' is not an integer"), ("inf", "'inf' is not an integer"),
-    ("-inf", "'-inf' is not an integer"), ("", "'' is not an integer"),
-    ("1e30", "'1e30' is out of range"), ("99999999999999999999", "'99999999999999999999' is out of range"),
-    ("300", "pixel 300 is outside 0..255"), ("-1", "pixel -1 is outside 0..255"),
+    ("nan", "'nan' " + NOT_PLAIN), ("inf", "'inf' " + NOT_PLAIN), ("-inf", "'-inf' " + NOT_PLAIN),
+    ("", "'' " + NOT_PLAIN), ("1e30", "'1e30' " + NOT_PLAIN), ("-1", "'-1' " + NOT_PLAIN),
+    ("7.0", "'7.0' " + NOT_PLAIN), ("7e0", "'7e0' " + NOT_PLAIN), ("+7", "'+7' " + NOT_PLAIN),
+    ("1_0", "'1_0' " + NOT_PLAIN), ("\u0663", "'\u0663' " + NOT_PLAIN),
+    ("\uff15", "'\uff15' " + NOT_PLAIN), ("\t7", "'\\t7' " + NOT_PLAIN),
+    ("0x1", "'0x1' " + NOT_PLAIN), ("1 2", "'1 2' " + NOT_PLAIN),
+    ("99999999999999999999", "'99999999999999999999' has more than 6 digits"),
+    ("1234567", "'1234567' has more than 6 digits"),
+    ("300", "pixel 300 is outside 0..255"), ("000300", "pixel 300 is outside 0..255"),
 ])
 def test_csv_bad_cells(tmp_path, cell, message):
     (tmp_path / "d.csv").write_text(f"p0,p1,p2,p3,label\n1,2,3,4,5\n1,{cell},3,4,5\n")
@@ -366,8 +374,13 @@ def test_csv_bad_cells(tmp_path, cell, message):
         load_dataset(tmp_path / "d.csv", "all")
 
 
-def test_csv_integral_floats_are_integers(tmp_path):
+def test_csv_floats_are_refused_plain_digits_with_spaces_are_not(tmp_path):
+    """'7.0' and '7e0' were once read as 7; a cell is now digits only (a float cell is a sign
+    of a wrong file: normalized pixels, a different export)."""
     (tmp_path / "d.csv").write_text("p0,p1,p2,p3,label\n1.0, 2 ,3e0,4,5.0\n")
+    with pytest.raises(DatasetError, match=r"line 2, column 'p0': '1.0' is not a plain integer"):
+        load_dataset(tmp_path / "d.csv", "all")
+    (tmp_path / "d.csv").write_text("p0,p1,p2,p3,label\n001, 2 ,  3,4  ,5\n")
     ds = load_dataset(tmp_path / "d.csv", "all")
     assert ds.images.ravel().tolist() == [1, 2, 3, 4] and ds.labels.tolist() == [5]
 

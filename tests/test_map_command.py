@@ -48,7 +48,8 @@ def test_saved_profile_writes_out_and_prints_tables_with_units(tmp_path, capsys)
     doc = json.loads((out_dir / "mapping.json").read_text())
     assert doc["dp"]["impls"] == ["X"] * n and doc["dp"]["batch"] == 2
     assert (out_dir / "heatmap.png").stat().st_size > 1000
-    assert sorted(p.name for p in out_dir.iterdir()) == ["heatmap.png", "mapping.json"]
+    assert sorted(p.name for p in out_dir.iterdir()) == [".sacbench.json", "heatmap.png",
+                                                          "mapping.json"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary left behind"
     assert "BinConv2d 64->64" in out and f"wrote mapping.json, heatmap.png in {out_dir}" in out
     assert not any(line.lstrip().startswith("{") for line in out.splitlines()), "raw JSON"
@@ -113,7 +114,9 @@ def test_table_has_one_per_batch_size_when_batches_differ():
     (["--word-bits", "16"], "invalid choice: 16 (choose from 32, 64)"),
     (["--backend", "opencl"], "invalid choice: 'opencl'"),
     (["--profile", "/no/such/profile.json"], "--profile /no/such/profile.json: cannot read profile"),
-    (["--out", "/proc/sacbench/map"], "--out /proc/sacbench/map: cannot be created"),
+    (["--out", "/proc/sacbench/map"], "--out /proc/sacbench/map: is under /proc, a virtual file"),
+    (["--out", "."], "--out .: holds the current directory"),
+    (["--out", "/"], "--out /: is the root directory"),
 ])
 def test_bad_flags_one_line_exit_2_before_work(args, message, tmp_path, capsys):
     """Every bad flag is refused before any measuring (the default profile is 'measured': a run
@@ -137,14 +140,27 @@ def test_out_is_a_file_or_holds_other_files(tmp_path, capsys):
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     code, _, err = run_map(common + [other], capsys)
-    assert code == 2 and "holds files that are not a mapping's (notes.txt); use --force" in err
-    assert (other / "notes.txt").read_text() == "mine"
+    assert code == 2 and "already holds 1 entry (notes.txt); give --force" in err
+    # --force replaces only a directory this command wrote: notes.txt is the user's
     code, _, err = run_map(common + [other, "--force"], capsys)
+    assert code == 2 and "holds files but is not a directory sacbench map wrote" in err
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
+    assert (other / "notes.txt").read_text() == "mine"
+    mine = tmp_path / "mine"
+    code, _, err = run_map(common + [mine], capsys)
     assert code == 0, err
-    assert sorted(p.name for p in other.iterdir()) == ["heatmap.png", "mapping.json"]
-    # a directory holding a previous mapping is replaced without --force
-    code, _, err = run_map(common + [other], capsys)
+    # an earlier mapping is replaced with --force, and not without
+    code, _, err = run_map(common + [mine], capsys)
+    assert code == 2 and "give --force" in err
+    code, _, err = run_map(common + [mine, "--force"], capsys)
     assert code == 0, err
+    assert sorted(p.name for p in mine.iterdir()) == [".sacbench.json", "heatmap.png",
+                                                       "mapping.json"]
+    # ... unless the user has put a file of their own into it since
+    (mine / "notes.txt").write_text("mine too")
+    code, _, err = run_map(common + [mine, "--force"], capsys)
+    assert code == 2 and "also holds notes.txt, which sacbench map did not write" in err
+    assert (mine / "notes.txt").read_text() == "mine too"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 

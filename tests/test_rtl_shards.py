@@ -366,3 +366,58 @@ def test_a_stopped_compiler_in_the_first_build_exits_3(tmp_path):
     time.sleep(0.2)
     assert not alive(seen), {p: seen[p] for p in alive(seen)}
     assert json.loads((out / "report.json").read_text()) == {"old": True}
+
+
+# -- scratch directories on the RAM disk ----------------------------------------------------------
+def _dead_pid() -> int:
+    """The id of a process that has ended (reused only after the kernel's whole pid range)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_stale_scratch_of_an_ended_process_is_removed_and_nothing_else(tmp_path):
+    """rtl_shard.<pid>.* of a process that has ended is removed; this tool's directories of
+    live processes, its older unnamed ones, other names, files and links are left."""
+    dead = _dead_pid()
+    stale = tmp_path / f"rtl_shard.{dead}.k2j3h4g5"
+    kept = [tmp_path / f"rtl_shard.{os.getpid()}.abcdefgh",      # this process's
+            tmp_path / f"rtl_shard.{os.getppid()}.abcdefgh",     # a live process's
+            tmp_path / "rtl_shard_k2j3h4g5",                      # the old name: whose?
+            tmp_path / f"rtl_shardx{dead}.abcdefgh",
+            tmp_path / f"other.{dead}.abcdefgh"]
+    for d in [stale, *kept]:
+        d.mkdir()
+        (d / "sim.log").write_text("x")
+    (tmp_path / f"rtl_shard.{dead}.afile").write_text("a file")
+    (tmp_path / f"rtl_shard.{dead}.alink").symlink_to(kept[0])
+    assert rtl_shards.remove_stale_scratch(tmp_path) == [stale]
+    assert not stale.exists() and all((d / "sim.log").exists() for d in kept)
+    assert (tmp_path / f"rtl_shard.{dead}.afile").is_file()
+    assert (tmp_path / f"rtl_shard.{dead}.alink").is_symlink()
+
+
+def test_scratch_of_a_killed_compare_is_removed_by_the_next_run(tmp_path):
+    """SIGKILL of a compare job while its simulator runs leaves its scratch directory on the
+    RAM disk (nothing of the job can run any more); the next run's first simulator removes
+    it. The directory's name holds the job's process id."""
+    if not (rtl_shards.RAM_DISK.is_dir() and os.access(rtl_shards.RAM_DISK, os.W_OK)):
+        pytest.skip("no writable RAM disk")
+    job = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "compare_gpu_fpga.py"),
+                            *SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
+                            "--out", str(tmp_path / "out")], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher = SignalOnceRunning(job.pid, signal.SIGKILL, target="job")
+    watcher.start()
+    job.wait(timeout=300)
+    watcher.done.set()
+    watcher.join()
+    assert watcher.sent and job.returncode == -signal.SIGKILL
+    left = list(rtl_shards.RAM_DISK.glob(f"rtl_shard.{job.pid}.*"))
+    assert left, "the killed job's scratch directory is not there to be found"
+    deadline = time.monotonic() + 10           # its shard worker ends itself (orphaned)
+    while alive(watcher.seen) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    code = compare_cmd.main([*SAC_ONE_IMAGE, "--out", str(tmp_path / "again")])
+    assert code == 0
+    assert not any(p.exists() for p in left), left

@@ -399,7 +399,9 @@ def _search(*args, timeout=600):
     (["--budgets", "100", "--cost", "watts"], "invalid choice: 'watts'"),
     (["--budgets", "100", "--array", "0x8"], "rows and columns must be 1..255"),
     (["--budgets", "100", "--data", "/nonexistent"], "--data"),
-    (["--budgets", "100", "--address", "127.0.0.1:1"], "cannot reach the Ray cluster"),
+    (["--budgets", "100", "--address", "127.0.0.1:1"], "--address 127.0.0.1:1: cannot reach a "
+                                                       "Ray cluster there"),
+    (["--budgets", "100", "--address", "head"], "--address must look like HOST:PORT"),
     (["--budgets", "100", "--family", "bnn", "--cost", "gpu"], "the gpu cost needs"),
     (["--budgets", "100", "--space", "zoo", "--layers", "2"], "drop --layers and --width"),
     (["--budgets", "100", "--binary-supernet"], "--binary-supernet is for the bnn family"),
@@ -413,8 +415,12 @@ def _search(*args, timeout=600):
     (["--budgets", "100", "--hidden", "512"], "--hidden is for the bnn family"),
     (["--budgets", "100", "--family", "bnn", "--hidden", "500"],
      "bnn search space: channels (64, 128) and hidden 500 must be positive multiples"),
-    (["--budgets", "100", "--family", "bnn", "--hidden", "0"],
-     "bnn search space: channels (64, 128) and hidden 0 must be positive multiples"),
+    (["--budgets", "100", "--family", "bnn", "--hidden", "0"], "--hidden must be at least 1, got 0"),
+    (["--budgets", "100", "--clock-mhz", "5e-324"], "--clock-mhz must be at least 0.001"),
+    (["--budgets", "100", "--seeds", "10000"], "--seeds must be at most 1,000"),
+    (["--budgets", "100", "--first-seed", str(10**23)], "--first-seed must be at most"),
+    (["--budgets", "100", "--lr", "inf"], "--lr must be a finite number"),
+    (["--budgets", "100", "--width", "1_0"], "--width must be a whole number, got '1_0'"),
     (["--budgets", "100", "--family", "resnet-fabric", "--cost", "params", "--space", "zoo"],
      "the resnet-fabric family has no zoo model"),
     (["--budgets", "100", "--family", "sac", "--device", "cuda"],
@@ -456,6 +462,108 @@ def test_sweep_through_local_ray(tmp_path):
     assert np.isfinite([m["accuracy"]["test"] for m in doc["models"]]).all()
     assert "sac_cycles_b6000_l1_s0: epoch 1/1" in out.stdout      # progress per trial
     assert "sac_cycles_b6000_l1_s0: final training, float twin epoch 1/1" in out.stdout
+    # nothing of Ray's on the console (its logs go to files): only the search's own last line
+    assert out.stderr.strip().splitlines() == [out.stderr.strip()], out.stderr
+    assert out.stderr.startswith("[search] done in"), out.stderr
+
+
+def test_an_address_where_something_else_answers_is_bad_input(tmp_path, capsys):
+    """--address of a port where a server that is not Ray listens (here one that answers as
+    a web server would): exit 2 and one line before any work, not a minute in ray.init."""
+    import socket
+    import threading
+
+    from workbench.commands.search import main
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    conn.recv(64)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                except OSError:
+                    pass
+    threading.Thread(target=answer, daemon=True).start()
+    port = server.getsockname()[1]
+    try:
+        code = main([*ONE_TRIAL, "--address", f"127.0.0.1:{port}", "--out", str(tmp_path / "o")])
+    finally:
+        server.close()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0] == (f"sacbench search: error: --address 127.0.0.1:{port}: 127.0.0.1:{port} "
+                      f"does not answer as a Ray cluster does (not gRPC)"), err[0]
+    assert not (tmp_path / "o").exists()
+
+
+# one trial (seed 0), on one CPU: about the smallest sweep that trains a super network and a
+# final model; two QAT epochs, so that the final training outlasts a signal's handling
+ONE_TRIAL = ["--family", "sac", "--cost", "cycles", "--budgets", "6000", "--epochs", "1",
+             "--warmup-epochs", "0", "--final-epochs", "2", "--final-float-epochs", "1",
+             "--layers", "2", "--width", "16", "--cpus", "1", "--first-seed", "0"]
+
+
+@pytest.mark.parametrize("sig, to_group, words", [
+    ("SIGINT", True, "interrupted (SIGINT)"),       # Ctrl-C: the terminal's process group
+    ("SIGTERM", False, "terminated (SIGTERM)"),     # kill PID
+    ("SIGHUP", True, "terminated (SIGHUP)"),        # a closed terminal: its process group
+])
+def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, words, tmp_path):
+    """A signal while a trial trains (its super network done, its final model training): exit
+    128 + the signal with one line on stderr that says the same command resumes, no traceback
+    and nothing of Ray's on the console, no process of the run left (Ray's local processes
+    included: a closed terminal's SIGHUP reaches them too). The same command then resumes:
+    the trial continues from its super network's checkpoint and the sweep finishes."""
+    import os
+    import signal
+    import time
+
+    from tests.test_rtl_shards import _default_sigint, alive, descendants
+    print("seed 0")
+    signum = getattr(signal, sig)
+    args = [sys.executable, str(ROOT / "scripts" / "search.py"), *ONE_TRIAL, "--out",
+            str(tmp_path)]
+    job = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, start_new_session=True, preexec_fn=_default_sigint)
+    supernet = tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "checkpoint" / "supernet.pt"
+    seen, deadline = {}, time.monotonic() + 240
+    while job.poll() is None and not supernet.exists() and time.monotonic() < deadline:
+        seen.update(descendants(job.pid))
+        time.sleep(0.05)
+    seen.update(descendants(job.pid))
+    assert supernet.exists() and job.poll() is None, job.communicate()
+    (os.killpg if to_group else os.kill)(job.pid, signum)
+    t0 = time.monotonic()
+    out, err = job.communicate(timeout=120)
+    assert job.returncode == 128 + signum, err
+    assert time.monotonic() - t0 < 30, "Ray's shutdown took too long"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"sacbench search: {words}; 0 of 1 trial(s) "
+                                                   f"finished and kept in {tmp_path}"), err
+    assert "run the same command again to resume" in lines[0]
+    deadline = time.monotonic() + 15   # Ray's processes end with their parent: a moment
+    while alive(seen) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(seen), {p: seen[p] for p in alive(seen)}
+    ray_tmp = Path(out.splitlines()[0].split("Ray's logs in ")[1].split(",")[0])
+    assert not ray_tmp.exists(), "the temporary files were not removed"
+    assert not (tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "result.json").exists()
+
+    again = _search(*ONE_TRIAL, "--out", tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "1 trial(s) (0 already done" in again.stdout
+    assert "sac_cycles_b6000_l1_s0: epoch 1/1" not in again.stdout   # not trained again
+    assert "sac_cycles_b6000_l1_s0 done (1/1)" in again.stdout
+    log = (tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log").read_text()
+    assert log.count("started in process") == 2 and "super network from " in log, log
+    assert json.loads((tmp_path / "pareto.json").read_text())["complete"]
+    assert again.stderr.strip().splitlines()[-1].startswith("[search] done in"), again.stderr
 
 
 def test_cpus_are_shared_out_among_fewer_trials():

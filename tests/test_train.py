@@ -312,7 +312,7 @@ def test_sac_with_max_pooling_runs_on_every_path(flatten_at):
     (["--family", "sac", "--pools", "0,0"], "each hidden layer 0..3 at most once"),
     (["--family", "sac", "--pools", "0,1,2,3"], "poolings leave no pixels"),
     (["--family", "sac", "--s2d", "3"], "--s2d 3 does not divide the 8x8 images"),
-    (["--family", "bnn", "--kd-alpha", "2"], "--kd-alpha must lie in 0..1"),
+    (["--family", "sac", "--max-shift", "8"], "--max-shift 8 must be less than the images' side"),
     (["--family", "sac", "--device", "cuda"], "--device cuda applies to --family bnn only"),
     pytest.param(["--family", "bnn", "--device", "cuda"], "--device cuda: torch",
                  marks=pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is here")),
@@ -363,10 +363,18 @@ def no_training(monkeypatch):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--epochs", "0"], "argument --epochs: must be positive, got 0"),
-    (["--epochs", "-1"], "argument --epochs: must be positive, got -1"),
-    (["--float-epochs", "0"], "argument --float-epochs: must be positive, got 0"),
-    (["--threads", "0"], "argument --threads: must be positive, got 0"),
+    (["--epochs", "0"], "argument --epochs: --epochs must be at least 1, got 0"),
+    (["--epochs", "-1"], "argument --epochs: --epochs must be at least 1, got -1"),
+    (["--float-epochs", "0"], "argument --float-epochs: --float-epochs must be at least 1, got 0"),
+    (["--threads", "0"], "argument --threads: --threads must be at least 1, got 0"),
+    (["--seed", str(10**23)], "argument --seed: --seed must be at most 4,294,967,295"),
+    (["--lr", "nan"], "argument --lr: --lr must be a finite number, got 'nan'"),
+    (["--lr", "inf"], "argument --lr: --lr must be a finite number, got 'inf'"),
+    (["--float-lr", "1e308"], "argument --float-lr: --float-lr must be at most 10"),
+    (["--widths", "100000000"], "argument --widths: --widths must be at most 4,096"),
+    (["--epochs", "1_0"], "argument --epochs: --epochs must be a whole number, got '1_0'"),
+    (["--epochs", "\u0663"], "--epochs must be a whole number"),
+    (["--kd-alpha", "2"], "--kd-alpha must be at most 1"),
 ])
 def test_train_refuses_bad_counts(flags, message, capsys, tmp_path, no_training):
     from workbench.commands.train import main
@@ -390,16 +398,23 @@ def test_train_checks_the_output_path_first(capsys, tmp_path, no_training):
     (tmp_path / "file").write_text("x")
     cases = [(tmp_path / "m.onnx", "m.onnx exists; pass --force to replace it"),
              (tmp_path / "c.onnx", "c.json exists; pass --force to replace it"),
-             (tmp_path / "d.onnx", "d.onnx is a directory"),
-             (tmp_path / "file" / "x.onnx", "file is not a directory"),
+             (tmp_path / "d.onnx", "d.onnx: is a directory, not a file"),
+             (tmp_path / "file" / "x.onnx", "file is a file, not a directory"),
              (tmp_path / "x.txt", "--out must end in .onnx"),
-             ("/proc/x.onnx", "cannot write in /proc")]
+             ("/proc/x.onnx", "is under /proc, a virtual file system")]
     for out, message in cases:
         code, err = run(out)
         assert code == 2 and message in err, (out, err)
+    # --force: refused for a model without its card (not one train wrote)
+    code, err = run(tmp_path / "m.onnx", "--force")
+    assert code == 2 and "is not a model or card this command wrote" in err, err
     assert (tmp_path / "m.onnx").read_bytes() == b"old model"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "d.onnx", "file", "m.onnx"]
-    # --force lets the checks pass (and training would start)
+    # ... and lets the checks pass for one whose card names it with its digest (training would
+    # start)
+    import hashlib
+    (tmp_path / "m.json").write_text(json.dumps({
+        "file": "m.onnx", "family": "sac", "sha256": hashlib.sha256(b"old model").hexdigest()}))
     with pytest.raises(AssertionError, match="training started"):
         main(["--family", "sac", "--out", str(tmp_path / "m.onnx"), "--force"])
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from models.datasets import load_dataset
 from models.onnx.export import export_onnx
 from models.onnx.ort import run as ort_run
 from models.train.recipes import GOLDEN_CHUNK, golden_scores
+from safeio import atomic_path, write_json_atomic
+from safeio.staged import signals_deferred
 
 CLOCK_MHZ = 170.0                    # the seed design's FPGA clock (latency on the card)
 # (rows, cols, data-buffer banks): the RTL's default 8x8 and the seed paper's 128x64 (with as
@@ -194,10 +197,15 @@ def _machine(settings: dict) -> str:
 
 def write_model_and_card(result, out: Path, command: str) -> dict:
     """Export `result.net` to `out` (.onnx), check onnxruntime == golden on the test split, and
-    write the card to `out` with suffix .json. Returns the card."""
+    write the card to `out` with suffix .json. Returns the card.
+
+    Nothing is written until both are ready and checked; then each goes to a temporary sibling
+    flushed to disk and is renamed over the old one, the two renames back to back with signals
+    held: a failure (a full disk, an exception, Ctrl-C) leaves the previous model and card as
+    they were."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    model = export_onnx(result.net, out)
+    model = export_onnx(result.net)
+    data = model.SerializeToString()
     test = load_dataset(result.settings["data"], "test")
     ref_scores = golden_scores(result.net, test.images)
     ort_scores = onnxruntime_scores(model, result.net, test.images)
@@ -209,7 +217,7 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
         "name": result.net.name,
         "family": result.family,
         "file": out.name,
-        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "sha256": hashlib.sha256(data).hexdigest(),
         "dataset": {"spec": result.settings["data"], "test_images": len(test),
                     "input": f"uint8 pixels {list(result.net.input_shape)} (NCHW)"},
         "architecture": {"summary": result.net.summary().splitlines(), "config": result.config},
@@ -230,7 +238,7 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
                      "settings": result.settings,
                      "machine": _machine(result.settings)},
         "onnx": {"opset": model.opset_import[0].version, "ir_version": model.ir_version,
-                 "nodes": len(model.graph.node), "bytes": out.stat().st_size},
+                 "nodes": len(model.graph.node), "bytes": len(data)},
     }
     if result.family == "sac":
         card["column_combining"] = result.extra.get("column_combining")
@@ -239,8 +247,32 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
     card["compiled"] = compiled_cost(result.net, result.family)
     if not agree:
         raise RuntimeError(f"{out}: onnxruntime scores differ from the golden executor")
-    out.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
-    onnx.checker.check_model(str(out))
+    onnx.checker.check_model(model)
+    with signals_deferred():           # both on disk first; then the two renames together
+        with atomic_path(out) as model_tmp, atomic_path(out.with_suffix(".json")) as card_tmp:
+            _write_synced(model_tmp, data)
+            _write_synced(card_tmp, (json.dumps(card, indent=2) + "\n").encode())
+    return card
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:  # scratch: an atomic_path temporary file
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def card_of(onnx_path) -> dict | None:
+    """The card next to a model this workbench wrote (`NAME.json`, naming `NAME.onnx` and its
+    digest), or None when there is no such card."""
+    onnx_path = Path(onnx_path)
+    try:
+        card = json.loads(onnx_path.with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(card, dict) and card.get("file") == onnx_path.name
+            and isinstance(card.get("sha256"), str) and "family" in card):
+        return None
     return card
 
 
@@ -270,7 +302,7 @@ def refresh_card(onnx_path) -> dict:
     card["test_subset"] = subset_hits(net, card["dataset"]["spec"])
     card.pop("compile", None)          # the section "compiled" replaced it
     card["compiled"] = compiled_cost(net, card["family"])
-    card_path.write_text(json.dumps(card, indent=2) + "\n")
+    write_json_atomic(card_path, card)
     return card
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ
 from fpga.compiler import CompileError, Program, compile_network, fitted_config
 from fpga.energy import energy_uj_per_image
 from fpga.execute import interpret
@@ -34,6 +35,9 @@ from models import golden, ir
 from models.checks import NumericsError
 from models.datasets import DatasetError, load_for_network
 from models.numerics import bnn
+from models.resources import available_memory_bytes, gib
+from safeio import atomic_path
+from workbench.cluster import AddressError, check_address
 
 
 class CompareError(Exception):
@@ -112,11 +116,41 @@ def random_seed(data: str, default: int = 0) -> int | None:
     return int(text)
 
 
+# Memory of a compare run, measured (peak RSS, /usr/bin/time -v) on the Fashion zoo models with
+# 10 and 2,000 images: about 4 bytes for every byte of layer output an image has (golden, GPU and
+# FPGA keep every layer they materialise; plus the arithmetic's temporaries: bnn_fashion 3.8x,
+# sac_fashion 3.65x), 9 bytes per input element while random images are drawn (int64, then
+# cast), and the process itself (Python, numpy, onnx, the data set: 140-400 MB).
+BYTES_PER_OUTPUT_BYTE = 4
+BASE_BYTES = 512 << 20
+
+
+def memory_estimate(net: ir.Network, images: int, random_images: bool) -> int:
+    """Bytes a compare run of `images` images of `net` needs at its peak (see above)."""
+    outputs = sum(math.prod(shape) * np.dtype(ir.KIND_DTYPE[kind]).itemsize
+                  for shape, kind in net.shapes[1:])
+    inputs = math.prod(net.input_shape) * (9 if random_images else 4)
+    return BASE_BYTES + images * (BYTES_PER_OUTPUT_BYTE * outputs + inputs)
+
+
+def check_memory(net: ir.Network, images: int, random_images: bool) -> None:
+    """Refuse (CompareError, exit 2) a run whose images need more memory than the machine has
+    available now, with the estimate, before any of it is allocated."""
+    need, have = memory_estimate(net, images, random_images), available_memory_bytes()
+    if need > have:
+        fit = max(0, (have - BASE_BYTES) // max(1, (need - BASE_BYTES) // images))
+        raise CompareError(f"--images {images:,}: {net.name} needs about {gib(need)} for them "
+                           f"(every layer's outputs on three paths), this machine has {gib(have)} "
+                           f"available; give --images {fit:,} or fewer")
+
+
 def load_data(opts: Options, net: ir.Network):
-    """(images [N, ...], labels or None, description)."""
+    """(images [N, ...], labels or None, description); the memory the run will need is checked
+    before the images are drawn or kept (check_memory)."""
     n = opts.images
     seed = random_seed(opts.data, opts.seed)
     if seed is not None:
+        check_memory(net, n, random_images=True)
         lo, hi = (0, 255) if net.input_kind == "uint8" else (-128, 127)
         rng = np.random.default_rng(seed)
         x = rng.integers(lo, hi + 1, size=(n, *net.input_shape))
@@ -126,6 +160,7 @@ def load_data(opts: Options, net: ir.Network):
         x, labels = load_for_network(opts.data, net, split="test")
     except DatasetError as exc:
         raise CompareError(str(exc)) from None
+    check_memory(net, min(n, len(x)), random_images=False)
     return x[:n], labels[:n], f"{opts.data} (test split)"
 
 
@@ -333,11 +368,16 @@ def check_options(opts: Options) -> None:
         raise CompareError("--rtl-jobs must be at least 1")
     if opts.address is not None and not opts.address.strip():
         raise CompareError("--address must name a Ray cluster (host:port, auto) or be local")
+    if opts.address is not None:
+        try:
+            check_address(opts.address, allow_local=True)
+        except AddressError as exc:
+            raise CompareError(str(exc)) from None
     if opts.sim not in ("verilator", "icarus"):
         raise CompareError(f"--sim must be verilator or icarus, got {opts.sim!r}")
-    if not (math.isfinite(opts.clock_mhz) and 0 < opts.clock_mhz <= MAX_CLOCK_MHZ):
-        raise CompareError(f"--clock-mhz must be positive and at most {MAX_CLOCK_MHZ:,} "
-                           f"(MHz), got {opts.clock_mhz}")
+    if not (math.isfinite(opts.clock_mhz) and MIN_CLOCK_MHZ <= opts.clock_mhz <= MAX_CLOCK_MHZ):
+        raise CompareError(f"--clock-mhz must lie in {MIN_CLOCK_MHZ:g}..{MAX_CLOCK_MHZ:g} (MHz), "
+                           f"got {opts.clock_mhz}")
     if opts.batch < 1:
         raise CompareError("--batch must be at least 1")
     if opts.rtl_timeout is not None and not (math.isfinite(opts.rtl_timeout)
@@ -354,7 +394,6 @@ def check_options(opts: Options) -> None:
         raise CompareError("--data is empty; give digits, a dataset path or random[:SEED]")
 
 
-MAX_CLOCK_MHZ = 100_000         # a clock in MHz beyond any FPGA (catches 1e308 and typos)
 
 
 def run(opts: Options) -> tuple[dict, int]:
@@ -400,12 +439,12 @@ def run(opts: Options) -> tuple[dict, int]:
     fpga_bad = report["mismatches"]["fpga"] or not fpga.info["rtl"].get("cycles_match_model", True)
     code = 1 if (report["mismatches"]["gpu"] or fpga_bad) else 0
     if opts.save_outputs:
-        outdir = opts.out / "outputs"
-        outdir.mkdir(exist_ok=True)
-        np.save(outdir / "golden.npy", ref.outputs[last])
-        np.save(outdir / "fpga.npy", fpga.outputs[last])
+        saved = {"golden": ref.outputs[last], "fpga": fpga.outputs[last]}
         if gpu:
-            np.save(outdir / "gpu.npy", gpu.outputs[last])
+            saved["gpu"] = gpu.outputs[last]
+        for name, scores in saved.items():
+            with atomic_path(opts.out / "outputs" / f"{name}.npy") as tmp:
+                np.save(tmp, scores)
     return report, code
 
 

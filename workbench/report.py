@@ -1,12 +1,11 @@
 """Writing a compare report: the table on stdout, report.json, report.md and PNG plots."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from workbench.files import json_default
+from safeio import atomic_path, write_json_atomic, write_text_atomic
 
 
 def _pct(v) -> str:
@@ -128,7 +127,7 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
     host = ", ".join(map(str, f["host_layers"])) or "none"
     lines += ["", f"Host layers (run by the host, not the array): {host}.", ""]
     lines += [f"![{p.stem}]({p.name})" for p in plots]
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def write_plots(r: dict, out: Path) -> list:
@@ -171,7 +170,8 @@ def write_plots(r: dict, out: Path) -> list:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     p1 = out / "layer_times.png"
-    fig.savefig(p1, dpi=110)
+    with atomic_path(p1) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
@@ -188,7 +188,8 @@ def write_plots(r: dict, out: Path) -> list:
     ax.legend()
     fig.tight_layout()
     p2 = out / "fpga_cycles.png"
-    fig.savefig(p2, dpi=110)
+    with atomic_path(p2) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
     return [p1, p2]
 
@@ -215,9 +216,7 @@ def write_all(r: dict, out: Path) -> list:
     """report.json, the plots and report.md in `out` (the compare command's staged directory:
     they appear at --out together, or not at all). A value JSON cannot hold (nan, inf) is an
     error here, never an invalid report.json."""
-    out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(r, indent=2, default=json_default, allow_nan=False)
-    (out / "report.json").write_text(text + "\n")
+    write_json_atomic(out / "report.json", r, allow_nan=False)
     plots = write_plots(r, out)
     write_markdown(r, out / "report.md", plots)
     return [out / "report.json", out / "report.md"] + plots

@@ -14,7 +14,9 @@ import json
 import os
 import pickle
 import re
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from safeio.atomic import alive
 
 if TYPE_CHECKING:               # the worker process (`python -m`) imports no more than it needs
     import numpy as np
@@ -73,14 +77,10 @@ def estimate_s(prog: Program, sim: str, images: int, jobs: int) -> float:
     return prog.cycles_per_image() * -(-images // max(1, jobs)) / speed
 
 
-def _built(bdir: Path, sim: str) -> bool:
-    return (bdir / ("sim.vvp" if sim == "icarus" else "Vtop.mk")).exists()
-
-
 def build(prog: Program, sim: str, log_file: Path | None = None) -> Path:
-    from tb.sim import build_dir
+    from tb.sim import is_built
     cfg = prog.config
-    if not _built(build_dir(TOPLEVEL, sim, cfg.hdl_parameters()), sim):
+    if not is_built(TOPLEVEL, sim, cfg.hdl_parameters()):
         print(f"building the {sim} model of the {cfg.rows}x{cfg.cols} accelerator (first time "
               f"for this configuration: a few minutes{'' if log_file is None else '; log: '}"
               f"{log_file or ''})", file=sys.stderr, flush=True)
@@ -99,8 +99,8 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
                 "log": str(log_file) if log_file else None,
                 "build_root": str(tb_sim.BUILD),        # a caller's choice of build root
                 "result": str(Path(tmp) / "result.json")}
-        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
-        with open(Path(tmp) / "worker.log", "wb") as wlog:
+        (Path(tmp) / "spec.json").write_text(json.dumps(spec))  # scratch: in a temporary directory
+        with open(Path(tmp) / "worker.log", "wb") as wlog:  # log: the build worker's output
             proc = subprocess.Popen(
                 [sys.executable, "-m", "workbench.rtl_shards", "--build",
                  str(Path(tmp) / "spec.json")],
@@ -171,7 +171,7 @@ def _build_worker(spec_path: str) -> int:
         done, code = {"bdir": str(bdir)}, 0
     except (SystemExit, Exception) as exc:    # the runner exits on a failed tool run
         done, code = {"error": " ".join(str(exc).split()) or type(exc).__name__}, 1
-    Path(spec["result"]).write_text(json.dumps(done))
+    Path(spec["result"]).write_text(json.dumps(done))  # scratch: the worker's answer, in the build's temp dir
     return code
 
 
@@ -190,14 +190,50 @@ def _end_group_when_orphaned() -> None:
 
 
 RAM_DISK = Path("/dev/shm")
+# a scratch directory is named rtl_shard.<pid of the process that made it>.<random>: "." is not
+# among tempfile's random characters, so no other name (nor this tool's older rtl_shard_XXXX)
+# takes this form
+SCRATCH_PREFIX = "rtl_shard."
+_SCRATCH_NAME = re.compile(r"^rtl_shard\.(\d+)\.")
+
+
+def _scratch_root() -> Path:
+    ram = RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK)
+    return RAM_DISK if ram else Path(tempfile.gettempdir())
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory:
     """Where a simulator runs: on the RAM disk when there is one. The bulk transfers rewrite
     small files for every image, which costs milliseconds per file on a disk mounted with
-    `discard` and microseconds in RAM."""
-    ram = RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK)
-    return tempfile.TemporaryDirectory(prefix="rtl_shard_", dir=RAM_DISK if ram else None)
+    `discard` and microseconds in RAM. The name holds this process's id: a run killed with
+    SIGKILL cannot remove its directory (RAM it keeps until a reboot), the next run does
+    (remove_stale_scratch, at the start of run and of every Ray shard)."""
+    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}.",
+                                       dir=_scratch_root())
+
+
+def remove_stale_scratch(where: Path | None = None) -> list[Path]:
+    """Removes the scratch directories in `where` that this tool made (SCRATCH_PREFIX and a
+    process id, owned by this user) for a process that has ended; returns them. Nothing else
+    is touched: other names, other users' directories, those of a live process."""
+    removed = []
+    try:
+        entries = list(Path(where or _scratch_root()).iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        m = _SCRATCH_NAME.match(path.name)
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or alive(int(m.group(1))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 # -- supervision: the wall-clock limit of a shard and a stopped simulator ----------------------
@@ -287,8 +323,8 @@ class ShardProcess:
         self._scratch = scratch_dir()
         self.job, self.out = workdir / "rtl_job.pkl", workdir / "rtl_out.pkl"
         self.log, self.error_file = workdir / "sim.log", workdir / "worker_error.txt"
-        with open(self.job, "wb") as f:
-            pickle.dump({"program": prog, "images": images}, f)
+        with open(self.job, "wb") as f:  # scratch: in the shard's work dir
+            pickle.dump({"program": prog, "images": images}, f)  # scratch: in the shard's work dir
         env = {"RTL_JOB": str(self.job), "RTL_OUT": str(self.out),
                "RTL_PROGRESS": str(workdir / "progress"),
                **{k: os.environ[k] for k in ("RTL_PROFILE", "RTL_WATCHDOG_CYCLES")
@@ -300,10 +336,10 @@ class ShardProcess:
                 "parameters": prog.config.hdl_parameters(), "env": env,
                 "run_dir": self._scratch.name, "log": str(self.log),
                 "error_file": str(self.error_file)}
-        (workdir / "worker.json").write_text(json.dumps(spec))
+        (workdir / "worker.json").write_text(json.dumps(spec))  # scratch: in the shard's work dir
         self.t0 = time.perf_counter()
         try:
-            with open(workdir / "worker.log", "wb") as wlog:
+            with open(workdir / "worker.log", "wb") as wlog:  # log: the shard worker's output
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "workbench.rtl_shards", str(workdir / "worker.json")],
                     stdin=subprocess.DEVNULL, stdout=wlog, stderr=subprocess.STDOUT,
@@ -414,7 +450,7 @@ def _worker(spec_path: str) -> int:
         m = re.search(r"return code: (-?\d+)", why)
         if m and int(m.group(1)) < 0:
             why = f"the simulator was killed by {_signal_name(-int(m.group(1)))}"
-    Path(spec["error_file"]).write_text(why + "\n")
+    Path(spec["error_file"]).write_text(why + "\n")  # scratch: in the shard's work dir
     return 1
 
 
@@ -460,53 +496,135 @@ def _ray_shard(prog: Program, images: np.ndarray, sim: str, label: str,
                timeout_s: float | None = None) -> dict:
     """One shard as a Ray task: builds the simulator on its node if needed (cached, locked),
     runs it supervised in a temporary directory there, returns the results."""
+    remove_stale_scratch()                  # of this node's earlier runs, killed
     with scratch_dir() as tmp:
         bdir = build(prog, sim, Path(tmp) / "build.log")
         return run_shard(prog, images, sim, bdir, Path(tmp) / "run", label, timeout_s)
+
+
+# A shard whose worker or node was lost runs again elsewhere (Ray's task retries, for system
+# failures only): the images of a shard are independent of where they run, so its results are
+# those of an undisturbed run. A ShardError (the simulator failed, hung or timed out) is not
+# retried: it ends the job (exit 3), as it does without Ray.
+SHARD_RETRIES = 3
+WAIT_S = 1.0            # ray.wait's timeout: the main thread stays in Python, where signals and
+#                         the session's watchdog reach it
+PROG = "compare_gpu_fpga"    # the compare job's name in its one-line messages
+
+
+def _final_words(signum: int | None, lost: str | None, joining: bool) -> tuple[str, int]:
+    """The compare job's line and exit status for a signal or a lost cluster, for the Ray
+    session's watchdog when Ray holds the main thread (workbench/ray_session.py)."""
+    from workbench.ray_session import signal_name
+    if signum:
+        word = "interrupted" if signum == signal.SIGINT else "terminated"
+        return f"{PROG}: {word} ({signal_name(signum)})", 128 + signum
+    return f"{PROG}: error: RTL shards on Ray: {lost}", 3
 
 
 def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str,
             workdir: Path, bar=None, timeout_s: float | None = None) -> tuple[list[dict], float]:
     """Shards as Ray tasks (one CPU each) on the cluster at `address` ("local": a Ray
     instance started here with `jobs` CPUs); returns the shards' results and the seconds
-    spent connecting to (or starting) the cluster."""
+    spent connecting to (or starting) the cluster. Inside a RaySession: Ray's output goes to
+    WORKDIR/ray.log, joining is bounded, a lost head ends the job (ShardError, exit 3) within
+    about half a minute, and SIGINT, SIGTERM and SIGHUP shut Ray down before they end it."""
     try:
         import ray
     except ImportError as exc:
         raise ShardError(f"--address needs Ray (pip package ray[tune]): {exc}") from None
+    from workbench.ray_session import ClusterLost, RaySession
     workdir.mkdir(parents=True, exist_ok=True)
     build(prog, sim, workdir / "build.log")            # once here; other nodes build their own
-    started = not ray.is_initialized()
-    t0 = time.perf_counter()
-    if started:
-        kw = {"num_cpus": jobs} if address == "local" else {"address": address}
-        try:
-            ray.init(include_dashboard=False, log_to_driver=False,
-                     configure_logging=False, **kw)
-        except Exception as exc:   # ConnectionError and Ray's own errors: one clear line
-            raise ShardError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
-    connect_s = time.perf_counter() - t0
+    if ray.is_initialized():                            # the caller's own Ray: used as it is
+        return _ray_tasks(ray, prog, images, sim, jobs, bar, timeout_s), 0.0
+    where = "local Ray" if address == "local" else f"the Ray cluster at {address}"
+    session = RaySession(workdir / "ray.log", where, final_words=_final_words)
     try:
-        task = ray.remote(num_cpus=1)(_ray_shard)
-        bounds = shard_bounds(len(images), jobs)
-        refs = [task.remote(prog, images[lo:hi], sim, f"shard {k} (images {lo}..{hi - 1})",
-                            timeout_s)
-                for k, (lo, hi) in enumerate(bounds)]
-        pending = list(refs)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
+        with session:
+            t0 = time.perf_counter()
+            _join(session, address, jobs)
+            connect_s = time.perf_counter() - t0
+            try:
+                return _ray_tasks(ray, prog, images, sim, jobs, bar, timeout_s), connect_s
+            except OSError as exc:    # ConnectionError, BrokenPipeError included
+                # the node this process is connected through died (its raylet's socket)
+                raise ShardError(f"RTL shards on Ray: lost the connection to {where} "
+                                 f"({type(exc).__name__}: {exc})", session.log_tail()) from None
+    except ClusterLost as exc:
+        raise ShardError(f"RTL shards on Ray: {exc}", session.log_tail()) from None
+
+
+def _join(session, address: str, jobs: int) -> None:
+    """ray.init in `session`: a local instance with `jobs` CPUs, or the cluster at
+    `address`."""
+    from workbench.ray_session import ClusterLost
+    # "local" said to Ray too: without an address ray.init joins the cluster named in
+    # /tmp/ray/ray_current_cluster (the last `ray start` here), even a stopped one
+    kw = {"address": "local", "num_cpus": jobs} if address == "local" else {"address": address}
+    try:
+        session.init(**kw)
+    except ClusterLost as exc:
+        raise ShardError(f"cannot reach the Ray cluster at {address!r}: {exc}",
+                         session.log_tail()) from None
+    except Exception as exc:   # ConnectionError and Ray's own errors: one clear line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ShardError(f"cannot reach the Ray cluster at {address!r}: {first}",
+                         session.log_tail()) from None
+
+
+def _ray_tasks(ray, prog: Program, images: np.ndarray, sim: str, jobs: int, bar,
+               timeout_s: float | None) -> list[dict]:
+    """The shards as Ray tasks, waited for in steps of WAIT_S; their results in order."""
+    task = ray.remote(num_cpus=1, max_retries=SHARD_RETRIES, retry_exceptions=False)(_ray_shard)
+    bounds = shard_bounds(len(images), jobs)
+    labels = [f"shard {k} (images {lo}..{hi - 1})" for k, (lo, hi) in enumerate(bounds)]
+    refs = [task.remote(prog, images[lo:hi], sim, label, timeout_s)
+            for label, (lo, hi) in zip(labels, bounds)]
+    # each result as it comes: a failed shard ends the job at once (an interruption or a
+    # failure needs no cancelling: the tasks of a driver that disconnects are ended)
+    results, pending = {}, list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1, timeout=WAIT_S)
+        for ref in ready:
+            k = refs.index(ref)
+            results[k] = _shard_result(ray, ref, labels[k])
             if bar is not None:
-                bar.update(sum(bounds[refs.index(r)][1] - bounds[refs.index(r)][0]
-                               for r in ready))
-        try:
-            return ray.get(refs), connect_s
-        except ray.exceptions.RayTaskError as exc:
-            cause = exc.cause if isinstance(exc.cause, ShardError) else None
-            raise ShardError(str(cause or exc).splitlines()[0],
-                             cause.log if cause else str(exc)) from None
-    finally:
-        if started:
-            ray.shutdown()
+                bar.update(bounds[k][1] - bounds[k][0])
+    return [results[k] for k in range(len(refs))]
+
+
+def _shard_result(ray, ref, label: str) -> dict:
+    """One shard's results; its failure as a ShardError in one line (the simulator's, or
+    Ray's once the task's retries are spent)."""
+    try:
+        return ray.get(ref, timeout=60)
+    except ray.exceptions.RayTaskError as exc:
+        cause = exc.cause if isinstance(exc.cause, ShardError) else None
+        if cause is not None:
+            raise ShardError(str(cause).splitlines()[0], cause.log) from None
+        first = str(exc.cause or exc).strip().splitlines()
+        raise ShardError(f"the Ray task of {label} failed: {first[0] if first else exc}",
+                         str(exc)) from None
+    except ray.exceptions.RayError as exc:
+        first = str(exc).strip().splitlines()
+        raise ShardError(f"the Ray task of {label} failed ({type(exc).__name__}, "
+                         f"{SHARD_RETRIES} retries spent): {first[0] if first else ''}",
+                         str(exc)) from None
+
+
+class _CurrentStderr:
+    """The progress bar's stream: whatever sys.stderr is when it writes (a Ray session moves
+    file descriptor 2 into its log and gives the console a stream of its own)."""
+
+    def write(self, text):
+        return sys.stderr.write(text)
+
+    def flush(self):
+        sys.stderr.flush()
+
+    def __getattr__(self, name):
+        return getattr(sys.stderr, name)
 
 
 def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
@@ -518,6 +636,7 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
     time to reach (or start) the Ray cluster}."""
     from tqdm import tqdm
 
+    remove_stale_scratch()                  # of earlier runs, killed (SIGKILL) on this machine
     n_shards = min(jobs, len(images))
     if progress:
         est = estimate_s(prog, sim, len(images), n_shards)
@@ -525,7 +644,7 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
               f" in {n_shards} job(s): about {_duration(est)} once the simulator runs",
               file=sys.stderr, flush=True)
     bar = tqdm(total=len(images), desc=f"RTL ({sim}, {n_shards} job{'s' * (n_shards > 1)})",
-               unit="image", disable=not progress, leave=False)
+               unit="image", disable=not progress, leave=False, file=_CurrentStderr())
     t0, connect_s = time.perf_counter(), 0.0
     try:
         if address:

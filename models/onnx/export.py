@@ -27,7 +27,6 @@ Column-combining group sizes travel in the model's metadata (``workbench.sac_gro
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -36,6 +35,7 @@ from onnx import TensorProto, helper, numpy_helper
 from models import ir
 from models.numerics.sac import QUANT_SHIFT, OutputMode
 from models.onnx.ranges import network_ranges
+from safeio import write_bytes_atomic
 
 OPSET = 17
 F32_EXACT = 1 << 24          # every integer of magnitude <= 2^24 is a float32
@@ -201,6 +201,5 @@ def export_onnx(net: ir.Network, path=None, input_range=None) -> onnx.ModelProto
     """Write `net` as ONNX to `path` (if given) and return the model."""
     model = build_model(net, input_range)
     if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        onnx.save(model, str(path))
+        write_bytes_atomic(path, model.SerializeToString())
     return model

@@ -35,6 +35,8 @@ input. Step thresholds are exact for every input inside that range.
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +46,15 @@ from models import ir
 from models.checks import INT32_MAX, INT32_MIN, NumericsError
 from models.numerics import sac
 from models.numerics.sac import MAX_GROUP, QUANT_SHIFT, OutputMode
-from models.onnx.graph import Graph, OnnxImportError, attrs, load_model, node_error
+from models.onnx.graph import (
+    MAX_IMAGE_ELEMENTS,
+    Graph,
+    OnnxImportError,
+    attrs,
+    int_list,
+    load_model,
+    node_error,
+)
 from models.onnx.passes import run_passes
 from models.onnx.ranges import Range, propagate
 from models.onnx.steps import StepEvaluator, derive_steps
@@ -55,6 +65,12 @@ SUPPORTED = ("Conv", "BatchNormalization", "Greater", "GreaterOrEqual", "Less", 
              "Dropout", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat",
              "Slice")
 COMPARE = ("Greater", "GreaterOrEqual", "Less", "LessOrEqual")
+# metadata written by models/onnx/export.py (docs/models.md)
+META_GROUPS, META_RANGE = "workbench.sac_groups", "workbench.input_range"
+META_KIND, META_NETWORK = "workbench.input_kind", "workbench.network"
+META_OUTPUTS = "workbench.layer_outputs"
+MAX_META_CHARS = 1 << 20      # a metadata value longer than this is not one we wrote
+MAX_NAME_CHARS = 200          # the network name appears in one-line messages and reports
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,10 +144,100 @@ def _check_attrs(node, allowed: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# metadata (each problem names the key)
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Metadata:
+    """The workbench.* metadata, checked: each value has the JSON type export_onnx writes."""
+    groups: dict = field(default_factory=dict)     # accumulator tensor -> column group G
+    input_range: tuple | None = None
+    input_kind: str | None = None
+    network: str | None = None
+    layer_outputs: list | None = None
+
+
+def _meta_error(g: Graph, key: str, why: str) -> OnnxImportError:
+    value = g.meta[key]
+    shown = repr(value if len(value) <= 60 else value[:57] + "...")
+    return OnnxImportError(f"{g.source}: metadata {key} = {shown}: {why}")
+
+
+def _meta_json(g: Graph, key: str):
+    """The JSON value of `key`; not JSON (or absurdly long or deep) names the key."""
+    text = g.meta[key]
+    if len(text) > MAX_META_CHARS:
+        raise _meta_error(g, key, f"longer than {MAX_META_CHARS} characters")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:   # ValueError: JSONDecodeError, 4300+ digits
+        raise _meta_error(g, key, f"not valid JSON ({exc})") from None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _meta_groups(g: Graph) -> dict:
+    groups = _meta_json(g, META_GROUPS)
+    if not isinstance(groups, dict):
+        raise _meta_error(g, META_GROUPS, "not a JSON object of tensor name -> group size")
+    for name, grp in groups.items():
+        if not _is_int(grp) or not 1 <= grp <= MAX_GROUP:
+            raise _meta_error(g, META_GROUPS, f"group size of {name!r} is {grp!r}, not an "
+                                              f"integer in 1..{MAX_GROUP}")
+    return groups
+
+
+def _meta_range(g: Graph) -> tuple:
+    value = _meta_json(g, META_RANGE)
+    if not (isinstance(value, list) and len(value) == 2 and all(map(_is_int, value))):
+        raise _meta_error(g, META_RANGE, "not a JSON list of two integers [lo, hi]")
+    lo, hi = value
+    if lo > hi or lo < INT32_MIN or hi > INT32_MAX:
+        raise _meta_error(g, META_RANGE, "not an int32 interval lo <= hi")
+    return lo, hi
+
+
+def _meta_text(g: Graph, key: str) -> str:
+    text = g.meta[key]
+    if not text or len(text) > MAX_NAME_CHARS or not text.isprintable():
+        raise _meta_error(g, key, f"not a name of 1..{MAX_NAME_CHARS} printable characters")
+    return text
+
+
+def _meta_outputs(g: Graph) -> list:
+    names = _meta_json(g, META_OUTPUTS)
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise _meta_error(g, META_OUTPUTS, "not a JSON list of tensor names")
+    return names
+
+
+def read_metadata(g: Graph) -> Metadata:
+    """The workbench.* keys present, each checked (a file from elsewhere has none)."""
+    m = Metadata()
+    if META_GROUPS in g.meta:
+        m.groups = _meta_groups(g)
+    if META_RANGE in g.meta:
+        m.input_range = _meta_range(g)
+    if META_KIND in g.meta:
+        m.input_kind = g.meta[META_KIND]
+        if m.input_kind not in ir.KINDS:
+            raise _meta_error(g, META_KIND, f"not one of {', '.join(ir.KINDS)}")
+        if m.input_kind == "int" and m.input_range is None:
+            raise _meta_error(g, META_KIND, f"integer input needs {META_RANGE} (export_onnx "
+                                            f"writes both)")
+    if META_NETWORK in g.meta:
+        m.network = _meta_text(g, META_NETWORK)
+    if META_OUTPUTS in g.meta:
+        m.layer_outputs = _meta_outputs(g)
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
 # lowering
 # ---------------------------------------------------------------------------------------------
 class _Lowering:
-    def __init__(self, g: Graph, kind: str, value_range: tuple):
+    def __init__(self, g: Graph, kind: str, value_range: tuple, groups: dict):
         self.g = g
         self.layers: list[ir.Layer] = []
         self.outputs: list[str] = []
@@ -139,7 +245,7 @@ class _Lowering:
         self.kind = kind
         self.input_shape, self.input_kind = self.shape, kind
         self.range = Range.uniform(self.shape[0], *value_range)
-        self.groups = json.loads(g.meta.get("workbench.sac_groups", "{}"))
+        self.groups = groups
 
     def add(self, layer: ir.Layer, out: str) -> None:
         if self.kind not in layer.accepts:
@@ -150,6 +256,10 @@ class _Lowering:
             shape, kind = layer.infer(self.shape, self.kind)
         except (ir.NetworkError, NumericsError) as exc:
             raise OnnxImportError(f"node {layer.name!r}: {exc}") from None
+        size = math.prod(shape)
+        if size == 0 or size > MAX_IMAGE_ELEMENTS:     # before propagate allocates its ranges
+            raise OnnxImportError(f"node {layer.name!r}: its output {list(shape)} holds {size} "
+                                  f"elements per image, not 1..{MAX_IMAGE_ELEMENTS}")
         self.range = propagate(layer, self.range, self.shape)
         self.layers.append(layer)
         self.outputs.append(out)
@@ -177,6 +287,9 @@ class _Lowering:
             raise node_error(bn, "training_mode=1 is not an inference batch norm")
         for i, what in enumerate(("scale", "bias", "mean", "var"), start=1):
             v = _const(g, bn, i, what).astype(np.float64)
+            if v.shape != (self.shape[0],):
+                raise node_error(bn, f"{what} has shape {list(v.shape)}, expected "
+                                     f"[{self.shape[0]}] (one per channel)")
             if not np.all(np.isfinite(v)):
                 raise node_error(bn, f"{what} {_first_bad(v, ~np.isfinite(v))} is not finite")
             if what == "var" and np.any(v < 0):
@@ -185,10 +298,13 @@ class _Lowering:
         if cmp.op_type not in COMPARE:
             raise node_error(cmp, f"follows batch norm {bn.name!r}; expected one of {COMPARE} "
                                   f"(the step pattern BatchNormalization -> Greater -> Where)")
+        if len(cmp.input) != 2 or bn.output[0] not in cmp.input:
+            raise node_error(cmp, f"expected a comparison of batch norm {bn.name!r}'s output "
+                                  f"with a constant")
         other = 1 if cmp.input[0] == bn.output[0] else 0
         _scalar(g, cmp, other, "comparison constant")
         where = g.sole_consumer(cmp.output[0], "Where(+1, -1)")
-        if where.op_type != "Where" or where.input[0] != cmp.output[0]:
+        if where.op_type != "Where" or len(where.input) != 3 or where.input[0] != cmp.output[0]:
             raise node_error(where, f"follows {cmp.name!r}; expected Where(cond, +1, -1)")
         hi_v, lo_v = (_scalar(g, where, i, f"Where value {i}") for i in (1, 2))
         if {hi_v, lo_v} != {1.0, -1.0}:
@@ -222,16 +338,21 @@ class _Lowering:
             if axis != 1:
                 raise node_error(node, f"axis={axis}; only axis 1 (keep the batch) is supported")
         else:
-            target = [int(v) for v in _const(self.g, node, 1, "shape")]
+            target = int_list(node, _const(self.g, node, 1, "shape"), "shape")
             size = int(np.prod(self.shape))
-            if len(target) != 2 or target[0] not in (0, -1) or target[1] not in (-1, size):
-                raise node_error(node, f"reshape to {target} is not a flatten to [N, {size}]")
+            keeps_batch = (0, -1) if not attrs(node).get("allowzero", 0) else (-1,)
+            if len(target) != 2 or target[0] not in keeps_batch or target[1] not in (-1, size):
+                raise node_error(node, f"reshape to {target} (allowzero="
+                                       f"{attrs(node).get('allowzero', 0)}) is not a flatten to "
+                                       f"[N, {size}]")
         self.add(ir.Flatten(name=node.name), node.output[0])
         return node.output[0]
 
     def gemm(self, node) -> str:
         a = _check_attrs(node, {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": (0, 1)})
         w = _pm1(self.g, node, 1, "weight")
+        if w.ndim != 2:
+            raise node_error(node, f"weight shape {list(w.shape)} is not a matrix")
         if a.get("transB", 0) == 0:
             w = w.T
         b = _ints(self.g, node, 2, "bias", w.shape[0])
@@ -253,7 +374,10 @@ class _Lowering:
             raise node_error(node, f"pads {pads}: a channel shift pads by one pixel (in the Conv "
                                    f"or in a Pad before it, not both)")
         k = _const(self.g, node, 1, "kernel").astype(np.float64)
-        c = k.shape[0]
+        c = self.shape[0] if len(self.shape) == 3 else 0
+        if k.shape != (c, 1, 3, 3) or a.get("group", 1) != c:
+            raise node_error(node, f"kernel shape {list(k.shape)} with group {a.get('group', 1)} "
+                                   f"is not a depthwise 3x3 kernel [{c}, 1, 3, 3] of group {c}")
         flat = k.reshape(c, 9)
         one_hot = ((flat == 0) | (flat == 1)).all(1) & ((flat == 1).sum(1) == 1)
         if not one_hot.all():
@@ -270,15 +394,21 @@ class _Lowering:
 
     def pad(self, node) -> str:
         g = self.g
-        mode = attrs(node).get("mode", b"constant")
+        a = attrs(node)
+        mode = a.get("mode", b"constant")
         if mode not in (b"constant", "constant"):
             raise node_error(node, f"mode {mode!r}: only constant padding is supported")
-        pads = [int(v) for v in _const(g, node, 1, "pads")]
+        if len(node.input) > 3 and node.input[3]:
+            raise node_error(node, "an axes input is not supported (pads must cover all four "
+                                   "axes)")
+        # opset < 11: pads and the fill value are attributes; from 11 on, inputs
+        pads = int_list(node, a["pads"] if "pads" in a else _const(g, node, 1, "pads"), "pads")
         if pads != [0, 0, 1, 1, 0, 0, 1, 1]:
             raise node_error(node, f"pads {pads}: only the one-pixel border of a channel shift")
         has_fill = len(node.input) > 2 and node.input[2]
-        fill = _scalar(g, node, 2, "constant value") if has_fill else 0.0
-        if fill != int(fill) or not 0 <= fill <= 255:
+        fill = (float(a.get("value", 0.0)) if "pads" in a
+                else _scalar(g, node, 2, "constant value") if has_fill else 0.0)
+        if not 0 <= fill <= 255 or fill != int(fill):
             raise node_error(node, f"fill value {fill!r} is not an integer in 0..255")
         conv = g.sole_consumer(node.output[0], "a depthwise Conv (channel shift)")
         if conv.op_type != "Conv" or attrs(conv).get("group", 1) != self.shape[0]:
@@ -339,7 +469,7 @@ class _Lowering:
         a = _check_attrs(node, {"keepdims": 0, "axes": None, "noop_with_empty_axes": 0})
         axes = a.get("axes")
         if axes is None:
-            axes = [int(v) for v in _const(g, node, 1, "axes")]
+            axes = int_list(node, _const(g, node, 1, "axes"), "axes")
         if sorted(int(v) % 4 for v in axes) != [2, 3]:
             raise node_error(node, f"sums over axes {list(axes)}; PixelSum sums over H and W "
                                    f"(axes [2, 3]) with keepdims=0")
@@ -349,23 +479,30 @@ class _Lowering:
     # -- dispatch -------------------------------------------------------------------------------
     def lower_node(self, node) -> str:
         op = node.op_type
-        if op == "Conv":
-            w = _const(self.g, node, 1, "weight")
-            grp = attrs(node).get("group", 1)
-            if w.ndim == 4 and w.shape[2:] == (1, 1) and grp == 1:
-                return self.pointwise(node)
-            if w.ndim == 4 and grp > 1 and grp == w.shape[0] and w.shape[1] == 1:
-                return self.shift(node)
-            return self.conv3x3(node)
-        handlers = {"BatchNormalization": self.step, "MaxPool": self.maxpool,
-                    "Reshape": self.flatten, "Flatten": self.flatten, "Gemm": self.gemm,
-                    "SpaceToDepth": self.space_to_depth, "Pad": self.pad,
+        pattern = self._conv_kind(node) if op == "Conv" else op
+        handlers = {"PointwiseConv": self.pointwise, "ChannelShift": self.shift,
+                    "Conv3x3": self.conv3x3, "BatchNormalization": self.step,
+                    "MaxPool": self.maxpool, "Reshape": self.flatten, "Flatten": self.flatten,
+                    "Gemm": self.gemm, "SpaceToDepth": self.space_to_depth, "Pad": self.pad,
                     "ReduceSum": self.pixel_sum}
-        if op not in handlers:
+        if pattern not in handlers:
             where = "" if op in SUPPORTED else " (supported operators: " + ", ".join(
                 s for s in SUPPORTED) + ")"
             raise node_error(node, f"operator {op} is not supported here{where}")
-        return handlers[op](node)
+        try:
+            return handlers[pattern](node)
+        except (ir.NetworkError, NumericsError) as exc:   # a layer refuses its parameters
+            raise node_error(node, str(exc)) from None
+
+    def _conv_kind(self, node) -> str:
+        """Which Conv pattern (the weight shape and group decide)."""
+        w = _const(self.g, node, 1, "weight")
+        grp = attrs(node).get("group", 1)
+        if w.ndim == 4 and w.shape[2:] == (1, 1) and grp == 1:
+            return "PointwiseConv"
+        if w.ndim == 4 and grp > 1 and grp == w.shape[0] and w.shape[1] == 1:
+            return "ChannelShift"
+        return "Conv3x3"
 
     def run(self) -> None:
         cur = self.g.record["first_tensor"]
@@ -387,6 +524,8 @@ def _best_combination(w: np.ndarray) -> sac.CombinedWeights:
         key = (-(-k // grp), grp)
         if best is None or key < best[0]:
             best = (key, cw)
+    if best is None:
+        raise NumericsError(f"no column group 1..{MAX_GROUP} holds these {list(w.shape)} weights")
     return best[1]
 
 
@@ -412,30 +551,43 @@ def _input_spec(input_range) -> tuple[str, tuple]:
 
 
 def import_onnx(path_or_model, input_range=None) -> ir.Network:
-    """Import an ONNX file (or ModelProto) as a golden network description."""
-    model, source = load_model(path_or_model)
-    g = run_passes(Graph(model, source))
+    """Import an ONNX file (or ModelProto) as a golden network description. Every problem with
+    the file is an OnnxImportError that names the file (the commands print it as one line)."""
+    source = None
+    try:
+        model, source = load_model(path_or_model)
+        return _import(model, source, path_or_model, input_range)
+    except OnnxImportError as exc:
+        if source is None or str(exc).startswith(f"{source}: "):
+            raise
+        raise OnnxImportError(f"{source}: {exc}") from None
+
+
+def _import(model, source: str, path_or_model, input_range) -> ir.Network:
+    g = Graph(model, source)
+    meta = read_metadata(g)
+    run_passes(g)
     if input_range is None:      # files from export_onnx record a non-pixel input range
-        if g.meta.get("workbench.input_kind") == "binary":
+        if meta.input_kind == "binary":
             input_range = "binary"
-        elif "workbench.input_range" in g.meta:
-            input_range = tuple(json.loads(g.meta["workbench.input_range"]))
+        elif meta.input_range is not None:
+            input_range = meta.input_range
     kind, value_range = _input_spec(input_range)
-    low = _Lowering(g, kind, value_range)
+    low = _Lowering(g, kind, value_range, meta.groups)
     low.run()
     if not low.layers:
         raise OnnxImportError(f"{source}: no layers between the input and the output")
     family = "sac" if any(isinstance(layer, (ir.PointwiseConv, ir.ChannelShift, ir.SpaceToDepth,
                                             ir.PixelSum)) for layer in low.layers) else "bnn"
-    meta = {"family": family, "source": source, "input_range": list(value_range),
+    info = {"family": family, "source": source, "input_range": list(value_range),
             "onnx": {"input_name": g.input.name, "input_shape": g.record["onnx_input_shape"],
                      "output_name": g.model.graph.output[0].name,
                      "dropped": list(g.record["dropped"]), "layer_outputs": low.outputs}}
     # a file from elsewhere is named after the file (HEP-BNN's graph is "torch-jit-export")
     from_file = not isinstance(path_or_model, onnx.ModelProto)
-    name = (g.meta.get("workbench.network")
-            or (Path(source).stem if from_file else g.model.graph.name) or "onnx_model")
+    graph_name = source if source != "<model>" else ""      # load_model's label of a proto
+    name = meta.network or (Path(source).stem if from_file else graph_name) or "onnx_model"
     try:
-        return ir.Network(low.input_shape, low.input_kind, low.layers, name=name, meta=meta)
+        return ir.Network(low.input_shape, low.input_kind, low.layers, name=name, meta=info)
     except ir.NetworkError as exc:
         raise OnnxImportError(f"{source}: {exc}") from None

@@ -18,13 +18,25 @@ In order (:data:`PIPELINE`):
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
-from models.onnx.graph import Graph, OnnxImportError, attrs, node_error
+from models.onnx.graph import (
+    TENSOR_TYPES,
+    Graph,
+    OnnxImportError,
+    attrs,
+    int_list,
+    node_error,
+    node_label,
+    tensor_array,
+)
 
 BATCH = "N"          # symbol for the batch dimension inside folded shape arithmetic
+MAX_SHAPE_VALUES = 64   # a constant read by shape arithmetic holds at most this many values
 
 
 def name_nodes(g: Graph) -> None:
@@ -44,7 +56,7 @@ def inline_constants(g: Graph) -> None:
             continue
         a = attrs(n)
         if "value" in a:
-            val = numpy_helper.to_array(a["value"])
+            val = tensor_array(a["value"], f"{node_label(n)}: value")
         elif "value_float" in a:
             val = np.array(a["value_float"], dtype=np.float32)
         elif "value_floats" in a:
@@ -64,10 +76,9 @@ def fold_constant_casts(g: Graph) -> None:
         if n.op_type != "Cast" or g.const(n.input[0]) is None:
             continue
         to = attrs(n).get("to")
-        try:
-            dtype = helper.tensor_dtype_to_np_dtype(to)
-        except (KeyError, TypeError, ValueError):
-            raise node_error(n, f"Cast to unsupported type {to!r}") from None
+        if to not in TENSOR_TYPES:     # strings, complex and packed types have no numpy twin
+            raise node_error(n, f"Cast to unsupported type {to!r}")
+        dtype = helper.tensor_dtype_to_np_dtype(to)
         g.consts[n.output[0]] = g.const(n.input[0]).astype(dtype)
         g.remove(n)
 
@@ -76,16 +87,28 @@ def fold_constant_casts(g: Graph) -> None:
 _SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Identity"}
 
 
-def _axes(node, g: Graph, a: dict):
+def _axes(a: dict, vals: list):
+    """Squeeze/Unsqueeze axes: the attribute (opset < 13) or the second input."""
     if "axes" in a:
         return list(a["axes"])
-    if len(node.input) > 1 and node.input[1]:
-        return [int(v) for v in np.atleast_1d(g.consts[node.input[1]])]
+    if len(vals) > 1 and vals[1] is not None:
+        return [int(v) for v in np.atleast_1d(vals[1])]
     return None
 
 
-def _eval_shape_op(node, vals: list, g: Graph, shapes: dict):
-    """Evaluate one shape-arithmetic node on object arrays (ints and the batch symbol)."""
+def _eval_shape_op(node, vals: list, shapes: dict):
+    """Evaluate one shape-arithmetic node on object arrays (ints and the batch symbol). numpy
+    errors (an index or axis out of range, mismatched pieces, the batch symbol where a number
+    is needed) are the node's: it cannot be evaluated as written."""
+    try:
+        return _eval_shape_op_np(node, vals, shapes)
+    except OnnxImportError:
+        raise
+    except (IndexError, ValueError, TypeError, OverflowError) as exc:
+        raise node_error(node, f"cannot evaluate this shape arithmetic: {exc}") from None
+
+
+def _eval_shape_op_np(node, vals: list, shapes: dict):
     op, a = node.op_type, attrs(node)
     if op == "Shape":
         dims = shapes.get(node.input[0])
@@ -94,6 +117,8 @@ def _eval_shape_op(node, vals: list, g: Graph, shapes: dict):
         start, end = a.get("start", 0), a.get("end", None)
         return np.array(dims[start:end], dtype=object)
     x = vals[0]
+    if x is None:
+        raise ValueError("its data input is missing")
     if op in ("Cast", "Identity"):
         return x
     if op == "Gather":
@@ -101,15 +126,17 @@ def _eval_shape_op(node, vals: list, g: Graph, shapes: dict):
         return np.take(x, np.asarray(idx, dtype=np.int64), axis=a.get("axis", 0))
     if op == "Unsqueeze":
         out = x
-        for ax in sorted(_axes(node, g, a)):
+        for ax in sorted(_axes(a, vals) or []):
             out = np.expand_dims(out, ax)
         return out
     if op == "Squeeze":
-        ax = _axes(node, g, a)
+        ax = _axes(a, vals)
         return np.squeeze(x, axis=tuple(ax) if ax else None)
     if op == "Concat":
         return np.concatenate([np.atleast_1d(v) for v in vals], axis=a.get("axis", 0))
     if op == "Slice":
+        if len(vals) < 3 or vals[1] is None or vals[2] is None:
+            raise ValueError("Slice needs starts and ends")
         starts, ends = (np.atleast_1d(v) for v in vals[1:3])
         axes = np.atleast_1d(vals[3]) if len(vals) > 3 and vals[3] is not None else [0]
         steps = np.atleast_1d(vals[4]) if len(vals) > 4 and vals[4] is not None else [1]
@@ -142,7 +169,7 @@ def fold_shape_arithmetic(g: Graph) -> None:
                 ins.append(None)
             elif name in known:
                 ins.append(known[name])
-            elif name in g.consts:
+            elif name in g.consts and np.size(g.consts[name]) <= MAX_SHAPE_VALUES:
                 ins.append(np.asarray(g.consts[name]).astype(object))
             elif n.op_type == "Shape":
                 ins.append(None)
@@ -150,7 +177,7 @@ def fold_shape_arithmetic(g: Graph) -> None:
                 ok = False
         if not ok:
             continue
-        known[n.output[0]] = _eval_shape_op(n, ins, g, shapes)
+        known[n.output[0]] = _eval_shape_op(n, ins, shapes)
         folded.append(n)
     if not folded:
         return
@@ -159,29 +186,48 @@ def fold_shape_arithmetic(g: Graph) -> None:
     for name, val in known.items():
         users = g.consumers(name)
         for u in users:
-            if u.op_type != "Reshape" or u.input[1] != name:
+            if u.op_type != "Reshape" or len(u.input) < 2 or u.input[1] != name:
                 raise node_error(u, f"uses the folded shape value {name!r} in an unsupported way")
-        flat = np.atleast_1d(val)
-        target = []
-        for i, v in enumerate(flat):
-            if isinstance(v, str):
-                if i != 0:
-                    raise OnnxImportError(f"shape value {name!r} puts the batch at position "
-                                          f"{i}; only a leading batch dimension is supported")
-                target.append(0)          # Reshape: 0 copies the batch dimension
-            else:
-                target.append(int(v))
         if users:
-            g.consts[name] = np.array(target, dtype=np.int64)
+            g.consts[name] = _reshape_target(users[0], name, val)
+
+
+def _reshape_target(user, name: str, val) -> np.ndarray:
+    """A folded shape value as a Reshape target: a 1-D list of integers, the batch symbol
+    (only first) as 0, which makes Reshape copy the batch dimension."""
+    flat = np.atleast_1d(val)
+    if flat.ndim != 1 or flat.size > MAX_SHAPE_VALUES:
+        raise node_error(user, f"its shape {name!r} has shape {list(flat.shape)}, not a list")
+    target = []
+    for i, v in enumerate(flat):
+        if isinstance(v, str):
+            if i != 0:
+                raise OnnxImportError(f"shape value {name!r} puts the batch at position "
+                                      f"{i}; only a leading batch dimension is supported")
+            target.append(0)
+        else:
+            target.append(v)
+    return np.array(int_list(user, np.array(target, dtype=np.float64), f"shape {name!r}"),
+                    dtype=np.int64)
 
 
 def remove_identities(g: Graph) -> None:
     for n in list(g.nodes):
         if n.op_type in ("Identity", "Dropout"):
-            if n.op_type == "Dropout" and len([o for o in n.output if o]) > 1 and \
-                    g.consumers(n.output[1]):
-                raise node_error(n, "the Dropout mask output is used")
+            if n.op_type == "Dropout":
+                _check_inference_dropout(g, n)
             g.bypass(n, n.input[0])
+
+
+def _check_inference_dropout(g: Graph, n) -> None:
+    """A Dropout is an identity only in inference: no used mask, no training_mode input that
+    may be true (opset 12 on)."""
+    if len([o for o in n.output if o]) > 1 and g.consumers(n.output[1]):
+        raise node_error(n, "the Dropout mask output is used")
+    if len(n.input) > 2 and n.input[2]:
+        mode = g.const(n.input[2])
+        if mode is None or np.size(mode) != 1 or bool(np.asarray(mode).ravel()[0]):
+            raise node_error(n, f"training_mode {n.input[2]!r} is not a constant false")
 
 
 def strip_output_softmax(g: Graph) -> None:
@@ -202,14 +248,15 @@ def absorb_input_reshape(g: Graph) -> None:
     cons = g.consumers(g.input.name)
     if len(cons) == 1 and cons[0].op_type == "Reshape":
         r = cons[0]
-        target = g.const(r.input[1])
+        target = g.const(r.input[1]) if len(r.input) > 1 else None
         if target is None:
             raise node_error(r, "the input reshape target is not constant")
-        target = [int(v) for v in target]
-        if len(target) >= 2 and target[0] in (0, -1) and all(v > 0 for v in target[1:]):
-            size = int(np.prod(target[1:]))
+        target = int_list(r, target, "the input reshape target")
+        keeps_batch = (0, -1) if not attrs(r).get("allowzero", 0) else (-1,)
+        if len(target) >= 2 and target[0] in keeps_batch and all(v > 0 for v in target[1:]):
+            size = math.prod(target[1:])
             known = [d for d in dims[1:]]
-            if None not in known and int(np.prod(known)) != size:
+            if math.prod(known) != size:
                 raise node_error(r, f"reshapes an input of {known} to {target[1:]}")
             g.record["net_input_shape"] = tuple(target[1:])
             g.record["first_tensor"] = r.output[0]

@@ -45,17 +45,30 @@ def input_range(net: ir.Network, value_range=None) -> Range:
     return Range.uniform(net.input_shape[0], lo, hi)
 
 
+ROW_BLOCK = 1 << 22     # weights per block of rows in _linear (its int64 temporaries)
+
+
 def _linear(w: np.ndarray, bias: np.ndarray, r: Range, padded=False) -> Range:
     """out_f = bias_f + sum_k w[f, k] * x_k (w [F, K], x_k in the range of input k; with
-    `padded`, any term may also be 0: a padded tap)."""
+    `padded`, any term may also be 0: a padded tap). Computed a block of rows at a time, so
+    the int64 temporaries stay small however large the weight matrix is."""
+    f, k = w.shape
+    lo, hi, mag = (np.empty(f, dtype=np.int64) for _ in range(3))
+    step = max(1, ROW_BLOCK // max(k, 1))
+    for r0 in range(0, f, step):
+        rows = slice(r0, min(f, r0 + step))
+        lo[rows], hi[rows], mag[rows] = _linear_rows(w[rows], r, padded)
+    b = bias.astype(np.int64)
+    return Range(b + lo, b + hi, np.abs(b) + mag)
+
+
+def _linear_rows(w: np.ndarray, r: Range, padded: bool):
     w = w.astype(np.int64)
     lo_t = np.minimum(w * r.lo[None, :], w * r.hi[None, :])
     hi_t = np.maximum(w * r.lo[None, :], w * r.hi[None, :])
     if padded:
         lo_t, hi_t = np.minimum(lo_t, 0), np.maximum(hi_t, 0)
-    b = bias.astype(np.int64)
-    abs_t = np.maximum(np.abs(lo_t), np.abs(hi_t)).sum(1)
-    return Range(b + lo_t.sum(1), b + hi_t.sum(1), np.abs(b) + abs_t)
+    return lo_t.sum(1), hi_t.sum(1), np.maximum(np.abs(lo_t), np.abs(hi_t)).sum(1)
 
 
 def propagate(layer: ir.Layer, r: Range, in_shape: tuple) -> Range:

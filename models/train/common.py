@@ -14,6 +14,7 @@ import torch
 from tqdm import tqdm
 
 from models.datasets import Dataset
+from safeio import atomic_path
 
 
 def seed_everything(seed: int, threads: int = 1) -> torch.Generator:
@@ -228,12 +229,10 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
 
 
 def save_checkpoint(path, state: dict) -> None:
-    """torch.save to a temporary file, then renamed: an interruption leaves the previous one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    """torch.save to a temporary file, flushed and renamed: an interruption or a full disk
+    leaves the previous one."""
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
 
 
 @torch.no_grad()

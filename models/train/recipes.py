@@ -23,6 +23,7 @@ from models.numerics.bnn import argmax
 from models.train import bnn as bnn_train
 from models.train import sac as sac_train
 from models.train.common import accuracy, fit, recalibrate_batchnorm, to_tensors, training_session
+from safeio import write_json_atomic
 
 
 @dataclass
@@ -81,10 +82,7 @@ def _checkpoints(folder, settings: dict):
                          if (old or {}).get(k) != now.get(k)), "unreadable")
             raise ValueError(f"{folder}: its checkpoints are of another training run ({diff})")
     else:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = meta.with_name(meta.name + ".tmp")
-        tmp.write_text(json.dumps(now, indent=1))
-        tmp.replace(meta)
+        write_json_atomic(meta, now, indent=1)
     return lambda name: folder / f"{name}.pt"
 
 

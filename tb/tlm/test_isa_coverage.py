@@ -32,6 +32,7 @@ from models import ir
 from models.checks import INT32_MAX, INT32_MIN
 from models.numerics.sac import OutputMode
 from models.random_networks import random_bnn_network, random_images, random_sac_network
+from safeio import write_text_atomic
 from tb.bitserial import start_clock
 from tb.host_port import HostPort
 from tb.seeds import bench_seed, seeded_rng, simulation_seed
@@ -192,7 +193,7 @@ async def constrained_random_programs(dut):
         out.mkdir(parents=True, exist_ok=True)
         xml, yaml = out / "functional.xml", out / "functional.yml"
         cov.export(str(xml), str(yaml))
-        (out / "functional.json").write_text(json.dumps(
+        write_text_atomic(out / "functional.json", json.dumps(
             {**summary, "seed": simulation_seed(), "programs": ran, "skipped": skipped,
              "instructions": instructions, "xml": str(xml), "yaml": str(yaml)}, indent=1))
     assert ran >= 1 and skipped <= ran, f"{ran} programs ran, {skipped} did not compile"

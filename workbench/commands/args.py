@@ -8,7 +8,8 @@ Exit status of every command (README "Exit status"):
      long work starts
   3  an internal or tool failure (a simulator crashed, hung or timed out, a compiler failed,
      the disk is full, a bug): one line; the traceback with --debug
-  130, 143  interrupted by SIGINT (Ctrl-C) or SIGTERM; nothing half-written is left behind
+  130, 143, 129  interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP (a closed terminal);
+     the clean-ups ran, nothing half-written is left behind
 
 A usage error is one line (the command, the flag and what is wrong, then where to look); so is
 every other error. :func:`guarded` turns anything a command lets escape into that contract.
@@ -25,12 +26,15 @@ import threading
 import traceback
 
 OK, MISMATCH, BAD_INPUT, FAILURE = 0, 1, 2, 3
-INTERRUPTED = {signal.SIGINT: 128 + signal.SIGINT, signal.SIGTERM: 128 + signal.SIGTERM}
+# the signals that end a command with its clean-ups run; exit status 128 + the signal's number.
+# SIGHUP is a closed terminal (or ssh session): it ends the command as SIGTERM does.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+INTERRUPTED = {s: 128 + s for s in (signal.SIGINT, *STOP_SIGNALS)}
 
 EXIT_STATUS = """\
 exit status: 0 ok; 1 a path differs from the golden model; 2 bad usage or input (found
 before any long work); 3 an internal or tool failure (simulator, compiler, disk full; --debug
-shows the traceback); 130/143 interrupted by SIGINT/SIGTERM. Errors are one line."""
+shows the traceback); 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP. Errors are one line."""
 
 
 class BadInput(Exception):
@@ -38,7 +42,11 @@ class BadInput(Exception):
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that clean-ups run as for Ctrl-C."""
+    """SIGTERM or SIGHUP, raised in the main thread so that clean-ups run as for Ctrl-C."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -77,9 +85,10 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 # -- argparse types: checked at parse time, before any work -------------------------------------
-def finite_float(flag: str, positive: bool = False, at_most: float | None = None):
+def finite_float(flag: str, positive: bool = False, at_most: float | None = None,
+                 at_least: float | None = None):
     """An argparse type: a finite number (refuses nan and inf, which float() accepts);
-    optionally > 0 and <= `at_most`."""
+    optionally > 0, >= `at_least` and <= `at_most`."""
     def parse(text: str) -> float:
         try:
             v = float(text)
@@ -89,22 +98,37 @@ def finite_float(flag: str, positive: bool = False, at_most: float | None = None
             raise argparse.ArgumentTypeError(f"{flag} must be a finite number, got {text!r}")
         if positive and v <= 0:
             raise argparse.ArgumentTypeError(f"{flag} must be positive, got {text!r}")
+        if at_least is not None and v < at_least:
+            raise argparse.ArgumentTypeError(f"{flag} must be at least {at_least:g}, got "
+                                             f"{text!r}")
         if at_most is not None and v > at_most:
             raise argparse.ArgumentTypeError(f"{flag} must be at most {at_most:g}, got {text!r}")
         return v
     return parse
 
 
-def int_at_least(flag: str, low: int):
-    """An argparse type: a whole number >= low."""
+SEED_MAX = 2**32 - 1          # numpy, torch and Python's random all take a seed this large
+# bounds of the training flags: far beyond any sensible value, short of what exhausts memory or
+# overflows (a learning rate of 1e308 trains a model of nan)
+MAX_EPOCHS = 100_000
+MAX_LR = 10.0
+MAX_WIDTH = 4096              # channels of a layer (the array's CMAX field holds 4096)
+MAX_BATCH = 65536
+
+
+def int_at_least(flag: str, low: int, at_most: int | None = None):
+    """An argparse type: a whole number >= low (and <= at_most). Only ASCII digits with an
+    optional sign: int() would also take '1_000' and non-ASCII digits."""
     def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got {text!r}") \
-                from None
+        body = text.strip()
+        digits = body[1:] if body[:1] in "+-" else body
+        if not (digits.isascii() and digits.isdigit()) or len(digits) > 30:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got {text!r}")
+        v = int(body)
         if v < low:
             raise argparse.ArgumentTypeError(f"{flag} must be at least {low}, got {v}")
+        if at_most is not None and v > at_most:
+            raise argparse.ArgumentTypeError(f"{flag} must be at most {at_most:,}, got {v:,}")
         return v
     return parse
 
@@ -131,14 +155,15 @@ def _split_debug(argv: list) -> tuple[list, bool]:
 
 
 def _raise_terminated(signum, frame):
-    raise Terminated()
+    raise Terminated(signum)
 
 
 def run_guarded(prog: str, main, argv=None) -> int:
     """Runs `main(argv)` under the exit-status contract: its return value (0 when None); an
-    argparse exit keeps its status; BadInput -> 2; Ctrl-C -> 130 and SIGTERM -> 143 after the
-    clean-ups of the code it interrupted; OSError ENOSPC -> 3 "disk full"; anything else -> 3
-    with one line naming the exception (the traceback with --debug or SACBENCH_DEBUG=1)."""
+    argparse exit keeps its status; BadInput -> 2; Ctrl-C -> 130, SIGTERM -> 143 and SIGHUP ->
+    129 after the clean-ups of the code it interrupted; OSError ENOSPC -> 3 "disk full";
+    anything else -> 3 with one line naming the exception (the traceback with --debug or
+    SACBENCH_DEBUG=1)."""
     global _depth, _contract_shown
     argv, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     if _depth:                                    # inside another guarded command
@@ -149,9 +174,9 @@ def run_guarded(prog: str, main, argv=None) -> int:
     # every parser of the command, ours or plain argparse: a usage error is one line
     plain_error = argparse.ArgumentParser.error
     argparse.ArgumentParser.error = ArgumentParser.error
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main else None
-    if previous is None:                          # a handler installed outside Python
-        previous = signal.SIG_DFL
+    previous = {s: signal.signal(s, _raise_terminated) for s in STOP_SIGNALS} if in_main else {}
+    previous = {s: signal.SIG_DFL if h is None else h      # None: installed outside Python
+                for s, h in previous.items()}
     _depth, _contract_shown = 1, False
     try:
         try:
@@ -170,9 +195,9 @@ def run_guarded(prog: str, main, argv=None) -> int:
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted (SIGINT)", file=sys.stderr)
         return INTERRUPTED[signal.SIGINT]
-    except Terminated:
-        print(f"{prog}: terminated (SIGTERM)", file=sys.stderr)
-        return INTERRUPTED[signal.SIGTERM]
+    except Terminated as exc:
+        print(f"{prog}: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
+        return INTERRUPTED[exc.signum]
     except OSError as exc:
         if debug:
             traceback.print_exc()
@@ -191,8 +216,8 @@ def run_guarded(prog: str, main, argv=None) -> int:
     finally:
         _depth = 0
         argparse.ArgumentParser.error = plain_error
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def guarded(prog: str):

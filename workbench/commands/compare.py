@@ -4,10 +4,13 @@ Reports agreement layer by layer, accuracy, cycles, latency and energy in DIR (-
 report.json, report.md, PNG plots and, with --save-outputs, outputs/*.npy. DIR is written as a
 whole: into a temporary sibling, renamed into place at the end, so an interrupted or failed run
 leaves an earlier report as it was and nothing else. An existing DIR with files in it is
-replaced only with --force. If the RTL simulator cannot be built, a simulation fails, runs past
-its wall-clock limit (--rtl-timeout) or is stopped, the run ends with one line and exit status 3,
-and the simulator's log is kept next to DIR as DIR.rtl_failure.log. See README ("Your own model
-and data", "Exit status").
+replaced only with --force, and only when it is a report directory this command wrote that holds
+nothing else (its marker .sacbench.json lists what it wrote); never the current directory or one
+above it, nor a directory that holds the model or the data. One run per DIR at a time: a second
+run on the same DIR is refused (exit 2) while the first is writing it. If the RTL simulator
+cannot be built, a simulation fails, runs past its wall-clock limit (--rtl-timeout) or is
+stopped, the run ends with one line and exit status 3, and the simulator's log is kept next to
+DIR as DIR.rtl_failure.log. See README ("Your own model and data", "Exit status").
 """
 import argparse
 import os
@@ -16,6 +19,8 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # before torch or the CPU kernels load
 
+from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ  # noqa: E402
+from safeio import OutputPathError, StagedDirectory, write_text_atomic  # noqa: E402
 from workbench.commands.args import (  # noqa: E402
     ArgumentParser,
     finite_float,
@@ -24,16 +29,17 @@ from workbench.commands.args import (  # noqa: E402
     print_error,
 )
 from workbench.compare import (  # noqa: E402
-    MAX_CLOCK_MHZ,
     CompareError,
     Options,
     RtlFailure,
     check_options,
     run,
 )
-from workbench.files import OutputPathError, StagedDirectory, write_text_atomic  # noqa: E402
 
 PROG = "compare_gpu_fpga"
+# what a report directory holds (report.json first: the marker of directories written before
+# they carried safeio's marker file)
+REPORT_FILES = ("report.json", "report.md", "layer_times.png", "fpga_cycles.png", "outputs")
 
 
 def build_parser() -> ArgumentParser:
@@ -61,13 +67,15 @@ def build_parser() -> ArgumentParser:
                     help="RTL simulator")
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS")
     ap.add_argument("--clock-mhz", default=170.0,
-                    type=finite_float("--clock-mhz", positive=True, at_most=MAX_CLOCK_MHZ),
+                    type=finite_float("--clock-mhz", positive=True, at_least=MIN_CLOCK_MHZ,
+                                      at_most=MAX_CLOCK_MHZ),
                     help="FPGA clock in MHz, the seed design's")
     ap.add_argument("--batch", type=int_at_least("--batch", 1), default=64, help="GPU batch size")
     ap.add_argument("--out", type=Path, default=Path("out/compare"), metavar="DIR",
                     help="report directory (written as a whole)")
     ap.add_argument("--force", action="store_true",
-                    help="replace an existing report directory DIR")
+                    help="replace an existing report directory DIR, one this command wrote and "
+                         "that holds nothing else")
     ap.add_argument("--save-outputs", action="store_true",
                     help="write DIR/outputs/{golden,gpu,fpga}.npy (final scores)")
     ap.add_argument("--inject-fault", choices=["gpu", "fpga"], help=argparse.SUPPRESS)
@@ -92,7 +100,8 @@ def main(argv=None) -> int:
                    rtl_jobs=args.rtl_jobs, address=args.address, rtl_timeout=args.rtl_timeout)
     try:
         check_options(opts)
-        with StagedDirectory(args.out, force=args.force) as staged:
+        with StagedDirectory(args.out, force=args.force, tool=PROG, legacy=REPORT_FILES,
+                             inputs=(args.model, args.data)) as staged:
             opts.out = staged.path
             report, code = run(opts)
             print("\n".join(summary_lines(report)))

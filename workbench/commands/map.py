@@ -12,18 +12,16 @@ as `.venv/bin/python scripts/map_bnn.py`):
   sacbench map --network tests/fixtures/hepbnn_fashion.onnx --profile out/map/mapping.json \\
       --out out/map_hepbnn
 
---out: the directory is written as a whole (into a temporary sibling, then renamed); one that
-holds a previous mapping is replaced, one that holds other files only with --force.
+--out: the directory is written as a whole (into a temporary sibling, then renamed). One that
+holds files is replaced only with --force, and only when it holds a mapping this command wrote
+and nothing else; never the current directory or one above it, nor one that holds an input.
 exit status: 0 ok, 2 bad usage or input (checked before any measuring), 3 a tool failed (the
 kernel compiler, writing the results).
 """
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from workbench.commands.args import ArgumentParser, print_error
@@ -88,7 +86,7 @@ def parser() -> ArgumentParser:
     ap.add_argument("--out", type=Path, default=Path("out/map"), metavar="DIR",
                     help="directory for mapping.json and heatmap.png (default: %(default)s)")
     ap.add_argument("--force", action="store_true",
-                    help="replace --out even when it holds files other than a mapping's")
+                    help="replace --out when it holds an earlier mapping (and nothing else)")
     return ap
 
 
@@ -122,42 +120,8 @@ def load_inputs(args):
     return net, source
 
 
-def prepare_out(out: Path, force: bool) -> Path:
-    """Check --out and make the temporary sibling the results are written into (UsageError when
-    it cannot be used); returns the sibling."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: is a file, not a directory")
-    if out.is_dir():
-        others = sorted(p.name for p in out.iterdir() if p.name not in OUTPUTS)
-        if others and not force:
-            raise UsageError(f"--out {out}: holds files that are not a mapping's "
-                             f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); "
-                             "use --force to replace the directory, or another --out")
-    try:
-        out.resolve().parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.resolve().parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        stage.chmod(0o777 & ~umask)          # mkdtemp's 0700 would become --out's mode
-        return stage
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot be created ({exc.strerror or exc})") from None
-
-
-def replace_dir(stage: Path, out: Path) -> None:
-    """Put the finished `stage` where `out` is, as a whole."""
-    out = out.resolve()
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-        os.rename(out, old / out.name)
-    os.rename(stage, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def write_results(mapping, args, stage: Path) -> list[Path]:
-    from workbench.files import write_json_atomic
+    from safeio import write_json_atomic
 
     # which network was measured: the search's gpu cost scales this profile to others
     mapping.profile.meta.update(network_spec=args.network, network_seed=args.seed)
@@ -168,35 +132,45 @@ def write_results(mapping, args, stage: Path) -> list[Path]:
     return written
 
 
-def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+def map_into(staged, net, source, args) -> tuple[int, list[Path], object]:
+    """The mapping written into the staged directory and published: (exit status, the files
+    written, the mapping)."""
     from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
     from gpu_kernels.mapper import batch_range, map_network
 
     try:
+        mapping = map_network(net, batch_range(*args.batch_exp), source, n_images=args.images)
+    except BuildError as exc:
+        print_error(PROG, f"the kernel compiler failed: {exc}")
+        return 3, [], None
+    except (GpuKernelError, BackendError, ValueError) as exc:
+        print_error(PROG, str(exc))
+        return 2, [], None
+    try:
+        written = write_results(mapping, args, staged.path)
+        staged.commit()
+    except OSError as exc:
+        print_error(PROG, f"cannot write {args.out}: {exc.strerror or exc}")
+        return 3, [], None
+    return 0, written, mapping
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    from safeio import OutputPathError, StagedDirectory
+
+    staged = StagedDirectory(args.out, force=args.force, tool=PROG, legacy=OUTPUTS,
+                             inputs=(args.network, args.profile))
+    try:
+        staged.check()                      # the output first: it is what a mistake costs most
         net, source = load_inputs(args)
-        stage = prepare_out(args.out, args.force)
-    except UsageError as exc:
+        with staged:
+            code, written, mapping = map_into(staged, net, source, args)
+    except (UsageError, OutputPathError) as exc:
         print_error(PROG, str(exc))
         return 2
-    try:
-        try:
-            mapping = map_network(net, batch_range(*args.batch_exp), source,
-                                  n_images=args.images)
-        except BuildError as exc:
-            print_error(PROG, f"the kernel compiler failed: {exc}")
-            return 3
-        except (GpuKernelError, BackendError, ValueError) as exc:
-            print_error(PROG, str(exc))
-            return 2
-        try:
-            written = write_results(mapping, args, stage)
-            replace_dir(stage, args.out)
-        except OSError as exc:
-            print_error(PROG, f"cannot write {args.out}: {exc.strerror or exc}")
-            return 3
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)       # gone already when renamed into place
+    if code:
+        return code
     print(net.summary())
     print()
     print(mapping.table())

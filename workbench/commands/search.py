@@ -14,17 +14,35 @@ Writes DIR/pareto.json (every evaluated model: architecture, validation and test
 every cost), DIR/pareto.png, DIR/front/*.onnx + cards and DIR/trials/<trial>/. With --verify
 the models on the front run through the compare job (FPGA path with a few RTL images, GPU path
 for BNNs). Exit status 1: a verified model differs from its golden model; 2: bad usage or input,
-found before any training; 3: a trial failed.
+found before any training; 3: a trial failed, or the Ray cluster's head was lost; 128 + the
+signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP): interrupted, Ray shut down, finished trials kept
+(the same command again resumes).
 """
 import argparse
 import shlex
 import sys
 from pathlib import Path
 
+from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ
 from models.train.common import DEVICES
-from workbench.commands.args import ArgumentParser, finite_float, guarded
+from workbench.commands.args import (
+    MAX_EPOCHS,
+    MAX_LR,
+    MAX_WIDTH,
+    SEED_MAX,
+    ArgumentParser,
+    finite_float,
+    guarded,
+    int_at_least,
+)
 from workbench.search.costs import COSTS
-from workbench.search.driver import SearchError, SearchOptions, TrialFailed, run_search
+from workbench.search.driver import (
+    SearchError,
+    SearchOptions,
+    TrialFailed,
+    interruption,
+    run_search,
+)
 from workbench.search.families import FAMILIES
 
 
@@ -49,34 +67,44 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--lambdas", default=[1.0], type=lambda t: _numbers(t, "--lambdas"),
                     help="comma-separated weights of the budget penalty "
                          "lambda * max(0, C - budget) / budget (default 1)")
-    ap.add_argument("--seeds", type=int, default=1,
+    ap.add_argument("--seeds", type=int_at_least("--seeds", 1, 1000), default=1,
                     help="N seeds per (budget, lambda): K..K+N-1 with K = --first-seed")
-    ap.add_argument("--first-seed", type=int, default=0,
+    ap.add_argument("--first-seed", type=int_at_least("--first-seed", 0, SEED_MAX), default=0,
                     help="the first seed (more seeds of a sweep into a new --out)")
     ap.add_argument("--data", default="digits", help="digits, fashion or a dataset path")
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS for cycles and energy")
-    ap.add_argument("--clock-mhz", type=finite_float("--clock-mhz"), default=170.0,
+    ap.add_argument("--clock-mhz", default=170.0,
+                    type=finite_float("--clock-mhz", at_least=MIN_CLOCK_MHZ, at_most=MAX_CLOCK_MHZ),
                     help="for latency_ms")
-    ap.add_argument("--processors", type=int, default=2, help="for the parallel cost")
+    ap.add_argument("--processors", type=int_at_least("--processors", 1, 4096), default=2,
+                    help="for the parallel cost")
     ap.add_argument("--gpu-profile", default=None,
                     help="reference GPU profile JSON for the gpu cost (sacbench map --out)")
-    ap.add_argument("--epochs", type=int, default=20, help="super-network epochs per trial")
-    ap.add_argument("--warmup-epochs", type=int, default=3,
+    ap.add_argument("--epochs", type=int_at_least("--epochs", 1, MAX_EPOCHS), default=20,
+                    help="super-network epochs per trial")
+    ap.add_argument("--warmup-epochs", type=int_at_least("--warmup-epochs", 0, MAX_EPOCHS),
+                    default=3,
                     help="first epochs train the weights only")
-    ap.add_argument("--final-epochs", type=int, default=None,
+    ap.add_argument("--final-epochs", type=int_at_least("--final-epochs", 1, MAX_EPOCHS),
+                    default=None,
                     help="QAT epochs of the final model (default: the zoo recipe's)")
-    ap.add_argument("--final-float-epochs", type=int, default=None,
+    ap.add_argument("--final-float-epochs", default=None,
+                    type=int_at_least("--final-float-epochs", 1, MAX_EPOCHS),
                     help="float-twin epochs of the final model (default: the zoo recipe's)")
     ap.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
                     help="weights' optimizer (sgd: the paper's, momentum 0.9, weight decay 1e-4)")
-    ap.add_argument("--lr", type=finite_float("--lr"), default=None,
+    ap.add_argument("--lr", type=finite_float("--lr", positive=True, at_most=MAX_LR), default=None,
                     help="weights' learning rate (adam 0.01, sgd 0.05)")
-    ap.add_argument("--gate-lr", type=finite_float("--gate-lr"), default=0.1,
+    ap.add_argument("--gate-lr", type=finite_float("--gate-lr", positive=True, at_most=100.0),
+                    default=0.1,
                     help="gate logits' learning rate (SGD, momentum 0.9)")
-    ap.add_argument("--gate-clip", type=finite_float("--gate-clip"), default=3.0,
+    ap.add_argument("--gate-clip", type=finite_float("--gate-clip", at_least=0.0, at_most=100.0),
+                    default=3.0,
                     help="keep gate logits in [-c, c] (0: no limit)")
-    ap.add_argument("--layers", type=int, default=None, help="super network: hidden layers")
-    ap.add_argument("--width", type=int, default=None, help="super network: most channels")
+    ap.add_argument("--layers", type=int_at_least("--layers", 1, 64), default=None,
+                    help="super network: hidden layers")
+    ap.add_argument("--width", type=int_at_least("--width", 1, MAX_WIDTH), default=None,
+                    help="super network: most channels")
     ap.add_argument("--space", choices=("default", "zoo"), default="default",
                     help="zoo: the super network has the skeleton of the family's zoo model "
                          "for --data (its widths as the most, its poolings and flattening)")
@@ -86,13 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--min-channels", default=None,
                     help="bnn: channels of each conv block that are always on, comma-separated "
                          "(e.g. 64,8 keeps the first convolution whole; default one block of 8)")
-    ap.add_argument("--hidden", type=int, default=None,
+    ap.add_argument("--hidden", type=int_at_least("--hidden", 1, 16 * MAX_WIDTH), default=None,
                     help="bnn: the widest hidden dense layer, a multiple of 32 (default the "
                          "zoo's 256)")
     ap.add_argument("--out", type=Path, default=Path("out/search"))
     ap.add_argument("--address", default=None,
                     help="join this Ray cluster (default: a local Ray for the search)")
-    ap.add_argument("--cpus", type=int, default=None, help="local Ray: trials at once")
+    ap.add_argument("--cpus", type=int_at_least("--cpus", 1, 4096), default=None,
+                    help="local Ray: trials at once")
     ap.add_argument("--device", choices=DEVICES, default="cpu",
                     help="where the trials train (cuda: the bnn family; the trials at once "
                          "share the GPU)")
@@ -101,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "finished in --out (pareto.json lists the others as unfinished)")
     ap.add_argument("--verify", action="store_true",
                     help="run the compare job on the front's models; fail on any mismatch")
-    ap.add_argument("--verify-images", type=int, default=100)
+    ap.add_argument("--verify-images", type=int_at_least("--verify-images", 1, 1_000_000),
+                    default=100)
     return ap
 
 
@@ -213,6 +243,12 @@ def main(argv=None) -> int:
     except TrialFailed as exc:
         print(f"sacbench search: error: {exc}", file=sys.stderr)
         return 3
+    except BaseException as exc:          # a signal while the trials ran: Ray is shut down,
+        stop = interruption(exc)          # and the line says how to resume
+        if stop is None:
+            raise
+        print(f"sacbench search: {stop[1]}", file=sys.stderr)
+        return 128 + stop[0]
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -25,7 +26,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from workbench.files import write_json_atomic
+from safeio import (
+    OutputDirectory,
+    OutputPathError,
+    atomic_path,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
+from workbench import cluster
+from workbench.ray_session import ClusterLost, RaySession, signal_name
 from workbench.search.costs import COSTS, UNITS, CostError, CostModel
 from workbench.search.families import family as get_family
 from workbench.search.pareto import pareto_front
@@ -155,52 +165,97 @@ def check_device(opts: SearchOptions, device: str, fam) -> None:
 # ---------------------------------------------------------------------------------------------
 # Ray
 # ---------------------------------------------------------------------------------------------
+# Ray Tune starts a trial again when its worker was lost (the node died, the process was
+# killed): it continues from its checkpoints (DIR/trials/<name>/checkpoint). An exception raised
+# by the trial itself (a bug, bad data) is not retried: it would fail again the same way.
+MAX_NODE_LOSSES = 3
+
+
+def interruption(exc: BaseException) -> tuple[int, str] | None:
+    """(signal, the line to say) when `exc` ended the trials on SIGINT, SIGTERM or SIGHUP:
+    Ray is shut down, the finished trials are kept and the unfinished ones keep their
+    checkpoints (exit 128 + the signal). The exception keeps its own type (KeyboardInterrupt,
+    the guard's Terminated), so that every caller's handling of it still holds; the search
+    command says the line instead of the guard's."""
+    return getattr(exc, "search_interruption", None)
+
+
 def _trainable(config: dict) -> None:
-    """A Ray Tune trial: one BSN run, reporting every epoch and the final result."""
+    """A Ray Tune trial: one BSN run, reporting every epoch and the final result. It raises
+    only when Ray itself fails (Tune then starts it again, MAX_NODE_LOSSES times at most): its
+    own exception is reported as the trial's error (with the traceback in DIR/trials/<name>/
+    error.log), so that a bug is not retried."""
     from ray import tune
     cfg = TrialConfig(**config["trial"])
-
-    def report(entry):                     # a super-network epoch, or one of the final training
-        tune.report({"phase": "search", **entry, "final": False})
-
-    result = run_trial(cfg, report=report, log=None)
+    try:
+        result = _logged_trial(cfg, lambda entry: tune.report(
+            {"phase": "search", **entry, "final": False}))
+    except Exception as exc:  # noqa: BLE001 - the trial's own error: reported, not retried
+        tune.report({"final": True, "error": f"{type(exc).__name__}: {exc}",
+                     "error_log": _error_log(Path(cfg.out))})
+        return
     tune.report({"final": True, "val_accuracy": result["accuracy"]["val"],
                  "test_accuracy": result["accuracy"]["test"],
                  "cost": result["costs"].get(cfg.cost), "arch": result["arch_text"],
                  "result_file": str(Path(cfg.out) / "result.json")})
 
 
-def check_address(address: str, timeout_s: float = 5.0) -> None:
-    """Fail fast on a Ray address nobody answers at (ray.init waits minutes before it gives
-    up). "auto" (a cluster started on this machine) is left to Ray."""
-    if address == "auto":
-        return
-    hostport = address.split("://", 1)[-1]
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise SearchError(f"--address must look like HOST:PORT (or ray://HOST:PORT, or auto), "
-                          f"got {address!r}")
+def _logged_trial(cfg: TrialConfig, report) -> dict:
+    """run_trial with its lines in DIR/trials/<name>/trial.log, appended by every start (where
+    it ran; resumed from which checkpoint), and a trial that finished before its worker was
+    lost (Tune had not heard) not trained again."""
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "trial.log", "a", buffering=1) as logf:   # log: the trial's own lines
+        def log(line):
+            logf.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
+
+        log(f"started in process {os.getpid()} on {socket.gethostname()}")
+        done = read_result(out)
+        if done is not None and settings_differ(cfg, done.get("config") or {}) is None:
+            log("finished already: result.json is kept")
+            return done
+        try:
+            result = run_trial(cfg, report=report, log=log)
+        except Exception as exc:
+            log(f"failed: {type(exc).__name__}: {exc}")
+            raise
+        log("done")
+        return result
+
+
+def _error_log(out: Path) -> str | None:
+    """The traceback of the exception being handled, in DIR/trials/<name>/error.log."""
+    import traceback
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
-            pass
-    except OSError as exc:
-        raise SearchError(f"--address {address}: cannot reach the Ray cluster "
-                          f"({exc.strerror or exc})") from None
+        write_text_atomic(out / "error.log", traceback.format_exc())
+    except OSError:
+        return None
+    return str(out / "error.log")
 
 
-def _init_ray(opts: SearchOptions, temp_dir: str):
-    import ray
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
-              "configure_logging": True}
+def check_address(address: str) -> None:
+    """Fail fast on a malformed Ray address, one nobody answers at (workbench.cluster) or one
+    where something else than Ray answers (ray.init would wait for it): SearchError (exit 2),
+    one line."""
+    try:
+        cluster.check_address(address)
+    except cluster.AddressError as exc:
+        raise SearchError(str(exc)) from None
+
+
+def _init_ray(opts: SearchOptions, session: RaySession, temp_dir: str):
+    """Join the cluster of --address, or start a local Ray in `temp_dir`, inside `session`
+    (signals, logs, the head's watchdog: workbench/ray_session.py)."""
+    kwargs = {}
     if opts.address:
         check_address(opts.address)
         kwargs["runtime_env"] = {"working_dir": str(ROOT), "excludes": [
-            ".venv", "build", "out", ".git", "sim_build", "*.onnx.tmp"]}
+            ".venv", "build", "out", ".git", "sim_build", "*.onnx.tmp", ".hypothesis",
+            "mutants"]}
         try:
-            ray.init(address=opts.address, **kwargs)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
+            ray = session.init(address=opts.address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError, ClusterLost) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise SearchError(f"--address {opts.address}: cannot join the Ray cluster "
                               f"({first})") from None
@@ -209,13 +264,15 @@ def _init_ray(opts: SearchOptions, temp_dir: str):
         # shared with other jobs that killed small trials; the trials' memory is bounded, so the
         # local Ray leaves the decision to the operating system
         os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
-        # Ray's session directory holds Unix sockets, whose paths must stay short
         if _device(opts) == "cuda":
             import torch
             kwargs["num_gpus"] = torch.cuda.device_count()
-        ray.init(num_cpus=opts.cpus or os.cpu_count(), _temp_dir=temp_dir, **kwargs)
+        # Ray's session directory (temp_dir) holds Unix sockets, whose paths must stay short;
+        # the address "local", since without one ray.init joins the cluster named in
+        # /tmp/ray/ray_current_cluster (the last `ray start` here), even a stopped one
+        ray = session.init(address="local", num_cpus=opts.cpus or os.cpu_count(),
+                           _temp_dir=temp_dir, **kwargs)
     if _device(opts) == "cuda" and not ray.cluster_resources().get("GPU"):
-        ray.shutdown()
         raise SearchError(f"--device cuda: the Ray cluster at {opts.address} has no GPU")
     return ray
 
@@ -251,7 +308,8 @@ class _Progress:
                 self.last_line = {}                         # trial name -> time of its last line
 
             def on_trial_start(self, iteration, trials, trial, **info):
-                self.started[trial.config["trial"]["name"]] = time.perf_counter()
+                # a trial started again after a lost worker keeps its first start
+                self.started.setdefault(trial.config["trial"]["name"], time.perf_counter())
 
             def on_trial_result(self, iteration, trials, trial, result, **info):
                 name = trial.config["trial"]["name"]
@@ -278,6 +336,13 @@ class _Progress:
             def on_trial_complete(self, iteration, trials, trial, **info):
                 self.finished += 1
                 name = trial.config["trial"]["name"]
+                error = (trial.last_result or {}).get("error")
+                if error:                      # the trial's own exception (_trainable)
+                    self.started.pop(name, None)
+                    where = trial.last_result.get("error_log")
+                    print(f"[search] {name} FAILED: {error.splitlines()[0]}"
+                          + (f" (traceback: {where})" if where else ""), flush=True)
+                    return
                 res = read_result(Path(trial.config["trial"]["out"]))
                 elapsed = time.perf_counter() - self.t0
                 left = self.total - self.finished
@@ -294,8 +359,18 @@ class _Progress:
                           + (f"; about {eta / 60:.1f} min left" if left else ""), flush=True)
                 write_pareto(self.opts, collect(self.opts))
 
+            def on_trial_recover(self, iteration, trials, trial, **info):
+                # its worker was lost (a node died, the process was killed): Tune starts it
+                # again, and it continues from its checkpoints
+                name = trial.config["trial"]["name"]
+                elapsed = time.perf_counter() - self.t0
+                print(f"[search {elapsed:6.0f} s] {name}: its Ray worker was lost; running it "
+                      f"again from its checkpoints (retry {trial.num_failures} of "
+                      f"{MAX_NODE_LOSSES})", flush=True)
+
             def on_trial_error(self, iteration, trials, trial, **info):
                 self.finished += 1
+                self.started.pop(trial.config["trial"]["name"], None)
                 print(f"[search] {trial.config['trial']['name']} FAILED (see "
                       f"{self.opts.out}/ray for its log)", flush=True)
 
@@ -472,7 +547,8 @@ def plot_pareto(doc: dict, path: Path) -> Path:
     # outside the axes: inside, it covered the zoo model's marker (which sits at a corner)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -486,16 +562,138 @@ def publish_front(opts: SearchOptions, doc: dict) -> list[Path]:
         if m["on_front"] and m["files"].get("onnx"):
             for key in ("onnx", "card"):
                 src = Path(m["files"][key])
-                shutil.copy2(src, front_dir / src.name)
+                write_bytes_atomic(front_dir / src.name, src.read_bytes())
             out.append(front_dir / Path(m["files"]["onnx"]).name)
     return out
 
 
+# what a search directory holds (pareto.json first: the marker of directories written before
+# they carried safeio's marker file)
+SEARCH_FILES = ("pareto.json", "pareto.png", "front", "trials", "ray", "baseline.json", "verify")
+
+
+def search_directory(opts: SearchOptions) -> OutputDirectory:
+    """--out as the search's own directory, locked for the run: refused (SearchError) when it is
+    a file, a reserved path (safeio.guard) or a directory that holds anything but an earlier
+    search's files."""
+    out = OutputDirectory(opts.out, "sacbench search", legacy=SEARCH_FILES,
+                          legacy_markers=("pareto.json", "trials"),
+                          inputs=(opts.data, opts.trial.get("costs", {}).get("gpu_profile")))
+    try:
+        out.check()
+    except OutputPathError as exc:
+        raise SearchError(str(exc)) from None
+    if opts.collect_only and not Path(opts.out).is_dir():
+        raise SearchError(f"--collect-only: no trial of these options has finished in "
+                          f"{Path(opts.out) / 'trials'}")
+    return out
+
+
 def run_search(opts: SearchOptions) -> dict:
-    """Run every trial through Ray Tune, then write pareto.json, pareto.png and front/."""
+    """Run every trial through Ray Tune, then write pareto.json, pareto.png and front/, in
+    --out taken for the run (one search per --out at a time)."""
+    directory = search_directory(opts)
     if opts.address and not opts.collect_only:     # collecting needs no Ray
         check_address(opts.address)
     check_options(opts)
+    try:
+        directory.__enter__()
+    except OutputPathError as exc:
+        raise SearchError(str(exc)) from None
+    try:
+        return _run_search(opts)
+    finally:
+        directory.__exit__(None, None, None)
+
+
+def _run_trials(opts: SearchOptions, todo: list, configs: list, t0: float,
+                ray_tmp: str) -> list[tuple[str, object]]:
+    """The unfinished trials through Ray Tune; returns (trial name, error) of those that
+    failed. A signal ends it with its own exception, marked (interruption()), a lost head
+    with TrialFailed, both once Ray is shut down (workbench/ray_session.py)."""
+    session = RaySession(Path(ray_tmp) / "driver.log",
+                         f"the Ray cluster at {opts.address}" if opts.address else "local Ray",
+                         final_words=lambda *why: _final_words(opts, *why))
+    try:
+        with session:
+            _init_ray(opts, session, ray_tmp)
+            errors = _fit(opts, todo, configs, t0)
+    except ClusterLost as exc:
+        raise TrialFailed(_lost(opts, str(exc))) from None
+    except BaseException as exc:
+        if session.received is not None:
+            exc.search_interruption = (session.received, _interrupted(opts, session.received))
+        raise
+    if session.received is not None:      # a signal that Ray caught and did not pass on
+        signum = session.received
+        exc = KeyboardInterrupt() if signum == signal.SIGINT else SystemExit(128 + signum)
+        exc.search_interruption = (signum, _interrupted(opts, signum))
+        raise exc
+    return errors
+
+
+def _fit(opts: SearchOptions, todo: list, configs: list, t0: float) -> list:
+    from ray import tune
+    out = Path(opts.out)
+    tuner = tune.Tuner(
+        tune.with_resources(_trainable, trial_resources(opts, configs[0].threads, len(todo))),
+        param_space={"trial": tune.grid_search([asdict(c) for c in todo])},
+        tune_config=tune.TuneConfig(max_concurrent_trials=_parallel(opts)),
+        run_config=tune.RunConfig(
+            name="tune", storage_path=str((out / "ray").resolve()), verbose=0,
+            callbacks=[_Progress(opts, len(todo), t0)],
+            failure_config=tune.FailureConfig(max_failures=MAX_NODE_LOSSES)))
+    try:
+        grid = tuner.fit()
+    except OSError as exc:            # ConnectionError, BrokenPipeError included
+        # the node this process is connected through died (its raylet's socket)
+        where = f"the Ray cluster at {opts.address}" if opts.address else "local Ray"
+        raise TrialFailed(_lost(opts, f"lost the connection to {where} "
+                                      f"({type(exc).__name__}: {exc})")) from None
+    except Exception as exc:          # noqa: BLE001 - Ray Tune gave up on the sweep
+        return [("the sweep", exc)]
+    return [(r.config["trial"]["name"], _trial_error(r)) for r in grid
+            if _trial_error(r) is not None]
+
+
+def _interrupted(opts: SearchOptions, signum: int) -> str:
+    word = "interrupted" if signum == signal.SIGINT else "terminated"
+    return (f"{word} ({signal_name(signum)}); {_kept(opts)}; run the same command again to "
+            f"resume (unfinished trials continue from their checkpoints)")
+
+
+def _lost(opts: SearchOptions, why: str) -> str:
+    return (f"{why}; {_kept(opts)}; run the same command again against a working cluster to "
+            f"resume (unfinished trials continue from their checkpoints)")
+
+
+def _final_words(opts: SearchOptions, signum: int | None, lost: str | None,
+                 joining: bool) -> tuple[str, int]:
+    """The command's line and exit status for a signal or a lost cluster, as main() prints
+    and returns them: also used by the session's watchdog when Ray holds the main thread
+    (workbench/ray_session.py)."""
+    if signum:
+        return f"sacbench search: {_interrupted(opts, signum)}", 128 + signum
+    if joining and opts.address:                 # as _init_ray says it: bad input
+        return (f"sacbench search: error: --address {opts.address}: cannot join the Ray "
+                f"cluster ({lost})", 2)
+    return f"sacbench search: error: {_lost(opts, lost)}", 3
+
+
+def _trial_error(result) -> object | None:
+    """A Tune result's error: Ray's (its worker lost more than MAX_NODE_LOSSES times), or the
+    trial's own exception, which _trainable reports instead of raising."""
+    if result.error is not None:
+        return result.error
+    return (result.metrics or {}).get("error")
+
+
+def _kept(opts: SearchOptions) -> str:
+    done = len(collect(opts))
+    return f"{done} of {len(opts.trial_configs())} trial(s) finished and kept in {opts.out}"
+
+
+def _run_search(opts: SearchOptions) -> dict:
     configs = opts.trial_configs()
     check_finished(configs)
     out = Path(opts.out)
@@ -513,36 +711,23 @@ def run_search(opts: SearchOptions) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
         print(f"{done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", flush=True)
-    if todo:
-        ray = _init_ray(opts, ray_tmp)
-        try:
-            from ray import tune
-            tuner = tune.Tuner(
-                tune.with_resources(_trainable,
-                                    trial_resources(opts, configs[0].threads, len(todo))),
-                param_space={"trial": tune.grid_search([asdict(c) for c in todo])},
-                tune_config=tune.TuneConfig(max_concurrent_trials=_parallel(opts)),
-                run_config=tune.RunConfig(
-                    name="tune", storage_path=str((out / "ray").resolve()), verbose=0,
-                    callbacks=[_Progress(opts, len(todo), t0)],
-                    failure_config=tune.FailureConfig(max_failures=0)))
-            try:
-                grid = tuner.fit()
-                errors = [(r.config["trial"]["name"], r.error) for r in grid if r.error]
-            except Exception as exc:          # noqa: BLE001 - Ray Tune gave up on the sweep
-                errors = [("the sweep", exc)]
-        finally:
-            ray.shutdown()
-    else:
-        errors = []
+    try:
+        errors = _run_trials(opts, todo, configs, t0, ray_tmp) if todo else []
+    except BaseException as exc:
+        # bad input or an interruption: the temporary files go (a failure, exit 3, keeps
+        # its logs there)
+        if isinstance(exc, SearchError) or interruption(exc):
+            shutil.rmtree(ray_tmp, ignore_errors=True)
+        raise
     results = collect(opts)
     if errors or not results:
         if results:
             write_pareto(opts, results)
         name, err = errors[0] if errors else ("every trial", "no result")
         first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        logs = out / "trials" / name if name in {c.name for c in configs} else out / "ray"
         raise TrialFailed(f"{len(errors)} of {len(configs)} trial(s) failed; {name}: {first} "
-                          f"(logs: {out / 'ray'}, {ray_tmp})")
+                          f"(logs: {logs}, {ray_tmp})")
     if ray_tmp:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     doc = write_pareto(opts, results, zoo=zoo_reference(opts))

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from models.datasets import load_dataset
 from models.train.common import random_shift, save_checkpoint, to_tensors, training_session
-from workbench.files import write_json_atomic
+from safeio import write_json_atomic
 from workbench.search.costs import CostModel, CostSettings
 from workbench.search.families import family as get_family
 from workbench.search.gates import budget_penalty, reinforce_loss

@@ -1,28 +1,27 @@
 #!/usr/bin/env python3
-"""The co-design search's numbers (issue 9), each with its anchor measured in the same run.
+"""The co-design search's results under its protocol (docs/search.md, "The protocol"): one
+configuration per data set and family, each a sweep of budgets at fixed fractions of the zoo
+architecture's own cost, the random-search and width-scaling baselines, every model trained with
+the same recipe over 3 seeds, and the zoo architecture, the anchor, trained in the same run.
+Prints the report (every model with counts and 95% intervals, each budget's paired comparisons,
+the rank agreement of the super network); `--write-docs` puts it, with the command, the date, the
+machine and the wall time, between the configuration's markers in docs/search.md.
 
-For the SAC and BNN families on a data set (cost = cycles on an 8x8 array): a sweep of
-budgets at fixed fractions of the zoo model's own cycles, two seeds each, through local Ray;
-the validation Pareto front; whether a front model dominates the zoo model of the family
-(test accuracy at least equal, cycles at most 0.6x); the front verified on the FPGA path (zero
-mismatches, RTL cycles equal to the model). For the ResNet fabric (cost = params): the fixed
-ResNet inside it trained with the same recipe, then B-ResNet at that ResNet's parameter budget.
-Times: the sweep's wall time and each trial's.
+    .venv/bin/python benchmarks/search_pareto.py --config digits-sac [--write-docs]
+    .venv/bin/python benchmarks/search_pareto.py --config digits-bnn [--write-docs]
+    .venv/bin/python benchmarks/search_pareto.py --config fashion-bnn --device cuda   # a GPU
+    .venv/bin/python benchmarks/search_pareto.py --config fashion-sac --address HOST:PORT
 
-    .venv/bin/python benchmarks/search_pareto.py --data digits
-    .venv/bin/python benchmarks/search_pareto.py --data fashion --families bnn --seeds 1 \
-        --budgets 1600000,2100000 --epochs 4 --warmup-epochs 1
-    .venv/bin/python benchmarks/search_pareto.py --data fashion --families sac --space zoo \
-        --seeds 1 --epochs 4 --warmup-epochs 1
-    .venv/bin/python benchmarks/search_pareto.py --data fashion --families bnn --seeds 1 \
-        --first-seed 1 --budgets 2080000 --layers 3 --min-channels 64,64,8 --hidden 512 --epochs 4 \
-        --warmup-epochs 1 --gate-lr 0.05 --final-float-epochs 10 --final-epochs 64 --cpus 2
-
-Trials already finished in the output folder with the same settings are read back, not rerun
-(the search's resumption), so a sweep can be extended budget by budget.
+Trials and trainings already finished in the output folder are read back (the search resumes),
+so an interrupted configuration continues where it stopped. The estimate printed first is from
+the per-epoch times measured on the 2-core development machine (CONFIGS' `minutes`).
 """
+from __future__ import annotations
+
 import argparse
-import json
+import datetime
+import platform
+import re
 import shlex
 import sys
 import time
@@ -32,139 +31,131 @@ from pathlib import Path
 from safeio import write_text_atomic
 from workbench.commands.search import build_parser as build_search_parser
 from workbench.commands.search import options_from_args, verify
-from workbench.search.driver import SearchError, SearchOptions, check_options, run_search, zoo_reference
+from workbench.search.driver import SearchError, check_options, run_search
+from workbench.search.front import summary
+from workbench.search.plan import final_jobs
 
-FRACTIONS = {"sac": (0.35, 0.45, 0.55), "bnn": (0.3, 0.45, 0.55)}
-TARGET_RATIO = 0.6
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "search.md"
 
-
-def sweep(opts: SearchOptions) -> tuple:
-    t0 = time.perf_counter()
-    doc = run_search(opts)
-    return doc, time.perf_counter() - t0
-
-
-def chain_options(family: str, args) -> SearchOptions:
-    """What `sacbench search` makes of the benchmark's arguments for a SAC or BNN sweep (its
-    one mapping of options to trial settings, and its checks: SearchError); the budgets are
-    set once the zoo anchor is known."""
-    flags = (("--epochs", args.epochs), ("--warmup-epochs", args.warmup_epochs),
-             ("--gate-lr", args.gate_lr), ("--final-epochs", args.final_epochs),
-             ("--final-float-epochs", args.final_float_epochs), ("--layers", args.layers),
-             ("--min-channels", args.min_channels), ("--hidden", args.hidden),
-             ("--cpus", args.cpus))
-    argv = ["--family", family, "--cost", "cycles", "--budgets", "1", "--seeds",
-            str(args.seeds), "--first-seed", str(args.first_seed), "--data", args.data,
-            "--array", args.array, "--space", args.space,
-            "--out", str(args.out / f"{family}_{args.data}")]
-    argv += [str(x) for flag, value in flags if value is not None for x in (flag, value)]
-    opts = replace(options_from_args(build_search_parser().parse_args(argv), argv),
-                   command=args.command)
-    check_options(opts)
-    return opts
+# name: the search's arguments (budgets as fractions of the zoo architecture's cycles on 8x8),
+# and the minutes one super network and one final training take on one core of the development
+# machine (for the estimate printed first)
+CONFIGS = {
+    "digits-sac": {"family": "sac", "data": "digits", "fractions": (0.35, 0.45, 0.55),
+                   "args": ["--seeds", "2", "--epochs", "15", "--warmup-epochs", "3",
+                            "--final-float-epochs", "20", "--final-epochs", "8"],
+                   "minutes": (0.8, 0.8)},
+    "digits-bnn": {"family": "bnn", "data": "digits", "fractions": (0.3, 0.45, 0.55),
+                   "args": ["--seeds", "2", "--epochs", "15", "--warmup-epochs", "3",
+                            "--final-float-epochs", "15", "--final-epochs", "25"],
+                   "minutes": (1.0, 1.5)},
+    "fashion-bnn": {"family": "bnn", "data": "fashion", "fractions": (0.45, 0.6),
+                    "args": ["--seeds", "1", "--epochs", "4", "--warmup-epochs", "1",
+                             "--binary-supernet", "--min-channels", "64,8"],
+                    "minutes": (25.0, 45.0)},
+    "fashion-sac": {"family": "sac", "data": "fashion", "fractions": (0.35, 0.6),
+                    "args": ["--seeds", "1", "--space", "zoo", "--epochs", "4",
+                             "--warmup-epochs", "1"],
+                    "minutes": (30.0, 120.0)},
+}
 
 
-def report_chain(opts: SearchOptions, args) -> dict:
-    family = opts.family
-    zoo = zoo_reference(opts)
-    if zoo is None:
-        print(f"\n{family}: no zoo model for {args.data}: nothing to compare with")
-        return {}
-    budgets = args.budgets or [round(f * zoo["costs"]["cycles"]) for f in FRACTIONS[family]]
-    print(f"\n=== {family} family on {args.data}, cost cycles ({args.array}); anchor: zoo "
-          f"{zoo['name']}: test {100 * zoo['test']:.2f}%, {zoo['costs']['cycles']:,.0f} cycles; "
-          f"budgets {budgets} ===", flush=True)
-    opts = replace(opts, budgets=budgets)
-    doc, wall = sweep(opts)
-    print(f"\n{'model':28s} {'arch':52s} {'val':>7s} {'test':>7s} {'cycles':>9s} {'x zoo':>6s} "
-          f"{'front':>5s} {'trial s':>8s}")
-    for m in doc["models"]:
-        print(f"{m['name']:28s} {m['arch_text'][:52]:52s} {100 * m['accuracy']['val']:6.2f}% "
-              f"{100 * m['accuracy']['test']:6.2f}% {m['costs']['cycles']:9,.0f} "
-              f"{m['cost_vs_zoo']:6.2f} {'yes' if m['on_front'] else '':>5s} "
-              f"{m['seconds']['total']:8.0f}")
-    winners = [m for m in doc["models"] if m["on_front"] and
-               m["accuracy"]["test"] >= zoo["test"] and m["cost_vs_zoo"] <= TARGET_RATIO]
-    print(f"front models dominating the zoo model (test >= {100 * zoo['test']:.2f}%, cycles <= "
-          f"{TARGET_RATIO}x): {', '.join(m['name'] for m in winners) or 'NONE'}")
-    code = verify(doc, opts, images=args.verify_images) if args.verify else None
-    trials = [m["seconds"]["total"] for m in doc["models"]]
-    print(f"sweep of {len(doc['models'])} trials through local Ray: {wall / 60:.1f} min wall; "
-          f"one trial {min(trials):.0f}-{max(trials):.0f} s (mean {sum(trials) / len(trials):.0f} s)")
-    if code is not None:
-        print(f"verification of the front on the FPGA path: {'zero mismatches' if code == 0 else 'MISMATCH'}")
-    return {"family": family, "zoo": zoo, "winners": [m["name"] for m in winners],
-            "sweep_s": wall, "trial_s": trials, "verify_exit": code}
+def search_argv(name: str, args) -> list[str]:
+    """The `sacbench search` arguments of a configuration (budgets filled in by budgets())."""
+    c = CONFIGS[name]
+    argv = ["--family", c["family"], "--cost", "cycles", "--data", c["data"], "--array", "8x8",
+            "--budgets", "1", "--final-seeds", str(args.final_seeds),
+            "--baselines", "random,width", "--out", str(args.out / name), *c["args"]]
+    for flag, value in (("--cpus", args.cpus), ("--address", args.address),
+                        ("--device", args.device)):
+        if value is not None:
+            argv += [flag, str(value)]
+    return argv
 
 
-def report_fabric(args, root: Path) -> dict:
-    out = root / f"fabric_{args.data}"
-    probe = SearchOptions(family="resnet-fabric", cost="params", budgets=[1.0], data=args.data,
-                          out=out, trial={"final_epochs": args.fabric_epochs})
-    base = zoo_reference(probe)        # the fixed ResNet, trained with the same recipe
-    budget = base["costs"]["params"]
-    print(f"\n=== resnet-fabric on {args.data}, cost params; anchor: fixed {base['name']}: test "
-          f"{100 * base['test']:.2f}%, {budget:,.0f} parameters (the budget) ===", flush=True)
-    opts = SearchOptions(family="resnet-fabric", cost="params", budgets=[budget],
-                         lambdas=[1.0], seeds=args.seeds, first_seed=args.first_seed,
-                         data=args.data, out=out, cpus=args.cpus,
-                         trial={"final_epochs": args.fabric_epochs}, command=args.command)
-    doc, wall = sweep(opts)
-    for m in doc["models"]:
-        print(f"{m['name']:34s} {m['arch_text']:44s} val {100 * m['accuracy']['val']:6.2f}% test "
-              f"{100 * m['accuracy']['test']:6.2f}% params {m['costs']['params']:,.0f} "
-              f"({m['costs']['params'] / budget:.2f}x the ResNet's){' front' if m['on_front'] else ''}")
-    better = [m["name"] for m in doc["models"] if m["accuracy"]["test"] >= base["test"]
-              and m["costs"]["params"] < budget]
-    print(f"B-ResNet models with test accuracy >= the ResNet's and fewer parameters: "
-          f"{', '.join(better) or 'NONE'}; sweep {wall / 60:.1f} min")
-    return {"family": "resnet-fabric", "baseline": base, "better": better, "sweep_s": wall}
+def budgets(opts) -> list[float]:
+    """The configuration's budgets: fractions of the zoo architecture's exact cycles."""
+    from models.datasets import load_dataset
+    from workbench.search.costs import CostModel
+    from workbench.search.families import family
+    fam = family(opts.family)
+    val = load_dataset(opts.data, "val")
+    model = CostModel(fam, opts.trial_configs()[0].cost_settings(), val.image_shape, val.classes)
+    zoo = model.static("cycles", fam.zoo_arch(opts.data))
+    return [float(round(f * zoo)) for f in CONFIGS[opts_name(opts)]["fractions"]]
+
+
+def opts_name(opts) -> str:
+    return Path(opts.out).name
+
+
+def estimate_minutes(opts, cpus: int) -> float:
+    """Minutes the configuration takes here: its super networks and final trainings (those not
+    finished yet) at the measured per-core minutes, `cpus` at a time."""
+    from workbench.search.driver import plan_of, read_result
+    from workbench.search.evaluation import read_final
+    per_super, per_final = CONFIGS[opts_name(opts)]["minutes"]
+    configs = opts.trial_configs()
+    trials = [c for c in configs if read_result(Path(c.out)) is None]
+    jobs = [j for j in final_jobs(configs, plan_of(opts, configs), Path(opts.out) / "models")
+            if read_final(j.out) is None]
+    work = len(trials) * (per_super + configs[0].final_seeds * per_final) + len(jobs) * per_final
+    return work / max(1, cpus)
+
+
+def write_docs(name: str, text: str) -> None:
+    """The report between `<!-- results:NAME -->` and `<!-- /results:NAME -->` in docs/search.md."""
+    doc = DOC.read_text()
+    start, end = f"<!-- results:{name} -->", f"<!-- /results:{name} -->"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    if not pattern.search(doc):
+        raise SystemExit(f"search_pareto: error: {DOC} has no {start} ... {end} block")
+    write_text_atomic(DOC, pattern.sub(lambda _m: f"{start}\n{text}\n{end}", doc))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="digits")
-    ap.add_argument("--families", default="sac,bnn,fabric")
-    ap.add_argument("--array", default="8x8")
-    ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--budgets", type=lambda v: [float(b) for b in v.split(",")], default=None,
-                    help="cycle budgets (instead of fixed fractions of the zoo model's cycles)")
-    ap.add_argument("--epochs", type=int, default=None, help="super-network epochs per trial")
-    ap.add_argument("--warmup-epochs", type=int, default=None)
-    ap.add_argument("--gate-lr", type=float, default=None, help="gate logits' learning rate")
-    ap.add_argument("--space", choices=("default", "zoo"), default="default",
-                    help="zoo: super networks with the skeleton of the zoo model (search --space)")
-    ap.add_argument("--first-seed", type=int, default=0, help="seeds K..K+N-1 (search --first-seed)")
-    ap.add_argument("--layers", type=int, default=None, help="super network: hidden layers")
-    ap.add_argument("--min-channels", default=None,
-                    help="bnn: channels of each conv block that are always on (search --min-channels)")
-    ap.add_argument("--hidden", type=int, default=None, help="bnn: the widest hidden dense layer")
-    ap.add_argument("--final-epochs", type=int, default=None,
-                    help="QAT epochs of each final model (default: the zoo recipe's)")
-    ap.add_argument("--final-float-epochs", type=int, default=None,
-                    help="float-twin epochs of each final model (default: the zoo recipe's)")
-    ap.add_argument("--cpus", type=int, default=None, help="local Ray: trials at once")
-    ap.add_argument("--fabric-epochs", type=int, default=30)
-    ap.add_argument("--verify-images", type=int, default=100)
-    ap.add_argument("--no-verify", dest="verify", action="store_false")
+    ap.add_argument("--config", choices=sorted(CONFIGS), required=True)
+    ap.add_argument("--final-seeds", type=int, default=3)
+    ap.add_argument("--cpus", type=int, default=None, help="local Ray: trainings at once")
+    ap.add_argument("--address", default=None, help="a Ray cluster (HOST:PORT)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    ap.add_argument("--verify", action="store_true", help="the front through the compare job")
+    ap.add_argument("--write-docs", action="store_true",
+                    help="put the report into docs/search.md (between its markers)")
     ap.add_argument("--out", type=Path, default=Path("out/bench/search"))
-    ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    args.command = "benchmarks/search_pareto.py " + " ".join(
+    command = "benchmarks/search_pareto.py " + " ".join(
         map(shlex.quote, sys.argv[1:] if argv is None else argv))
-    families = args.families.split(",")
-    unknown = [f for f in families if f not in ("sac", "bnn", "fabric")]
-    if unknown:
-        ap.error(f"unknown family {unknown[0]!r} (sac, bnn or fabric)")
-    try:        # every sweep's options are checked before the first one trains
-        chains = {f: chain_options(f, args) for f in families if f != "fabric"}
+    try:
+        sargv = search_argv(args.config, args)
+        opts = options_from_args(build_search_parser().parse_args(sargv), sargv)
+        opts = replace(opts, budgets=budgets(opts), command=command)
+        check_options(opts)
     except SearchError as exc:
         ap.error(str(exc))
-    results = [report_chain(chains[f], args) if f != "fabric" else report_fabric(args, args.out)
-               for f in families]
-    if args.json:
-        write_text_atomic(args.json, json.dumps(results, indent=2, default=str))
-    return 0
+    import os
+    cpus = args.cpus or (1 if args.address else os.cpu_count() or 1)
+    print(f"[search_pareto] {args.config}: budgets {', '.join(f'{b:,.0f}' for b in opts.budgets)}"
+          f" cycles; about {estimate_minutes(opts, cpus):.0f} min on {cpus} core(s) of the "
+          f"development machine (what is finished in {opts.out} is read back)", flush=True)
+    t0 = time.perf_counter()
+    doc = run_search(opts)
+    wall = time.perf_counter() - t0
+    report = summary(doc)
+    print("\n" + report)
+    code = verify(doc, opts, images=100) if args.verify else 0
+    if args.write_docs:
+        shown = list(sargv)
+        shown[shown.index("--budgets") + 1] = ",".join(f"{b:g}" for b in opts.budgets)
+        stamp = (f"Made on {datetime.date.today().isoformat()} by `{command}` "
+                 f"({wall / 60:.0f} min wall on {platform.machine()}, {os.cpu_count()} cores; "
+                 f"what was finished before is read back), which runs `sacbench search "
+                 f"{' '.join(shlex.quote(a) for a in shown)}`.")
+        write_docs(args.config, f"{stamp}\n\n{report}")
+        print(f"[search_pareto] wrote the report into {DOC.relative_to(ROOT)}")
+    return code
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A search's trials on a machine without Ray (the lent GPU machine has PyTorch but no Ray):
-the trials that `scripts/search.py` would give Ray Tune, built from the same arguments, each
-run by `workbench.search.trial.run_trial` in its own process, WORKERS at a time. Each
-writes DIR/trials/<trial>/result.json and its ONNX model and card, as under Ray; the search,
+the trials and the baselines' final trainings that `scripts/search.py` would give Ray Tune,
+built from the same arguments, each run in its own process (`run_trial`, `run_final`),
+WORKERS at a time. They write DIR/trials/<trial>/result.json and DIR/models/, as under Ray;
+the search,
 started afterwards with the same arguments where Ray is (`--device` and the thread count may
 differ: they are how a trial ran, not what it is), finds them finished and writes the front,
 the plot and `--verify`'s comparison. Where the project is not installed (the GPU machine's
@@ -26,7 +27,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from workbench.commands.search import build_parser, options_from_args
-from workbench.search.driver import SearchError, check_finished, check_options, read_result
+from workbench.search.driver import (
+    SearchError,
+    check_finished,
+    check_options,
+    plan_of,
+    read_result,
+)
+from workbench.search.evaluation import read_final
+from workbench.search.plan import final_jobs
 
 
 def _run(config: dict) -> dict:
@@ -41,6 +50,16 @@ def _run(config: dict) -> dict:
     return {"name": cfg.name, "val": res["accuracy"]["val"], "test": res["accuracy"]["test"],
             "cost": res["costs"].get(cfg.cost), "arch": res["arch_text"],
             "seconds": res["seconds"]["total"]}
+
+
+def _run_job(job: dict) -> dict:
+    """One final training of a baseline's architecture in a worker process."""
+    from workbench.search.evaluation import FinalJob, run_final
+    t0 = time.perf_counter()
+    res = run_final(FinalJob(**job))
+    return {"name": job["name"], "val": res["val_correct"] / res["val_total"],
+            "test": res["test_correct"] / res["test_total"], "cost": None,
+            "arch": res["arch_text"], "seconds": time.perf_counter() - t0}
 
 
 def main() -> int:
@@ -61,17 +80,22 @@ def main() -> int:
         check_options(opts)
         configs = opts.trial_configs()
         check_finished(configs)
+        plan = plan_of(opts, configs)
     except SearchError as exc:
         print(f"search_trials_gpu: error: {exc}", file=sys.stderr)
         return 2
     todo = [c for c in configs if read_result(Path(c.out)) is None]
+    jobs = [j for j in final_jobs(configs, plan, Path(opts.out) / "models") if
+            read_final(j.out) is None]
     print(f"[trials] {len(configs)} trial(s), {len(configs) - len(todo)} already done in "
-          f"{opts.out}; {min(args.workers, max(1, len(todo)))} at a time on "
+          f"{opts.out}; {len(jobs)} baseline training(s) to do; "
+          f"{min(args.workers, max(1, len(todo) + len(jobs)))} at a time on "
           f"{opts.trial.get('device', 'cpu')}", flush=True)
     t0 = time.perf_counter()
     done, failed = [], []
     pool = ProcessPoolExecutor(max_workers=args.workers, mp_context=mp.get_context("spawn"))
     futures = {pool.submit(_run, asdict(c)): c.name for c in todo}
+    futures.update({pool.submit(_run_job, asdict(j)): j.name for j in jobs})
     pending = set(futures)
 
     def collect(f) -> None:
@@ -82,9 +106,10 @@ def main() -> int:
             print(f"[trials] {futures[f]} FAILED: {type(exc).__name__}: {exc}", flush=True)
             return
         done.append(r)
+        cost = "" if r["cost"] is None else f", {opts.cost} {r['cost']:,.6g}"
         print(f"[trials {time.perf_counter() - t0:6.0f} s] {r['name']} done: {r['arch']}, "
-              f"val {100 * r['val']:.2f}%, test {100 * r['test']:.2f}%, {opts.cost} "
-              f"{r['cost']:,.6g} ({r['seconds']:.0f} s)", flush=True)
+              f"val {100 * r['val']:.2f}%, test {100 * r['test']:.2f}%{cost} "
+              f"({r['seconds']:.0f} s)", flush=True)
 
     while pending:
         left = None if args.deadline_s is None else args.deadline_s - (time.perf_counter() - t0)

@@ -46,7 +46,8 @@ SEED = 0            # the trials' seed (--first-seed): each trial is determinist
 # makes the final training (the phase a node is killed in) last a few seconds
 SWEEP = ["--family", "sac", "--cost", "cycles", "--budgets", "6000,20000", "--epochs", "1",
          "--warmup-epochs", "0", "--final-epochs", "2", "--final-float-epochs", "1",
-         "--layers", "2", "--width", "16", "--first-seed", str(SEED)]
+         "--layers", "2", "--width", "16", "--first-seed", str(SEED), "--final-seeds", "1",
+         "--baselines", "none"]
 TRIALS = [f"sac_cycles_b{b}_l1_s{SEED}" for b in (6000, 20000)]
 
 # the cluster: started, then told on stdin which node to kill ("kill w1", "kill head")
@@ -277,7 +278,7 @@ def test_search_survives_a_lost_worker_node(cluster_factory, undisturbed, tmp_pa
                      f"checkpoints (retry 1 of 3)") == 1, out
     for name in TRIALS:
         assert out.count(f"] {name} done (") == 1, out             # each counted once
-    assert "done (2/2)" in out and "FAILED" not in out
+    assert "done (3/3)" in out and "FAILED" not in out        # 2 trials, the zoo architecture
     log = (tmp_path / "trials" / victim / "trial.log").read_text()
     assert log.count("started in process") == 2 and "super network from " in log, log
     assert _front(tmp_path) == undisturbed

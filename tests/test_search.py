@@ -330,23 +330,35 @@ def test_fabric_params_are_the_modules_parameters():
 
 @pytest.mark.parametrize("space", [{"layers": 2, "width": 16}, STAGED], ids=["plain", "staged"])
 def test_sac_trial_end_to_end(tmp_path, space):
-    """A tiny trial: the super network trains, the architecture's searched cycles equal those
-    of the trained integer network compiled for the array, the card and ONNX are written."""
+    """A tiny trial: the super network trains, the architecture it returns is within the budget
+    (projected) and its searched cycles equal those of the trained integer network compiled for
+    the array; the architecture is trained with two seeds (counts kept), ONNX and cards
+    written in the models folder."""
     cfg = TrialConfig(family="sac", cost="cycles", budget=8000, lam=1.0, seed=0, epochs=2,
                       warmup_epochs=1, final_epochs=1, final_float_epochs=1, out=str(tmp_path),
-                      name="tiny", space=dict(space), energy_images=8)
+                      name="tiny", space=dict(space), energy_images=8, final_seeds=2)
     lines = []
     res = run_trial(cfg, log=lines.append)
-    assert res["searched_cost"] == res["costs"]["cycles"]
-    # progress: the super network's epochs, then every epoch of the final training
+    assert res["searched_cost"] == res["costs"]["cycles"] <= cfg.budget
+    assert res["budget_ratio"] == res["costs"]["cycles"] / cfg.budget <= 1.0
+    assert 0 <= res["extracted_probability"] <= 1 and 0 <= res["accuracy"]["supernet_val"] <= 1
+    # progress: the super network's epochs, then every epoch of each seed's final training
     assert [s.split(":")[0] for s in lines[:3]] == ["epoch 1/2", "epoch 2/2",
                                                    "final training, float twin"]
-    assert all(s.startswith("final training, QAT stage ") for s in lines[3:])
+    finals = [s for s in lines[2:] if s.startswith("final training, float twin")]
+    assert len(finals) == 2 and all(s.startswith("final training, ") for s in lines[2:])
     assert lines[-1].startswith("final training, QAT stage 4/4") and "epoch 2/2" in lines[-1]
     assert len(res["history"]) == 2 and 0 <= res["accuracy"]["val"] <= 1
-    card = json.loads((tmp_path / "tiny.json").read_text())
-    assert card["search"]["arch"] == res["arch"] and (tmp_path / "tiny.onnx").exists()
+    assert [f["seed"] for f in res["finals"]] == [0, 1]
+    assert all(f["val_total"] == 183 and 0 <= f["val_correct"] <= 183 for f in res["finals"])
+    assert res["accuracy"]["val"] == pytest.approx(sum(f["val_correct"] / 183 for f in res["finals"]) / 2)
+    card = json.loads(Path(res["files"]["card"]).read_text())
+    assert card["architecture"]["config"]["widths"] == res["arch"]["widths"]
+    assert Path(res["files"]["onnx"]).exists() and (tmp_path / "supernet.pt").exists()
     assert json.loads((tmp_path / "result.json").read_text())["name"] == "tiny"
+    again = run_trial(TrialConfig(**{**cfg.__dict__, "name": "same", "out": str(tmp_path / "b"),
+                                     "models_dir": str(tmp_path / "models")}), log=None)
+    assert again["finals"][0]["dir"] == res["finals"][0]["dir"]    # trained once, read back
 
 
 @pytest.mark.parametrize("fam", [bnn_family, sac_family])
@@ -446,7 +458,8 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
 
 SWEEP = ["--family", "sac", "--cost", "cycles", "--budgets", "6000,20000", "--epochs", "1",
          "--warmup-epochs", "0", "--final-epochs", "1", "--final-float-epochs", "1",
-         "--layers", "2", "--width", "16", "--cpus", "2"]
+         "--layers", "2", "--width", "16", "--cpus", "2", "--final-seeds", "1",
+         "--baselines", "none"]
 
 
 def test_sweep_through_local_ray(tmp_path):
@@ -461,7 +474,10 @@ def test_sweep_through_local_ray(tmp_path):
     assert list((tmp_path / "front").glob("*.onnx")) and doc["zoo"]["name"] == "sac_digits"
     assert np.isfinite([m["accuracy"]["test"] for m in doc["models"]]).all()
     assert "sac_cycles_b6000_l1_s0: epoch 1/1" in out.stdout      # progress per trial
-    assert "sac_cycles_b6000_l1_s0: final training, float twin epoch 1/1" in out.stdout
+    # the final training's progress (a trial whose architecture another trial returned first
+    # reads it back instead of training it again)
+    assert any(f"sac_cycles_b{b}_l1_s0: final training, float twin epoch 1/1" in out.stdout
+               for b in (6000, 20000))
     # nothing of Ray's on the console (its logs go to files): only the search's own last line
     assert out.stderr.strip().splitlines() == [out.stderr.strip()], out.stderr
     assert out.stderr.startswith("[search] done in"), out.stderr
@@ -506,7 +522,8 @@ def test_an_address_where_something_else_answers_is_bad_input(tmp_path, capsys):
 # final model; two QAT epochs, so that the final training outlasts a signal's handling
 ONE_TRIAL = ["--family", "sac", "--cost", "cycles", "--budgets", "6000", "--epochs", "1",
              "--warmup-epochs", "0", "--final-epochs", "2", "--final-float-epochs", "1",
-             "--layers", "2", "--width", "16", "--cpus", "1", "--first-seed", "0"]
+             "--layers", "2", "--width", "16", "--cpus", "1", "--first-seed", "0",
+             "--final-seeds", "1", "--baselines", "none"]
 
 
 @pytest.mark.parametrize("sig, to_group, words", [
@@ -559,7 +576,7 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     assert again.returncode == 0, again.stderr[-3000:]
     assert "1 trial(s) (0 already done" in again.stdout
     assert "sac_cycles_b6000_l1_s0: epoch 1/1" not in again.stdout   # not trained again
-    assert "sac_cycles_b6000_l1_s0 done (1/1)" in again.stdout
+    assert "sac_cycles_b6000_l1_s0 done (" in again.stdout
     log = (tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log").read_text()
     assert log.count("started in process") == 2 and "super network from " in log, log
     assert json.loads((tmp_path / "pareto.json").read_text())["complete"]
@@ -690,6 +707,7 @@ def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path, device):
                                      device=device,
                                      epochs=1, warmup_epochs=0, final_epochs=2,
                                      final_float_epochs=1, out=str(out), name="t", export=False,
+                                     final_seeds=1,
                                      space={"layers": 2, "width": 16, "hidden": 64},
                                      energy_images=8), **kw})
     whole = run_trial(cfg(tmp_path / "whole"), log=None)
@@ -700,8 +718,9 @@ def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path, device):
     with pytest.raises(_Interrupt):
         run_trial(cfg(tmp_path / "cut"), report=stop, log=None)
     ck = tmp_path / "cut" / "checkpoint"
-    assert {p.name for p in ck.iterdir()} >= {"settings.json", "supernet.pt", "float_twin.pt",
-                                              "binary_qat.pt"}
+    assert {p.name for p in ck.iterdir()} >= {"settings.json", "supernet.pt"}
+    (final,) = (tmp_path / "cut" / "models").glob("*/seed0/checkpoint")   # the final training's
+    assert {p.name for p in final.iterdir()} >= {"float_twin.pt", "binary_qat.pt"}
     lines, reports = [], []
     again = run_trial(cfg(tmp_path / "cut"), log=lines.append, report=reports.append)
     assert lines[0].startswith("super network from ") and "(1 epochs)" in lines[0]
@@ -711,7 +730,7 @@ def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path, device):
         assert again[key] == whole[key], key
     untimed = lambda h: [{k: v for k, v in e.items() if k != "seconds"} for e in h]  # noqa: E731
     assert untimed(again["history"]) == untimed(whole["history"])
-    assert not ck.exists() and (tmp_path / "cut" / "result.json").exists()
+    assert not ck.exists() and not final.exists() and (tmp_path / "cut" / "result.json").exists()
 
     with pytest.raises(_Interrupt):
         run_trial(cfg(tmp_path / "other"), report=stop, log=None)
@@ -752,7 +771,8 @@ def test_trials_share_one_gpu_in_shares_ray_can_hold():
 
 BNN_TINY = ["--family", "bnn", "--cost", "cycles", "--budgets", "1e9", "--epochs", "1",
             "--warmup-epochs", "0", "--final-epochs", "1", "--final-float-epochs", "1",
-            "--layers", "2", "--width", "16", "--hidden", "64", "--seeds", "2", "--cpus", "2"]
+            "--layers", "2", "--width", "16", "--hidden", "64", "--seeds", "2", "--cpus", "2",
+            "--final-seeds", "1", "--baselines", "none"]
 
 
 def test_trials_run_without_ray_are_picked_up_by_the_search(tmp_path, capsys):
@@ -767,14 +787,15 @@ def test_trials_run_without_ray_are_picked_up_by_the_search(tmp_path, capsys):
                           "--workers", "2", "--", *BNN_TINY, "--out", str(made)],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "2 trial(s), 0 already done" in run.stdout and "2 finished, 0 failed" in run.stdout
+    assert "2 trial(s), 0 already done" in run.stdout and "1 baseline training(s) to do" in run.stdout
+    assert "3 finished, 0 failed" in run.stdout            # the zoo architecture's training too
     assert "bnn_cycles_b1e+09_l1_s1: epoch 1/1" in run.stdout
     made.rename(moved)
     args = [*BNN_TINY, "--out", str(moved)]
     doc = run_search(options_from_args(build_parser().parse_args(args), args))
     assert "2 trial(s) (2 already done" in capsys.readouterr().out
     assert doc["complete"] and len(doc["models"]) == 2
-    assert all(Path(m["files"]["onnx"]).parent.parent == moved / "trials" for m in doc["models"])
+    assert all(Path(m["files"]["onnx"]).parents[2] == moved / "models" for m in doc["models"])
     assert list((moved / "front").glob("*.onnx"))
 
 

@@ -6,12 +6,18 @@ Examples:
   sacbench search --family sac --cost cycles --budgets 12000,20000 --array 8x8 \\
       --data digits --epochs 15 --out out/search/sac
   sacbench search --family bnn --cost cycles --budgets 100000 --seeds 2 --out out/search/bnn
-  sacbench search --family resnet-fabric --cost params --budgets 20000 --out out/search/fabric
+  sacbench search --family resnet-fabric --cost params --budgets 20000 --final-seeds 1 \\
+      --baselines none --out out/search/fabric
   sacbench search --family sac --space zoo --data fashion --budgets 280000 --epochs 4 \\
       --warmup-epochs 1 --out out/search/sac_fashion
 
-Writes DIR/pareto.json (every evaluated model: architecture, validation and test accuracy,
-every cost), DIR/pareto.png, DIR/front/*.onnx + cards and DIR/trials/<trial>/. With --verify
+Every reported model (the search's, the random-search and width-scaling baselines', the zoo
+architecture's) is trained with the same recipe over --final-seeds seeds; the front and every
+comparison are decided on the validation split, the test split only reported
+(docs/search.md, "The protocol"). Writes DIR/pareto.json (every model: architecture, counts
+per seed, mean accuracies with 95% intervals, paired comparisons with the zoo architecture,
+exact costs; each budget's comparison with the baselines; the rank agreement of the super
+network), DIR/pareto.png, DIR/front/*.onnx + cards, DIR/trials/<trial>/ and DIR/models/. With --verify
 the models on the front run through the compare job (FPGA path with a few RTL images, GPU path
 for BNNs). Exit status 1: a verified model differs from its golden model; 2: bad usage or input,
 found before any training; 3: a trial failed, or the Ray cluster's head was lost; 128 + the
@@ -57,6 +63,18 @@ def _numbers(text: str, flag: str) -> list[float]:
     return values
 
 
+def _baselines(text: str) -> tuple:
+    names = tuple(v.strip() for v in text.split(",") if v.strip())
+    if names in ((), ("none",)):
+        return ()
+    from workbench.search.plan import BASELINES
+    bad = [n for n in names if n not in BASELINES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"--baselines: unknown baseline {bad[0]!r} (choose "
+                                         f"from {', '.join(BASELINES)}, or none)")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = ArgumentParser(prog="sacbench search", description=__doc__.split("\n\n")[0],
                         epilog=__doc__.split("\n\n", 1)[1])
@@ -98,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--gate-lr", type=finite_float("--gate-lr", positive=True, at_most=100.0),
                     default=0.1,
                     help="gate logits' learning rate (SGD, momentum 0.9)")
+    ap.add_argument("--gate-clip-final", default=8.0,
+                    type=finite_float("--gate-clip-final", at_least=0.0, at_most=100.0),
+                    help="the limit of the gate logits grows linearly to this by the last "
+                         "epoch, so the gates settle on one architecture (0: stays --gate-clip)")
+    ap.add_argument("--no-projection", dest="project", action="store_false",
+                    help="return the gates' own architecture even when it is over the budget "
+                         "(by default the least confident gates are flipped until it fits)")
     ap.add_argument("--gate-clip", type=finite_float("--gate-clip", at_least=0.0, at_most=100.0),
                     default=3.0,
                     help="keep gate logits in [-c, c] (0: no limit)")
@@ -128,6 +153,18 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--collect-only", action="store_true",
                     help="train nothing: the front of the trials of these options that have "
                          "finished in --out (pareto.json lists the others as unfinished)")
+    ap.add_argument("--final-seeds", type=int_at_least("--final-seeds", 1, 100), default=3,
+                    help="train every reported model (the search's, the baselines', the zoo "
+                         "architecture's) with seeds 0..N-1 of the same recipe; accuracies are "
+                         "means with 95%% intervals")
+    ap.add_argument("--baselines", default="random,width", type=_baselines,
+                    help="random (one random architecture per trial, within its budget), width "
+                         "(the zoo architecture width-scaled to each budget), both, or none")
+    ap.add_argument("--dominance-cost", type=finite_float("--dominance-cost", positive=True,
+                                                          at_most=100.0), default=1.0,
+                    help="a model dominates the zoo architecture when its cost is at most this "
+                         "fraction of the zoo's and its validation accuracy not significantly "
+                         "worse")
     ap.add_argument("--verify", action="store_true",
                     help="run the compare job on the front's models; fail on any mismatch")
     ap.add_argument("--verify-images", type=int_at_least("--verify-images", 1, 1_000_000),
@@ -138,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
 def options_from_args(args, argv) -> SearchOptions:
     trial = {"epochs": args.epochs, "warmup_epochs": args.warmup_epochs,
              "final_epochs": args.final_epochs, "final_float_epochs": args.final_float_epochs,
+             "final_seeds": args.final_seeds, "gate_clip_final": args.gate_clip_final,
+             "project": args.project,
              "optimizer": args.optimizer, "gate_lr": args.gate_lr, "gate_clip": args.gate_clip,
              "device": args.device,
              "costs": {"array": args.array, "clock_mhz": args.clock_mhz,
@@ -179,7 +218,8 @@ def options_from_args(args, argv) -> SearchOptions:
                          lambdas=args.lambdas, seeds=args.seeds, first_seed=args.first_seed,
                          data=args.data, out=args.out,
                          address=args.address, cpus=args.cpus, trial=trial,
-                         collect_only=args.collect_only,
+                         collect_only=args.collect_only, baselines=args.baselines,
+                         cost_fraction=args.dominance_cost,
                          command="sacbench search " + " ".join(map(shlex.quote, argv)))
 
 
@@ -217,21 +257,11 @@ def main(argv=None) -> int:
     try:
         opts = options_from_args(args, argv)
         doc = run_search(opts)
-        front = [m for m in doc["models"] if m["on_front"]]
-        print(f"\n{len(doc['models'])} model(s), {len(front)} on the validation Pareto front "
-              f"({doc['cost']}, {doc['unit']}):")
-        for m in front:
-            print(f"  {m['name']}: {m['arch_text']}; val {100 * m['accuracy']['val']:.2f}%, "
-                  f"test {100 * m['accuracy']['test']:.2f}%, {doc['cost']} "
-                  f"{m['costs'][doc['cost']]:,.4g}"
-                  + (f" ({m['cost_vs_zoo']:.2f}x the zoo's)" if "cost_vs_zoo" in m else ""))
+        from workbench.search.front import summary
+        print("\n" + summary(doc))
         if doc["unfinished"]:
             print(f"  ({len(doc['unfinished'])} trial(s) not finished: "
                   f"{', '.join(doc['unfinished'])})")
-        if doc.get("zoo"):
-            z = doc["zoo"]
-            print(f"  zoo {z['name']}: test {100 * z['test']:.2f}%, {doc['cost']} "
-                  f"{z['costs'][doc['cost']]:,.4g}")
         print(f"wrote {opts.out / 'pareto.json'}, {opts.out / 'pareto.png'} and "
               f"{opts.out / 'front'}/")
         if args.verify:

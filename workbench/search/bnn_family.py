@@ -28,7 +28,7 @@ from models import ir
 from models.train.bnn import BnnConfig
 from models.train.common import DEVICES as TRAINING_DEVICES
 from models.train.ste import SignSTE
-from workbench.search.gates import GateSet, nested_count
+from workbench.search.gates import GateSet, chain_relevant, nested_count
 
 
 @dataclass(frozen=True)
@@ -152,8 +152,43 @@ class BnnSuperNet(nn.Module):
     def _depth(self, h: torch.Tensor) -> torch.Tensor:
         return 1 + nested_count(self.gates.part(h, "depth")).long()
 
+    def relevant(self, h: torch.Tensor) -> torch.Tensor:
+        """[n, gates] 1 where a gate changes example n's sub-network (gates.py): the depth
+        gates after the first "off" do not, nor the width gates of a conv block that does not
+        run."""
+        rel = torch.ones_like(h)
+        sl = self.gates.groups["depth"].slice
+        rel[:, sl] = chain_relevant(h[:, sl])
+        depth = self._depth(h)
+        for k in range(len(self.space.channels)):
+            rel[:, self.gates.groups[f"width{k}"].slice] *= (depth > k).to(h)[:, None]
+        return rel
+
     def decode(self, h_row: torch.Tensor) -> BnnArch:
         return self.decode_batch(h_row[None])[0]
+
+    def encode(self, arch: BnnArch) -> torch.Tensor | None:
+        """A gate vector [gates] that decodes to `arch` (the gates that do not matter off), or
+        None when `arch` is not in this space."""
+        sp, g = self.space, self.gates
+        h = torch.zeros(g.size)
+        depth = len(arch.channels)
+        if not 1 <= depth <= len(sp.channels):
+            return None
+        d = g.groups["depth"]
+        h[d.start:d.start + depth - 1] = 1.0
+        for k, c in enumerate(arch.channels):
+            blocks, rest = divmod(c - sp.min_channels[k], sp.block)
+            w = g.groups[f"width{k}"]
+            if rest or not 0 <= blocks <= w.size:
+                return None
+            h[w.start:w.start + blocks] = 1.0
+        blocks, rest = divmod(arch.hidden, sp.hidden_block)
+        hid = g.groups["hidden"]
+        if rest or not 1 <= blocks <= hid.size + 1:
+            return None
+        h[hid.start:hid.start + blocks - 1] = 1.0
+        return h if self.decode(h) == arch else None
 
     def decode_batch(self, h: torch.Tensor) -> list[BnnArch]:
         sp = self.space
@@ -246,6 +281,26 @@ def zoo_space(data: str) -> dict:
 
 def supernet(space: BnnSpace, init_prob: float) -> BnnSuperNet:
     return BnnSuperNet(space, init_prob)
+
+
+def arch_from_dict(d: dict) -> BnnArch:
+    """The architecture `BnnArch.as_dict` wrote (result and model files)."""
+    return BnnArch(tuple(int(c) for c in d["channels"]), int(d["hidden"]))
+
+
+def zoo_arch(data: str) -> BnnArch:
+    """The architecture of the family's zoo model for `data` (ValueError without one)."""
+    from workbench.search.families import zoo_config
+    cfg = zoo_config(ZOO, data)
+    return BnnArch(tuple(cfg["channels"]), int(cfg["hidden"]))
+
+
+def scaled(arch: BnnArch, factor: float) -> BnnArch:
+    """`arch` with its conv channels and hidden width times `factor`, rounded to blocks of
+    BnnSpace.block and BnnSpace.hidden_block (at least one): uniform width scaling."""
+    b, hb = BnnSpace.block, BnnSpace.hidden_block
+    return BnnArch(tuple(max(b, b * round(c * factor / b)) for c in arch.channels),
+                   max(hb, hb * round(arch.hidden * factor / hb)))
 
 
 def train_final(arch: BnnArch, data: str, input_shape: tuple, classes: int, *, seed: int,

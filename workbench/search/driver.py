@@ -29,16 +29,17 @@ from pathlib import Path
 from safeio import (
     OutputDirectory,
     OutputPathError,
-    atomic_path,
-    write_bytes_atomic,
     write_json_atomic,
     write_text_atomic,
 )
 from workbench import cluster
 from workbench.ray_session import ClusterLost, RaySession, signal_name
-from workbench.search.costs import COSTS, UNITS, CostError, CostModel
+from workbench.search import front
+from workbench.search.baselines import BaselineError
+from workbench.search.costs import COSTS, CostError, CostModel
+from workbench.search.evaluation import FinalJob, read_final, run_final
 from workbench.search.families import family as get_family
-from workbench.search.pareto import pareto_front
+from workbench.search.plan import BASELINES, baseline_plan, final_jobs, has_zoo
 from workbench.search.trial import TrialConfig, run_trial, settings_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +68,9 @@ class SearchOptions:
     trial: dict = field(default_factory=dict)     # TrialConfig fields (epochs, space, costs...)
     command: str = ""
     collect_only: bool = False         # the front of the finished trials; train nothing
+    baselines: tuple = BASELINES       # "random", "width" (workbench/search/protocol.py)
+    cost_fraction: float = 1.0         # "dominates": cost at most this fraction of the zoo's
+    plan: list = field(default_factory=list, repr=False)   # the baselines (plan.py), once made
 
     def trial_configs(self) -> list[TrialConfig]:
         out = []
@@ -78,6 +82,7 @@ class SearchOptions:
             out.append(TrialConfig(family=self.family, cost=self.cost, budget=float(budget),
                                    lam=float(lam), seed=seed, data=self.data,
                                    out=str(Path(self.out).resolve() / "trials" / name),
+                                   models_dir=str(Path(self.out).resolve() / "models"),
                                    name=name, command=self.command, **trial))
         return out
 
@@ -129,6 +134,7 @@ def check_options(opts: SearchOptions) -> None:
     if not cfg.lr > 0 or not cfg.gate_lr > 0 or cfg.gate_clip < 0:
         raise SearchError("--lr and --gate-lr must be positive and --gate-clip 0 or more")
     check_device(opts, cfg.device, fam)
+    check_protocol(opts, cfg, fam)
     from models.datasets import DatasetError, load_dataset
     try:
         ds = load_dataset(opts.data, "val")
@@ -145,6 +151,28 @@ def check_options(opts: SearchOptions) -> None:
             model.all_static(net.decode(h[0]))
     except (CostError, ValueError) as exc:
         raise SearchError(f"{opts.family} search space: {exc}") from None
+
+
+def check_protocol(opts: SearchOptions, cfg: TrialConfig, fam) -> None:
+    """--final-seeds, --baselines, --dominance-cost: the protocol needs the integer networks of
+    the SAC and BNN families (the fabric trains float networks: one seed, no baselines)."""
+    if cfg.final_seeds < 1:
+        raise SearchError(f"--final-seeds must be at least 1, got {cfg.final_seeds}")
+    unknown = [b for b in opts.baselines if b not in BASELINES]
+    if unknown:
+        raise SearchError(f"--baselines: unknown baseline {unknown[0]!r} (choose from "
+                          f"{', '.join(BASELINES)}, or none)")
+    if not opts.cost_fraction > 0:
+        raise SearchError(f"--dominance-cost must be positive, got {opts.cost_fraction}")
+    if not hasattr(fam, "arch_from_dict"):
+        if cfg.final_seeds != 1 or opts.baselines:
+            raise SearchError(f"the {opts.family} family trains float networks, outside the "
+                              f"protocol: give --final-seeds 1 --baselines none")
+        return
+    if "width" in opts.baselines and not has_zoo(fam, opts.data):
+        raise SearchError(f"--baselines width needs a zoo model of the {opts.family} family for "
+                          f"--data {opts.data} (there are for {', '.join(sorted(fam.ZOO))}); "
+                          f"give --baselines random or none")
 
 
 def check_device(opts: SearchOptions, device: str, fam) -> None:
@@ -181,11 +209,15 @@ def interruption(exc: BaseException) -> tuple[int, str] | None:
 
 
 def _trainable(config: dict) -> None:
-    """A Ray Tune trial: one BSN run, reporting every epoch and the final result. It raises
-    only when Ray itself fails (Tune then starts it again, MAX_NODE_LOSSES times at most): its
-    own exception is reported as the trial's error (with the traceback in DIR/trials/<name>/
-    error.log), so that a bug is not retried."""
+    """A Ray Tune trial: one BSN run (config kind "trial") or one final training of a
+    baseline's architecture (kind "final"), reporting every epoch and the final result. It
+    raises only when Ray itself fails (Tune then starts it again, MAX_NODE_LOSSES times at
+    most): its own exception is reported as the trial's error (with the traceback in its
+    folder's error.log), so that a bug is not retried."""
     from ray import tune
+    if config["kind"] == "final":
+        _final_trainable(FinalJob(**config["job"]), tune)
+        return
     cfg = TrialConfig(**config["trial"])
     try:
         result = _logged_trial(cfg, lambda entry: tune.report(
@@ -198,6 +230,17 @@ def _trainable(config: dict) -> None:
                  "test_accuracy": result["accuracy"]["test"],
                  "cost": result["costs"].get(cfg.cost), "arch": result["arch_text"],
                  "result_file": str(Path(cfg.out) / "result.json")})
+
+
+def _final_trainable(job: FinalJob, tune) -> None:
+    try:
+        res = run_final(job, on_epoch_end=lambda entry: tune.report(
+            {"phase": "final", **entry, "final": False}))
+    except Exception as exc:  # noqa: BLE001 - its own error: reported, not retried
+        tune.report({"final": True, "error": f"{type(exc).__name__}: {exc}",
+                     "error_log": _error_log(Path(job.out))})
+        return
+    tune.report({"final": True, "val_correct": res["val_correct"], "val_total": res["val_total"]})
 
 
 def _logged_trial(cfg: TrialConfig, report) -> dict:
@@ -309,10 +352,10 @@ class _Progress:
 
             def on_trial_start(self, iteration, trials, trial, **info):
                 # a trial started again after a lost worker keeps its first start
-                self.started.setdefault(trial.config["trial"]["name"], time.perf_counter())
+                self.started.setdefault(trial.config["name"], time.perf_counter())
 
             def on_trial_result(self, iteration, trials, trial, result, **info):
-                name = trial.config["trial"]["name"]
+                name = trial.config["name"]
                 elapsed = time.perf_counter() - self.t0
                 if result.get("final"):
                     return
@@ -328,20 +371,23 @@ class _Progress:
                           f"epoch {result['epoch']}/{result['epochs']}, val "
                           f"{100 * result['val_accuracy']:.1f}%", flush=True)
                     return
-                epochs = trial.config["trial"].get("epochs")
+                epochs = trial.config["trial"].get("epochs")          # a search trial's
                 print(f"[search {elapsed:6.0f} s] {name}: epoch {result['epoch']}/{epochs}, "
                       f"val {100 * result['val_accuracy']:.1f}%, {self.opts.cost} "
                       f"{result['cost']:,.4g}, {result['arch']}", flush=True)
 
             def on_trial_complete(self, iteration, trials, trial, **info):
                 self.finished += 1
-                name = trial.config["trial"]["name"]
+                name = trial.config["name"]
                 error = (trial.last_result or {}).get("error")
                 if error:                      # the trial's own exception (_trainable)
                     self.started.pop(name, None)
                     where = trial.last_result.get("error_log")
                     print(f"[search] {name} FAILED: {error.splitlines()[0]}"
                           + (f" (traceback: {where})" if where else ""), flush=True)
+                    return
+                if trial.config["kind"] == "final":
+                    self._final_done(name, trial.config["job"])
                     return
                 res = read_result(Path(trial.config["trial"]["out"]))
                 elapsed = time.perf_counter() - self.t0
@@ -353,16 +399,27 @@ class _Progress:
                                   left - len(ages), _parallel(self.opts))
                 if res:
                     print(f"[search {elapsed:6.0f} s] {name} done ({self.finished}/{self.total}):"
-                          f" {res['arch_text']}; val {100 * res['accuracy']['val']:.2f}%, test "
-                          f"{100 * res['accuracy']['test']:.2f}%, {self.opts.cost} "
-                          f"{res['costs'].get(self.opts.cost):,.4g}"
+                          f" {res['arch_text']}; val {100 * res['accuracy']['val']:.2f}% (mean "
+                          f"of {len(res.get('finals')) or 1} seed(s)), {self.opts.cost} "
+                          f"{res['costs'].get(self.opts.cost):,.4g} "
+                          f"({res['budget_ratio']:.2f}x its budget)"
                           + (f"; about {eta / 60:.1f} min left" if left else ""), flush=True)
-                write_pareto(self.opts, collect(self.opts))
+                write_pareto(self.opts)
+
+            def _final_done(self, name: str, job: dict) -> None:
+                res = read_final(job["out"])
+                self.started.pop(name, None)
+                if res:
+                    elapsed = time.perf_counter() - self.t0
+                    print(f"[search {elapsed:6.0f} s] {name} done ({self.finished}/"
+                          f"{self.total}): {res['arch_text']}; val {res['val_correct']}/"
+                          f"{res['val_total']}", flush=True)
+                write_pareto(self.opts)
 
             def on_trial_recover(self, iteration, trials, trial, **info):
                 # its worker was lost (a node died, the process was killed): Tune starts it
                 # again, and it continues from its checkpoints
-                name = trial.config["trial"]["name"]
+                name = trial.config["name"]
                 elapsed = time.perf_counter() - self.t0
                 print(f"[search {elapsed:6.0f} s] {name}: its Ray worker was lost; running it "
                       f"again from its checkpoints (retry {trial.num_failures} of "
@@ -370,8 +427,8 @@ class _Progress:
 
             def on_trial_error(self, iteration, trials, trial, **info):
                 self.finished += 1
-                self.started.pop(trial.config["trial"]["name"], None)
-                print(f"[search] {trial.config['trial']['name']} FAILED (see "
+                self.started.pop(trial.config["name"], None)
+                print(f"[search] {trial.config['name']} FAILED (see "
                       f"{self.opts.out}/ray for its log)", flush=True)
 
         return Progress(*args, **kwargs)
@@ -402,8 +459,10 @@ def read_result(trial_dir: Path) -> dict | None:
     """A finished trial's result.json; its files are the ones in `trial_dir` (the folder may
     have been made elsewhere: on a cluster node, on a GPU machine, before a move)."""
     res = _read_json(Path(trial_dir) / "result.json")
-    if res is not None and isinstance(res.get("files"), dict):
-        res["files"] = {k: str(Path(trial_dir) / Path(v).name) for k, v in res["files"].items()}
+    if res is not None and isinstance(res.get("files"), dict):     # files kept in the trial's
+        res["files"] = {k: str(Path(trial_dir) / Path(v).name)      # folder (the fabric's)
+                        if (Path(trial_dir) / Path(v).name).exists() else v
+                        for k, v in res["files"].items()}
     return res
 
 
@@ -452,124 +511,35 @@ def collect(opts: SearchOptions) -> list[dict]:
 # results
 # ---------------------------------------------------------------------------------------------
 def zoo_reference(opts: SearchOptions) -> dict | None:
-    """The zoo model of the family for the data set, with the same costs (for comparison)."""
+    """The fabric family's fixed ResNet, trained once with the trials' recipe (the SAC and BNN
+    families compare with their zoo architecture trained like every other model: plan.py)."""
     fam = get_family(opts.family)
+    if not hasattr(fam, "baseline"):
+        return None
     cfg = opts.trial_configs()[0]
-    if hasattr(fam, "baseline"):         # the fabric: its fixed ResNet, trained once
-        path = Path(opts.out) / "baseline.json"
-        cached = _read_json(path)
-        if cached is None:
-            from models.datasets import load_dataset
-            ds = load_dataset(opts.data, "val")
-            cached = fam.baseline(opts.data, ds.image_shape, ds.classes, cfg.space,
-                                  epochs=cfg.final_epochs,
-                                  processors=cfg.cost_settings().processors)
-            write_json_atomic(path, cached)
-        return cached
-    name = getattr(fam, "ZOO", {}).get(str(opts.data))
-    if name is None:
-        return None
-    from models import zoo
-    try:
-        card = zoo.card(name)
-        net = zoo.load(name)
-    except (FileNotFoundError, OSError):
-        return None
-    model = CostModel(fam, cfg.cost_settings(), net.input_shape, int(net.output_shape[0]))
-    from models.datasets import load_dataset
-    from workbench.search.trial import exact_costs
-    val = load_dataset(opts.data, "val")
-    costs = exact_costs(fam, model, net, val.images, cfg.energy_images)
-    acc = card["accuracy_percent"]
-    return {"name": name, "val": acc["quantized_val"] / 100, "test": acc["golden_test"] / 100,
-            "costs": costs}
+    path = Path(opts.out) / "baseline.json"
+    cached = _read_json(path)
+    if cached is None:
+        from models.datasets import load_dataset
+        ds = load_dataset(opts.data, "val")
+        cached = fam.baseline(opts.data, ds.image_shape, ds.classes, cfg.space,
+                              epochs=cfg.final_epochs,
+                              processors=cfg.cost_settings().processors)
+        write_json_atomic(path, cached)
+    return cached
 
 
-def write_pareto(opts: SearchOptions, results: list[dict], zoo: dict | None = None) -> dict:
-    """DIR/pareto.json: `complete` when every trial of the options has a result, the others
-    named in `unfinished` (still queued, failed, or left out by --collect-only)."""
-    unfinished = sorted({c.name for c in opts.trial_configs()} - {r["name"] for r in results})
-    points = [(r["accuracy"]["val"], r["costs"][opts.cost]) for r in results]
-    front = set(pareto_front(points))
-    doc = {
-        "family": opts.family, "cost": opts.cost, "unit": UNITS[opts.cost], "data": opts.data,
-        "complete": not unfinished, "command": opts.command,
-        "selection": "Pareto front of (validation accuracy, cost) over every evaluated model; "
-                     "test accuracy reported, never used to select",
-        "zoo": zoo,
-        "unfinished": unfinished,
-        "models": [],
-    }
-    for i, r in enumerate(results):
-        entry = {k: r[k] for k in ("name", "budget", "lambda", "seed", "arch", "arch_text",
-                                   "searched_cost", "costs", "accuracy", "files", "seconds")}
-        entry["on_front"] = i in front
-        if zoo:     # at least as accurate on the test split, at most as costly
-            entry["cost_vs_zoo"] = r["costs"][opts.cost] / zoo["costs"][opts.cost]
-            entry["dominates_zoo"] = (r["accuracy"]["test"] >= zoo["test"]
-                                      and entry["cost_vs_zoo"] <= 1.0)
-        doc["models"].append(entry)
-    write_json_atomic(Path(opts.out) / "pareto.json", doc)
-    return doc
-
-
-def plot_pareto(doc: dict, path: Path) -> Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8.5, 4.5))
-    models = doc["models"]
-    cost = [m["costs"][doc["cost"]] for m in models]
-    val = [100 * m["accuracy"]["val"] for m in models]
-    test = [100 * m["accuracy"]["test"] for m in models]
-    ax.scatter(cost, val, marker="o", facecolors="none", edgecolors="tab:blue",
-               label="models (validation)")
-    ax.scatter(cost, test, marker="x", color="tab:red", label="the same models (test)")
-    front = sorted((c, v) for c, v, m in zip(cost, val, models) if m["on_front"])
-    if front:
-        ax.step([c for c, _ in front], [v for _, v in front], where="post", color="tab:blue",
-                lw=1.5, label="Pareto front (validation)")
-        ax.scatter([c for c, _ in front], [v for _, v in front], color="tab:blue", zorder=3)
-    zoo = doc.get("zoo")
-    if zoo:
-        ax.scatter([zoo["costs"][doc["cost"]]], [100 * zoo["test"]], marker="*", s=180,
-                   color="tab:green", zorder=4, label=f"zoo {zoo['name']} (test)")
-        if zoo.get("val") is not None:       # the front is on validation: compare like with like
-            ax.scatter([zoo["costs"][doc["cost"]]], [100 * zoo["val"]], marker="*", s=180,
-                       facecolors="none", edgecolors="tab:green", zorder=4,
-                       label=f"zoo {zoo['name']} (validation)")
-    ax.set_xlabel(f"{doc['cost']} ({doc['unit']})")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title(f"{doc['family']} family on {doc['data']}: accuracy vs {doc['cost']}",
-                 fontsize=10)
-    ax.grid(alpha=0.3)
-    # outside the axes: inside, it covered the zoo model's marker (which sits at a corner)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
-
-
-def publish_front(opts: SearchOptions, doc: dict) -> list[Path]:
-    """Copy the front's ONNX files and cards into DIR/front/."""
-    front_dir = Path(opts.out) / "front"
-    front_dir.mkdir(parents=True, exist_ok=True)
-    out = []
-    for m in doc["models"]:
-        if m["on_front"] and m["files"].get("onnx"):
-            for key in ("onnx", "card"):
-                src = Path(m["files"][key])
-                write_bytes_atomic(front_dir / src.name, src.read_bytes())
-            out.append(front_dir / Path(m["files"]["onnx"]).name)
-    return out
+def write_pareto(opts: SearchOptions) -> dict:
+    """DIR/pareto.json from what has finished (front.py): `complete` when every trial and
+    baseline training has, the others named in `unfinished` and `unfinished_models`."""
+    doc = front.build(opts, collect(opts), opts.plan)
+    return front.write(opts, doc)
 
 
 # what a search directory holds (pareto.json first: the marker of directories written before
 # they carried safeio's marker file)
-SEARCH_FILES = ("pareto.json", "pareto.png", "front", "trials", "ray", "baseline.json", "verify")
+SEARCH_FILES = ("pareto.json", "pareto.png", "front", "trials", "ray", "baseline.json", "verify",
+                "models")
 
 
 def search_directory(opts: SearchOptions) -> OutputDirectory:
@@ -608,9 +578,10 @@ def run_search(opts: SearchOptions) -> dict:
 
 def _run_trials(opts: SearchOptions, todo: list, configs: list, t0: float,
                 ray_tmp: str) -> list[tuple[str, object]]:
-    """The unfinished trials through Ray Tune; returns (trial name, error) of those that
-    failed. A signal ends it with its own exception, marked (interruption()), a lost head
-    with TrialFailed, both once Ray is shut down (workbench/ray_session.py)."""
+    """The unfinished trials and final trainings (`todo`: TrialConfig and FinalJob) through Ray
+    Tune; returns (name, error) of those that failed. A signal ends it with its own exception,
+    marked (interruption()), a lost head with TrialFailed, both once Ray is shut down
+    (workbench/ray_session.py)."""
     session = RaySession(Path(ray_tmp) / "driver.log",
                          f"the Ray cluster at {opts.address}" if opts.address else "local Ray",
                          final_words=lambda *why: _final_words(opts, *why))
@@ -632,12 +603,19 @@ def _run_trials(opts: SearchOptions, todo: list, configs: list, t0: float,
     return errors
 
 
+def _tune_config(item) -> dict:
+    """A search trial or a final training as one Ray Tune trial's config."""
+    if isinstance(item, FinalJob):
+        return {"kind": "final", "name": item.name, "job": asdict(item)}
+    return {"kind": "trial", "name": item.name, "trial": asdict(item)}
+
+
 def _fit(opts: SearchOptions, todo: list, configs: list, t0: float) -> list:
     from ray import tune
     out = Path(opts.out)
     tuner = tune.Tuner(
         tune.with_resources(_trainable, trial_resources(opts, configs[0].threads, len(todo))),
-        param_space={"trial": tune.grid_search([asdict(c) for c in todo])},
+        param_space=tune.grid_search([_tune_config(c) for c in todo]),
         tune_config=tune.TuneConfig(max_concurrent_trials=_parallel(opts)),
         run_config=tune.RunConfig(
             name="tune", storage_path=str((out / "ray").resolve()), verbose=0,
@@ -652,8 +630,7 @@ def _fit(opts: SearchOptions, todo: list, configs: list, t0: float) -> list:
                                       f"({type(exc).__name__}: {exc})")) from None
     except Exception as exc:          # noqa: BLE001 - Ray Tune gave up on the sweep
         return [("the sweep", exc)]
-    return [(r.config["trial"]["name"], _trial_error(r)) for r in grid
-            if _trial_error(r) is not None]
+    return [(r.config["name"], _trial_error(r)) for r in grid if _trial_error(r) is not None]
 
 
 def _interrupted(opts: SearchOptions, signum: int) -> str:
@@ -693,26 +670,43 @@ def _kept(opts: SearchOptions) -> str:
     return f"{done} of {len(opts.trial_configs())} trial(s) finished and kept in {opts.out}"
 
 
+def plan_of(opts: SearchOptions, configs: list) -> list[dict]:
+    """The baselines' architectures (plan.py), made once per run (deterministic)."""
+    if not opts.plan and hasattr(get_family(opts.family), "arch_from_dict"):
+        try:
+            opts.plan = baseline_plan(configs, tuple(opts.baselines))
+        except BaselineError as exc:
+            raise SearchError(str(exc)) from None
+    return opts.plan
+
+
 def _run_search(opts: SearchOptions) -> dict:
     configs = opts.trial_configs()
     check_finished(configs)
     out = Path(opts.out)
+    plan = plan_of(opts, configs)
+    jobs = final_jobs(configs, plan, out / "models") if plan else []
     todo = [c for c in configs if read_result(Path(c.out)) is None]
+    todo_jobs = [j for j in jobs if read_final(j.out) is None]
     t0 = time.perf_counter()
-    done = f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in {out})"
+    done = (f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in {out})"
+            + (f", {len(jobs)} baseline training(s) ({len(jobs) - len(todo_jobs)} done: "
+               f"{', '.join(sorted({p['role'] for p in plan}))}, {configs[0].final_seeds} "
+               f"seed(s) each)" if jobs else ""))
     if opts.collect_only:
         if len(todo) == len(configs):
             raise SearchError(f"--collect-only: no trial of these options has finished in "
                               f"{out / 'trials'}")
         print(f"{done}; --collect-only: {len(todo)} not finished and not trained"
               + (": " + ", ".join(c.name for c in todo) if todo else ""), flush=True)
-        todo, ray_tmp = [], None
+        todo, todo_jobs, ray_tmp = [], [], None
     else:
         out.mkdir(parents=True, exist_ok=True)
         ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
         print(f"{done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", flush=True)
     try:
-        errors = _run_trials(opts, todo, configs, t0, ray_tmp) if todo else []
+        errors = (_run_trials(opts, todo + todo_jobs, configs, t0, ray_tmp)
+                  if todo or todo_jobs else [])
     except BaseException as exc:
         # bad input or an interruption: the temporary files go (a failure, exit 3, keeps
         # its logs there)
@@ -722,16 +716,21 @@ def _run_search(opts: SearchOptions) -> dict:
     results = collect(opts)
     if errors or not results:
         if results:
-            write_pareto(opts, results)
+            write_pareto(opts)
         name, err = errors[0] if errors else ("every trial", "no result")
         first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         logs = out / "trials" / name if name in {c.name for c in configs} else out / "ray"
-        raise TrialFailed(f"{len(errors)} of {len(configs)} trial(s) failed; {name}: {first} "
-                          f"(logs: {logs}, {ray_tmp})")
+        raise TrialFailed(f"{len(errors)} of {len(configs) + len(jobs)} trial(s) and "
+                          f"training(s) failed; {name}: {first} (logs: {logs}, {ray_tmp})")
     if ray_tmp:
         shutil.rmtree(ray_tmp, ignore_errors=True)
-    doc = write_pareto(opts, results, zoo=zoo_reference(opts))
-    plot_pareto(doc, out / "pareto.png")
-    publish_front(opts, doc)
+    doc = front.build(opts, results, plan)
+    if plan:
+        doc["rank_agreement"] = front.rank_agreement(opts, doc)
+    else:
+        doc["zoo"] = zoo_reference(opts)         # the fabric's fixed ResNet, trained once
+    front.write(opts, doc)
+    front.plot(doc, out / "pareto.png")
+    front.publish(opts, doc)
     print(f"[search] done in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return doc

@@ -9,12 +9,18 @@ example is computed by the sub-network H (x) E. The objective of one example is
 
 (the penalty is relative to the budget, so one lambda means the same for cycles, parameters or
 microjoules: the paper's lambda is our lambda / budget). Its gradient with respect to Gamma is
-estimated by REINFORCE with the batch mean of D as the baseline (the paper's variance
-reduction):
+estimated by REINFORCE:
 
-    grad_Gamma ~ mean_n (D_n - mean_m D_m) * grad_Gamma log p(H_n | Gamma)
+    grad_Gamma ~ mean_n (D_n - b_n) * grad_Gamma log p(H_n | Gamma)
 
-while theta gets the ordinary gradient of the loss through the sampled sub-networks. The final
+with two variance reductions (`benchmarks/search_estimator.py` measures them):
+* the baseline b_n is the mean of D over the *other* examples of the batch (leave-one-out: the
+  paper's batch mean includes D_n itself, which biases the estimate by 1/n and adds noise);
+* log p(H_n) sums only the gates that matter for example n (`relevant`): the width gates of a
+  skipped layer, or the gates after the first "off" of a chain (depth, column-combining group),
+  change nothing in the sub-network, so rewarding their random draws only adds noise.
+
+theta gets the ordinary gradient of the loss through the sampled sub-networks. The final
 architecture keeps the gates whose probability is above 0.5.
 """
 from __future__ import annotations
@@ -75,11 +81,13 @@ class GateSet(nn.Module):
         """The final architecture: gates with probability above 0.5, as a [1, N] batch."""
         return (self.probs().detach() > 0.5).float()[None]
 
-    def log_prob(self, h: torch.Tensor) -> torch.Tensor:
-        """log p(H_n | Gamma) per row of h [n, N] (differentiable in the logits)."""
+    def log_prob(self, h: torch.Tensor, relevant: torch.Tensor | None = None) -> torch.Tensor:
+        """log p(H_n | Gamma) per row of h [n, N] (differentiable in the logits), summed over
+        the gates `relevant` [n, N] marks (all when None)."""
         logp = nn.functional.logsigmoid(self.logits)
         log1mp = nn.functional.logsigmoid(-self.logits)
-        return (h * logp + (1 - h) * log1mp).sum(dim=1)
+        terms = h * logp + (1 - h) * log1mp
+        return (terms if relevant is None else terms * relevant).sum(dim=1)
 
     def part(self, h: torch.Tensor, name: str) -> torch.Tensor:
         """The columns of h [n, N] that belong to group `name`."""
@@ -98,14 +106,49 @@ def budget_penalty(cost: torch.Tensor, budget: float, lam: float) -> torch.Tenso
     return lam * torch.clamp(cost - budget, min=0.0) / budget
 
 
-def reinforce_loss(quality: torch.Tensor, log_prob: torch.Tensor) -> torch.Tensor:
+BASELINES = ("leave-one-out", "batch-mean")
+
+
+def reinforce_loss(quality: torch.Tensor, log_prob: torch.Tensor,
+                   baseline: str = "leave-one-out") -> torch.Tensor:
     """The surrogate whose gradient is the REINFORCE estimate for the gate logits:
-    mean_n (D_n - mean D) * log p(H_n), with D detached (it carries no gradient of its own)."""
+    mean_n (D_n - b_n) * log p(H_n), with D detached (it carries no gradient of its own);
+    b_n the mean of the other examples' D (`leave-one-out`) or of all (`batch-mean`, the
+    paper's)."""
     d = quality.detach()
-    return ((d - d.mean()) * log_prob).mean()
+    n = d.numel()
+    if baseline == "leave-one-out" and n > 1:
+        b = (d.sum() - d) / (n - 1)
+    elif baseline in BASELINES:
+        b = d.mean()
+    else:
+        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+    return ((d - b) * log_prob).mean()
 
 
 def nested_count(h: torch.Tensor) -> torch.Tensor:
     """Number of leading ones per row of h [n, k]: gates in a chain, each one only meaningful
     if the one before it is on (depth prefixes, group-size doublings)."""
     return torch.cumprod(h, dim=1).sum(dim=1)
+
+
+def chain_relevant(h: torch.Tensor) -> torch.Tensor:
+    """[n, k] 1 where a gate of a chain matters: the first always, the others only while every
+    gate before them is on (after the first "off" the rest change nothing)."""
+    if h.shape[1] == 0:
+        return h
+    on_before = torch.cumprod(h, dim=1)[:, :-1]
+    return torch.cat([torch.ones_like(h[:, :1]), on_before], dim=1)
+
+
+def extracted_probability(net, arch, samples: int = 20_000, seed: int = 0) -> float:
+    """The chance that a sample of the final gates decodes to `arch` (the architecture the
+    search returns): Monte Carlo over `samples` gate vectors drawn from a fixed seed. Near 1
+    when the super network trained the network it returns; the BSN paper's deterministic
+    extraction says nothing about it."""
+    g = torch.Generator().manual_seed(seed)
+    hits = 0
+    for lo in range(0, samples, 2000):
+        h = net.gates.sample(min(2000, samples - lo), generator=g).cpu()
+        hits += sum(a == arch for a in net.decode_batch(h))
+    return hits / samples

@@ -26,6 +26,7 @@ into the exact integer network the array runs.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -37,7 +38,7 @@ from models import ir
 from models.numerics import sac as sac_num
 from models.numerics.sac import OutputMode
 from models.train.sac import SacConfig, combine_mask, shift_directions, shift_kernel, space_to_depth
-from workbench.search.gates import GateSet, nested_count
+from workbench.search.gates import GateSet, chain_relevant, nested_count
 
 
 @dataclass(frozen=True)
@@ -244,8 +245,67 @@ class SacSuperNet(nn.Module):
             on[:, list(self.space.skippable)] = self.gates.part(h, "depth")
         return on
 
+    def relevant(self, h: torch.Tensor) -> torch.Tensor:
+        """[n, gates] 1 where a gate changes example n's sub-network (gates.py): the width and
+        group gates of a skipped layer do not, nor the group gates after the first "off"."""
+        rel = torch.ones_like(h)
+        on = self._layer_on(h).to(h)
+        for i in range(self.space.layers):
+            rel[:, self.gates.groups[f"width{i}"].slice] *= on[:, i:i + 1]
+        for i in range(1, self.space.layers):
+            sl = self.gates.groups[f"group{i}"].slice
+            rel[:, sl] = chain_relevant(h[:, sl]) * on[:, i:i + 1]
+        sl = self.gates.groups["group_final"].slice
+        rel[:, sl] = chain_relevant(h[:, sl])
+        return rel
+
     def decode(self, h_row: torch.Tensor) -> SacArch:
         return self.decode_batch(h_row[None])[0]
+
+    def encode(self, arch: SacArch) -> torch.Tensor | None:
+        """A gate vector [gates] that decodes to `arch` (the inverse of decode; the gates that
+        do not matter off), or None when `arch` is not in this space."""
+        sp = self.space
+        if arch.s2d not in sp.s2d:
+            return None
+        fixed = [i for i in range(sp.layers) if i not in sp.skippable]
+        extra = len(arch.widths) - len(fixed)
+        if not 0 <= extra <= len(sp.skippable):
+            return None
+        for chosen in itertools.combinations(sp.skippable, extra):   # which layers run
+            h = self._encode_layers(arch, sorted(fixed + list(chosen)))
+            if h is not None and self.decode(h) == arch:
+                return h
+        return None
+
+    def _encode_layers(self, arch: SacArch, on: list) -> torch.Tensor | None:
+        sp, g = self.space, self.gates
+        h = torch.zeros(g.size)
+        if len(sp.s2d) > 1:
+            h[g.groups["s2d"].slice] = float(sp.s2d.index(arch.s2d))
+        if sp.skippable:
+            h[g.groups["depth"].slice] = torch.tensor(
+                [1.0 if i in on else 0.0 for i in sp.skippable])
+        for k, i in enumerate(on):
+            blocks, rest = divmod(arch.widths[k], sp.block)
+            if rest or not 1 <= blocks <= sp.blocks_of(i):
+                return None
+            w = g.groups[f"width{i}"]
+            h[w.start:w.start + blocks - 1] = 1.0
+            if i == 0 and arch.groups[k] != 1:
+                return None
+            if i > 0 and not self._set_group(h, f"group{i}", arch.groups[k]):
+                return None
+        return h if self._set_group(h, "group_final", arch.final_group) else None
+
+    def _set_group(self, h: torch.Tensor, name: str, group: int) -> bool:
+        """Sets a group chain to G = `group` (log2 G leading ones); False if it cannot hold it."""
+        gg = self.gates.groups[name]
+        doublings = group.bit_length() - 1
+        if group < 1 or 1 << doublings != group or doublings > gg.size:
+            return False
+        h[gg.start:gg.start + doublings] = 1.0
+        return True
 
     def decode_batch(self, h: torch.Tensor) -> list[SacArch]:
         """The architecture of every row of h [n, gates]."""
@@ -377,6 +437,29 @@ def zoo_space(data: str) -> dict:
 
 def supernet(space: SacSpace, init_prob: float) -> SacSuperNet:
     return SacSuperNet(space, init_prob)
+
+
+def arch_from_dict(d: dict) -> SacArch:
+    """The architecture `SacArch.as_dict` wrote (result and model files)."""
+    return SacArch(int(d["s2d"]), tuple(int(w) for w in d["widths"]),
+                   tuple(int(g) for g in d["groups"]), int(d["final_group"]),
+                   tuple(int(p) for p in d.get("pools", ())), d.get("flatten_at"))
+
+
+def zoo_arch(data: str) -> SacArch:
+    """The architecture of the family's zoo model for `data` (ValueError without one)."""
+    from workbench.search.families import zoo_config
+    cfg = zoo_config(ZOO, data)
+    return SacArch(int(cfg.get("s2d", 1)), tuple(cfg["widths"]), tuple(cfg["groups"]),
+                   int(cfg["final_group"]), tuple(cfg.get("pools", ())), cfg.get("flatten_at"))
+
+
+def scaled(arch: SacArch, factor: float) -> SacArch:
+    """`arch` with every hidden layer's channels times `factor`, rounded to the array's block of
+    SacSpace.block channels (at least one block): uniform width scaling."""
+    block = SacSpace.block
+    widths = tuple(max(block, block * round(w * factor / block)) for w in arch.widths)
+    return SacArch(arch.s2d, widths, arch.groups, arch.final_group, arch.pools, arch.flatten_at)
 
 
 def train_final(arch: SacArch, data: str, input_shape: tuple, classes: int, *, seed: int,

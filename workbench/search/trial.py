@@ -30,8 +30,11 @@ from models.datasets import load_dataset
 from models.train.common import random_shift, save_checkpoint, to_tensors, training_session
 from safeio import write_json_atomic
 from workbench.search.costs import CostModel, CostSettings
+from workbench.search.evaluation import read_final, run_final
 from workbench.search.families import family as get_family
-from workbench.search.gates import budget_penalty, reinforce_loss
+from workbench.search.gates import budget_penalty, extracted_probability, reinforce_loss
+from workbench.search.plan import model_job
+from workbench.search.projection import project
 
 
 @dataclass
@@ -52,6 +55,12 @@ class TrialConfig:
     gate_momentum: float = 0.9
     gate_clip: float = 3.0            # |logit| <= this (0: no limit): p in [0.05, 0.95], so a
     #                                   pruned part is still sampled and can come back
+    gate_clip_final: float = 8.0      # ... growing linearly to this by the last epoch (p up to
+    #                                   0.9997), so that the gates settle on one architecture
+    baseline: str = "leave-one-out"   # REINFORCE baseline (gates.BASELINES)
+    masked: bool = True               # log-probabilities of the gates that matter only
+    project: bool = True              # the returned architecture within the budget (projection)
+    final_seeds: int = 3              # final trainings of the returned architecture (seeds 0..)
     init_prob: float = 0.9
     bn_images: int = 1000             # training images that recalibrate batch norms for eval
     augment: float = 1.0              # fraction of images shifted by up to one pixel
@@ -63,6 +72,7 @@ class TrialConfig:
     threads: int = 1
     device: str = "cpu"               # where the trial trains: "cpu" or "cuda" (family.DEVICES)
     out: str = "out/search/trial"
+    models_dir: str = ""              # where final trainings go (evaluation.py); "": out/models
     name: str = "trial"
     command: str = ""
     export: bool = True
@@ -74,7 +84,7 @@ class TrialConfig:
 # TrialConfig fields that name or place a trial but do not change what it computes, and how
 # a trial ran rather than what it is (its device, its threads: a sweep may be resumed on
 # another machine)
-NOT_SETTINGS = {"out", "name", "command", "export", "device", "threads"}
+NOT_SETTINGS = {"out", "name", "command", "export", "device", "threads", "models_dir"}
 
 
 def settings_of(cfg: TrialConfig) -> dict:
@@ -136,6 +146,29 @@ def _accuracy(net, x, y, h_row, batch: int = 512) -> float:
     return hits / max(1, len(x))
 
 
+def gate_clip_at(cfg: TrialConfig, epoch: int) -> float:
+    """The gate logits' limit in `epoch`: gate_clip in the first gated epoch, growing linearly
+    to gate_clip_final in the last (early on a pruned part is still sampled and can come back;
+    at the end the gates settle, so the network the super network trains is the one it
+    returns). 0 (no limit) stays 0."""
+    if not cfg.gate_clip or not cfg.gate_clip_final:
+        return cfg.gate_clip
+    gated = cfg.epochs - cfg.warmup_epochs
+    if gated <= 1 or epoch < cfg.warmup_epochs:
+        return cfg.gate_clip if gated > 1 else cfg.gate_clip_final
+    t = (epoch - cfg.warmup_epochs) / (gated - 1)
+    return cfg.gate_clip + t * (cfg.gate_clip_final - cfg.gate_clip)
+
+
+@torch.no_grad()
+def subnet_accuracy(net, h_row, x_train, val, bn_images: int) -> float:
+    """The super network's validation accuracy of one sub-network (gate vector `h_row`), its
+    batch norms recalibrated for it: the search's own estimate of how good it is."""
+    h = h_row.to(x_train.device)[None]
+    recalibrate(net, x_train[:bn_images], h)
+    return _accuracy(net, *val, h)
+
+
 def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen,
                    report=None, log=None) -> tuple:
     """BSN training of the family's super network; returns (net, history)."""
@@ -163,6 +196,7 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
         # warm-up epochs train the weights only: the gates are held, so the sampled
         # architectures are not costed (a program per example is most of a gated step's time)
         gated = ep >= cfg.warmup_epochs
+        clip = gate_clip_at(cfg, ep)
         perm = torch.randperm(len(x), generator=gen).to(x.device)
         tot = {"loss": 0.0, "cost": 0.0, "penalty": 0.0, "n": 0}
         for i in range(0, len(x), cfg.batch):
@@ -180,17 +214,19 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
                 archs = net.decode_batch(h)
                 cost = cost_model.per_example(cfg.cost, archs, activity).to(loss.device)
                 penalty = budget_penalty(cost, cfg.budget, cfg.lam)
+                relevant = net.relevant(h) if cfg.masked and hasattr(net, "relevant") else None
                 objective = objective + reinforce_loss(loss.detach() + penalty,
-                                                       net.gates.log_prob(h))
+                                                       net.gates.log_prob(h, relevant),
+                                                       cfg.baseline)
             opt_w.zero_grad(set_to_none=True)
             opt_g.zero_grad(set_to_none=True)
             objective.backward()
             opt_w.step()
             if gated:
                 opt_g.step()
-                if cfg.gate_clip:
+                if clip:
                     with torch.no_grad():
-                        net.gates.logits.clamp_(-cfg.gate_clip, cfg.gate_clip)
+                        net.gates.logits.clamp_(-clip, clip)
             sched.step()
             n = len(idx)
             tot["loss"] += float(loss.detach().sum())
@@ -207,6 +243,7 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
                  "val_accuracy": _accuracy(net, *val, det), "arch": arch.describe(),
                  "cost": cost_model.static(cfg.cost, arch),
                  "architectures_seen": cost_model.cached_architectures,
+                 "gate_clip": clip if gated else None,
                  "seconds": time.perf_counter() - t0}
         history.append(entry)
         if report is not None:
@@ -217,31 +254,9 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
     return net, history
 
 
-def exact_costs(fam, cost_model: CostModel, net, x_val, energy_images: int) -> dict:
-    """The costs of a trained integer network, measured by the tools (not the search's cached
-    model): compiled for a fitted array, energy from the interpreter's activity counts."""
-    from fpga.compiler import compile_network, fitted_config
-    from fpga.energy import energy_uj_per_image
-    from fpga.execute import interpret
-    from workbench.search.costs import chain_modules, network_flops, network_params, parallel_steps
-    s = cost_model.settings
-    out = {"params": float(network_params(net)), "flops": float(network_flops(net))}
-    if "cycles" in fam.COSTS:
-        rows, cols = s.rows_cols
-        prog = compile_network(net, fitted_config(net, rows, cols, s.cmax))
-        out["cycles"] = float(prog.cycles_per_image())
-        out["latency_ms"] = out["cycles"] / (s.clock_mhz * 1e3)
-        run = interpret(prog, x_val[:energy_images])
-        _, act = run.instruction_stats(prog)
-        per_image = sum(np.asarray(a, dtype=np.int64) * np.ones(len(x_val[:energy_images]),
-                                                                dtype=np.int64) for a in act)
-        out["energy"] = energy_uj_per_image(prog, per_image)[0]
-    n = chain_modules(net)
-    out["parallel"] = float(parallel_steps({k: [k - 1] if k else [] for k in range(n)},
-                                           s.processors))
-    if "gpu" in fam.COSTS:
-        out["gpu"] = cost_model.gpu_model().ms_per_image(net) if s.gpu_profile else None
-    return out
+def models_root(cfg: TrialConfig) -> Path:
+    """Where the trial's final trainings go (shared by the trials of a search: DIR/models)."""
+    return Path(cfg.models_dir) if cfg.models_dir else Path(cfg.out) / "models"
 
 
 def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
@@ -270,9 +285,10 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
             net, t_before = net.cpu(), 0.0
             save_checkpoint(supernet_file, {"net": net.state_dict(), "history": history,
                                             "seconds": time.perf_counter() - t_start})
+        extracted = extract(cfg, net, cost_model, to_tensors(train_ds)[0], to_tensors(val_ds))
     t_start -= t_before
     t_super = time.perf_counter() - t_start
-    arch = net.decode(net.gates.deterministic()[0])
+    arch = extracted["arch"]
     searched_cost = cost_model.static(cfg.cost, arch)
 
     def final_progress(entry):           # the final training's epochs, as the search's are
@@ -283,50 +299,74 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
             log(f"final training, {entry['desc']}: epoch {entry['epoch']}/{entry['epochs']}, "
                 f"val {100 * entry['val_accuracy']:.2f}%")
 
-    final = fam.train_final(arch, cfg.data, train_ds.image_shape, train_ds.classes,
-                            seed=cfg.seed, threads=cfg.threads, epochs=cfg.final_epochs,
-                            float_epochs=cfg.final_float_epochs, name=cfg.name,
-                            on_epoch_end=final_progress, checkpoint_dir=ckdir,
-                            device=cfg.device)
+    if hasattr(fam, "arch_from_dict"):   # integer networks: the protocol's final trainings
+        final = _final_trainings(cfg, arch, final_progress)
+    else:                                # the fabric: one training, its costs the arch's
+        final = _fabric_final(cfg, fam, arch, train_ds, ckdir, final_progress)
+        final["costs"] = cost_model.all_static(arch)
     t_final = time.perf_counter() - t_start - t_super
-    if hasattr(final, "net"):          # an integer network: measure it with the tools
-        costs = exact_costs(fam, cost_model, final.net, val_ds.images, cfg.energy_images)
-    else:                              # the fabric's costs are the architecture's
-        costs = cost_model.all_static(arch)
-    acc = final.accuracy
     result = {
         "name": cfg.name, "family": cfg.family, "cost": cfg.cost, "budget": cfg.budget,
         "lambda": cfg.lam, "seed": cfg.seed, "data": cfg.data,
         "arch": arch.as_dict(), "arch_text": arch.describe(),
         "gates": net.gates.summary(),
         "searched_cost": searched_cost,           # what the super network was trained with
-        "costs": costs,                           # measured on the final network
-        "accuracy": {"val": acc["quantized_val"], "test": acc.get("golden_test",
-                                                                 acc["quantized_test"]),
-                     "float_val": acc.get("float_val"), "float_test": acc.get("float_test"),
-                     "supernet_val": history[-1]["val_accuracy"] if history else None},
+        "costs": final["costs"],                  # measured on the final network (seed 0)
+        "budget_ratio": final["costs"][cfg.cost] / cfg.budget,
+        "projection": extracted["flips"],         # gates flipped to meet the budget
+        "extracted_probability": extracted["probability"],
+        "accuracy": {**final["accuracy"], "supernet_val": extracted["supernet_val"]},
+        "finals": final.get("finals", []),
         "history": history,
         "seconds": {"supernet": t_super, "final": t_final,
                     "total": time.perf_counter() - t_start},
         "config": asdict(cfg),
-        "files": {},
+        "files": final.get("files", {}),
     }
-    if cfg.export and hasattr(final, "net"):
-        result["files"] = export(final, out, cfg, result)
+    save_checkpoint(out / "supernet.pt", {"net": net.state_dict(), "history": history,
+                                          "arch": arch.as_dict()})   # for the rank agreement
     write_json_atomic(out / "result.json", result)
     shutil.rmtree(ckdir, ignore_errors=True)      # finished: the result is what counts
     return result
 
 
-def export(final, out: Path, cfg: TrialConfig, result: dict) -> dict:
-    """ONNX + JSON card (the zoo's card, plus a "search" section) of the trial's model."""
+def extract(cfg: TrialConfig, net, cost_model: CostModel, x_train, val) -> dict:
+    """The architecture a trained super network returns: the gates above 1/2, projected within
+    the budget (projection.py) unless cfg.project is off; with the chance that a sample of the
+    gates is that architecture, and the super network's own validation accuracy of it."""
+    h = net.gates.deterministic()[0]
+    flips = []
+    if cfg.project:
+        h, flips = project(net, h, cost_model, cfg.cost, cfg.budget)
+    arch = net.decode(h)
+    return {"arch": arch, "flips": flips,
+            "probability": extracted_probability(net, arch, seed=cfg.seed),
+            "supernet_val": subnet_accuracy(net, h, x_train, val, cfg.bn_images)}
 
-    from workbench.cards import write_model_and_card
-    onnx_path = out / f"{cfg.name}.onnx"
-    card = write_model_and_card(final, onnx_path, cfg.command or f"search trial {cfg.name}")
-    card["search"] = {k: result[k] for k in ("family", "cost", "budget", "lambda", "seed",
-                                             "arch", "arch_text", "searched_cost", "costs",
-                                             "gates")}
-    card["search"]["config"] = result["config"]
-    write_json_atomic(onnx_path.with_suffix(".json"), card)
-    return {"onnx": str(onnx_path), "card": str(onnx_path.with_suffix(".json"))}
+
+def _final_trainings(cfg: TrialConfig, arch, progress) -> dict:
+    """The returned architecture trained with seeds 0..final_seeds-1 (evaluation.py; an
+    architecture another trial returned is read back, not trained again): counts per seed,
+    mean accuracies, seed 0's costs and files."""
+    finals = []
+    for k in range(cfg.final_seeds):
+        job = model_job(cfg, arch, k, models_root(cfg))
+        res = run_final(job, on_epoch_end=progress)
+        finals.append({"seed": k, "dir": job.out, **{f"{s}_{c}": res[f"{s}_{c}"]
+                       for s in ("val", "test") for c in ("correct", "total")}})
+    mean = {s: float(np.mean([f[f"{s}_correct"] / f[f"{s}_total"] for f in finals]))
+            for s in ("val", "test")}
+    first = read_final(finals[0]["dir"])
+    return {"finals": finals, "accuracy": mean, "costs": first["costs"],
+            "files": {k: v for k, v in first["files"].items() if k in ("onnx", "card")}}
+
+
+def _fabric_final(cfg: TrialConfig, fam, arch, train_ds, ckdir: Path, progress) -> dict:
+    """The fabric's final training (a float network: no integer model, one seed)."""
+    final = fam.train_final(arch, cfg.data, train_ds.image_shape, train_ds.classes,
+                            seed=cfg.seed, threads=cfg.threads, epochs=cfg.final_epochs,
+                            float_epochs=cfg.final_float_epochs, name=cfg.name,
+                            on_epoch_end=progress, checkpoint_dir=ckdir, device=cfg.device)
+    acc = final.accuracy
+    return {"accuracy": {"val": acc["quantized_val"], "test": acc.get("golden_test",
+                                                                       acc["quantized_test"])}}

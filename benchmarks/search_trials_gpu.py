@@ -85,7 +85,7 @@ def main() -> int:
         print(f"search_trials_gpu: error: {exc}", file=sys.stderr)
         return 2
     todo = [c for c in configs if read_result(Path(c.out)) is None]
-    jobs = [j for j in final_jobs(configs, plan, Path(opts.out) / "models") if
+    jobs = [j for j in final_jobs(configs, plan, Path(opts.out).resolve() / "models") if
             read_final(j.out) is None]
     print(f"[trials] {len(configs)} trial(s), {len(configs) - len(todo)} already done in "
           f"{opts.out}; {len(jobs)} baseline training(s) to do; "

@@ -47,8 +47,8 @@ def alive(pid: int) -> bool:
     return True
 
 
-def fsync_dir(path) -> None:
-    """The directory entry changes (a rename) on disk."""
+def fsync_path(path) -> None:
+    """A file's data, or a directory's entries (a rename in it), on disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -56,12 +56,7 @@ def fsync_dir(path) -> None:
         os.close(fd)
 
 
-def _fsync_file(path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+fsync_dir = fsync_path
 
 
 def _sibling_prefix(path: Path) -> str:
@@ -100,7 +95,7 @@ def atomic_path(path):
         yield tmp
         if not tmp.exists():
             raise FileNotFoundError(f"nothing was written to {tmp} for {path}")
-        _fsync_file(tmp)
+        fsync_path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())        # mkstemp's 0600, as open() would have made it
         os.replace(tmp, path)
         fsync_dir(path.parent)

@@ -25,7 +25,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from safeio.atomic import alive, fsync_dir, write_json_atomic
+from safeio.atomic import alive, fsync_dir, fsync_path, write_json_atomic
 from safeio.guard import OutputPathError, check_reserved
 from safeio.lock import OutputLock
 
@@ -97,11 +97,7 @@ def signals_deferred():
 def _fsync_tree(root: Path) -> None:
     """Every file and directory under root on disk, so the rename publishes whole files."""
     for path in sorted(root.rglob("*"), reverse=True) + [root]:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(path)
 
 
 class _Output:

@@ -263,9 +263,11 @@ def test_the_protocol_end_to_end(tmp_path):
     import sys
 
     from tests.helpers import ROOT
+    # a relative --out, as users give it (Ray runs the trainings in directories of its own)
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "search.py"), *PROTOCOL_SWEEP,
-                          "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
+                          "--out", "sweep"], capture_output=True, text=True, cwd=tmp_path,
                          timeout=900)
+    tmp_path = tmp_path / "sweep"
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     doc = json.loads((tmp_path / "pareto.json").read_text())
     assert doc["complete"] and doc["protocol"]["final_seeds"] == 2

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safeio.atomic import alive
+from workbench.ray_session import signal_name
 
 if TYPE_CHECKING:               # the worker process (`python -m`) imports no more than it needs
     import numpy as np
@@ -121,7 +122,7 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
         if done.get("error"):
             why = done["error"]
         elif code < 0:
-            why = f"the build process was killed by {_signal_name(-code)}"
+            why = f"the build process was killed by {signal_name(-code)}"
         else:                      # the child failed before it could say why: its last line
             tail = _log_text(Path(tmp) / "worker.log").strip().splitlines()
             why = tail[-1] if tail else f"the build process exited with status {code}"
@@ -299,13 +300,6 @@ def _error_line(log: str) -> str:
     return found
 
 
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(code).name
-    except ValueError:
-        return f"signal {code}"
-
-
 class ShardProcess:
     """One shard's simulation, supervised. tb.sim.test runs in a child Python process that
     starts a process group of its own (this module's `__main__`), so the simulator it starts
@@ -369,7 +363,7 @@ class ShardProcess:
             worker = self.error_file.read_text().strip() if self.error_file.exists() else ""
             detail = worker if "killed by" in worker else (_error_line(log) or worker)
             if code < 0:
-                detail = f"its process was killed by {_signal_name(-code)}"
+                detail = f"its process was killed by {signal_name(-code)}"
             raise ShardError(f"RTL simulation ({self.sim}) of {self.label} failed at image "
                              f"{self.image()}" + (f": {detail}" if detail else ""), log)
         now = time.perf_counter()
@@ -443,13 +437,13 @@ def _worker(spec_path: str) -> int:
         why = f"{failed} of {tests} cocotb test(s) failed"
     except SystemExit as exc:            # the runner exits with the simulator's status
         code = exc.code if isinstance(exc.code, int) else 1
-        why = (f"the simulator was killed by {_signal_name(-code)}" if code < 0 else
+        why = (f"the simulator was killed by {signal_name(-code)}" if code < 0 else
                f"the simulator exited with status {code}")
     except Exception as exc:   # noqa: BLE001 - reported to the supervisor in one line
         why = " ".join(str(exc).split())
         m = re.search(r"return code: (-?\d+)", why)
         if m and int(m.group(1)) < 0:
-            why = f"the simulator was killed by {_signal_name(-int(m.group(1)))}"
+            why = f"the simulator was killed by {signal_name(-int(m.group(1)))}"
     Path(spec["error_file"]).write_text(why + "\n")  # scratch: in the shard's work dir
     return 1
 
@@ -515,7 +509,6 @@ PROG = "compare_gpu_fpga"    # the compare job's name in its one-line messages
 def _final_words(signum: int | None, lost: str | None, joining: bool) -> tuple[str, int]:
     """The compare job's line and exit status for a signal or a lost cluster, for the Ray
     session's watchdog when Ray holds the main thread (workbench/ray_session.py)."""
-    from workbench.ray_session import signal_name
     if signum:
         word = "interrupted" if signum == signal.SIGINT else "terminated"
         return f"{PROG}: {word} ({signal_name(signum)})", 128 + signum

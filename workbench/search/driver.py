@@ -685,7 +685,7 @@ def _run_search(opts: SearchOptions) -> dict:
     check_finished(configs)
     out = Path(opts.out)
     plan = plan_of(opts, configs)
-    jobs = final_jobs(configs, plan, out / "models") if plan else []
+    jobs = final_jobs(configs, plan, out.resolve() / "models") if plan else []
     todo = [c for c in configs if read_result(Path(c.out)) is None]
     todo_jobs = [j for j in jobs if read_final(j.out) is None]
     t0 = time.perf_counter()

@@ -64,7 +64,8 @@ def job_for(family: str, arch, data: str, seed: int, root: Path, *, epochs=None,
     arch_d = arch.as_dict() if hasattr(arch, "as_dict") else dict(arch)
     costs = dict(costs or {})
     key = model_key(family, arch_d, data, epochs, float_epochs, costs)
-    return FinalJob(family, arch_d, int(seed), str(data), str(Path(root) / key / f"seed{seed}"),
+    return FinalJob(family, arch_d, int(seed), str(data),
+                    str(Path(root).resolve() / key / f"seed{seed}"),     # absolute: Ray's cwd
                     epochs, float_epochs, costs, energy_images, threads, device,
                     name=f"{family}_{key}_s{seed}", export=export)
 

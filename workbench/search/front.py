@@ -61,7 +61,7 @@ def build(opts, results: list[dict], plan: list[dict], rank: dict | None = None)
     baseline plan (plan.py), whatever has finished of their final trainings."""
     configs = opts.trial_configs()
     first = configs[0]
-    models_dir = Path(opts.out) / "models"
+    models_dir = Path(opts.out).resolve() / "models"
     outs_of: dict[str, list[dict]] = {}
     search, unfinished_models = [], []
     for r in results:

@@ -89,6 +89,13 @@ class GateSet(nn.Module):
         terms = h * logp + (1 - h) * log1mp
         return (terms if relevant is None else terms * relevant).sum(dim=1)
 
+    def entropy(self) -> torch.Tensor:
+        """The gates' summed Bernoulli entropy (nats; differentiable): what the late entropy
+        term lowers, so that the gates settle on 0 or 1."""
+        p = self.probs()
+        return -(p * nn.functional.logsigmoid(self.logits)
+                 + (1 - p) * nn.functional.logsigmoid(-self.logits)).sum()
+
     def part(self, h: torch.Tensor, name: str) -> torch.Tensor:
         """The columns of h [n, N] that belong to group `name`."""
         return h[:, self.groups[name].slice]
@@ -99,10 +106,20 @@ class GateSet(nn.Module):
         return {g.name: [round(float(v), 4) for v in p[g.slice]] for g in self.groups.values()}
 
 
-def budget_penalty(cost: torch.Tensor, budget: float, lam: float) -> torch.Tensor:
-    """lambda * max(0, C - budget) / budget, per example."""
+PENALTIES = ("hinge", "abs")
+
+
+def budget_penalty(cost: torch.Tensor, budget: float, lam: float,
+                   form: str = "hinge") -> torch.Tensor:
+    """Per example: lambda * max(0, C - budget) / budget (`hinge`: the paper's), or lambda *
+    |C - budget| / budget (`abs`: the BSN authors' code; a cost under the budget is penalized
+    too, so the search spends the budget instead of drifting below it)."""
     if budget <= 0:
         raise ValueError(f"budget must be positive, got {budget}")
+    if form == "abs":
+        return lam * torch.abs(cost - budget) / budget
+    if form != "hinge":
+        raise ValueError(f"penalty must be one of {PENALTIES}, got {form!r}")
     return lam * torch.clamp(cost - budget, min=0.0) / budget
 
 

@@ -65,8 +65,10 @@ def baseline_plan(configs: list, baselines: tuple) -> list[dict]:
 
 def final_jobs(configs: list, plan: list[dict], models_dir: Path) -> list[FinalJob]:
     """The final trainings of the planned architectures, seeds 0..final_seeds-1 (one job per
-    distinct architecture and seed: the folders are keyed by architecture)."""
+    distinct architecture and seed: the folders are keyed by architecture). `models_dir` is
+    made absolute: Ray Tune runs a job in a working directory of its own."""
     first = configs[0]
+    models_dir = Path(models_dir).resolve()
     jobs, seen = [], set()
     for entry in plan:
         for seed in range(first.final_seeds):

@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import shutil
@@ -57,9 +58,15 @@ class TrialConfig:
     #                                   pruned part is still sampled and can come back
     gate_clip_final: float = 8.0      # ... growing linearly to this by the last epoch (p up to
     #                                   0.9997), so that the gates settle on one architecture
+    gate_entropy: float = 0.0         # weight of the gates' entropy in the objective in the
+    gate_entropy_start: float = 0.67  # last gated epochs: 0 until this share of them, then
+    #                                   growing linearly to gate_entropy: it settles the gates
+    #                                   on 0/1 once the search has decided
     baseline: str = "leave-one-out"   # REINFORCE baseline (gates.BASELINES)
+    penalty: str = "hinge"            # budget penalty form (gates.PENALTIES)
     masked: bool = True               # log-probabilities of the gates that matter only
     project: bool = True              # the returned architecture within the budget (projection)
+    settle_epochs: int = 2            # then the weights train on it alone, gates fixed on it
     final_seeds: int = 3              # final trainings of the returned architecture (seeds 0..)
     init_prob: float = 0.9
     bn_images: int = 1000             # training images that recalibrate batch norms for eval
@@ -146,6 +153,14 @@ def _accuracy(net, x, y, h_row, batch: int = 512) -> float:
     return hits / max(1, len(x))
 
 
+def _late(cfg: TrialConfig, epoch: int) -> float:
+    """0 in the first gated epoch, growing linearly to 1 in the last (0 before: warm-up)."""
+    gated = cfg.epochs - cfg.warmup_epochs
+    if epoch < cfg.warmup_epochs:
+        return 0.0
+    return 1.0 if gated <= 1 else (epoch - cfg.warmup_epochs) / (gated - 1)
+
+
 def gate_clip_at(cfg: TrialConfig, epoch: int) -> float:
     """The gate logits' limit in `epoch`: gate_clip in the first gated epoch, growing linearly
     to gate_clip_final in the last (early on a pruned part is still sampled and can come back;
@@ -153,11 +168,7 @@ def gate_clip_at(cfg: TrialConfig, epoch: int) -> float:
     returns). 0 (no limit) stays 0."""
     if not cfg.gate_clip or not cfg.gate_clip_final:
         return cfg.gate_clip
-    gated = cfg.epochs - cfg.warmup_epochs
-    if gated <= 1 or epoch < cfg.warmup_epochs:
-        return cfg.gate_clip if gated > 1 else cfg.gate_clip_final
-    t = (epoch - cfg.warmup_epochs) / (gated - 1)
-    return cfg.gate_clip + t * (cfg.gate_clip_final - cfg.gate_clip)
+    return cfg.gate_clip + _late(cfg, epoch) * (cfg.gate_clip_final - cfg.gate_clip)
 
 
 @torch.no_grad()
@@ -197,6 +208,8 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
         # architectures are not costed (a program per example is most of a gated step's time)
         gated = ep >= cfg.warmup_epochs
         clip = gate_clip_at(cfg, ep)
+        entropy_weight = cfg.gate_entropy * max(0.0, _late(cfg, ep) - cfg.gate_entropy_start) \
+            / max(1e-9, 1.0 - cfg.gate_entropy_start)
         perm = torch.randperm(len(x), generator=gen).to(x.device)
         tot = {"loss": 0.0, "cost": 0.0, "penalty": 0.0, "n": 0}
         for i in range(0, len(x), cfg.batch):
@@ -213,11 +226,13 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
             if gated:
                 archs = net.decode_batch(h)
                 cost = cost_model.per_example(cfg.cost, archs, activity).to(loss.device)
-                penalty = budget_penalty(cost, cfg.budget, cfg.lam)
+                penalty = budget_penalty(cost, cfg.budget, cfg.lam, cfg.penalty)
                 relevant = net.relevant(h) if cfg.masked and hasattr(net, "relevant") else None
                 objective = objective + reinforce_loss(loss.detach() + penalty,
                                                        net.gates.log_prob(h, relevant),
                                                        cfg.baseline)
+                if entropy_weight:
+                    objective = objective + entropy_weight * net.gates.entropy()
             opt_w.zero_grad(set_to_none=True)
             opt_g.zero_grad(set_to_none=True)
             objective.backward()
@@ -244,6 +259,7 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
                  "cost": cost_model.static(cfg.cost, arch),
                  "architectures_seen": cost_model.cached_architectures,
                  "gate_clip": clip if gated else None,
+                 "gate_entropy": float(net.gates.entropy().detach()) / net.gates.size,
                  "seconds": time.perf_counter() - t0}
         history.append(entry)
         if report is not None:
@@ -279,13 +295,22 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
             history, t_before = saved["history"], saved["seconds"]
             if log is not None:
                 log(f"super network from {supernet_file} ({len(history)} epochs)")
+            h, flips, searched = saved["h"], saved["flips"], saved["searched"]
         else:
             train, val = to_tensors(train_ds, cfg.device), to_tensors(val_ds, cfg.device)
             net, history = train_supernet(cfg, fam, cost_model, train, val, gen, report, log)
+            h, flips = choose(cfg, net, cost_model)
+            searched = copy.deepcopy(net.cpu().state_dict())      # as the search left it
+            settle(cfg, net.to(cfg.device), h, train, gen, log)
             net, t_before = net.cpu(), 0.0
             save_checkpoint(supernet_file, {"net": net.state_dict(), "history": history,
+                                            "h": h, "flips": flips, "searched": searched,
                                             "seconds": time.perf_counter() - t_start})
-        extracted = extract(cfg, net, cost_model, to_tensors(train_ds)[0], to_tensors(val_ds))
+        arch = net.decode(h)
+        extracted = {"arch": arch, "flips": flips,
+                     "probability": extracted_probability(net, arch, seed=cfg.seed),
+                     "supernet_val": subnet_accuracy(net, h, to_tensors(train_ds)[0],
+                                                     to_tensors(val_ds), cfg.bn_images)}
     t_start -= t_before
     t_super = time.perf_counter() - t_start
     arch = extracted["arch"]
@@ -323,25 +348,49 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
         "config": asdict(cfg),
         "files": final.get("files", {}),
     }
-    save_checkpoint(out / "supernet.pt", {"net": net.state_dict(), "history": history,
-                                          "arch": arch.as_dict()})   # for the rank agreement
+    # the super network as the search left it (before settling): the rank agreement's
+    save_checkpoint(out / "supernet.pt", {"net": searched, "arch": arch.as_dict()})
     write_json_atomic(out / "result.json", result)
     shutil.rmtree(ckdir, ignore_errors=True)      # finished: the result is what counts
     return result
 
 
-def extract(cfg: TrialConfig, net, cost_model: CostModel, x_train, val) -> dict:
-    """The architecture a trained super network returns: the gates above 1/2, projected within
-    the budget (projection.py) unless cfg.project is off; with the chance that a sample of the
-    gates is that architecture, and the super network's own validation accuracy of it."""
-    h = net.gates.deterministic()[0]
-    flips = []
-    if cfg.project:
-        h, flips = project(net, h, cost_model, cfg.cost, cfg.budget)
-    arch = net.decode(h)
-    return {"arch": arch, "flips": flips,
-            "probability": extracted_probability(net, arch, seed=cfg.seed),
-            "supernet_val": subnet_accuracy(net, h, x_train, val, cfg.bn_images)}
+def choose(cfg: TrialConfig, net, cost_model: CostModel) -> tuple:
+    """(gate vector, flips): the architecture a trained super network returns, the gates above
+    1/2, projected within the budget (projection.py) unless cfg.project is off."""
+    h = net.gates.deterministic()[0].cpu()
+    if not cfg.project:
+        return h, []
+    return project(net, h, cost_model, cfg.cost, cfg.budget)
+
+
+def settle(cfg: TrialConfig, net, h_row: torch.Tensor, train, gen, log=None) -> None:
+    """The last `settle_epochs` epochs of the super network: the gate logits fixed at
+    +-gate_clip_final on the returned architecture (so a sample of the final gates is that
+    architecture: extracted_probability), the weights trained on it alone with a tenth of the
+    learning rate. Without them the super network never trains the network it returns; its own
+    estimate of that network's accuracy (`supernet_val`) then says little."""
+    if cfg.settle_epochs < 1:
+        return
+    limit = cfg.gate_clip_final or cfg.gate_clip or 8.0
+    with torch.no_grad():
+        net.gates.logits.copy_((2 * h_row.to(net.gates.logits) - 1) * limit)
+    x, y = train
+    opt = torch.optim.Adam(net.weight_parameters(), lr=0.1 * cfg.lr)
+    net.train()
+    for ep in range(cfg.settle_epochs):
+        perm = torch.randperm(len(x), generator=gen).to(x.device)
+        for i in range(0, len(x), cfg.batch):
+            idx = perm[i:i + cfg.batch]
+            if len(idx) < 2:
+                continue
+            xb = random_shift(x[idx], gen, prob=float(cfg.augment)) if cfg.augment else x[idx]
+            logits, _ = net(xb, net.gates.sample(len(idx), generator=gen))
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(logits, y[idx]).backward()
+            opt.step()
+        if log is not None:
+            log(f"settling on the returned architecture: epoch {ep + 1}/{cfg.settle_epochs}")
 
 
 def _final_trainings(cfg: TrialConfig, arch, progress) -> dict:

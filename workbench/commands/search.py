@@ -120,6 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
                     type=finite_float("--gate-clip-final", at_least=0.0, at_most=100.0),
                     help="the limit of the gate logits grows linearly to this by the last "
                          "epoch, so the gates settle on one architecture (0: stays --gate-clip)")
+    ap.add_argument("--settle-epochs", type=int_at_least("--settle-epochs", 0, MAX_EPOCHS),
+                    default=2, help="weight-only epochs on the returned architecture, the gates "
+                                    "fixed on it, that end the super network's training")
+    ap.add_argument("--penalty", choices=("hinge", "abs"), default="hinge",
+                    help="the budget penalty: max(0, C - budget) (the paper's) or |C - budget| "
+                         "(the BSN authors' code: spend the budget)")
+    ap.add_argument("--gate-entropy", default=0.0,
+                    type=finite_float("--gate-entropy", at_least=0.0, at_most=100.0),
+                    help="weight of the gates' entropy in the last third of the gated epochs "
+                         "(pushes them to 0/1; measured to make digits searches worse)")
     ap.add_argument("--no-projection", dest="project", action="store_false",
                     help="return the gates' own architecture even when it is over the budget "
                          "(by default the least confident gates are flipped until it fits)")
@@ -176,7 +186,8 @@ def options_from_args(args, argv) -> SearchOptions:
     trial = {"epochs": args.epochs, "warmup_epochs": args.warmup_epochs,
              "final_epochs": args.final_epochs, "final_float_epochs": args.final_float_epochs,
              "final_seeds": args.final_seeds, "gate_clip_final": args.gate_clip_final,
-             "project": args.project,
+             "project": args.project, "settle_epochs": args.settle_epochs,
+             "penalty": args.penalty, "gate_entropy": args.gate_entropy,
              "optimizer": args.optimizer, "gate_lr": args.gate_lr, "gate_clip": args.gate_clip,
              "device": args.device,
              "costs": {"array": args.array, "clock_mhz": args.clock_mhz,

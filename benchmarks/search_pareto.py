@@ -32,7 +32,7 @@ from safeio import write_text_atomic
 from workbench.commands.search import build_parser as build_search_parser
 from workbench.commands.search import options_from_args, verify
 from workbench.search.driver import SearchError, check_options, run_search
-from workbench.search.front import summary
+from workbench.search.front import compute_minutes, summary
 from workbench.search.plan import final_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,10 +155,12 @@ def main(argv=None) -> int:
     if args.write_docs:
         shown = list(sargv)
         shown[shown.index("--budgets") + 1] = ",".join(f"{b:g}" for b in opts.budgets)
-        stamp = (f"Made on {datetime.date.today().isoformat()} by `{command}` "
-                 f"({wall / 60:.0f} min wall on {platform.machine()}, {os.cpu_count()} cores; "
-                 f"what was finished before is read back), which runs `sacbench search "
-                 f"{' '.join(shlex.quote(a) for a in shown)}`.")
+        stamp = (f"Made on {datetime.date.today().isoformat()} by `{command}`, which runs "
+                 f"`sacbench search {' '.join(shlex.quote(a) for a in shown)}`: "
+                 f"{compute_minutes(doc):.0f} min of training in all (super networks and final "
+                 f"trainings, one core each) on {platform.machine()} with {os.cpu_count()} "
+                 f"cores; this run {wall / 60:.1f} min wall (what had finished in "
+                 f"{opts.out} before was read back).")
         write_docs(args.config, f"{stamp}\n\n{report}")
         print(f"[search_pareto] wrote the report into {DOC.relative_to(ROOT)}")
     return code

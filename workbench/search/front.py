@@ -41,6 +41,7 @@ def _entry(name: str, role: str, arch, results: list[dict], cost: str) -> dict:
         entry["accuracy"][split] = s["mean"]
         entry["intervals"][split] = [s["low"], s["high"]]
     entry["cost"] = entry["costs"][cost]
+    entry["train_seconds"] = float(sum(r["seconds"] for r in results))   # its final trainings
     return entry
 
 
@@ -169,6 +170,18 @@ def rank_agreement(opts, doc: dict) -> dict | None:
     res.update(supernet_of=cfg.name, models={n: {"supernet_val": supernet[n],
                                                   "final_val": final[n]} for n in supernet})
     return res
+
+
+def compute_minutes(doc: dict) -> float:
+    """Minutes of computing the report stands on: every trial's super network and every
+    distinct architecture's final trainings (one core each; what several ran at once counts in
+    full)."""
+    supernets = sum(m.get("seconds", {}).get("supernet", 0.0) for m in doc["models"])
+    archs = {}
+    for m in doc["models"] + doc.get("baselines", {}).get("random", []) + \
+            doc.get("baselines", {}).get("width", []) + ([doc["zoo"]] if doc.get("zoo") else []):
+        archs.setdefault(m.get("arch_text"), m.get("train_seconds", 0.0))
+    return (supernets + sum(archs.values())) / 60
 
 
 def write(opts, doc: dict) -> dict:
@@ -316,13 +329,38 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def verdict_line(doc: dict) -> str:
+    """In words: at how many budgets the search is significantly better than, not different
+    from, or worse than each baseline (validation, paired)."""
+    parts = []
+    for role, what in (("random", "random search"), ("width", "width scaling")):
+        verdicts = [b[role]["val"]["verdict"] for b in doc["budgets"] if b.get(role, {}).get("val")]
+        if not verdicts:
+            continue
+        n = len(verdicts)
+        counts = [(verdicts.count(v), label) for v, label in
+                  (("better", "better"), ("no significant difference", "not significantly "
+                                                                          "different"),
+                   ("worse", "worse"))]
+        parts.append(f"against {what} the search is " + ", ".join(
+            f"{label} at {c} of {n} budgets" for c, label in counts if c))
+    zoo = [m["name"] for m in doc["models"] if m.get("dominates_zoo")]
+    line = ("; ".join(parts) + "." if parts else "")
+    line = line[:1].upper() + line[1:]
+    if doc.get("zoo"):
+        line += (f" {len(zoo)} of its {len(doc['models'])} models dominate the zoo architecture"
+                 f"{': ' + ', '.join(zoo) if zoo else ''}.")
+    return line.strip()
+
+
 def summary(doc: dict) -> str:
     """The report for the console and the docs: the protocol, every model, each budget's
     comparisons, the rank agreement; accuracies in % as mean [95% interval] over the final
     seeds, counts as correct/total per seed."""
     p = doc.get("protocol", {})
     head = (f"{doc['family']} family on {doc['data']}, cost {doc['cost']} ({doc['unit']}); "
-            f"{p.get('final_seeds', 1)} final seed(s) per model, one recipe; selection and "
+            f"{p.get('final_seeds', 1)} final seed(s) per model, one recipe (intervals: 95% t, "
+            f"cut at 0 and 100%); selection and "
             f"comparisons on validation, test reported only; dominance: cost <= "
             f"{p.get('cost_fraction', 1.0):g}x the zoo's and validation not significantly worse"
             f" (paired bootstrap over images, alpha {p.get('alpha', 0.05)}); * = on the front")
@@ -330,7 +368,7 @@ def summary(doc: dict) -> str:
     if doc.get("budgets"):
         text += ["At each budget: the search's best model (validation) against each baseline's "
                  "best within the budget, difference in validation accuracy (points) [95% "
-                 "interval], p:", "", markdown(budget_rows(doc))]
+                 "interval], p:", "", markdown(budget_rows(doc)), verdict_line(doc), ""]
     rank = doc.get("rank_agreement")
     if rank and rank.get("tau") is not None:
         text.append(f"Rank agreement (super network of {rank['supernet_of']} vs final training, "

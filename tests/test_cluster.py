@@ -468,8 +468,9 @@ def test_a_trial_that_raises_fails_the_search_and_is_not_retried(tmp_path):
     run = _search(*ONE_TRIAL, "--out", tmp_path)
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 3 and len(lines) == 1, run.stderr[-3000:]
-    assert lines[0].startswith(f"sacbench search: error: 1 of 1 trial(s) failed; {name}: "
-                               f"FileExistsError: "), lines[0]
+    # one trial and the zoo architecture's training
+    assert lines[0].startswith(f"sacbench search: error: 1 of 2 trial(s) and training(s) "
+                               f"failed; {name}: FileExistsError: "), lines[0]
     assert run.stdout.count(f"[search] {name} FAILED: FileExistsError") == 1, run.stdout
     assert "its Ray worker was lost" not in run.stdout
     assert not ray_lines(run.stdout + run.stderr)

@@ -110,7 +110,10 @@ class _Output:
         self.target = Path(os.path.abspath(target))
         self.tool, self.force, self.flag = tool, force, flag
         self.legacy, self.inputs = tuple(legacy), tuple(inputs)
-        self.lock = OutputLock(self.target, flag)
+        # the lock beside the real folder: two runs naming it through different links meet
+        self.lock = OutputLock(Path(os.path.realpath(self.target.parent)) / self.target.name,
+                               flag)
+        self.lock.target = Path(self.shown)             # messages name it as the user did
 
     def _refuse(self, why: str):
         raise OutputPathError(f"{self.flag} {self.shown}: {why}")

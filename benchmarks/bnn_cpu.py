@@ -7,7 +7,7 @@ run the per-layer CPU implementation (the mapper's "cpu" choice), onnxruntime wi
 optimizations and PyTorch float32 on the same network and threads. Prints seconds, the ratios,
 and MAC/s against a limit estimated from this CPU's flags and clock.
 
-Targets (issue 12): fused network under 0.2 s on 2 quiet cores and at least 10x faster than
+Targets: fused network under 0.2 s on 2 quiet cores and at least 10x faster than
 onnxruntime. The machine may be shared: each side is timed several times, alternating, and the
 median is reported with the process CPU seconds and the load average (other users' jobs inflate
 wall times; the ratios and CPU seconds are what a busy machine still measures fairly).

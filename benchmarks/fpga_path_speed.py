@@ -3,7 +3,7 @@
 instruction-level interpreter (every image, every instruction; no RTL images), with the golden
 executor on the same images in the same run as the anchor, and every layer compared.
 
-Target (issue 12): 10,000 Fashion-MNIST-size images well under the data issue's 5-minute
+Target: 10,000 Fashion-MNIST-size images well under the data issue's 5-minute
 budget.
 
     .venv/bin/python benchmarks/fpga_path_speed.py [--data /usr/share/datasets/fashion-mnist] \\

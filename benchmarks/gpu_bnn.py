@@ -40,6 +40,7 @@ from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
 from gpu_kernels.mapper import batch_range, evaluate, map_network
+from gpu_kernels.mapper_report import format_table, write_heatmap
 from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, NO_READING, energy_per_call, gpu_energy_j
 from gpu_kernels.profiling import MeasuredProfile
 from gpu_kernels.runner import Runner
@@ -132,11 +133,11 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
                           deadline=profile_deadline)
     mapping = map_network(net, batch_range(*exps), src, n_images=n_images)
     profile_s = time.perf_counter() - t_start
-    table = mapping.table()
+    table = format_table(mapping)
     print(table, flush=True)
     mapping.save(out_dir / f"mapping_{name}.json")
     write_text_atomic(out_dir / f"mapping_{name}.txt", table + "\n")
-    mapping.heatmap(out_dir / f"heatmap_{name}.png")
+    write_heatmap(mapping, out_dir / f"heatmap_{name}.png")
     prof = mapping.profile
     left_out = prof.meta.get("batch_sizes_left_out", [])
     if left_out:

@@ -11,7 +11,7 @@ process: --rtl-jobs 1) and reports, from inside the simulator process:
     image's bulk transfers, host layers, trace and tensor reads, runs);
   * with start-up: cycles / wall time of the simulator process including its start (Python,
     numpy and cocotb imports; not the build).
-Target (issue 12): end to end >= 80% of raw for both models. With --sim-speed (default) the
+Target: end to end >= 80% of raw for both models. With --sim-speed (default) the
 8x8 top's raw speed from benchmarks/sim_speed.py's probe is measured too, as a second anchor.
 
     .venv/bin/python benchmarks/rtl_compare_speed.py [--rtl-images 4] [--no-sim-speed]

@@ -9,7 +9,7 @@ printed (each array size and thread count is its own build; a cached build takes
 
     .venv/bin/python benchmarks/sim_speed.py                       # 8x8, both simulators
     .venv/bin/python benchmarks/sim_speed.py --sim verilator --array 8x8 16x16 32x32 \\
-        --threads 1 2                                              # issue 12's table
+        --threads 1 2                                              # the table of docs/verification.md
 
 Simulator speed falls with the number of cells; the last line extrapolates the largest array
 measured to a 128x64 one (cycles/s times the ratio of cells), the cost of simulating a

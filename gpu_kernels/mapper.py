@@ -91,14 +91,6 @@ class Mapping:
         """Algorithm 1 and DP chose the same batch size and the same implementation per layer."""
         return (self.algorithm1.batch, self.algorithm1.impls) == (self.dp.batch, self.dp.impls)
 
-    def table(self) -> str:
-        from gpu_kernels.mapper_report import format_table
-        return format_table(self)
-
-    def heatmap(self, path) -> Path | None:
-        from gpu_kernels.mapper_report import write_heatmap
-        return write_heatmap(self, path)
-
 
 # ---------------------------------------------------------------------------------------------
 # Cost model

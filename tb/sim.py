@@ -235,8 +235,14 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
     runner = os.environ.get("TB_RUNNER", "cocotb")
     if runner == "cocotb-test":              # the second runner (tb/cocotb_test_runner.py)
         from tb.cocotb_test_runner import run_cocotb_test
-        return run_cocotb_test(toplevel, test_module, sim, parameters, extra_env, waves, testcase,
-                               seed)
+        _check_sim(sim)
+        waves = _waves(waves)
+        parameters = dict(parameters or {})
+        tag = "cocotb-test" + ("waves" if waves else "")
+        return run_cocotb_test(toplevel, test_module, sim, parameters, extra_env, waves,
+                               testcase, seed, bdir=build_dir(toplevel, sim, parameters, tag),
+                               stamp=build_stamp(toplevel, sim, parameters, [tag]),
+                               sources=sources())
     if runner != "cocotb":
         raise ValueError(f"TB_RUNNER must be cocotb (default) or cocotb-test, got {runner!r}")
     waves = _waves(waves)

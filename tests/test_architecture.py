@@ -74,3 +74,80 @@ def test_no_sys_path_manipulation_outside_tests():
                         and isinstance(node.value, ast.Name) and node.value.id == "sys"):
                     bad.append(f"{p.relative_to(ROOT)}:{node.lineno}")
     assert not bad, "sys.path used outside tests/: " + ", ".join(bad)
+
+
+# -- no import cycle between modules (lazy imports inside functions count too) --------------------
+PRODUCT = ("safeio", "models", "fpga", "gpu_kernels", "tb", "workbench")
+
+
+def module_graph(root: Path, packages=PRODUCT) -> dict[str, set[str]]:
+    """module -> the project modules it imports (anywhere in the file)."""
+    files = {}
+    for pkg in packages:
+        for p in (root / pkg).rglob("*.py"):
+            name = ".".join(p.relative_to(root).with_suffix("").parts)
+            files[name.removesuffix(".__init__")] = p
+
+    def resolve(dotted: str) -> str | None:
+        parts = dotted.split(".")
+        return next((".".join(parts[:k]) for k in range(len(parts), 0, -1)
+                     if ".".join(parts[:k]) in files), None)
+
+    graph = {m: set() for m in files}
+    for m, p in files.items():
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.Import):
+                targets = [resolve(a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [resolve(f"{node.module}.{a.name}") or resolve(node.module)
+                           for a in node.names]
+            else:
+                continue
+            graph[m] |= {t for t in targets if t and t != m}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_between_modules():
+    found = cycles(module_graph(ROOT))
+    assert not found, "modules importing each other (a lazy import hides a cycle too):\n" + \
+        "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_cycle_check_sees_a_planted_cycle(tmp_path):
+    pkg = tmp_path / "workbench"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from workbench.b import thing\n")
+    (pkg / "b.py").write_text("def thing():\n    from workbench import a\n")
+    assert cycles(module_graph(tmp_path, ("workbench",))) == [["workbench.a", "workbench.b"]]

@@ -1,4 +1,4 @@
-"""Bad input across the commands (issue 11): every case gets its documented exit status and one
+"""Bad input across the commands: every case gets its documented exit status and one
 line on stderr naming the flag, file or value, no traceback, and leaves `--out` untouched.
 
 Cases run in-process through each command's `main(argv)` (the same code the scripts and

@@ -112,7 +112,7 @@ def test_cycle_model_terms_on_a_non_square_array():
         [2 + 3 + 1, 2 + 8 * 4 + 24 + 7 + 3 + 2, 2]
 
 
-# Tall and wide arrays (issue 15: a cycle model with ROWS and COLS swapped passed every square
+# Tall and wide arrays (a cycle model with ROWS and COLS swapped passed every square
 # test). The tile (3 rows x 2 or 5 columns) differs from both array sides, so any swap of
 # COLS, ROWS, the tile's rows or its columns changes a number; expected values are the
 # per-instruction terms of docs/microarchitecture.md ("Timing of one tile"), written out.

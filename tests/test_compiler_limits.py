@@ -1,4 +1,4 @@
-"""The compiler at the edges of its memories and banks (issue 15: `make mutants` found no test
+"""The compiler at the edges of its memories and banks (`make mutants` found no test
 that compiled at exactly full memories, nor at exactly CMAX channels).
 
 For every memory (instruction, weight, bias, shift, data and partial-sum buffer) a network

@@ -324,7 +324,7 @@ def test_fashion_missing_names_the_package(fashion_copy):
 
 
 # ---------------------------------------------------------------------------------------------
-# Degenerate files (issue 11): one line naming the file and the problem
+# Degenerate files: one line naming the file and the problem
 # ---------------------------------------------------------------------------------------------
 def test_empty_and_degenerate_data(tmp_path):
     rng = np.random.default_rng(SEED + 3)

@@ -1,4 +1,4 @@
-"""The batched, chunked golden kernels (issue 12) equal the implementations they replaced.
+"""The batched, chunked golden kernels equal the implementations they replaced.
 
 The golden models are the single reference, so making them fast must not change one value or
 one error: the previous implementations are kept below, verbatim, and every rewritten function

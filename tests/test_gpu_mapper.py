@@ -9,6 +9,7 @@ import pytest
 
 from gpu_kernels import IMPLS, GpuKernelError, run_network
 from gpu_kernels.mapper import Mapping, batch_range, evaluate, map_network
+from gpu_kernels.mapper_report import format_table, write_heatmap
 from gpu_kernels.profiling import MeasuredProfile, Profile
 from models import golden, ir
 from models.random_networks import fashion_bnn, random_images
@@ -105,7 +106,7 @@ def test_mapping_json_round_trip_and_runner_accepts_it(tmp_path):
     back = Mapping.from_json(json.loads(path.read_text()))
     assert back.dp.impls == m.dp.impls and back.algorithm1.per_batch_s == m.algorithm1.per_batch_s
     assert back.profile.layer_s == m.profile.layer_s
-    assert "Both choose batch 8" in m.table()       # the report: tests/test_map_command.py
+    assert "Both choose batch 8" in format_table(m)       # the report: tests/test_map_command.py
     if not HAVE_GXX:
         return
     x = random_images(1, 9, net.input_shape)
@@ -140,4 +141,4 @@ def test_measured_profile_through_the_emulation(tmp_path):
     assert "NOT GPU timings" in p.source and p.meta["statistic"] == "median"
     assert all(t is not None and t >= 0 for b in (1, 2) for r in p.layer_s[b] for t in r)
     assert len(p.h2d_s[2]) == 5 and all(t >= 0 for t in p.h2d_s[2])
-    assert m.heatmap(tmp_path / "h.png").stat().st_size > 1000
+    assert write_heatmap(m, tmp_path / "h.png").stat().st_size > 1000

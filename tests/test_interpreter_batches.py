@@ -1,4 +1,4 @@
-"""The interpreter vectorised across images (issue 12): running images in several batches, or one
+"""The interpreter vectorised across images: running images in several batches, or one
 at a time, gives exactly what one batch gives (every layer, every instruction's cycles and
 per-image activity), for a SAC network (channel shift, pixel sums) and a BNN lowered onto the
 array (host layers between segments), and equals the golden executor."""

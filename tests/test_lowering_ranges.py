@@ -1,4 +1,4 @@
-"""The lowering at the ends of a layer's range (issue 15: `make mutants` found no test with a
+"""The lowering at the ends of a layer's range (`make mutants` found no test with a
 threshold beyond a layer's reachable range, near its ends, or a bias near the int32 limits).
 
 A step's threshold folds into the row bias, clipped to one past the layer's reachable range

@@ -9,6 +9,7 @@ import pytest
 
 from gpu_kernels import IMPLS
 from gpu_kernels.mapper import map_network
+from gpu_kernels.mapper_report import format_table
 from gpu_kernels.profiling import Profile
 from models.random_networks import fashion_bnn
 from tests.helpers import ROOT
@@ -73,7 +74,7 @@ def test_table_marks_each_algorithm_when_they_differ():
     devices, DP stays on the CPU: one table, `a` and `d` marks, Algorithm 1's copies listed."""
     net = small_net()
     m = map_network(net, [4, 8], synthetic_profile(net), n_images=8)
-    text = m.table()
+    text = format_table(m)
     assert text.count("Layer times at batch 8") == 1 and "Layer times at batch 4" not in text
     assert "they differ in layer(s) 0, 2" in text
     rows = [line for line in text.splitlines() if line.lstrip()[:2] in ("0 ", "1 ", "2 ", "3 ")]
@@ -92,7 +93,7 @@ def test_table_has_one_per_batch_size_when_batches_differ():
     prof = Profile(net.name, names, [4, 8], layers, copies, dict(copies), list(IMPLS), "synthetic")
     m = map_network(net, [4, 8], prof, n_images=8)
     assert (m.algorithm1.batch, m.dp.batch) == (8, 4)
-    text = m.table()
+    text = format_table(m)
     assert "Algorithm 1 chooses batch 8 (marked a), DP batch 4 (marked d)" in text
     assert "Layer times at batch 8 (1 batches)" in text and "Layer times at batch 4 (2 batches)" in text
 

@@ -5,7 +5,7 @@ themselves, and returns the dtypes and shapes its docstring promises.
 
 Bounds are tried with int64 arrays: int_array skips a bound that the dtype already guarantees
 (a uint8 cannot be 256), so only a wider dtype shows which bound is enforced. `make mutants
-SCOPE=numerics` found these gaps (issue 15); docs/verification.md lists what is left.
+SCOPE=numerics` found these gaps; docs/verification.md lists what is left.
 """
 import warnings
 

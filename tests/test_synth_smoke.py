@@ -1,7 +1,7 @@
 """Quick synthesis smoke test: `benchmarks/synth.py --cells-only` synthesizes sac_cell and
 mac_cell (one multiplier per lane, as the paper's, and one shared) with yosys synth_xilinx
 (seconds; `make synth` does the arrays, the whole top and place and route). The cells must
-synthesize, the SAC cell must stay within the per-cell budget of issue 14 on its own (at most 30
+synthesize, the SAC cell must stay within the per-cell budget on its own (at most 30
 LUTs, 40 FFs; in the array it shares its weight decoding) and cost less than either MAC cell of
 the same throughput, and the MAC cells must be the structures they are named for."""
 import json

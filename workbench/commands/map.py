@@ -121,12 +121,13 @@ def load_inputs(args):
 
 
 def write_results(mapping, args, stage: Path) -> list[Path]:
+    from gpu_kernels.mapper_report import write_heatmap
     from safeio import write_json_atomic
 
     # which network was measured: the search's gpu cost scales this profile to others
     mapping.profile.meta.update(network_spec=args.network, network_seed=args.seed)
     written = [write_json_atomic(stage / "mapping.json", mapping.to_json())]
-    png = mapping.heatmap(stage / "heatmap.png")
+    png = write_heatmap(mapping, stage / "heatmap.png")
     if png is not None:
         written.append(png)
     return written
@@ -173,7 +174,8 @@ def main(argv=None) -> int:
         return code
     print(net.summary())
     print()
-    print(mapping.table())
+    from gpu_kernels.mapper_report import format_table
+    print(format_table(mapping))
     names = ", ".join(p.name for p in written)
     print(f"\nwrote {names} in {args.out}"
           + ("" if len(written) == len(OUTPUTS) else " (no matplotlib: no heatmap)"))

@@ -84,10 +84,10 @@ class BnnSpace:
     # False: the super network is the float twin (ReLU, float weights); True: it is binarized
     # like the final model (sign activations, +-1 conv and hidden weights, straight-through
     # gradients), so the accuracy the gates learn from includes what binarizing a narrow
-    # layer costs (the float super network cannot see it: issue 9's Fashion-MNIST runs)
+    # layer costs (the float super network cannot see it: the Fashion-MNIST searches showed it)
     binary: bool = False
     # channels of each conv block that are always on (no width gates on them); () = one block
-    # each. Issue 9's Fashion searches always narrowed the first convolution, whose binarized
+    # each. The Fashion searches always narrowed the first convolution, whose binarized
     # narrow form is what cost them their accuracy: (64, 8) keeps it whole and gates the rest.
     min_channels: tuple = ()
 

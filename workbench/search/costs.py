@@ -23,6 +23,7 @@ import torch
 from fpga.compiler import CompileError, compile_network, network_cycles, roomy_config
 from fpga.energy import PJ_ADD32, program_counts
 from models import ir
+from workbench.search.errors import CostError  # noqa: F401 - where users import it from
 
 COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "gpu", "parallel")
 UNITS = {"params": "parameters", "flops": "mult-adds per image", "cycles": "cycles per image",
@@ -37,9 +38,6 @@ UNITS = {"params": "parameters", "flops": "mult-adds per image", "cycles": "cycl
 # float per architecture and cost) are all kept.
 OBJECTS_KEPT = 64
 
-
-class CostError(ValueError):
-    """A cost that cannot be computed for this family or architecture (names both)."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from models import ir
-from workbench.search.costs import CostError
+from workbench.search.errors import CostError
 
 
 def layer_work(net: ir.Network, i: int) -> float:

@@ -98,8 +98,9 @@ def opts_name(opts) -> str:
 def estimate_minutes(opts, cpus: int) -> float:
     """Minutes the configuration takes here: its super networks and final trainings (those not
     finished yet) at the measured per-core minutes, `cpus` at a time."""
-    from workbench.search.driver import plan_of, read_result
     from workbench.search.evaluation import read_final
+    from workbench.search.options import plan_of
+    from workbench.search.results import read_result
     per_super, per_final = CONFIGS[opts_name(opts)]["minutes"]
     configs = opts.trial_configs()
     trials = [c for c in configs if read_result(Path(c.out)) is None]

@@ -27,15 +27,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from workbench.commands.search import build_parser, options_from_args
-from workbench.search.driver import (
-    SearchError,
-    check_finished,
-    check_options,
-    plan_of,
-    read_result,
-)
+from workbench.search.errors import SearchError
 from workbench.search.evaluation import read_final
+from workbench.search.options import check_options, plan_of
 from workbench.search.plan import final_jobs
+from workbench.search.results import check_finished, read_result
 
 
 def _run(config: dict) -> dict:

@@ -38,7 +38,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ from pathlib import Path
 
 from safeio import write_text_atomic
 from workbench.commands.args import FAILURE, ArgumentParser, BadInput, run_guarded
+from workbench.process_groups import kill_group, start_group, wait_group
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "mutants"
@@ -236,36 +236,33 @@ def run_mutmut(name: str, stage: Path, jobs: int) -> float:
     # one thread per worker: the workers are the parallelism (and torch's OpenMP pool does not
     # survive a fork)
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    with open(log, "w") as f:  # log: mutmut's output
-        proc = subprocess.Popen([str(mutmut), "run", "--max-children", str(jobs)], cwd=stage,
-                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        try:
-            last_print, first_seen = t0, None
-            while proc.poll() is None:
-                time.sleep(1)
-                if time.time() - last_print < 15:
-                    continue
-                last_print = time.time()
-                tail = log.read_text(errors="replace")[-4000:]
-                hits = PROGRESS.findall(tail)
-                if not hits:
-                    print(f"[mutants] {name}: generating mutants and mapping tests to functions "
-                          f"({fmt_time(time.time() - t0)})", flush=True)
-                    continue
-                done, total = int(hits[-1][0]), int(hits[-1][1])
-                if first_seen is None:
-                    first_seen = (time.time(), done)
-                    print(f"[mutants] {name}: {done}/{total} mutants tested", flush=True)
-                    continue
-                rate = (done - first_seen[1]) / max(time.time() - first_seen[0], 1e-9)
-                # mutmut tests the mutants with the quickest tests first: the rest tend to be slower
-                left = f"~{fmt_time((total - done) / rate)} or more left at the rate so far" \
-                    if rate > 0 else "time left unknown yet"
-                print(f"[mutants] {name}: {done}/{total} mutants tested, {left}", flush=True)
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait()
-            raise
+    proc = start_group([str(mutmut), "run", "--max-children", str(jobs)], log, cwd=stage, env=env)
+    try:
+        last_print, first_seen = t0, None
+        while proc.poll() is None:
+            time.sleep(1)
+            if time.time() - last_print < 15:
+                continue
+            last_print = time.time()
+            tail = log.read_text(errors="replace")[-4000:]
+            hits = PROGRESS.findall(tail)
+            if not hits:
+                print(f"[mutants] {name}: generating mutants and mapping tests to functions "
+                      f"({fmt_time(time.time() - t0)})", flush=True)
+                continue
+            done, total = int(hits[-1][0]), int(hits[-1][1])
+            if first_seen is None:
+                first_seen = (time.time(), done)
+                print(f"[mutants] {name}: {done}/{total} mutants tested", flush=True)
+                continue
+            rate = (done - first_seen[1]) / max(time.time() - first_seen[0], 1e-9)
+            # mutmut tests the mutants with the quickest tests first: the rest tend to be slower
+            left = f"~{fmt_time((total - done) / rate)} or more left at the rate so far" \
+                if rate > 0 else "time left unknown yet"
+            print(f"[mutants] {name}: {done}/{total} mutants tested, {left}", flush=True)
+    except BaseException:
+        kill_group(proc, signal.SIGTERM)
+        raise
     elapsed = time.time() - t0
     if proc.returncode != 0:
         text = log.read_text(errors="replace")
@@ -396,19 +393,9 @@ def run_bench(copy: Path, module: str, sim: str, log: Path, limit: float) -> tup
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", sim,
            f"tb/test_{module}.py"]
     t0 = time.time()
-    with open(log, "w") as f:  # log: the bench run's output
-        proc = subprocess.Popen(cmd, cwd=copy, env=env, stdout=f, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            rc = proc.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return "timeout", time.time() - t0
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
+    rc = wait_group(start_group(cmd, log, cwd=copy, env=env), limit)
+    if rc is None:
+        return "timeout", time.time() - t0
     if rc == 5:
         raise ToolFailure(f"tb/test_{module}.py -k {sim} selected no tests (log: {rel(log)})")
     return ("pass" if rc == 0 else "fail"), time.time() - t0

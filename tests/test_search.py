@@ -19,8 +19,8 @@ from tests.helpers import ROOT
 from workbench.search import bnn_family, families, resnet_fabric, sac_family
 from workbench.search import costs as costs_module
 from workbench.search.costs import CostModel, CostSettings, parallel_steps
-from workbench.search.driver import SearchOptions
 from workbench.search.gates import GateSet, budget_penalty, reinforce_loss
+from workbench.search.options import SearchOptions
 from workbench.search.pareto import pareto_front
 from workbench.search.trial import TrialConfig, run_trial, train_supernet
 
@@ -59,7 +59,7 @@ def test_pareto_front():
 def test_eta_counts_the_trials_already_running():
     """Two trials started together, one done after an hour: the other is nearly done too
     (the old estimate said another hour)."""
-    from workbench.search.driver import eta_seconds
+    from workbench.search.ray_backend import eta_seconds
     assert eta_seconds(3600, [3590], 0, 2) == 10
     assert eta_seconds(3600, [], 0, 2) == 0
     assert eta_seconds(100, [40, 90], 4, 2) == (60 + 10 + 400) / 2
@@ -256,7 +256,7 @@ def test_bnn_supernet_trains_on_batches_where_a_depth_has_one_example(tmp_path):
         logits, _ = net(x, h)
         assert torch.isfinite(logits).all()
     assert singles, "no draw put the two examples at different depths"
-    from workbench.search.driver import SearchOptions, check_options
+    from workbench.search.options import SearchOptions, check_options
     check_options(SearchOptions(family="bnn", cost="cycles", budgets=[1e5], data="digits",
                                 out=tmp_path / "s"))
 
@@ -591,7 +591,7 @@ def test_cpus_are_shared_out_among_fewer_trials():
     many Ray CPUs): one trial on --cpus 2 gets 2, two trials get 1 each, 3 trials on 8 CPUs
     get 2; on a cluster (--address) each trial gets 1. A resumed sweep counts all its trials,
     so its finished trials keep matching."""
-    from workbench.search.driver import SearchOptions
+    from workbench.search.options import SearchOptions
     def threads(budgets, cpus, address=None):
         opts = SearchOptions(budgets=budgets, cpus=cpus, address=address)
         return {c.threads for c in opts.trial_configs()}
@@ -685,7 +685,7 @@ def test_device_and_threads_are_how_a_trial_ran_not_what_it_is(tmp_path):
     trials, resumed here) is the same trial; other epochs are not."""
     from dataclasses import asdict
 
-    from workbench.search.driver import settings_differ
+    from workbench.search.results import settings_differ
     cfg = TrialConfig(family="bnn", cost="cycles", budget=1e5, lam=1.0, seed=0, threads=1)
     stored = json.loads(json.dumps(asdict(cfg)))
     assert settings_differ(cfg, {**stored, "device": "cuda", "threads": 2}) is None
@@ -764,7 +764,7 @@ def test_a_checkpoint_of_another_device_or_thread_count_is_not_resumed(tmp_path)
 def test_trials_share_one_gpu_in_shares_ray_can_hold():
     """--device cuda: each of N trials at once gets a share of the GPU that Ray, which keeps
     four decimals, can fit N times into 1 (1/6 rounded up to 0.1667 would fit only 5)."""
-    from workbench.search.driver import trial_resources
+    from workbench.search.ray_backend import trial_resources
     for n in range(1, 17):
         opts = SearchOptions(family="bnn", budgets=[1.0] * n, cpus=n, trial={"device": "cuda"})
         share = trial_resources(opts, 1, n)["gpu"]

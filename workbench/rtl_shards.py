@@ -20,12 +20,16 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safeio.atomic import alive
+from workbench.process_groups import (
+    StopWatch,
+    end_group_when_orphaned,
+    kill_group,
+)
 from workbench.ray_session import signal_name
 
 if TYPE_CHECKING:               # the worker process (`python -m`) imports no more than it needs
@@ -133,7 +137,7 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
 def _wait_unless_stopped(proc: subprocess.Popen, what: str) -> int:
     """proc's exit status; raises ShardError when a process of its group stays stopped (state
     T, e.g. SIGSTOP) for STOPPED_GRACE_S: a stopped compiler would otherwise hang the job."""
-    stop = StopWatch(proc.pid)
+    stop = StopWatch(proc.pid, STOPPED_GRACE_S)
     while True:
         try:
             return proc.wait(timeout=POLL_S)
@@ -144,26 +148,10 @@ def _wait_unless_stopped(proc: subprocess.Popen, what: str) -> int:
                              f"{STOPPED_GRACE_S:.0f} s")
 
 
-class StopWatch:
-    """Whether a process group has had a stopped process (state T, e.g. SIGSTOP) for longer
-    than STOPPED_GRACE_S, asked at each poll; any poll without one restarts the count."""
-
-    def __init__(self, pgid: int):
-        self.pgid, self.since = pgid, None
-
-    def too_long(self) -> bool:
-        if "T" not in _group_states(self.pgid):
-            self.since = None
-            return False
-        now = time.perf_counter()
-        self.since = self.since or now
-        return now - self.since > STOPPED_GRACE_S
-
-
 def _build_worker(spec_path: str) -> int:
     """The child process of _supervised_build."""
     spec = json.loads(Path(spec_path).read_text())
-    _end_group_when_orphaned()
+    end_group_when_orphaned()
     from tb import sim as tb_sim
     tb_sim.BUILD = Path(spec["build_root"])
     try:
@@ -174,20 +162,6 @@ def _build_worker(spec_path: str) -> int:
         done, code = {"error": " ".join(str(exc).split()) or type(exc).__name__}, 1
     Path(spec["result"]).write_text(json.dumps(done))  # scratch: the worker's answer, in the build's temp dir
     return code
-
-
-def _end_group_when_orphaned() -> None:
-    """In a child that leads its own process group: ends the group (itself included) once
-    the process that started it has gone."""
-    parent = os.getppid()
-
-    def watch():
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os.killpg(0, signal.SIGKILL)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 RAM_DISK = Path("/dev/shm")
@@ -250,42 +224,6 @@ def shard_timeout_s(prog: Program, sim: str, images: int) -> float:
     return START_S + TIMEOUT_FACTOR * estimate_s(prog, sim, images, 1)
 
 
-def _group_states(pgid: int) -> list[str]:
-    """Scheduler states (R, S, T, Z, ...) of the processes in process group `pgid`."""
-    states = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return states
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()      # state, ppid, pgrp, ...
-        if len(fields) > 2 and fields[2] == str(pgid):
-            states.append(fields[0])
-    return states
-
-
-GROUP_GONE_S = 10.0        # how long kill() waits for a killed group's last process to end
-
-
-def _wait_group_gone(pgid: int) -> None:
-    """Waits until no process of group `pgid` runs any more (zombies aside). SIGKILL is
-    delivered asynchronously: the worker is reaped at once, but its simulator, reparented
-    when the worker died (and slower still when it was stopped), can live on a moment on a
-    loaded machine; a caller told "ended" must not find it running."""
-    deadline = time.monotonic() + GROUP_GONE_S
-    while time.monotonic() < deadline:
-        if all(state in ("Z", "X") for state in _group_states(pgid)):
-            return
-        time.sleep(0.01)
-
-
 _EXCEPTION_LINE = re.compile(r"(?:[\w.]+\.)?(\w*(?:Error|Exception|Timeout|Failure)): (.+)$")
 
 
@@ -341,7 +279,7 @@ class ShardProcess:
         except BaseException:
             self._scratch.cleanup()
             raise
-        self._stop = StopWatch(self.proc.pid)
+        self._stop = StopWatch(self.proc.pid, STOPPED_GRACE_S)
 
     def image(self) -> int:
         """The image the shard is at (its index among all the RTL images)."""
@@ -386,12 +324,7 @@ class ShardProcess:
     def kill(self) -> None:
         """Ends the shard's process group (worker and simulator, stopped ones too) and removes
         its scratch directory."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
-        _wait_group_gone(self.proc.pid)
+        kill_group(self.proc)
         self._scratch.cleanup()
 
 
@@ -425,7 +358,7 @@ def _worker(spec_path: str) -> int:
     """The child process of a ShardProcess: runs the cocotb job on the simulator. Leader of
     its own process group; ends the group if the supervising process goes away."""
     spec = json.loads(Path(spec_path).read_text())
-    _end_group_when_orphaned()
+    end_group_when_orphaned()
     from tb.sim import failures, test
     try:
         results = test(spec["toplevel"], "rtl_job", spec["sim"], Path(spec["bdir"]),

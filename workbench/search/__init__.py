@@ -6,8 +6,10 @@ come from the workbench's own tools (docs/search.md).
                                    data="digits", out=Path("out/search/sac")))
 
 `gates` (Bernoulli gates, REINFORCE), `sac_family`, `bnn_family`, `resnet_fabric` (the super
-networks), `costs` and `gpu_cost` (cost models), `trial` (one BSN run), `driver` (Ray Tune
-sweeps, the Pareto front), `pareto`.
+networks), `costs` and `gpu_cost` (cost models), `trial` (one BSN run; `projection`),
+`evaluation` (final trainings), `baselines` and `plan` (random search, width scaling),
+`stats` and `protocol` (the claims), `front` (the report), `options` (options and checks),
+`results` (what has finished), `ray_backend` (Ray Tune), `driver` (a whole search).
 """
 from workbench.search.driver import SearchError, SearchOptions, run_search
 from workbench.search.trial import TrialConfig, run_trial

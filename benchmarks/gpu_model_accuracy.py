@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How close the modelled GPU profile (workbench/gpu_model.py, what the compare job and the
+"""How close the modelled GPU profile (gpu_kernels/gpu_model.py, what the compare job and the
 search's `gpu` cost use on machines without a GPU) comes to GPU measurements: per kernel family
 the measured / modelled ratio before and after calibration, per measured run the whole-run
 kernel time measured (the anchor), raw-modelled and calibrated. Needs no GPU: it reads layer
@@ -24,8 +24,8 @@ import math
 import sys
 from pathlib import Path
 
+from gpu_kernels import gpu_model
 from safeio import write_text_atomic
-from workbench import gpu_model
 
 FIELDS = ["net", "word_bits", "images", "run", "batch", "layer", "impl", "seconds"]
 
@@ -95,7 +95,7 @@ def report(samples: list[dict], raws: list[tuple[str, float]]) -> bool:
           f"{max(m / r for m, r, _ in runs.values()):.2f})")
     stale = fit != gpu_model.CALIBRATION or every != gpu_model.CALIBRATION_OTHER
     if stale:
-        print(f"\nCALIBRATION in workbench/gpu_model.py differs from the fit; paste:\n"
+        print(f"\nCALIBRATION in gpu_kernels/gpu_model.py differs from the fit; paste:\n"
               f"CALIBRATION = {fit}\nCALIBRATION_OTHER = {every}")
     return not stale
 

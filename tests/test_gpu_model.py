@@ -1,4 +1,4 @@
-"""The modelled GPU profile (workbench/gpu_model.py) against the layer times measured on an H200
+"""The modelled GPU profile (gpu_kernels/gpu_model.py) against the layer times measured on an H200
 (docs/measurements/h200_2026-12-04/layer_times.json): the calibration constants are the fit of
 those measurements, and with them whole runs land within 2x of what was measured (without them
 5-12x short)."""
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from gpu_kernels import gpu_model
 from gpu_kernels.configs import CONFIGS
 from gpu_kernels.layer_ops import prepare
 from models.random_networks import network_from_spec
-from workbench import gpu_model
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks" / "gpu_model_accuracy.py"

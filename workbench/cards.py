@@ -91,7 +91,7 @@ def default_array_fit(net) -> dict:
 class ModelledGpuProfile:
     """A deterministic profile source for ``gpu_kernels.mapper.map_network``, so that a card is
     the same on every machine. The GPU configurations, their host issue time and the copies are
-    ``workbench.gpu_model`` (the occupancy model of an H200 the compare job maps with, calibrated
+    ``gpu_kernels.gpu_model`` (the occupancy model of an H200 the compare job maps with, calibrated
     against the H200's measured layer times); the CPU implementation takes ``cpu_overhead_s``
     plus its word operations at ``cpu_ops_per_s`` (IntConv2d 9C multiply-adds, BinConv2d
     9 ceil(C/B) xor-popcounts, BinDense ceil(K/B), Step B compares, MaxPool 4, Flatten B bit
@@ -104,7 +104,7 @@ class ModelledGpuProfile:
         self.cpu_ops_per_s, self.cpu_overhead_s = cpu_ops_per_s, cpu_overhead_s
 
     def constants(self) -> dict:
-        from workbench import gpu_model
+        from gpu_kernels import gpu_model
         return {**self.__dict__, "gpu": gpu_model.ModelledProfile.source,
                 "gpu_calibration": dict(gpu_model.CALIBRATION),
                 "gpu_calibration_other": gpu_model.CALIBRATION_OTHER}
@@ -130,10 +130,10 @@ class ModelledGpuProfile:
         return self.cpu_overhead_s + w.n * w.p * w.f * self._ops_per_output(op) / self.cpu_ops_per_s
 
     def profile(self, net, batch_sizes):
+        from gpu_kernels import gpu_model
         from gpu_kernels.configs import CONFIGS, CPU, IMPLS
         from gpu_kernels.layer_ops import prepare
         from gpu_kernels.profiling import Profile
-        from workbench import gpu_model
         ops = prepare(net, self.word_bits)
         gpu = gpu_model.ModelledProfile(self.word_bits).profile(net, batch_sizes, ops)
         layer_s, host_s = {}, {}
@@ -157,7 +157,7 @@ def gpu_mapping(net) -> dict:
         return {"batch": ch.batch, "impls": list(ch.impls),
                 "predicted_ms_for_10000_images": round(1e3 * ch.total_s, 3)}
     return {"profile": "modelled, not measured (workbench.cards.ModelledGpuProfile: "
-                       "workbench.gpu_model's calibrated H200 model, the CPU from operation "
+                       "gpu_kernels.gpu_model's calibrated H200 model, the CPU from operation "
                        "counts; docs/models.md)",
             "model": source.constants(), "batch_sizes": list(GPU_BATCHES),
             "images": GPU_IMAGES, "algorithm1": choice(mapping.algorithm1),

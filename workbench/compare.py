@@ -6,7 +6,7 @@
 * GPU (BNNs): gpu_kernels with the mapper's per-layer choice, on CuPy when a CUDA device is
   usable (mapping and times measured), else on the CPU emulation of the same CUDA source (the
   report says which). Without a GPU the emulation checks the CUDA kernels bit for bit, and the
-  mapping and the GPU times come from a modelled profile (workbench/gpu_model.py: an occupancy
+  mapping and the GPU times come from a modelled profile (gpu_kernels/gpu_model.py: an occupancy
   model of an H200, labelled "modelled"), never from the emulation's noisy wall times, so the
   GPU column is the same in every run;
 * FPGA: the network compiled for the SAC array (BNNs lowered onto it, fpga/lowering.py); the
@@ -195,7 +195,7 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
         impls = IMPLS
         profile = MeasuredProfile(backend, 32, repeats=3, warmup=2, impls=impls)
     else:       # emulation wall times cannot rank configurations: a deterministic model does
-        from workbench.gpu_model import ModelledProfile
+        from gpu_kernels.gpu_model import ModelledProfile
         impls, profile = CONFIGS, ModelledProfile(32)
     mapping = map_network(net, [batch], profile, n_images=len(x))
     choice = mapping.dp
@@ -223,7 +223,7 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
         info.update({
             "times": "modelled", "latency_ms_per_batch": 1e3 * choice.total_s / n_batches,
             "images_per_s": len(x) / choice.total_s if choice.total_s > 0 else None,
-            "wall_s": choice.total_s, "timing": "modelled (workbench/gpu_model.py)",
+            "wall_s": choice.total_s, "timing": "modelled (gpu_kernels/gpu_model.py)",
             "layer_s": list(choice.layer_s), "transfers": choice.transfers,
             "emulation_wall_s": res.wall_s})
     return PathResult({i: o for i, o in enumerate(res.outputs)}, info)

@@ -61,7 +61,7 @@ def summary_lines(r: dict) -> list:
 
 
 def _gpu_times(r: dict) -> str:
-    """"measured" (CuPy on a GPU) or "modelled" (no GPU: workbench/gpu_model.py)."""
+    """"measured" (CuPy on a GPU) or "modelled" (no GPU: gpu_kernels/gpu_model.py)."""
     return r["gpu"].get("times", "measured")
 
 
@@ -117,7 +117,7 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
     if _gpu_ran(r) and _gpu_times(r) == "modelled":
         lines += [f"No GPU on this machine: the CUDA kernels ran in the CPU emulation (that is "
                   f"what the mismatch column checks); the mapping and the GPU times come from "
-                  f"a model ({g.get('profile', 'workbench/gpu_model.py')}), the same in every "
+                  f"a model ({g.get('profile', 'gpu_kernels/gpu_model.py')}), the same in every "
                   f"run, not from measurements.", ""]
     lines += ["## FPGA cycles per layer", "",
               "| layer | tiles (N x K) | weight loads | matmuls |", "| --- | --- | --- | --- |"]

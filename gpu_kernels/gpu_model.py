@@ -167,7 +167,7 @@ class ModelledProfile:
     configurations."""
 
     source = (f"modelled: {DEVICE}, {SMS} SMs at {CLOCK_HZ / 1e9:.2f} GHz (occupancy model, "
-              f"workbench/gpu_model.py; not measured)")
+              f"gpu_kernels/gpu_model.py; not measured)")
 
     def __init__(self, word_bits: int = 32):
         self.word_bits = word_bits

@@ -24,3 +24,17 @@ def test_make_targets_named_in_the_readme_exist():
     targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.M))
     named = set(re.findall(r"\bmake ([a-z][a-z-]*)\b", README))
     assert named and named <= targets, f"README names missing targets: {named - targets}"
+
+
+def test_the_exit_status_table_is_the_contract():
+    """README "Exit status" shows the one contract, workbench/commands/args.py's: the same
+    codes in the table as in EXIT_STATUS and the constants."""
+    from workbench.commands import args
+    section = README.split("## Exit status", 1)[1].split("\n## ", 1)[0]
+    table = re.findall(r"^\| ([\d, ]+) \|", section, re.M)
+    codes = sorted(int(c) for row in table for c in row.split(","))
+    contract = sorted({args.OK, args.MISMATCH, args.BAD_INPUT, args.FAILURE,
+                       *args.INTERRUPTED.values()})
+    assert codes == contract, (codes, contract)
+    for code in contract:
+        assert str(code) in args.EXIT_STATUS, code

@@ -299,3 +299,13 @@ def test_the_protocol_end_to_end(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "2 trial(s) (2 already done" in again.stdout and ": final training," not in again.stdout
     assert json.loads((tmp_path / "pareto.json").read_text())["models"] == doc["models"]
+
+
+def test_every_family_satisfies_its_protocol():
+    from workbench.search import resnet_fabric
+    from workbench.search.families import FAMILIES, Family, IntegerFamily, family
+    assert set(FAMILIES) == {"sac", "bnn", "resnet-fabric"}
+    for name in FAMILIES:
+        assert isinstance(family(name), Family), name
+    assert isinstance(sac_family, IntegerFamily) and isinstance(bnn_family, IntegerFamily)
+    assert not isinstance(resnet_fabric, IntegerFamily)      # float networks: no protocol

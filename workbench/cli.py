@@ -7,10 +7,8 @@
     sacbench search --budgets 20000    co-design search (BSN) over cycles, energy, ...
     sacbench sim MODULE                one RTL module's cocotb bench
 
-`sacbench <command> --help` shows each command's options. Exit status (every command): 0 ok;
-1 a path differs from the golden model; 2 bad usage or input, found before any long work; 3 an
-internal or tool failure (one line; `--debug` shows the traceback); 130/143 interrupted by
-SIGINT/SIGTERM (workbench/commands/args.py, README "Exit status").
+`sacbench <command> --help` shows each command's options; the exit status of every command is
+workbench/commands/args.py's EXIT_STATUS (README "Exit status").
 """
 from __future__ import annotations
 

@@ -1,18 +1,10 @@
 """What every command shares: the argument parser, the exit-status contract and the wrapper that
 keeps it.
 
-Exit status of every command (README "Exit status"):
-  0  ok
-  1  a path differs from the golden model (compare, search --verify, demo)
-  2  bad usage or bad input (a flag, a file, a model, data, an output path), found before any
-     long work starts
-  3  an internal or tool failure (a simulator crashed, hung or timed out, a compiler failed,
-     the disk is full, a bug): one line; the traceback with --debug
-  130, 143, 129  interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP (a closed terminal);
-     the clean-ups ran, nothing half-written is left behind
-
-A usage error is one line (the command, the flag and what is wrong, then where to look); so is
-every other error. :func:`guarded` turns anything a command lets escape into that contract.
+The contract is written once, in EXIT_STATUS below (every --help ends with it; README "Exit
+status" shows it as a table, and tests/test_readme.py holds the two equal). A usage error is one
+line (the command, the flag and what is wrong, then where to look); so is every other error.
+:func:`guarded` turns anything a command lets escape into that contract.
 """
 from __future__ import annotations
 

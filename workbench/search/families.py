@@ -1,9 +1,7 @@
-"""The super-network families the search knows, by name. A family module provides NAME,
-COSTS (the costs defined for it), ZOO (data set -> zoo model of the family, for comparison),
-Arch, make_space(input_shape, classes, options), supernet(space, init_prob),
-structure(arch, input_shape, classes) (or the fabric's static_cost) and train_final(...); the SAC
-and BNN families also zoo_space(data), the space with the skeleton of their zoo model, and a
-family that trains on a GPU DEVICES (("cpu", "cuda"); without it the CPU only).
+"""The super-network families the search knows, by name. A family is a module that satisfies the
+`Family` protocol below (the fabric's); the SAC and BNN families, whose final models are exact
+integer networks, satisfy `IntegerFamily` too (what the protocol's final trainings, baselines
+and rank agreement need). `tests/test_search_protocol.py` holds every family to its protocol.
 
 The final model of a trial is trained like the family's zoo model of the same data set:
 `zoo_recipe` reads the training settings from that model's card (models/zoo/*.json), so a
@@ -12,6 +10,45 @@ zoo's 5 + 16 epochs of batch 128, not the digits defaults of 60 + 100 epochs of 
 from __future__ import annotations
 
 import importlib
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Family(Protocol):
+    """What the search needs of a family."""
+    NAME: str                     # its name (--family)
+    COSTS: tuple                  # the costs defined for it (--cost)
+    ZOO: dict                     # data set -> the name of the family's zoo model
+    Arch: type                    # a hashable architecture (describe(), as_dict())
+
+    def make_space(self, input_shape: tuple, classes: int, options: dict) -> Any:
+        """The space of architectures for this data (options: --layers, --width, --space...)."""
+
+    def supernet(self, space: Any, init_prob: float) -> Any:
+        """The super network of the space: gates (GateSet), decode_batch(h), forward(x, h)."""
+
+    def train_final(self, arch, data: str, input_shape: tuple, classes: int, **kw) -> Any:
+        """`arch` trained from scratch with the family's zoo recipe."""
+
+
+@runtime_checkable
+class IntegerFamily(Family, Protocol):
+    """A family whose final models are exact integer networks (SAC, BNN): the protocol's."""
+
+    def structure(self, arch, input_shape: tuple, classes: int) -> Any:
+        """The architecture as a network description (what the compiler costs)."""
+
+    def arch_from_dict(self, d: dict) -> Any:
+        """The architecture Arch.as_dict() wrote."""
+
+    def zoo_arch(self, data: str) -> Any:
+        """The architecture of the family's zoo model for `data`."""
+
+    def zoo_space(self, data: str) -> dict:
+        """Space options with the skeleton of the zoo model (--space zoo)."""
+
+    def scaled(self, arch, factor: float) -> Any:
+        """`arch` with its channels times `factor` (width scaling)."""
 
 # what a zoo card's training settings record that the recipes (models.train.recipes) take; the
 # SAC card names its per-stage epochs "epochs_per_stage", the recipe's keyword is "epochs"

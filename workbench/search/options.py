@@ -12,6 +12,7 @@ from workbench import cluster
 from workbench.search.baselines import BaselineError
 from workbench.search.costs import COSTS, CostError, CostModel
 from workbench.search.errors import SearchError
+from workbench.search.families import IntegerFamily
 from workbench.search.families import family as get_family
 from workbench.search.plan import BASELINES, baseline_plan, has_zoo
 from workbench.search.trial import TrialConfig
@@ -128,7 +129,7 @@ def check_protocol(opts: SearchOptions, cfg: TrialConfig, fam) -> None:
                           f"{', '.join(BASELINES)}, or none)")
     if not opts.cost_fraction > 0:
         raise SearchError(f"--dominance-cost must be positive, got {opts.cost_fraction}")
-    if not hasattr(fam, "arch_from_dict"):
+    if not isinstance(fam, IntegerFamily):
         if cfg.final_seeds != 1 or opts.baselines:
             raise SearchError(f"the {opts.family} family trains float networks, outside the "
                               f"protocol: give --final-seeds 1 --baselines none")
@@ -170,7 +171,7 @@ def _parallel(opts: SearchOptions) -> int:
 
 def plan_of(opts: SearchOptions, configs: list) -> list[dict]:
     """The baselines' architectures (plan.py), made once per run (deterministic)."""
-    if not opts.plan and hasattr(get_family(opts.family), "arch_from_dict"):
+    if not opts.plan and isinstance(get_family(opts.family), IntegerFamily):
         try:
             opts.plan = baseline_plan(configs, tuple(opts.baselines))
         except BaselineError as exc:

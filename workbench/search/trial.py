@@ -32,6 +32,7 @@ from models.train.common import random_shift, save_checkpoint, to_tensors, train
 from safeio import write_json_atomic
 from workbench.search.costs import CostModel, CostSettings
 from workbench.search.evaluation import read_final, run_final
+from workbench.search.families import IntegerFamily
 from workbench.search.families import family as get_family
 from workbench.search.gates import budget_penalty, extracted_probability, reinforce_loss
 from workbench.search.plan import model_job
@@ -324,7 +325,7 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
             log(f"final training, {entry['desc']}: epoch {entry['epoch']}/{entry['epochs']}, "
                 f"val {100 * entry['val_accuracy']:.2f}%")
 
-    if hasattr(fam, "arch_from_dict"):   # integer networks: the protocol's final trainings
+    if isinstance(fam, IntegerFamily):   # integer networks: the protocol's final trainings
         final = _final_trainings(cfg, arch, final_progress)
     else:                                # the fabric: one training, its costs the arch's
         final = _fabric_final(cfg, fam, arch, train_ds, ckdir, final_progress)

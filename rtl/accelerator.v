@@ -20,15 +20,16 @@
 //   k = 8p + 33 + COLS + r   row r's word complete at relu_quant: initial value added
 //   k = 8p + 34 + COLS + r   row r's result for pixel p written (pixel-sum: one cycle later)
 module accelerator #(
-    parameter ROWS = 8,
-    parameter COLS = 8,
-    parameter CMAX = 64,
-    parameter DDEPTH = 1024,
-    parameter PDEPTH = 1024,
-    parameter WDEPTH = 512,
-    parameter BDEPTH = 512,
-    parameter SDEPTH = 64,
-    parameter IMEM_DEPTH = 256
+    parameter ROWS = 8,          // array rows: filters computed at once (a tile's rows), 1..255
+    parameter COLS = 8,          // array columns: combined-channel groups per tile, 1..255
+    parameter CMAX = 64,         // data-buffer banks, one per channel: the most channels a
+                                 // tensor may have, 1..4096
+    parameter DDEPTH = 1024,     // data-buffer entries (pixels) per bank
+    parameter PDEPTH = 1024,     // partial-sum buffer entries (int32) per row bank
+    parameter WDEPTH = 512,      // weight-memory words, one array row of COLS bytes each
+    parameter BDEPTH = 512,      // bias-memory words (int32)
+    parameter SDEPTH = 64,       // shift-table words: COLS x 8 directions of 4 bits each
+    parameter IMEM_DEPTH = 256   // instruction-memory words (128 bits each)
 ) (
     input  wire         clk,
     input  wire         rst,
@@ -60,18 +61,21 @@ module accelerator #(
         end
     endgenerate
 
+    // SLOTS: bit slots of a cell's word window; TAPS: the power-of-two weights' codes 1..7
+    // (2^0..2^6); LANES: words a cell accumulates at once; ACC: accumulator bits
     localparam SLOTS = 8, TAPS = 7, LANES = 4, ACC = 32;
-    localparam IAW = $clog2(IMEM_DEPTH);
-    localparam DAW = $clog2(DDEPTH);
-    localparam PAW = $clog2(PDEPTH);
-    localparam WAW = $clog2(WDEPTH);
-    localparam BAW = $clog2(BDEPTH);
-    localparam SAW = $clog2(SDEPTH);
-    localparam BKW = $clog2(CMAX);
-    localparam RW = (ROWS > 1) ? $clog2(ROWS) : 1;
+    localparam IAW = $clog2(IMEM_DEPTH);         // instruction-memory address bits
+    localparam DAW = $clog2(DDEPTH);             // data-buffer address bits (within a bank)
+    localparam PAW = $clog2(PDEPTH);             // partial-sum buffer address bits
+    localparam WAW = $clog2(WDEPTH);             // weight-memory address bits
+    localparam BAW = $clog2(BDEPTH);             // bias-memory address bits
+    localparam SAW = $clog2(SDEPTH);             // shift-table address bits
+    localparam BKW = $clog2(CMAX);               // data-buffer bank-number bits
+    localparam RW = (ROWS > 1) ? $clog2(ROWS) : 1;   // array-row number bits
     localparam WCH = (COLS * 8 + 31) / 32;       // 32-bit chunks of a weight word
     localparam SCH = COLS;                       // 32-bit chunks of a shift-table word
-    localparam CNTW = 16;
+    localparam CNTW = 16;                        // bits of the array's per-cycle count of
+                                                 // active (weight, datum) pairs
     localparam [3:0] R_CTRL = 4'd0, R_IMEM = 4'd1, R_WMEM = 4'd2, R_BMEM = 4'd3, R_SMEM = 4'd4,
                      R_DBUF = 4'd5, R_PBUF = 4'd6, R_TRACE = 4'd7;
     localparam [1:0] M_RELU = 2'd0, M_BIN = 2'd1, M_RAW = 2'd2, M_PIXSUM = 2'd3;
@@ -99,8 +103,8 @@ module accelerator #(
     // reads start_pc in the cycle of `start`: the decoder registers each word as it leaves the
     // memory and checks it in FETCH (instruction_decoder.v), which keeps the block RAM's
     // clock-to-out out of FETCH's path. The run's counters start with the decoder, so every
-    // cycle count is the cycle model's as before; `busy` rises and `done` falls in the cycle
-    // after `start`, as before.
+    // cycle count is the cycle model's; `busy` rises and `done` falls in the cycle after
+    // `start`.
     reg            dec_start;
     reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
     wire           dec_busy, dec_done, dec_error;

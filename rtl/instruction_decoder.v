@@ -1,27 +1,20 @@
 `default_nettype none
 // Instruction decoder and sequencer of the SAC accelerator (docs/isa.md, docs/microarchitecture.md).
 //
-// Each instruction takes FETCH and DECODE, then LOAD_WEIGHTS or MATMUL execute for a number of cycles that depends
-// only on the instruction and the loaded tile: exactly the cycle model of
-// models/cycle_model.py. `k` counts the execution cycles; the datapath in accelerator.v is
-// scheduled off it.
+// Each instruction takes FETCH and DECODE, then LOAD_WEIGHTS or MATMUL execute for a number of
+// cycles that depends only on the instruction and the loaded tile: exactly the cycle model of
+// fpga/cycle_model.py. `k` counts the execution cycles; the datapath in accelerator.v is
+// scheduled off it. A word that fails a check raises `error` with the code fpga/isa.py gives
+// it, halts and executes nothing (so it writes nothing).
 //
-// Timing: the next word is read ahead (the address is start_pc while idle and pc + 1 while
-// executing) and registered as it leaves the memory (`w_q`), so FETCH checks a word that is
-// already in flip-flops: the block RAM's clock-to-out (5.8 ns on the ECP5, which has no output
-// register here) is out of FETCH's path, the memory -> product -> checks path that limited the
-// top's clock. This needs the word two cycles before FETCH: executions last at least two
-// cycles (LOAD_WEIGHTS rows + 1 with rows >= 1, MATMUL more than 34), and in the cycle of
-// `start` imem_data must already hold the word at start_pc: the memory read start_pc in the
-// cycle before (accelerator.v registers `start` for that). FETCH runs every check and the
-// pixel product and registers the results; DECODE only latches fields and moves on, so the
-// checks (a 12x12 multiply, then compares) and the decision of DECODE stay in separate cycles;
-// the cycle model does not change. Within FETCH the product feeds comparators only (every
-// subtraction runs beside it) and the window table tile_cols x group is registered. The
-// memory read is one cycle (sdp_ram); the word is read again in FETCH, so `w_q` still holds
-// it in DECODE. A word that fails a check raises `error` with the same code as
-// models/isa.py, halts, and executes nothing (so it writes nothing).
+// Timing: the next word is read ahead (start_pc while idle, pc + 1 while executing) and
+// registered as it leaves the memory (`w_q`), so the memory's clock-to-out is off FETCH's
+// path; executions last at least two cycles, which gives the read-ahead its time, and the top
+// registers `start` so that the word at start_pc is read in the cycle before. FETCH runs every
+// check and the pixel product and registers the results; DECODE only latches fields.
 module instruction_decoder #(
+    // the accelerator's sizes (accelerator.v says what each is): the checks of every word
+    // against them are fpga/isa.py's
     parameter ROWS = 8,
     parameter COLS = 8,
     parameter CMAX = 64,
@@ -233,7 +226,7 @@ module instruction_decoder #(
     end
 
     // ---- sequencing ----
-    localparam [31:0] MM_FIXED = 26 + COLS;          // see models/cycle_model.py
+    localparam [31:0] MM_FIXED = 26 + COLS;          // see fpga/cycle_model.py
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;

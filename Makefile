@@ -38,7 +38,7 @@ help:
 	@echo "              under a search and RTL shards (tests/test_cluster.py; ~4 min on 2 cores)"
 	@echo "make demo-fashion - the Fashion-MNIST zoo models, 10,000 test images through every path"
 	@echo "make setup  - create .venv and install pinned packages and Debian tools (idempotent)"
-	@echo "make lint   - ruff on the Python code, verilator --lint-only -Wall on every rtl/ module"
+	@echo "make lint   - ruff check and ruff format --check on the Python code, verilator --lint-only -Wall on rtl/"
 	@echo "make sim    - one module's cocotb bench: TOPLEVEL=<module> (default $(TOPLEVEL)),"
 	@echo "              SIM=icarus|verilator (default both), SHAPE=<id, e.g. 8x8>, WAVES=1,"
 	@echo "              PYTEST_ARGS=<more pytest options>; modules: $(RTL_MODULES)"
@@ -95,6 +95,7 @@ demo-fashion: setup
 
 lint: setup
 	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/ruff format --check .
 	@$(TOOLS_ENV) $(VPY) scripts/lint_rtl.py
 
 sim: setup

@@ -16,6 +16,7 @@ depend on the values.
 Utilisation = cell-cycles in which a loaded cell processes a datum (tile rows x tile columns x
 8 cycles per pixel, summed over MATMULs) / (rows x cols x total cycles).
 """
+
 import argparse
 import json
 import sys
@@ -51,8 +52,13 @@ def layer_program(rng, cin, cout, side, group, shift, mode, cfg):
     parts = []
     if shift:
         parts.append(ir.ChannelShift(directions=rng.integers(0, 9, size=cin)))
-    parts.append(ir.PointwiseConv(weights=random_combined(rng, cout, cin, group, density=1.0),
-                                  bias=np.zeros(cout, dtype=np.int32), mode=mode))
+    parts.append(
+        ir.PointwiseConv(
+            weights=random_combined(rng, cout, cin, group, density=1.0),
+            bias=np.zeros(cout, dtype=np.int32),
+            mode=mode,
+        )
+    )
     if mode == OutputMode.RAW:
         parts.append(ir.PixelSum())
     net = ir.Network((cin, side, side), "uint8", parts)
@@ -66,14 +72,23 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows, cols = (int(v) for v in args.array.lower().split("x"))
-    cfg = ArrayConfig(rows=rows, cols=cols, cmax=1024, ddepth=8192, pdepth=4096, wdepth=8192,
-                      bdepth=4096, sdepth=256, imem_depth=1024)
+    cfg = ArrayConfig(
+        rows=rows,
+        cols=cols,
+        cmax=1024,
+        ddepth=8192,
+        pdepth=4096,
+        wdepth=8192,
+        bdepth=4096,
+        sdepth=256,
+        imem_depth=1024,
+    )
     rng = np.random.default_rng(0)
     table = []
     tot = {"cycles": 0, "load": 0, "seed": 0, "busy": 0, "tiles": 0}
     for name, cin, cout, side, group, shift, mode in seed_layers():
         prog = layer_program(rng, cin, cout, side, group, shift, mode, cfg)
-        steps = program_timeline(prog.instructions, cfg)[:-1]      # drop HALT
+        steps = program_timeline(prog.instructions, cfg)[:-1]  # drop HALT
         cycles = sum(s.cycles for s in steps)
         load = sum(s.cycles for s in steps if isinstance(s.instr, LoadWeights))
         tiles, busy, rows_of = 0, 0, {}
@@ -86,27 +101,66 @@ def main() -> int:
         p = side * side
         seed = tiles * seed_tile_cycles(p, cols, rows)
         table.append((name, cin, cout, side, group, tiles, cycles, load, seed, busy))
-        for k, v in zip(("cycles", "load", "seed", "busy", "tiles"), (cycles, load, seed, busy, tiles)):
+        for k, v in zip(
+            ("cycles", "load", "seed", "busy", "tiles"), (cycles, load, seed, busy, tiles), strict=True
+        ):
             tot[k] += v
     print(f"seed CIFAR-10 network on a {rows}x{cols} array (exact cycle model vs seed estimate)")
-    print(f"{'layer':<8}{'C->F':>10}{'HxW':>7}{'G':>3}{'tiles':>6}{'cycles':>10}{'of which load':>15}"
-          f"{'seed est.':>11}{'util':>7}")
+    print(
+        f"{'layer':<8}{'C->F':>10}{'HxW':>7}{'G':>3}{'tiles':>6}{'cycles':>10}{'of which load':>15}"
+        f"{'seed est.':>11}{'util':>7}"
+    )
     for name, cin, cout, side, group, tiles, cycles, load, seed, busy in table:
         util = busy / (rows * cols * cycles)
-        print(f"{name:<8}{f'{cin}->{cout}':>10}{f'{side}x{side}':>7}{group:>3}{tiles:>6}{cycles:>10,}"
-              f"{load:>15,}{seed:>11,}{util:>7.1%}")
+        print(
+            f"{name:<8}{f'{cin}->{cout}':>10}{f'{side}x{side}':>7}{group:>3}{tiles:>6}{cycles:>10,}"
+            f"{load:>15,}{seed:>11,}{util:>7.1%}"
+        )
     util = tot["busy"] / (rows * cols * tot["cycles"])
     lat = tot["cycles"] / args.clock_mhz / 1e3
-    print(f"{'total':<8}{'':>10}{'':>7}{'':>3}{tot['tiles']:>6}{tot['cycles']:>10,}{tot['load']:>15,}"
-          f"{tot['seed']:>11,}{util:>7.1%}")
-    print(f"cycles per image {tot['cycles']:,} (without weight loads {tot['cycles'] - tot['load']:,}); "
-          f"seed formula {tot['seed']:,}; utilisation {util:.1%}; "
-          f"{lat:.3f} ms per image at {args.clock_mhz:g} MHz")
+    print(
+        f"{'total':<8}{'':>10}{'':>7}{'':>3}{tot['tiles']:>6}{tot['cycles']:>10,}{tot['load']:>15,}"
+        f"{tot['seed']:>11,}{util:>7.1%}"
+    )
+    print(
+        f"cycles per image {tot['cycles']:,} (without weight loads {tot['cycles'] - tot['load']:,}); "
+        f"seed formula {tot['seed']:,}; utilisation {util:.1%}; "
+        f"{lat:.3f} ms per image at {args.clock_mhz:g} MHz"
+    )
     if args.json:
-        write_text_atomic(args.json, json.dumps({"array": [rows, cols], "layers": [
-            dict(zip(("name", "cin", "cout", "side", "group", "tiles", "cycles", "load", "seed",
-                      "busy"), row)) for row in table], "total": tot, "utilisation": util,
-            "latency_ms": lat}, indent=2))
+        write_text_atomic(
+            args.json,
+            json.dumps(
+                {
+                    "array": [rows, cols],
+                    "layers": [
+                        dict(
+                            zip(
+                                (
+                                    "name",
+                                    "cin",
+                                    "cout",
+                                    "side",
+                                    "group",
+                                    "tiles",
+                                    "cycles",
+                                    "load",
+                                    "seed",
+                                    "busy",
+                                ),
+                                row,
+                                strict=True,
+                            )
+                        )
+                        for row in table
+                    ],
+                    "total": tot,
+                    "utilisation": util,
+                    "latency_ms": lat,
+                },
+                indent=2,
+            ),
+        )
     return 0
 
 

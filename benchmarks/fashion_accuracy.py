@@ -15,6 +15,7 @@ their cards record the same numbers at training time.
 
     .venv/bin/python benchmarks/fashion_accuracy.py [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,6 +45,7 @@ def first_bn_scale(train_images: np.ndarray) -> float:
     import onnx
     import torch
     from onnx import numpy_helper
+
     model = onnx.load(str(HEPBNN))
     init = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     conv = next(n for n in model.graph.node if n.op_type == "Conv")
@@ -62,18 +64,25 @@ def hepbnn(test) -> list[dict]:
     flat = test.images.reshape(len(test), -1).astype(np.float32)
     rows = []
     for s in SCALES:
-        ort_pred = np.concatenate([   # in chunks: 10,000 images at once need ~8 GB
-            np.argmax(sess.run(None, {name: flat[i:i + 1000] * s})[0], axis=1)
-            for i in range(0, len(flat), 1000)])
+        ort_pred = np.concatenate(
+            [  # in chunks: 10,000 images at once need ~8 GB
+                np.argmax(sess.run(None, {name: flat[i : i + 1000] * s})[0], axis=1)
+                for i in range(0, len(flat), 1000)
+            ]
+        )
         net = import_onnx(HEPBNN, input_range=None if s == 1 else (0, 255 * s))
         x = test.images.astype(np.int64 if s > 1 else np.uint8) * s
         x = x.reshape(len(test), *net.input_shape).astype(np.uint8 if s == 1 else np.int32)
         gold = argmax(golden_scores(net, x).reshape(len(test), -1))
-        rows.append({"input": "pixels 0..255" if s == 1 else f"pixels x {s}",
-                     "onnxruntime": float((ort_pred == test.labels).mean()),
-                     "golden": float((gold == test.labels).mean()),
-                     "golden_equals_onnxruntime": bool(np.array_equal(gold, ort_pred)),
-                     "distinct_predictions": int(np.unique(ort_pred).size)})
+        rows.append(
+            {
+                "input": "pixels 0..255" if s == 1 else f"pixels x {s}",
+                "onnxruntime": float((ort_pred == test.labels).mean()),
+                "golden": float((gold == test.labels).mean()),
+                "golden_equals_onnxruntime": bool(np.array_equal(gold, ort_pred)),
+                "distinct_predictions": int(np.unique(ort_pred).size),
+            }
+        )
     return rows
 
 
@@ -87,10 +96,15 @@ def zoo_models() -> list[dict]:
         t0 = time.perf_counter()
         pred = argmax(golden_scores(net, x).reshape(len(x), -1))
         card = zoo.card(name)["accuracy_percent"]
-        rows.append({"model": name, "golden": float((pred == labels).mean()),
-                     "card_golden_test_percent": card["golden_test"],
-                     "card_float_twin_test_percent": card["float_twin_test"],
-                     "golden_s": time.perf_counter() - t0})
+        rows.append(
+            {
+                "model": name,
+                "golden": float((pred == labels).mean()),
+                "card_golden_test_percent": card["golden_test"],
+                "card_float_twin_test_percent": card["float_twin_test"],
+                "golden_s": time.perf_counter() - t0,
+            }
+        )
     return rows
 
 
@@ -106,21 +120,29 @@ def main() -> int:
         return 2
     scale = first_bn_scale(train.images[:20000])
     print(f"Fashion-MNIST test set: {len(test)} images")
-    print(f"HEP-BNN fixture {HEPBNN.name}: input scale fitted to its first batch norm's "
-          f"running variance (20,000 training images): {scale:.1f}")
+    print(
+        f"HEP-BNN fixture {HEPBNN.name}: input scale fitted to its first batch norm's "
+        f"running variance (20,000 training images): {scale:.1f}"
+    )
     rows = hepbnn(test)
     for r in rows:
-        print(f"  {r['input']:14s} onnxruntime {100 * r['onnxruntime']:6.2f}%  golden "
-              f"{100 * r['golden']:6.2f}%  same predictions: {r['golden_equals_onnxruntime']}  "
-              f"distinct predicted classes: {r['distinct_predictions']}")
+        print(
+            f"  {r['input']:14s} onnxruntime {100 * r['onnxruntime']:6.2f}%  golden "
+            f"{100 * r['golden']:6.2f}%  same predictions: {r['golden_equals_onnxruntime']}  "
+            f"distinct predicted classes: {r['distinct_predictions']}"
+        )
     zoo_rows = zoo_models()
     for r in zoo_rows:
-        print(f"zoo {r['model']}: golden {100 * r['golden']:.2f}% (card: golden "
-              f"{r['card_golden_test_percent']:.2f}%, float twin "
-              f"{r['card_float_twin_test_percent']:.2f}%), {r['golden_s']:.1f} s")
+        print(
+            f"zoo {r['model']}: golden {100 * r['golden']:.2f}% (card: golden "
+            f"{r['card_golden_test_percent']:.2f}%, float twin "
+            f"{r['card_float_twin_test_percent']:.2f}%), {r['golden_s']:.1f} s"
+        )
     if args.json:
-        write_text_atomic(args.json, json.dumps({"hepbnn_input_scale": scale, "hepbnn": rows,
-                                         "zoo": zoo_rows}, indent=1) + "\n")
+        write_text_atomic(
+            args.json,
+            json.dumps({"hepbnn_input_scale": scale, "hepbnn": rows, "zoo": zoo_rows}, indent=1) + "\n",
+        )
     bad = [r for r in rows if not r["golden_equals_onnxruntime"]]
     return 1 if bad else 0
 

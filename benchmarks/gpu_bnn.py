@@ -25,6 +25,7 @@ Targets on an H200 for 10,000 images: Fashion-MNIST shape under 20 ms, CIFAR-10 
 Exit status: 0 every run equal to the golden model, 1 a run differs, 2 bad arguments or data,
 3 the backend cannot run here, 130 interrupted (SIGINT, e.g. `timeout -s INT`; JSON written).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,9 +54,19 @@ TARGET_S = {"fashion": 0.020, "cifar10": 0.200}
 TARGET_IMAGES = 10_000
 NET_SEED, DATA_SEED = 2024, 7
 # The order full runs are tried in: what the issue reports first (the mapping vs all-XYZ).
-PRIORITY = ("dp", "all-XYZ", "algorithm1", "all-X", "all-XY", "all-XZ", "all-YZ", "all-Y",
-            "all-Z", "cpu-only")
-RUN_OVERHEAD_S = 0.5            # Runner set-up, weight upload, exactness check, per run
+PRIORITY = (
+    "dp",
+    "all-XYZ",
+    "algorithm1",
+    "all-X",
+    "all-XY",
+    "all-XZ",
+    "all-YZ",
+    "all-Y",
+    "all-Z",
+    "cpu-only",
+)
+RUN_OVERHEAD_S = 0.5  # Runner set-up, weight upload, exactness check, per run
 
 
 def best_uniform_batch(impls, prof, n_images):
@@ -64,7 +75,7 @@ def best_uniform_batch(impls, prof, n_images):
     for b in prof.batch_sizes:
         try:
             t = evaluate(impls, prof, b, n_images)[2]
-        except GpuKernelError:          # some layer cannot run so at this batch size
+        except GpuKernelError:  # some layer cannot run so at this batch size
             continue
         if best is None or t < best[1]:
             best = (b, t)
@@ -87,13 +98,14 @@ def load_images(net, name: str, args) -> tuple[np.ndarray, np.ndarray | None, st
             continue
         n = min(args.images, len(x))
         if n < args.images:
-            print(f"{name}: {spec} holds {len(x)} test images, fewer than --images {args.images}: "
-                  f"using {n}", flush=True)
+            print(
+                f"{name}: {spec} holds {len(x)} test images, fewer than --images {args.images}: using {n}",
+                flush=True,
+            )
         return np.ascontiguousarray(x[:n]), y[:n], f"{spec} (test split, first {n} images)"
     if notes:
         print(f"{name}: no --data fits this network ({'; '.join(notes)}): random images", flush=True)
-    return (random_images(DATA_SEED, args.images, net.input_shape), None,
-            f"random (seed {DATA_SEED})")
+    return (random_images(DATA_SEED, args.images, net.input_shape), None, f"random (seed {DATA_SEED})")
 
 
 class Recorder:
@@ -114,23 +126,41 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
     x, labels, data_source = load_images(net, name, args)
     n_images = len(x)
     out_dir = args.out
-    print(f"\n=== {name}: {net.name}, {n_images} images ({data_source}; network seed {NET_SEED} "
-          f"if random), {args.word_bits}-bit words, backend {args.backend}, budget "
-          f"{budget_end - t_start:.0f} s", flush=True)
-    summary = {"shape": name, "network": net.name, "images": n_images, "data": data_source,
-               "word_bits": args.word_bits, "budget_s": round(budget_end - t_start, 1),
-               "target_s": TARGET_S.get(name), "status": "profiling", "runs": []}
+    print(
+        f"\n=== {name}: {net.name}, {n_images} images ({data_source}; network seed {NET_SEED} "
+        f"if random), {args.word_bits}-bit words, backend {args.backend}, budget "
+        f"{budget_end - t_start:.0f} s",
+        flush=True,
+    )
+    summary = {
+        "shape": name,
+        "network": net.name,
+        "images": n_images,
+        "data": data_source,
+        "word_bits": args.word_bits,
+        "budget_s": round(budget_end - t_start, 1),
+        "target_s": TARGET_S.get(name),
+        "status": "profiling",
+        "runs": [],
+    }
     rec = Recorder(out_dir, name, summary)
     impls = list(IMPLS)
     try:
-        Runner(net, "cpu", backend="cpu").cpu
-    except BuildError as exc:           # no g++ here: map among GPU configurations only
+        _ = Runner(net, "cpu", backend="cpu").cpu  # builds the CPU implementation
+    except BuildError as exc:  # no g++ here: map among GPU configurations only
         print(f"CPU implementation unavailable ({exc}); mapping GPU configurations only")
         impls = list(CONFIGS)
     profile_deadline = t_start + args.profile_share * (budget_end - t_start)
-    src = MeasuredProfile(backend=args.backend, word_bits=args.word_bits, repeats=args.repeats,
-                          warmup=args.warmup, impls=impls, progress=True, launches=args.launches,
-                          deadline=profile_deadline)
+    src = MeasuredProfile(
+        backend=args.backend,
+        word_bits=args.word_bits,
+        repeats=args.repeats,
+        warmup=args.warmup,
+        impls=impls,
+        progress=True,
+        launches=args.launches,
+        deadline=profile_deadline,
+    )
     mapping = map_network(net, batch_range(*exps), src, n_images=n_images)
     profile_s = time.perf_counter() - t_start
     table = format_table(mapping)
@@ -142,8 +172,13 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
     left_out = prof.meta.get("batch_sizes_left_out", [])
     if left_out:
         print(f"{name}: profile budget used up: batch sizes {left_out} left out", flush=True)
-    summary.update(status="running", batch_sizes=prof.batch_sizes, batch_sizes_left_out=left_out,
-                   profile_source=prof.source, profile_s=round(profile_s, 2))
+    summary.update(
+        status="running",
+        batch_sizes=prof.batch_sizes,
+        batch_sizes_left_out=left_out,
+        profile_source=prof.source,
+        profile_s=round(profile_s, 2),
+    )
     rec.write()
 
     n_check = min(args.check, n_images)
@@ -155,14 +190,23 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
     plans = {f"all-{c}": [c] * L for c in CONFIGS if c in impls}
     if CPU in impls:
         plans["cpu-only"] = [CPU] * L
-    candidates = {ch.algorithm: {"impls": ch.impls, "batch": ch.batch, "predicted_s": ch.total_s,
-                                 "predicted_gpu_kernel_s": ch.gpu_kernel_s,
-                                 "predicted_gpu_host_s": ch.gpu_host_s}
-                  for ch in (mapping.dp, mapping.algorithm1)}
+    candidates = {
+        ch.algorithm: {
+            "impls": ch.impls,
+            "batch": ch.batch,
+            "predicted_s": ch.total_s,
+            "predicted_gpu_kernel_s": ch.gpu_kernel_s,
+            "predicted_gpu_host_s": ch.gpu_host_s,
+        }
+        for ch in (mapping.dp, mapping.algorithm1)
+    }
     for plan_name, m in plans.items():
         best = best_uniform_batch(m, prof, n_images)
-        candidates[plan_name] = ({"impls": m, "skipped": "cannot be launched at any batch size"}
-                                 if best is None else {"impls": m, "batch": best[0], "predicted_s": best[1]})
+        candidates[plan_name] = (
+            {"impls": m, "skipped": "cannot be launched at any batch size"}
+            if best is None
+            else {"impls": m, "batch": best[0], "predicted_s": best[1]}
+        )
     runs = summary["runs"]
     for run_name in [p for p in PRIORITY if p in candidates]:
         run = {"name": run_name, **candidates[run_name]}
@@ -171,8 +215,11 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
             left = budget_end - time.perf_counter()
             # a run costs its prediction, plus a warm-up batch, plus the set-up and check, plus
             # the energy window (repeats of the run, at least one, when NVML reads energy)
-            cost = (run["predicted_s"] * (1 + run["batch"] / n_images) + RUN_OVERHEAD_S
-                    + (max(ENERGY_WINDOW_S, run["predicted_s"]) if nvml else 0.0))
+            cost = (
+                run["predicted_s"] * (1 + run["batch"] / n_images)
+                + RUN_OVERHEAD_S
+                + (max(ENERGY_WINDOW_S, run["predicted_s"]) if nvml else 0.0)
+            )
             if run["predicted_s"] > args.max_run_s:
                 run["skipped"] = f"predicted {run['predicted_s']:.1f} s > --max-run-s {args.max_run_s}"
             elif cost > left:
@@ -181,53 +228,90 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
             print(f"{run_name:>12}: skipped ({run['skipped']})", flush=True)
             rec.write()
             continue
-        runner = Runner(net, run["impls"], backend=args.backend, word_bits=args.word_bits,
-                        batch=run["batch"])
-        check = runner.run(x[:n_check])                    # exactness, and the warm-up
-        exact = all(np.array_equal(a, b) for a, b in zip(check.outputs, ref.outputs)) and \
-            np.array_equal(check.predictions, ref.predictions)
-        runner.run(x[:run["batch"]], keep_outputs=False)   # warm-up at full batch size
+        runner = Runner(net, run["impls"], backend=args.backend, word_bits=args.word_bits, batch=run["batch"])
+        check = runner.run(x[:n_check])  # exactness, and the warm-up
+        exact = all(
+            np.array_equal(a, b) for a, b in zip(check.outputs, ref.outputs, strict=True)
+        ) and np.array_equal(check.predictions, ref.predictions)
+        runner.run(x[: run["batch"]], keep_outputs=False)  # warm-up at full batch size
         res = runner.run(x, keep_outputs=False)
         # energy over repeats of the same run: NVML's counter moves in steps (nvml_energy.py)
-        energy = (energy_per_call(lambda: runner.run(x, keep_outputs=False, predictions=False))
-                  if nvml else NO_READING)
-        accuracy = (float(np.mean(res.predictions == labels))
-                    if labels is not None and res.predictions is not None else None)
-        run.update({"wall_s": res.wall_s, "gpu_kernel_s": res.gpu_kernel_s,
-                    "gpu_host_s": res.gpu_host_s, "transfer_s": res.transfer_s,
-                    "exact_on_first": n_check if exact else None, "exact": exact,
-                    "accuracy": accuracy, **energy.as_dict(), "result": res.as_dict()})
-        print(f"{run_name:>12}: batch {run['batch']:>5}, wall {1e3 * res.wall_s:10.3f} ms "
-              f"(predicted {1e3 * run['predicted_s']:10.3f} ms; GPU kernels {1e3 * res.gpu_kernel_s:.3f} ms, "
-              f"host issue {1e3 * res.gpu_host_s:.3f} ms, copies {1e3 * res.transfer_s:.3f} ms), "
-              f"exact on {n_check}: {exact}"
-              + (f", accuracy {100 * accuracy:.2f}%" if accuracy is not None else "")
-              + (f", {energy.joules_per_call:.2f} J ({energy.calls} runs in {energy.seconds:.1f} s)"
-                 if energy.joules_per_call is not None else ""), flush=True)
+        energy = (
+            energy_per_call(lambda runner=runner: runner.run(x, keep_outputs=False, predictions=False))
+            if nvml
+            else NO_READING
+        )
+        accuracy = (
+            float(np.mean(res.predictions == labels))
+            if labels is not None and res.predictions is not None
+            else None
+        )
+        run.update(
+            {
+                "wall_s": res.wall_s,
+                "gpu_kernel_s": res.gpu_kernel_s,
+                "gpu_host_s": res.gpu_host_s,
+                "transfer_s": res.transfer_s,
+                "exact_on_first": n_check if exact else None,
+                "exact": exact,
+                "accuracy": accuracy,
+                **energy.as_dict(),
+                "result": res.as_dict(),
+            }
+        )
+        print(
+            f"{run_name:>12}: batch {run['batch']:>5}, wall {1e3 * res.wall_s:10.3f} ms "
+            f"(predicted {1e3 * run['predicted_s']:10.3f} ms; GPU kernels {1e3 * res.gpu_kernel_s:.3f} ms, "
+            f"host issue {1e3 * res.gpu_host_s:.3f} ms, copies {1e3 * res.transfer_s:.3f} ms), "
+            f"exact on {n_check}: {exact}"
+            + (f", accuracy {100 * accuracy:.2f}%" if accuracy is not None else "")
+            + (
+                f", {energy.joules_per_call:.2f} J ({energy.calls} runs in {energy.seconds:.1f} s)"
+                if energy.joules_per_call is not None
+                else ""
+            ),
+            flush=True,
+        )
         rec.write()
 
     done = [r for r in runs if "wall_s" in r]
     best = min(done, key=lambda r: r["wall_s"]) if done else None
     walls = {r["name"]: r["wall_s"] for r in done}
     target = TARGET_S.get(name)
-    verdict = (bool(best and best["wall_s"] < target)
-               if args.backend == "cupy" and target is not None and n_images == TARGET_IMAGES else None)
+    verdict = (
+        bool(best and best["wall_s"] < target)
+        if args.backend == "cupy" and target is not None and n_images == TARGET_IMAGES
+        else None
+    )
     if not done:
         print(f"{name}: no full run fitted the budget", flush=True)
     summary.update(
-        status="done", all_exact=all(r["exact"] for r in done) if done else None,
-        best_run=best["name"] if best else None, best_wall_s=best["wall_s"] if best else None,
+        status="done",
+        all_exact=all(r["exact"] for r in done) if done else None,
+        best_run=best["name"] if best else None,
+        best_wall_s=best["wall_s"] if best else None,
         dp_vs_all_xyz=(walls["all-XYZ"] / walls["dp"]) if {"dp", "all-XYZ"} <= set(walls) else None,
-        target_met=verdict, seconds=round(time.perf_counter() - t_start, 2))
+        target_met=verdict,
+        seconds=round(time.perf_counter() - t_start, 2),
+    )
     rec.write()
     if best:
-        print(f"{name}: best {best['name']} {1e3 * best['wall_s']:.3f} ms for {n_images} images"
-              + (f" (target {1e3 * target:.0f} ms for {TARGET_IMAGES} on an H200"
-                 + (f": {'met' if verdict else 'NOT met'})" if verdict is not None else ")")
-                 if target is not None else "")
-              + ("" if args.backend == "cupy" else "; emulation: NOT GPU timings")
-              + (f"; dp vs all-XYZ: all-XYZ takes {summary['dp_vs_all_xyz']:.2f}x the DP mapping's time"
-                 if summary["dp_vs_all_xyz"] else ""), flush=True)
+        print(
+            f"{name}: best {best['name']} {1e3 * best['wall_s']:.3f} ms for {n_images} images"
+            + (
+                f" (target {1e3 * target:.0f} ms for {TARGET_IMAGES} on an H200"
+                + (f": {'met' if verdict else 'NOT met'})" if verdict is not None else ")")
+                if target is not None
+                else ""
+            )
+            + ("" if args.backend == "cupy" else "; emulation: NOT GPU timings")
+            + (
+                f"; dp vs all-XYZ: all-XYZ takes {summary['dp_vs_all_xyz']:.2f}x the DP mapping's time"
+                if summary["dp_vs_all_xyz"]
+                else ""
+            ),
+            flush=True,
+        )
     return summary
 
 
@@ -238,49 +322,74 @@ def _merge_json(path: Path, info: dict, shapes: dict, seconds: float, interrupte
         old = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         old = {}
-    merged = {"info": info, "shapes": {**old.get("shapes", {}), **shapes},
-              "seconds": {**old.get("seconds", {}), **{k: seconds for k in shapes}}}
+    merged = {
+        "info": info,
+        "shapes": {**old.get("shapes", {}), **shapes},
+        "seconds": {**old.get("seconds", {}), **{k: seconds for k in shapes}},
+    }
     if interrupted:
         merged["interrupted"] = sorted(set(old.get("interrupted", [])) | set(shapes))
     write_text_atomic(path, json.dumps(merged, indent=1, default=str))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
     ap.add_argument("--backend", default="cupy", choices=("cupy", "emulation", "auto"))
-    ap.add_argument("--shapes", nargs="+", default=["fashion", "cifar10"],
-                    help="fashion, cifar10 (seeded random parameters) or .onnx files")
-    ap.add_argument("--data", nargs="+", default=None, metavar="SPEC",
-                    help="real images instead of random ones: a dataset directory or file, or a "
-                         "name models.datasets knows (fashion); each shape takes the first that "
-                         "fits its input, the test split; accuracy is reported beside time")
+    ap.add_argument(
+        "--shapes",
+        nargs="+",
+        default=["fashion", "cifar10"],
+        help="fashion, cifar10 (seeded random parameters) or .onnx files",
+    )
+    ap.add_argument(
+        "--data",
+        nargs="+",
+        default=None,
+        metavar="SPEC",
+        help="real images instead of random ones: a dataset directory or file, or a "
+        "name models.datasets knows (fashion); each shape takes the first that "
+        "fits its input, the test split; accuracy is reported beside time",
+    )
     ap.add_argument("--images", type=int, default=TARGET_IMAGES)
     ap.add_argument("--word-bits", type=int, default=64, choices=(32, 64))
     ap.add_argument("--fashion-exp", type=int, nargs=2, default=(6, 12), metavar=("BL", "BU"))
     ap.add_argument("--cifar10-exp", type=int, nargs=2, default=(6, 10), metavar=("BL", "BU"))
-    ap.add_argument("--exp", type=int, nargs=2, default=(6, 10), metavar=("BL", "BU"),
-                    help="batch exponents of ONNX shapes")
+    ap.add_argument(
+        "--exp",
+        type=int,
+        nargs=2,
+        default=(6, 10),
+        metavar=("BL", "BU"),
+        help="batch exponents of ONNX shapes",
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--launches", type=int, default=4, help="back-to-back launches per GPU timing")
     ap.add_argument("--check", type=int, default=16, help="images checked against the golden model")
-    ap.add_argument("--max-run-s", type=float, default=10.0,
-                    help="skip a full run whose profile predicts more than this")
-    ap.add_argument("--budget-s", type=float, default=150.0,
-                    help="seconds for each shape: profile, mapping and full runs")
-    ap.add_argument("--profile-share", type=float, default=0.5,
-                    help="share of a shape's budget its profile may use")
+    ap.add_argument(
+        "--max-run-s", type=float, default=10.0, help="skip a full run whose profile predicts more than this"
+    )
+    ap.add_argument(
+        "--budget-s", type=float, default=150.0, help="seconds for each shape: profile, mapping and full runs"
+    )
+    ap.add_argument(
+        "--profile-share", type=float, default=0.5, help="share of a shape's budget its profile may use"
+    )
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     for spec in args.shapes:
         if spec not in SHAPES and not (spec.endswith(".onnx") and Path(spec).is_file()):
-            print(f"gpu_bnn: --shapes {spec}: neither {' nor '.join(SHAPES)} nor an existing .onnx "
-                  f"file", file=sys.stderr)
+            print(
+                f"gpu_bnn: --shapes {spec}: neither {' nor '.join(SHAPES)} nor an existing .onnx file",
+                file=sys.stderr,
+            )
             return 2
     if args.images < 1 or args.budget_s <= 0 or not 0 < args.profile_share <= 1:
-        print("gpu_bnn: --images and --budget-s must be positive, --profile-share in (0, 1]",
-              file=sys.stderr)
+        print("gpu_bnn: --images and --budget-s must be positive, --profile-share in (0, 1]", file=sys.stderr)
         return 2
     if args.data:
         fits = []
@@ -294,8 +403,11 @@ def main(argv=None) -> int:
                 except DatasetError as exc:
                     last = exc
         if not fits:
-            print(f"gpu_bnn: --data {' '.join(args.data)} fits none of the shapes "
-                  f"{', '.join(args.shapes)} ({last})", file=sys.stderr)
+            print(
+                f"gpu_bnn: --data {' '.join(args.data)} fits none of the shapes "
+                f"{', '.join(args.shapes)} ({last})",
+                file=sys.stderr,
+            )
             return 2
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -305,13 +417,18 @@ def main(argv=None) -> int:
         print(f"gpu_bnn: the {args.backend} backend cannot run here: {exc}", file=sys.stderr)
         return 3
     args.backend = gpu.backend
-    info = {"backend": gpu.backend, "device": getattr(gpu, "device_name", None),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "host": platform.node(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    info = {
+        "backend": gpu.backend,
+        "device": getattr(gpu, "device_name", None),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "host": platform.node(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     print(json.dumps(info), flush=True)
     shapes, interrupted = {}, False
     try:
-        for i, spec in enumerate(args.shapes):
+        for _i, spec in enumerate(args.shapes):
             exps = {"fashion": args.fashion_exp, "cifar10": args.cifar10_exp}.get(spec, args.exp)
             budget_end = time.perf_counter() + args.budget_s
             shapes[shape_name(spec)] = bench_shape(spec, exps, args, budget_end)

@@ -16,6 +16,7 @@ benchmark wrote on a GPU; its GPU layers' times are added (a run already there i
 Exit status: 0 the constants in gpu_model.py equal the fit; 1 they do not (paste the printed
 CALIBRATION); 2 bad arguments or files.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,29 +36,50 @@ def samples_of_run(net: str, word_bits: int, path: Path) -> list[dict]:
     if "runs" not in data or "images" not in data:
         raise ValueError(f"{path}: not a gpu_bnn_<shape>.json (no 'runs' / 'images')")
     if not str(data.get("profile_source", "")).startswith("measured: cupy"):
-        raise ValueError(f"{path}: its runs were not measured on a GPU "
-                         f"(profile: {data.get('profile_source')!r})")
+        raise ValueError(
+            f"{path}: its runs were not measured on a GPU (profile: {data.get('profile_source')!r})"
+        )
     out = []
     for run in data["runs"]:
         if "wall_s" not in run or run["result"].get("backend") != "cupy":
             continue
         if run["result"]["word_bits"] != word_bits:
-            raise ValueError(f"{path}: run {run['name']} used {run['result']['word_bits']}-bit "
-                             f"words, not {word_bits}")
+            raise ValueError(
+                f"{path}: run {run['name']} used {run['result']['word_bits']}-bit words, not {word_bits}"
+            )
         for i, layer in enumerate(run["result"]["layers"]):
             if layer["device"] == "gpu" and layer["seconds"] > 0:
-                out.append({"net": net, "word_bits": word_bits, "images": data["images"],
-                            "run": run["name"], "batch": run["batch"], "layer": i,
-                            "impl": layer["impl"], "seconds": layer["seconds"]})
+                out.append(
+                    {
+                        "net": net,
+                        "word_bits": word_bits,
+                        "images": data["images"],
+                        "run": run["name"],
+                        "batch": run["batch"],
+                        "layer": i,
+                        "impl": layer["impl"],
+                        "seconds": layer["seconds"],
+                    }
+                )
     return out
 
 
 def write_samples(samples: list[dict], path: Path) -> None:
     rows = [[s[f] for f in FIELDS] for s in samples]
-    write_text_atomic(path, json.dumps({"about": "GPU layer times measured by benchmarks/gpu_bnn.py on an "
-                                        "NVIDIA H200 (seconds over all batches of the run); "
-                                        "benchmarks/gpu_model_accuracy.py",
-                               "fields": FIELDS, "rows": rows}, separators=(",", ":")) + "\n")
+    write_text_atomic(
+        path,
+        json.dumps(
+            {
+                "about": "GPU layer times measured by benchmarks/gpu_bnn.py on an "
+                "NVIDIA H200 (seconds over all batches of the run); "
+                "benchmarks/gpu_model_accuracy.py",
+                "fields": FIELDS,
+                "rows": rows,
+            },
+            separators=(",", ":"),
+        )
+        + "\n",
+    )
 
 
 def report(samples: list[dict], raws: list[tuple[str, float]]) -> bool:
@@ -66,7 +88,7 @@ def report(samples: list[dict], raws: list[tuple[str, float]]) -> bool:
     fit, every = gpu_model.fit_calibration(samples, raws)
     by_family: dict[str, list[tuple[float, float]]] = {}
     runs: dict[tuple, list[float]] = {}
-    for s, (family, raw) in zip(samples, raws):
+    for s, (family, raw) in zip(samples, raws, strict=True):
         cal = raw * gpu_model.calibration(family)
         by_family.setdefault(family, []).append((s["seconds"] / raw, s["seconds"] / cal))
         tot = runs.setdefault((s["net"], s["word_bits"], s["run"]), [0.0, 0.0, 0.0])
@@ -81,33 +103,51 @@ def report(samples: list[dict], raws: list[tuple[str, float]]) -> bool:
         raw = [r for r, _ in by_family[fam]]
         cal = [c for _, c in by_family[fam]]
         code = gpu_model.calibration(fam)
-        print(f"  {fam:16} {len(raw):6}  {geo(raw):6.2f} ({min(raw):5.2f}..{max(raw):5.2f})  "
-              f"{geo(cal):6.2f} ({min(cal):5.2f}..{max(cal):5.2f})  {fit[fam]:5.2f}  {code:5.2f}")
-    print(f"  {'(all)':16} {len(samples):6}  {'':21}  {'':21}  {every:5.2f}  "
-          f"{gpu_model.CALIBRATION_OTHER:5.2f} (families not measured)\n")
+        print(
+            f"  {fam:16} {len(raw):6}  {geo(raw):6.2f} ({min(raw):5.2f}..{max(raw):5.2f})  "
+            f"{geo(cal):6.2f} ({min(cal):5.2f}..{max(cal):5.2f})  {fit[fam]:5.2f}  {code:5.2f}"
+        )
+    print(
+        f"  {'(all)':16} {len(samples):6}  {'':21}  {'':21}  {every:5.2f}  "
+        f"{gpu_model.CALIBRATION_OTHER:5.2f} (families not measured)\n"
+    )
     print("whole runs, GPU kernel time of every layer: measured (the anchor) and modelled")
     print(f"  {'network':28} {'words':>5} {'run':>11} {'measured ms':>12} {'raw x':>7} {'calibrated x':>13}")
     for (net, wb, run), (meas, raw, cal) in runs.items():
         print(f"  {net:28} {wb:5} {run:>11} {1e3 * meas:12.2f} {meas / raw:7.2f} {meas / cal:13.2f}")
     ratios = [m / c for m, _, c in runs.values()]
-    print(f"\ncalibrated whole runs: measured / modelled {min(ratios):.2f}..{max(ratios):.2f} "
-          f"(raw: {min(m / r for m, r, _ in runs.values()):.2f}.."
-          f"{max(m / r for m, r, _ in runs.values()):.2f})")
+    print(
+        f"\ncalibrated whole runs: measured / modelled {min(ratios):.2f}..{max(ratios):.2f} "
+        f"(raw: {min(m / r for m, r, _ in runs.values()):.2f}.."
+        f"{max(m / r for m, r, _ in runs.values()):.2f})"
+    )
     stale = fit != gpu_model.CALIBRATION or every != gpu_model.CALIBRATION_OTHER
     if stale:
-        print(f"\nCALIBRATION in gpu_kernels/gpu_model.py differs from the fit; paste:\n"
-              f"CALIBRATION = {fit}\nCALIBRATION_OTHER = {every}")
+        print(
+            f"\nCALIBRATION in gpu_kernels/gpu_model.py differs from the fit; paste:\n"
+            f"CALIBRATION = {fit}\nCALIBRATION_OTHER = {every}"
+        )
     return not stale
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--add", nargs=3, action="append", default=[],
-                    metavar=("NET", "WORD_BITS", "RUN_JSON"),
-                    help="add a GPU run's layer times to the stored measurements")
-    ap.add_argument("--data", type=Path, default=gpu_model.CALIBRATION_DATA,
-                    help="the stored measurements (default: %(default)s)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--add",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("NET", "WORD_BITS", "RUN_JSON"),
+        help="add a GPU run's layer times to the stored measurements",
+    )
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=gpu_model.CALIBRATION_DATA,
+        help="the stored measurements (default: %(default)s)",
+    )
     args = ap.parse_args(argv)
     try:
         samples = gpu_model.load_samples(args.data) if args.data.exists() else []
@@ -125,7 +165,7 @@ def main(argv=None) -> int:
             write_samples(samples, args.data)
         if not samples:
             raise ValueError(f"{args.data}: no measurements (add some with --add)")
-        raws = [gpu_model.raw_sample_s(s) for s in samples]   # every sample's network loads
+        raws = [gpu_model.raw_sample_s(s) for s in samples]  # every sample's network loads
     except (OSError, ValueError, KeyError, IndexError) as exc:
         print(f"gpu_model_accuracy: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ Target: end to end >= 80% of raw for both models. With --sim-speed (default) the
 
     .venv/bin/python benchmarks/rtl_compare_speed.py [--rtl-images 4] [--no-sim-speed]
 """
+
 import argparse
 import json
 import os
@@ -37,16 +38,26 @@ def main() -> int:
     ap.add_argument("--rtl-images", type=int, default=4, help="images through the RTL per model")
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     ap.add_argument("--sim", default="verilator", choices=["verilator", "icarus"])
-    ap.add_argument("--no-sim-speed", action="store_true",
-                    help="skip the second anchor (benchmarks/sim_speed.py's probe, 8x8 top)")
+    ap.add_argument(
+        "--no-sim-speed",
+        action="store_true",
+        help="skip the second anchor (benchmarks/sim_speed.py's probe, 8x8 top)",
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
-            opts = Options(model=zoo.path(name), data="digits", images=args.rtl_images,
-                           rtl_images=args.rtl_images, sim=args.sim, rtl_jobs=1,
-                           out=Path(tmp) / name, progress=False)
+            opts = Options(
+                model=zoo.path(name),
+                data="digits",
+                images=args.rtl_images,
+                rtl_images=args.rtl_images,
+                sim=args.sim,
+                rtl_jobs=1,
+                out=Path(tmp) / name,
+                progress=False,
+            )
             try:
                 report, code = run(opts)
             except CompareError as exc:
@@ -55,46 +66,80 @@ def main() -> int:
             rtl = report["fpga"]["rtl"]
             shard = rtl["shards"][0]
             cycles = sum(rtl["cycles"])
-            rows.append({
-                "model": name, "images": rtl["images"], "cycles_per_image": rtl["cycles"][0],
-                "mismatches": report["mismatches"]["fpga"],
-                "cycles_match_model": rtl["cycles_match_model"],
-                "raw": rtl["sim_cycles_per_s"], "end_to_end": rtl["end_to_end_cycles_per_s"],
-                "with_startup": cycles / shard["process_s"],
-                "load_s": shard["load_s"], "load_words": shard["load_words"],
-                "bulk_load_s": shard["bulk_load_s"], "bulk_read_s": shard["bulk_read_s"],
-                "job_s": shard["job_s"], "sim_s": shard["sim_s"],
-                "process_s": shard["process_s"], "exit": code})
-            print(f"[rtl_compare_speed] {name}: {rows[-1]['end_to_end']:,.0f} of "
-                  f"{rows[-1]['raw']:,.0f} cycles/s", file=sys.stderr, flush=True)
+            rows.append(
+                {
+                    "model": name,
+                    "images": rtl["images"],
+                    "cycles_per_image": rtl["cycles"][0],
+                    "mismatches": report["mismatches"]["fpga"],
+                    "cycles_match_model": rtl["cycles_match_model"],
+                    "raw": rtl["sim_cycles_per_s"],
+                    "end_to_end": rtl["end_to_end_cycles_per_s"],
+                    "with_startup": cycles / shard["process_s"],
+                    "load_s": shard["load_s"],
+                    "load_words": shard["load_words"],
+                    "bulk_load_s": shard["bulk_load_s"],
+                    "bulk_read_s": shard["bulk_read_s"],
+                    "job_s": shard["job_s"],
+                    "sim_s": shard["sim_s"],
+                    "process_s": shard["process_s"],
+                    "exit": code,
+                }
+            )
+            print(
+                f"[rtl_compare_speed] {name}: {rows[-1]['end_to_end']:,.0f} of "
+                f"{rows[-1]['raw']:,.0f} cycles/s",
+                file=sys.stderr,
+                flush=True,
+            )
     anchor = None
-    if not args.no_sim_speed:              # benchmarks/sim_speed.py itself, 8x8, one thread
+    if not args.no_sim_speed:  # benchmarks/sim_speed.py itself, 8x8, one thread
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "sim_speed.json"
-            subprocess.run([sys.executable, str(Path(__file__).with_name("sim_speed.py")),
-                            "--sim", args.sim, "--array", "8x8", "--json", str(out)],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(Path(__file__).with_name("sim_speed.py")),
+                    "--sim",
+                    args.sim,
+                    "--array",
+                    "8x8",
+                    "--json",
+                    str(out),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             anchor = json.loads(out.read_text())[0]["cycles_per_s"]
 
-    print(f"\nRTL images through compare_gpu_fpga.py on {args.sim} (bench wrapper, bulk "
-          f"transfers, one simulator process), load average {os.getloadavg()[0]:.1f}")
-    print(f"  {'model':<11} {'images':>6} {'cycles/img':>10} {'raw c/s':>10} {'e2e c/s':>10} "
-          f"{'e2e/raw':>7} {'+startup':>10} {'mism.':>5} {'cycles=model':>12}")
+    print(
+        f"\nRTL images through compare_gpu_fpga.py on {args.sim} (bench wrapper, bulk "
+        f"transfers, one simulator process), load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"  {'model':<11} {'images':>6} {'cycles/img':>10} {'raw c/s':>10} {'e2e c/s':>10} "
+        f"{'e2e/raw':>7} {'+startup':>10} {'mism.':>5} {'cycles=model':>12}"
+    )
     ok = True
     for r in rows:
         ratio = r["end_to_end"] / r["raw"]
         ok &= ratio >= TARGET and r["mismatches"] == 0 and r["cycles_match_model"]
-        print(f"  {r['model']:<11} {r['images']:>6} {r['cycles_per_image']:>10,} "
-              f"{r['raw']:>10,.0f} {r['end_to_end']:>10,.0f} {100 * ratio:>6.1f}% "
-              f"{r['with_startup']:>10,.0f} {r['mismatches']:>5} {str(r['cycles_match_model']):>12}")
-        print(f"  {'':<11} program load {r['load_words']:,} words in {r['load_s']:.2f} s; "
-              f"bulk writes {r['bulk_load_s']:.2f} s, reads {r['bulk_read_s']:.2f} s; runs "
-              f"{r['sim_s']:.2f} s of a {r['job_s']:.2f} s job, process {r['process_s']:.2f} s")
+        print(
+            f"  {r['model']:<11} {r['images']:>6} {r['cycles_per_image']:>10,} "
+            f"{r['raw']:>10,.0f} {r['end_to_end']:>10,.0f} {100 * ratio:>6.1f}% "
+            f"{r['with_startup']:>10,.0f} {r['mismatches']:>5} {str(r['cycles_match_model']):>12}"
+        )
+        print(
+            f"  {'':<11} program load {r['load_words']:,} words in {r['load_s']:.2f} s; "
+            f"bulk writes {r['bulk_load_s']:.2f} s, reads {r['bulk_read_s']:.2f} s; runs "
+            f"{r['sim_s']:.2f} s of a {r['job_s']:.2f} s job, process {r['process_s']:.2f} s"
+        )
     if anchor is not None:
-        print(f"  anchor: benchmarks/sim_speed.py probe, 8x8 top, same run: {anchor:,.0f} "
-              f"cycles/s")
-    print(f"target: end to end >= {TARGET:.0%} of raw for every model, zero mismatches, cycles "
-          f"equal to the model: {'met' if ok else 'NOT met'}")
+        print(f"  anchor: benchmarks/sim_speed.py probe, 8x8 top, same run: {anchor:,.0f} cycles/s")
+    print(
+        f"target: end to end >= {TARGET:.0%} of raw for every model, zero mismatches, cycles "
+        f"equal to the model: {'met' if ok else 'NOT met'}"
+    )
     if args.json:
         write_text_atomic(args.json, json.dumps({"rows": rows, "sim_speed_8x8": anchor}, indent=2))
     return 0 if ok else 1

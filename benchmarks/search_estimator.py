@@ -13,6 +13,7 @@ masked and leave-one-out estimates are unbiased; the batch mean is biased by (n-
     .venv/bin/python benchmarks/search_estimator.py [--family sac|bnn] [--data digits]
         [--budget 15000] [--draws 300] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ from workbench.search.families import family
 from workbench.search.gates import budget_penalty, reinforce_loss
 from workbench.search.trial import TrialConfig, train_supernet
 
-ESTIMATORS = {               # name: (baseline, masked)
+ESTIMATORS = {  # name: (baseline, masked)
     "batch mean, every gate (the paper's)": ("batch-mean", False),
     "leave-one-out, every gate": ("leave-one-out", False),
     "batch mean, relevant gates": ("batch-mean", True),
@@ -37,18 +38,18 @@ ESTIMATORS = {               # name: (baseline, masked)
 }
 
 
-def gradients(net, model, cost: str, budget: float, lam: float, x, y, draws: int, gen,
-              baseline: str, masked: bool) -> torch.Tensor:
+def gradients(
+    net, model, cost: str, budget: float, lam: float, x, y, draws: int, gen, baseline: str, masked: bool
+) -> torch.Tensor:
     """[draws, gates]: the estimate of d objective / d logits, one per fresh sample of gates."""
     out = []
-    net.eval()                       # batch norm fixed: only the gates' draws vary
+    net.eval()  # batch norm fixed: only the gates' draws vary
     for _ in range(draws):
         h = net.gates.sample(len(x), generator=gen)
         with torch.no_grad():
             logits, activity = net(x, h)
             loss = F.cross_entropy(logits, y, reduction="none")
-            d = loss + budget_penalty(model.per_example(cost, net.decode_batch(h), activity),
-                                      budget, lam)
+            d = loss + budget_penalty(model.per_example(cost, net.decode_batch(h), activity), budget, lam)
         net.gates.logits.grad = None
         logp = net.gates.log_prob(h, net.relevant(h) if masked else None)
         reinforce_loss(d, logp, baseline).backward()
@@ -63,30 +64,53 @@ def main() -> int:
     ap.add_argument("--cost", default="cycles")
     ap.add_argument("--budget", type=float, default=15000.0)
     ap.add_argument("--lam", type=float, default=1.0)
-    ap.add_argument("--warmup-epochs", type=int, default=3,
-                    help="weight-only epochs that make the fixed super network")
+    ap.add_argument(
+        "--warmup-epochs", type=int, default=3, help="weight-only epochs that make the fixed super network"
+    )
     ap.add_argument("--draws", type=int, default=300)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    print(f"seed {args.seed}; {args.family} super network on {args.data}, {args.cost} budget "
-          f"{args.budget:,.0f}, lambda {args.lam}; {args.warmup_epochs} warm-up epochs, one "
-          f"batch of {args.batch}, {args.draws} draws per estimator", flush=True)
+    print(
+        f"seed {args.seed}; {args.family} super network on {args.data}, {args.cost} budget "
+        f"{args.budget:,.0f}, lambda {args.lam}; {args.warmup_epochs} warm-up epochs, one "
+        f"batch of {args.batch}, {args.draws} draws per estimator",
+        flush=True,
+    )
     fam = family(args.family)
     t0 = time.perf_counter()
     with training_session(args.seed, 1) as gen:
         train, val = load_dataset(args.data, "train"), load_dataset(args.data, "val")
         model = CostModel(fam, CostSettings(), train.image_shape, train.classes)
-        cfg = TrialConfig(family=args.family, cost=args.cost, budget=args.budget, lam=args.lam,
-                          seed=args.seed, data=args.data, epochs=args.warmup_epochs,
-                          warmup_epochs=args.warmup_epochs, export=False)
+        cfg = TrialConfig(
+            family=args.family,
+            cost=args.cost,
+            budget=args.budget,
+            lam=args.lam,
+            seed=args.seed,
+            data=args.data,
+            epochs=args.warmup_epochs,
+            warmup_epochs=args.warmup_epochs,
+            export=False,
+        )
         net, _ = train_supernet(cfg, fam, model, to_tensors(train), to_tensors(val), gen)
         x, y = to_tensors(train)
-        x, y = x[:args.batch], y[:args.batch]
+        x, y = x[: args.batch], y[: args.batch]
         results = {}
         for name, (baseline, masked) in ESTIMATORS.items():
-            g = gradients(net, model, args.cost, args.budget, args.lam, x, y, args.draws,
-                          torch.Generator().manual_seed(args.seed + 1), baseline, masked)
+            g = gradients(
+                net,
+                model,
+                args.cost,
+                args.budget,
+                args.lam,
+                x,
+                y,
+                args.draws,
+                torch.Generator().manual_seed(args.seed + 1),
+                baseline,
+                masked,
+            )
             results[name] = g
     anchor = next(iter(results.values()))
     var0, mean0 = float(anchor.var(dim=0).sum()), anchor.mean(dim=0)

@@ -16,6 +16,7 @@ Trials and trainings already finished in the output folder are read back (the se
 so an interrupted configuration continues where it stopped. The estimate printed first is from
 the per-epoch times measured on the 2-core development machine (CONFIGS' `minutes`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,38 +43,112 @@ DOC = ROOT / "docs" / "search.md"
 # and the minutes one super network and one final training take on one core of the development
 # machine (for the estimate printed first)
 CONFIGS = {
-    "digits-sac": {"family": "sac", "data": "digits", "fractions": (0.35, 0.45, 0.55),
-                   "args": ["--seeds", "2", "--epochs", "15", "--warmup-epochs", "3",
-                            "--final-float-epochs", "20", "--final-epochs", "8"],
-                   "minutes": (0.8, 0.8)},
-    "digits-bnn": {"family": "bnn", "data": "digits", "fractions": (0.3, 0.45, 0.55),
-                   "args": ["--seeds", "2", "--epochs", "15", "--warmup-epochs", "3",
-                            "--final-float-epochs", "15", "--final-epochs", "25"],
-                   "minutes": (1.0, 1.5)},
+    "digits-sac": {
+        "family": "sac",
+        "data": "digits",
+        "fractions": (0.35, 0.45, 0.55),
+        "args": [
+            "--seeds",
+            "2",
+            "--epochs",
+            "15",
+            "--warmup-epochs",
+            "3",
+            "--final-float-epochs",
+            "20",
+            "--final-epochs",
+            "8",
+        ],
+        "minutes": (0.8, 0.8),
+    },
+    "digits-bnn": {
+        "family": "bnn",
+        "data": "digits",
+        "fractions": (0.3, 0.45, 0.55),
+        "args": [
+            "--seeds",
+            "2",
+            "--epochs",
+            "15",
+            "--warmup-epochs",
+            "3",
+            "--final-float-epochs",
+            "15",
+            "--final-epochs",
+            "25",
+        ],
+        "minutes": (1.0, 1.5),
+    },
     # Fashion-MNIST: a shorter recipe than the zoo's (2 + 6 and 6 + 2 epochs instead of 5 + 16
     # and 30 + 4) so that 3 seeds of every model fit in hours on 2 cores; every model, the zoo
     # architecture included, gets the same one
-    "fashion-bnn": {"family": "bnn", "data": "fashion", "fractions": (0.45, 0.6),
-                    "args": ["--seeds", "1", "--epochs", "4", "--warmup-epochs", "1",
-                             "--binary-supernet", "--min-channels", "64,8",
-                             "--final-float-epochs", "2", "--final-epochs", "6"],
-                    "minutes": (20.0, 16.0)},
-    "fashion-sac": {"family": "sac", "data": "fashion", "fractions": (0.45,),
-                    "args": ["--seeds", "1", "--space", "zoo", "--epochs", "4",
-                             "--warmup-epochs", "1", "--final-float-epochs", "6",
-                             "--final-epochs", "2"],
-                    "minutes": (25.0, 20.0)},
+    "fashion-bnn": {
+        "family": "bnn",
+        "data": "fashion",
+        "fractions": (0.45, 0.6),
+        "args": [
+            "--seeds",
+            "1",
+            "--epochs",
+            "4",
+            "--warmup-epochs",
+            "1",
+            "--binary-supernet",
+            "--min-channels",
+            "64,8",
+            "--final-float-epochs",
+            "2",
+            "--final-epochs",
+            "6",
+        ],
+        "minutes": (20.0, 16.0),
+    },
+    "fashion-sac": {
+        "family": "sac",
+        "data": "fashion",
+        "fractions": (0.45,),
+        "args": [
+            "--seeds",
+            "1",
+            "--space",
+            "zoo",
+            "--epochs",
+            "4",
+            "--warmup-epochs",
+            "1",
+            "--final-float-epochs",
+            "6",
+            "--final-epochs",
+            "2",
+        ],
+        "minutes": (25.0, 20.0),
+    },
 }
 
 
 def search_argv(name: str, args) -> list[str]:
     """The `sacbench search` arguments of a configuration (budgets filled in by budgets())."""
     c = CONFIGS[name]
-    argv = ["--family", c["family"], "--cost", "cycles", "--data", c["data"], "--array", "8x8",
-            "--budgets", "1", "--final-seeds", str(args.final_seeds),
-            "--baselines", "random,width", "--out", str(args.out / name), *c["args"]]
-    for flag, value in (("--cpus", args.cpus), ("--address", args.address),
-                        ("--device", args.device)):
+    argv = [
+        "--family",
+        c["family"],
+        "--cost",
+        "cycles",
+        "--data",
+        c["data"],
+        "--array",
+        "8x8",
+        "--budgets",
+        "1",
+        "--final-seeds",
+        str(args.final_seeds),
+        "--baselines",
+        "random,width",
+        "--out",
+        str(args.out / name),
+        *c["args"],
+    ]
+    for flag, value in (("--cpus", args.cpus), ("--address", args.address), ("--device", args.device)):
         if value is not None:
             argv += [flag, str(value)]
     return argv
@@ -84,6 +159,7 @@ def budgets(opts) -> list[float]:
     from models.datasets import load_dataset
     from workbench.search.costs import CostModel
     from workbench.search.families import family
+
     fam = family(opts.family)
     val = load_dataset(opts.data, "val")
     model = CostModel(fam, opts.trial_configs()[0].cost_settings(), val.image_shape, val.classes)
@@ -101,12 +177,15 @@ def estimate_minutes(opts, cpus: int) -> float:
     from workbench.search.evaluation import read_final
     from workbench.search.options import plan_of
     from workbench.search.results import read_result
+
     per_super, per_final = CONFIGS[opts_name(opts)]["minutes"]
     configs = opts.trial_configs()
     trials = [c for c in configs if read_result(Path(c.out)) is None]
-    jobs = [j for j in final_jobs(configs, plan_of(opts, configs),
-                                  Path(opts.out).resolve() / "models")
-            if read_final(j.out) is None]
+    jobs = [
+        j
+        for j in final_jobs(configs, plan_of(opts, configs), Path(opts.out).resolve() / "models")
+        if read_final(j.out) is None
+    ]
     work = len(trials) * (per_super + configs[0].final_seeds * per_final) + len(jobs) * per_final
     return work / max(1, cpus)
 
@@ -129,12 +208,14 @@ def main(argv=None) -> int:
     ap.add_argument("--address", default=None, help="a Ray cluster (HOST:PORT)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default=None)
     ap.add_argument("--verify", action="store_true", help="the front through the compare job")
-    ap.add_argument("--write-docs", action="store_true",
-                    help="put the report into docs/search.md (between its markers)")
+    ap.add_argument(
+        "--write-docs", action="store_true", help="put the report into docs/search.md (between its markers)"
+    )
     ap.add_argument("--out", type=Path, default=Path("out/bench/search"))
     args = ap.parse_args(argv)
     command = "benchmarks/search_pareto.py " + " ".join(
-        map(shlex.quote, sys.argv[1:] if argv is None else argv))
+        map(shlex.quote, sys.argv[1:] if argv is None else argv)
+    )
     try:
         sargv = search_argv(args.config, args)
         opts = options_from_args(build_search_parser().parse_args(sargv), sargv)
@@ -143,10 +224,14 @@ def main(argv=None) -> int:
     except SearchError as exc:
         ap.error(str(exc))
     import os
+
     cpus = args.cpus or (1 if args.address else os.cpu_count() or 1)
-    print(f"[search_pareto] {args.config}: budgets {', '.join(f'{b:,.0f}' for b in opts.budgets)}"
-          f" cycles; about {estimate_minutes(opts, cpus):.0f} min on {cpus} core(s) of the "
-          f"development machine (what is finished in {opts.out} is read back)", flush=True)
+    print(
+        f"[search_pareto] {args.config}: budgets {', '.join(f'{b:,.0f}' for b in opts.budgets)}"
+        f" cycles; about {estimate_minutes(opts, cpus):.0f} min on {cpus} core(s) of the "
+        f"development machine (what is finished in {opts.out} is read back)",
+        flush=True,
+    )
     t0 = time.perf_counter()
     doc = run_search(opts)
     wall = time.perf_counter() - t0
@@ -156,12 +241,14 @@ def main(argv=None) -> int:
     if args.write_docs:
         shown = list(sargv)
         shown[shown.index("--budgets") + 1] = ",".join(f"{b:g}" for b in opts.budgets)
-        stamp = (f"Made on {datetime.date.today().isoformat()} by `{command}`, which runs "
-                 f"`sacbench search {' '.join(shlex.quote(a) for a in shown)}`: "
-                 f"{compute_minutes(doc):.0f} min of training in all (super networks and final "
-                 f"trainings, one core each) on {platform.machine()} with {os.cpu_count()} "
-                 f"cores; this run {wall / 60:.1f} min wall (what had finished in "
-                 f"{opts.out} before was read back).")
+        stamp = (
+            f"Made on {datetime.date.today().isoformat()} by `{command}`, which runs "
+            f"`sacbench search {' '.join(shlex.quote(a) for a in shown)}`: "
+            f"{compute_minutes(doc):.0f} min of training in all (super networks and final "
+            f"trainings, one core each) on {platform.machine()} with {os.cpu_count()} "
+            f"cores; this run {wall / 60:.1f} min wall (what had finished in "
+            f"{opts.out} before was read back)."
+        )
         write_docs(args.config, f"{stamp}\n\n{report}")
         print(f"[search_pareto] wrote the report into {DOC.relative_to(ROOT)}")
     return code

@@ -18,6 +18,7 @@ accuracy and cost; trials still running at --deadline-s are stopped (their folde
 result.json but their checkpoints: the next run continues them). Exit status: 0 every trial
 finished; 2 bad arguments; 3 a trial failed or was stopped.
 """
+
 import argparse
 import multiprocessing as mp
 import sys
@@ -37,34 +38,47 @@ from workbench.search.results import check_finished, read_result
 def _run(config: dict) -> dict:
     """One trial in a worker process (spawned: CUDA does not survive a fork)."""
     from workbench.search.trial import TrialConfig, run_trial
+
     cfg = TrialConfig(**config)
     t0 = time.perf_counter()
 
     def log(msg):
         print(f"[{time.perf_counter() - t0:6.0f} s] {cfg.name}: {msg}", flush=True)
+
     res = run_trial(cfg, log=log)
-    return {"name": cfg.name, "val": res["accuracy"]["val"], "test": res["accuracy"]["test"],
-            "cost": res["costs"].get(cfg.cost), "arch": res["arch_text"],
-            "seconds": res["seconds"]["total"]}
+    return {
+        "name": cfg.name,
+        "val": res["accuracy"]["val"],
+        "test": res["accuracy"]["test"],
+        "cost": res["costs"].get(cfg.cost),
+        "arch": res["arch_text"],
+        "seconds": res["seconds"]["total"],
+    }
 
 
 def _run_job(job: dict) -> dict:
     """One final training of a baseline's architecture in a worker process."""
     from workbench.search.evaluation import FinalJob, run_final
+
     t0 = time.perf_counter()
     res = run_final(FinalJob(**job))
-    return {"name": job["name"], "val": res["val_correct"] / res["val_total"],
-            "test": res["test_correct"] / res["test_total"], "cost": None,
-            "arch": res["arch_text"], "seconds": time.perf_counter() - t0}
+    return {
+        "name": job["name"],
+        "val": res["val_correct"] / res["val_total"],
+        "test": res["test_correct"] / res["test_total"],
+        "cost": None,
+        "arch": res["arch_text"],
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=4, help="trials at once")
-    ap.add_argument("--deadline-s", type=float, default=None,
-                    help="stop the trials still running after this many seconds")
-    ap.add_argument("search", nargs=argparse.REMAINDER,
-                    help="-- then scripts/search.py's arguments")
+    ap.add_argument(
+        "--deadline-s", type=float, default=None, help="stop the trials still running after this many seconds"
+    )
+    ap.add_argument("search", nargs=argparse.REMAINDER, help="-- then scripts/search.py's arguments")
     args = ap.parse_args()
     argv = args.search[1:] if args.search[:1] == ["--"] else args.search
     sargs = build_parser().parse_args(argv)
@@ -81,12 +95,16 @@ def main() -> int:
         print(f"search_trials_gpu: error: {exc}", file=sys.stderr)
         return 2
     todo = [c for c in configs if read_result(Path(c.out)) is None]
-    jobs = [j for j in final_jobs(configs, plan, Path(opts.out).resolve() / "models") if
-            read_final(j.out) is None]
-    print(f"[trials] {len(configs)} trial(s), {len(configs) - len(todo)} already done in "
-          f"{opts.out}; {len(jobs)} baseline training(s) to do; "
-          f"{min(args.workers, max(1, len(todo) + len(jobs)))} at a time on "
-          f"{opts.trial.get('device', 'cpu')}", flush=True)
+    jobs = [
+        j for j in final_jobs(configs, plan, Path(opts.out).resolve() / "models") if read_final(j.out) is None
+    ]
+    print(
+        f"[trials] {len(configs)} trial(s), {len(configs) - len(todo)} already done in "
+        f"{opts.out}; {len(jobs)} baseline training(s) to do; "
+        f"{min(args.workers, max(1, len(todo) + len(jobs)))} at a time on "
+        f"{opts.trial.get('device', 'cpu')}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     done, failed = [], []
     pool = ProcessPoolExecutor(max_workers=args.workers, mp_context=mp.get_context("spawn"))
@@ -97,15 +115,18 @@ def main() -> int:
     def collect(f) -> None:
         try:
             r = f.result()
-        except Exception as exc:          # noqa: BLE001 - reported, counted, the rest go on
+        except Exception as exc:  # noqa: BLE001 - reported, counted, the rest go on
             failed.append(futures[f])
             print(f"[trials] {futures[f]} FAILED: {type(exc).__name__}: {exc}", flush=True)
             return
         done.append(r)
         cost = "" if r["cost"] is None else f", {opts.cost} {r['cost']:,.6g}"
-        print(f"[trials {time.perf_counter() - t0:6.0f} s] {r['name']} done: {r['arch']}, "
-              f"val {100 * r['val']:.2f}%, test {100 * r['test']:.2f}%{cost} "
-              f"({r['seconds']:.0f} s)", flush=True)
+        print(
+            f"[trials {time.perf_counter() - t0:6.0f} s] {r['name']} done: {r['arch']}, "
+            f"val {100 * r['val']:.2f}%, test {100 * r['test']:.2f}%{cost} "
+            f"({r['seconds']:.0f} s)",
+            flush=True,
+        )
 
     while pending:
         left = None if args.deadline_s is None else args.deadline_s - (time.perf_counter() - t0)
@@ -114,22 +135,31 @@ def main() -> int:
         finished, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
         for f in finished:
             collect(f)
-    for f in [f for f in pending if f.done()]:      # ended while the deadline came
+    for f in [f for f in pending if f.done()]:  # ended while the deadline came
         pending.discard(f)
         collect(f)
     stopped = sorted(futures[f] for f in pending)
     if stopped:
         running = sum(f.running() for f in pending)
-        print(f"[trials] deadline: stopping {len(stopped)} unfinished trial(s) ({running} "
-              f"running, the rest not started): {', '.join(stopped)}", flush=True)
+        print(
+            f"[trials] deadline: stopping {len(stopped)} unfinished trial(s) ({running} "
+            f"running, the rest not started): {', '.join(stopped)}",
+            flush=True,
+        )
         for proc in list(getattr(pool, "_processes", {}).values()):
             proc.kill()
     pool.shutdown(wait=not stopped, cancel_futures=True)
-    print(f"[trials] {len(done)} finished, {len(failed)} failed, {len(stopped)} stopped in "
-          f"{time.perf_counter() - t0:.0f} s", flush=True)
+    print(
+        f"[trials] {len(done)} finished, {len(failed)} failed, {len(stopped)} stopped in "
+        f"{time.perf_counter() - t0:.0f} s",
+        flush=True,
+    )
     if stopped or failed:
-        print("[trials] the same command continues the unfinished ones; the front of the "
-              "finished ones: scripts/search.py ARGS --collect-only", flush=True)
+        print(
+            "[trials] the same command continues the unfinished ones; the front of the "
+            "finished ones: scripts/search.py ARGS --collect-only",
+            flush=True,
+        )
     return 3 if failed or stopped else 0
 
 

@@ -3,6 +3,7 @@
 benches and the compare job hand them to the simulator through :meth:`ArrayConfig.hdl_parameters`
 (cocotb's runner sets them as HDL parameters and as ``PARAM_<NAME>`` environment variables, which
 :meth:`ArrayConfig.from_env` reads back inside the simulator)."""
+
 from __future__ import annotations
 
 import os
@@ -17,15 +18,15 @@ MIN_CLOCK_MHZ, MAX_CLOCK_MHZ = 1e-3, 1e5
 
 @dataclass(frozen=True)
 class ArrayConfig:
-    rows: int = 8            # array rows = filters per tile
-    cols: int = 8            # array columns = combined-channel groups per tile
-    cmax: int = 64           # data-buffer banks = most channels one tensor may have
-    ddepth: int = 1024       # data-buffer entries (pixels) per bank
-    pdepth: int = 1024       # partial-sum buffer entries per row bank (int32)
-    wdepth: int = 512        # weight-memory words (one array row of `cols` bytes each)
-    bdepth: int = 512        # bias-memory words (int32)
-    sdepth: int = 64         # shift-table words (cols * 8 directions of 4 bits each, by window position)
-    imem_depth: int = 256    # instruction words (128 bits each)
+    rows: int = 8  # array rows = filters per tile
+    cols: int = 8  # array columns = combined-channel groups per tile
+    cmax: int = 64  # data-buffer banks = most channels one tensor may have
+    ddepth: int = 1024  # data-buffer entries (pixels) per bank
+    pdepth: int = 1024  # partial-sum buffer entries per row bank (int32)
+    wdepth: int = 512  # weight-memory words (one array row of `cols` bytes each)
+    bdepth: int = 512  # bias-memory words (int32)
+    sdepth: int = 64  # shift-table words (cols * 8 directions of 4 bits each, by window position)
+    imem_depth: int = 256  # instruction words (128 bits each)
 
     group_max = MAX_GROUP
     data_bits = DATA_BITS
@@ -52,24 +53,24 @@ class ArrayConfig:
         return {f.name.upper(): getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_hdl_parameters(cls, params: dict) -> "ArrayConfig":
+    def from_hdl_parameters(cls, params: dict) -> ArrayConfig:
         """Inverse of :meth:`hdl_parameters` (other keys, e.g. a bench's own, are ignored)."""
         return cls(**{f.name: int(params[f.name.upper()]) for f in fields(cls)})
 
     @classmethod
-    def from_env(cls, environ=None) -> "ArrayConfig":
+    def from_env(cls, environ=None) -> ArrayConfig:
         """The configuration a bench runs with, from the ``PARAM_<NAME>`` variables the cocotb
         runner sets for every HDL parameter (tb/sim.py)."""
         env = os.environ if environ is None else environ
-        missing = [f"PARAM_{f.name.upper()}" for f in fields(cls)
-                   if f"PARAM_{f.name.upper()}" not in env]
+        missing = [f"PARAM_{f.name.upper()}" for f in fields(cls) if f"PARAM_{f.name.upper()}" not in env]
         if missing:
             raise KeyError(f"the simulator environment lacks {', '.join(missing)}")
-        return cls.from_hdl_parameters({k[len("PARAM_"):]: v for k, v in env.items()
-                                        if k.startswith("PARAM_")})
+        return cls.from_hdl_parameters(
+            {k[len("PARAM_") :]: v for k, v in env.items() if k.startswith("PARAM_")}
+        )
 
     @classmethod
-    def parse(cls, text: str, **kw) -> "ArrayConfig":
+    def parse(cls, text: str, **kw) -> ArrayConfig:
         """'ROWSxCOLS' (e.g. '8x8') plus optional overrides."""
         try:
             r, c = (int(v) for v in text.lower().split("x"))

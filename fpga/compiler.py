@@ -22,6 +22,7 @@ instructions ending in HALT, started at its own `start_pc`. Between segments the
 layers and writes the next segment's input. `Program.plan` lists segments and host ops in order;
 fpga/execute.py runs a plan on the interpreter or, through the host port, on the RTL.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,9 +46,10 @@ class CompileError(ValueError):
 @dataclass
 class LayerProgram:
     """The instructions and buffers of one ArrayOp."""
+
     op: ArrayOp
-    layer_index: int          # network layer whose golden output the op produces (op.last)
-    input: Placement          # where the op reads (data buffer)
+    layer_index: int  # network layer whose golden output the op produces (op.last)
+    input: Placement  # where the op reads (data buffer)
     output: Placement
     first_instr: int
     n_instr: int
@@ -59,10 +61,11 @@ class LayerProgram:
 @dataclass
 class Segment:
     """Instructions start_pc .. start_pc + n_instr - 1 (the last is HALT), one start/done."""
+
     index: int
     start_pc: int
-    n_instr: int = 0          # set when the segment's HALT is emitted
-    layers: list = field(default_factory=list)      # indices into Program.layers
+    n_instr: int = 0  # set when the segment's HALT is emitted
+    layers: list = field(default_factory=list)  # indices into Program.layers
 
 
 @dataclass
@@ -71,20 +74,22 @@ class Program:
     network: ir.Network
     instructions: list
     words: list
-    wmem: np.ndarray              # uint8 [n, cols] packed cell bytes, one word per tile row
-    bmem: np.ndarray              # int32 [n]
-    smem: np.ndarray              # uint8 [n, cols * 8] shift direction per window position
-    layers: list                  # LayerProgram per ArrayOp
-    segments: list                # Segment
-    plan: list                    # HostOp | Segment, in execution order
+    wmem: np.ndarray  # uint8 [n, cols] packed cell bytes, one word per tile row
+    bmem: np.ndarray  # int32 [n]
+    smem: np.ndarray  # uint8 [n, cols * 8] shift direction per window position
+    layers: list  # LayerProgram per ArrayOp
+    segments: list  # Segment
+    plan: list  # HostOp | Segment, in execution order
     dbuf_used: int = 0
     pbuf_used: int = 0
 
     def cycles_per_image(self) -> int:
         """Array cycles of one image: every segment from its start to its HALT, by the cycle
         model (which the RTL meets exactly). Host layers take no array cycles."""
-        return sum(total_cycles(self.instructions[s.start_pc:s.start_pc + s.n_instr], self.config)
-                   for s in self.segments)
+        return sum(
+            total_cycles(self.instructions[s.start_pc : s.start_pc + s.n_instr], self.config)
+            for s in self.segments
+        )
 
     @property
     def host_layers(self) -> list:
@@ -92,16 +97,17 @@ class Program:
         return [i for step in self.plan if isinstance(step, HostOp) for i in step.layers]
 
 
-def _chunk(cfg: ArrayConfig, channels: int, window: int, span: int, producer_rows: int,
-           label: str) -> int:
+def _chunk(cfg: ArrayConfig, channels: int, window: int, span: int, producer_rows: int, label: str) -> int:
     """Channels per chunk: 0 (all in one) when every tile fits the CMAX banks, else the largest
     multiple of lcm(consumer window, producer rows) that does."""
     if span <= cfg.cmax and channels <= cfg.cmax:
         return 0
     step = math.lcm(window, producer_rows)
     if step > cfg.cmax:
-        raise CompileError(f"{label}: a tile window of {window} channels and {producer_rows} "
-                           f"rows cannot share chunks of at most {cfg.cmax} banks")
+        raise CompileError(
+            f"{label}: a tile window of {window} channels and {producer_rows} "
+            f"rows cannot share chunks of at most {cfg.cmax} banks"
+        )
     return cfg.cmax // step * step
 
 
@@ -111,9 +117,9 @@ class _Builder:
     def __init__(self, cfg: ArrayConfig):
         self.cfg = cfg
         self.instrs, self.wrows, self.biases, self.shifts = [], [], [], []
-        self.n_wrows = 0        # weight-memory words so far (wrows holds blocks of tile rows)
-        self.dnext = 0          # next free data-buffer entry
-        self.pnext = 0          # next free partial-sum entry (kept outputs)
+        self.n_wrows = 0  # weight-memory words so far (wrows holds blocks of tile rows)
+        self.dnext = 0  # next free data-buffer entry
+        self.pnext = 0  # next free partial-sum entry (kept outputs)
         self.phigh = 0
         self.identity_word = None
 
@@ -122,15 +128,17 @@ class _Builder:
         pl = Placement("dbuf", self.dnext, channels, height, width, chunk=chunk)
         self.dnext += pl.entries
         if self.dnext > self.cfg.ddepth:
-            raise CompileError(f"{label}: the data buffer needs {self.dnext} entries for all "
-                               f"tensors; the array has {self.cfg.ddepth}")
+            raise CompileError(
+                f"{label}: the data buffer needs {self.dnext} entries for all "
+                f"tensors; the array has {self.cfg.ddepth}"
+            )
         return pl
 
     def shift_words(self, op: ArrayOp, k_tiles: int) -> list:
         cfg, g, k = self.cfg, op.weights.group, op.in_channels
         words = []
         for kt in range(k_tiles):
-            word = np.full(cfg.cols * 8, SHIFT_IDENTITY)       # made uint8 with the whole image
+            word = np.full(cfg.cols * 8, SHIFT_IDENTITY)  # made uint8 with the whole image
             if op.shift is None:
                 if self.identity_word is None:
                     self.identity_word = len(self.shifts)
@@ -141,7 +149,7 @@ class _Builder:
             # window is cols * g channels; only the last tile's is cut, by the channel count)
             first = kt * cfg.cols * g
             last = min(k, first + cfg.cols * g)
-            word[:last - first] = op.shift.directions[first:last]
+            word[: last - first] = op.shift.directions[first:last]
             words.append(len(self.shifts))
             self.shifts.append(word)
         return words
@@ -152,21 +160,19 @@ class _Builder:
         self.emit_tiles(op, inp, out, scratch)
         return n_tiles, k_tiles
 
-    def reserve_partial_sums(self, op: ArrayOp, out: Placement, n_tiles: int, k_tiles: int,
-                             label: str) -> int:
+    def reserve_partial_sums(
+        self, op: ArrayOp, out: Placement, n_tiles: int, k_tiles: int, label: str
+    ) -> int:
         """The K-tile scratch entry of the op (partial-sum buffer), checked against PDEPTH."""
         cfg, p = self.cfg, op.pixels
-        if out.space == "pbuf":
-            # an N-tile's outputs: one entry per pixel, or one sum (a pixel-sum placement is
-            # one pixel): the K-tile scratch goes right after all of them
-            scratch = out.addr + n_tiles * out.pixels
-        else:
-            scratch = self.pnext
+        # in the partial-sum buffer, an N-tile's outputs take one entry per pixel, or one sum (a
+        # pixel-sum placement is one pixel): the K-tile scratch goes right after all of them
+        scratch = out.addr + n_tiles * out.pixels if out.space == "pbuf" else self.pnext
         pend = scratch + (p if k_tiles > 1 else 0)
         if pend > cfg.pdepth:
             raise CompileError(f"{label}: needs {pend} partial-sum entries; the array has {cfg.pdepth}")
         self.phigh = max(self.phigh, pend)
-        self.pnext = scratch        # past a kept partial-sum output; unchanged otherwise
+        self.pnext = scratch  # past a kept partial-sum output; unchanged otherwise
         return scratch
 
     def emit_tiles(self, op: ArrayOp, inp: Placement, out: Placement, scratch: int) -> None:
@@ -184,19 +190,24 @@ class _Builder:
         padded[:, :kc] = cw.packed
         for nt in range(n_tiles):
             tr = min(rows, f - nt * rows)
-            self.wrows.append(padded[nt * rows:nt * rows + tr].reshape(tr, k_tiles, cols)
-                              .transpose(1, 0, 2).reshape(k_tiles * tr, cols))
+            self.wrows.append(
+                padded[nt * rows : nt * rows + tr]
+                .reshape(tr, k_tiles, cols)
+                .transpose(1, 0, 2)
+                .reshape(k_tiles * tr, cols)
+            )
         w_next = self.n_wrows
         self.n_wrows += f * k_tiles
         for nt in range(n_tiles):
             tr = min(rows, f - nt * rows)
             b_addr = len(self.biases)
-            self.biases.extend(op.bias[nt * rows:nt * rows + tr].tolist())
+            self.biases.extend(op.bias[nt * rows : nt * rows + tr].tolist())
             for kt in range(k_tiles):
                 tc = min(cols, kc - kt * cols)
                 w_addr, w_next = w_next, w_next + tr
-                self.instrs.append(LoadWeights(rows=tr, cols=tc, w_addr=w_addr, b_addr=b_addr,
-                                               s_addr=s_words[kt]))
+                self.instrs.append(
+                    LoadWeights(rows=tr, cols=tc, w_addr=w_addr, b_addr=b_addr, s_addr=s_words[kt])
+                )
                 in_ch, in_addr = inp.locate(kt * cols * g)
                 # invariant of the placements (chunks are multiples of the window): never
                 # fails, so a weakened copy cannot be told apart
@@ -209,11 +220,22 @@ class _Builder:
                     o_ch, o_addr = out.locate(nt * rows)
                 else:
                     o_addr, o_ch = out.addr + nt * out.pixels, 0
-                self.instrs.append(Matmul(
-                    height=op.height, width=op.width, in_addr=in_addr, out_addr=o_addr,
-                    mode=m, group=g, acc_in=kt > 0, shift_en=op.shift is not None,
-                    fill=int(op.shift.fill) if op.shift is not None else 0,
-                    in_ch=in_ch, out_ch=o_ch, acc_addr=scratch if kt > 0 else 0))
+                self.instrs.append(
+                    Matmul(
+                        height=op.height,
+                        width=op.width,
+                        in_addr=in_addr,
+                        out_addr=o_addr,
+                        mode=m,
+                        group=g,
+                        acc_in=kt > 0,
+                        shift_en=op.shift is not None,
+                        fill=int(op.shift.fill) if op.shift is not None else 0,
+                        in_ch=in_ch,
+                        out_ch=o_ch,
+                        acc_addr=scratch if kt > 0 else 0,
+                    )
+                )
 
 
 def _tiles_of(op: ArrayOp, cfg: ArrayConfig) -> tuple[int, int]:
@@ -233,7 +255,7 @@ class _Tally:
     def __len__(self) -> int:
         return self.n
 
-    def append(self, ins) -> None:              # the HALT that ends a segment
+    def append(self, ins) -> None:  # the HALT that ends a segment
         self.n += 1
         self.cycles += total_cycles([ins], self.cfg)
 
@@ -256,15 +278,28 @@ class _CountingBuilder(_Builder):
 
     def emit_tiles(self, op: ArrayOp, inp: Placement, out: Placement, scratch: int) -> None:
         cw = op.weights
-        key = (self.cfg.rows, self.cfg.cols, cw.out_channels, cw.packed.shape[1], cw.group,
-               op.pixels, int(op.mode), op.shift is not None)
+        key = (
+            self.cfg.rows,
+            self.cfg.cols,
+            cw.out_channels,
+            cw.packed.shape[1],
+            cw.group,
+            op.pixels,
+            int(op.mode),
+            op.shift is not None,
+        )
         if key not in self.memo:
             real = _Builder(self.cfg)
             real.emit_tiles(op, inp, out, scratch)
             own_shifts = len(real.shifts) - (real.identity_word is not None)
-            self.memo[key] = (len(real.instrs), total_cycles(real.instrs, self.cfg),
-                              real.n_wrows, len(real.biases), own_shifts,
-                              real.identity_word is not None)
+            self.memo[key] = (
+                len(real.instrs),
+                total_cycles(real.instrs, self.cfg),
+                real.n_wrows,
+                len(real.biases),
+                own_shifts,
+                real.identity_word is not None,
+            )
         n, cycles, wrows, biases, shifts, identity = self.memo[key]
         self.instrs.add(n, cycles)
         self.n_wrows += wrows
@@ -279,8 +314,7 @@ def _consumer_window(op: ArrayOp, cfg: ArrayConfig) -> tuple[int, int]:
     return cfg.cols * g, kc * g
 
 
-def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
-                    encode_words: bool = True) -> Program:
+def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *, encode_words: bool = True) -> Program:
     """Compile a network (SAC, or BNN lowered onto the SAC array) for an array of size `cfg`.
 
     With ``encode_words=False`` the instructions, memory plan and images are the same but the
@@ -295,15 +329,23 @@ def compile_network(net: ir.Network, cfg: ArrayConfig | None = None, *,
         # the index only names a word in an error message; the compiler's words always encode
         words = [encode(ins, i) for i, ins in enumerate(b.instrs)]  # pragma: no mutate
         for seg in segments:
-            check_program(words[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
+            check_program(words[seg.start_pc : seg.start_pc + seg.n_instr], cfg)
     # lower() refuses a network without an array op, so there is at least one weight block
     # and one shift word
     return Program(
-        config=cfg, network=net, instructions=b.instrs, words=words,
+        config=cfg,
+        network=net,
+        instructions=b.instrs,
+        words=words,
         wmem=np.concatenate(b.wrows),
         bmem=np.array(b.biases, dtype=np.int32),
         smem=np.array(b.shifts, dtype=np.uint8),
-        layers=lprogs, segments=segments, plan=plan, dbuf_used=b.dnext, pbuf_used=b.phigh)
+        layers=lprogs,
+        segments=segments,
+        plan=plan,
+        dbuf_used=b.dnext,
+        pbuf_used=b.phigh,
+    )
 
 
 def network_cycles(net: ir.Network, cfg: ArrayConfig, memo: dict) -> int:
@@ -339,7 +381,8 @@ def _compile_ops(net: ir.Network, cfg: ArrayConfig, b: _Builder) -> tuple:
                 # unreachable: that output's chunks were sized for this op's window
                 raise CompileError(  # pragma: no mutate
                     f"{lab}: input chunks of {inp.chunk} channels do not align with the "
-                    f"{window}-channel tile window")
+                    f"{window}-channel tile window"
+                )
         else:
             chunk = _chunk(cfg, op.in_channels, window, span, 1, lab)
             inp = b.dbuf_tensor(op.in_channels, op.height, op.width, chunk, lab)
@@ -361,8 +404,9 @@ def _compile_ops(net: ir.Network, cfg: ArrayConfig, b: _Builder) -> tuple:
         first = len(b.instrs)
         n_tiles, k_tiles = b.emit(op, inp, out, lab)
         seg = segments[-1]
-        lprogs.append(LayerProgram(op, op.last, inp, out, first, len(b.instrs) - first,
-                                   n_tiles, k_tiles, seg.index))
+        lprogs.append(
+            LayerProgram(op, op.last, inp, out, first, len(b.instrs) - first, n_tiles, k_tiles, seg.index)
+        )
         seg.layers.append(len(lprogs) - 1)
         # the segment ends here unless the next op reads this output in place
         nxt = ops[j + 1] if j + 1 < len(ops) else None
@@ -370,12 +414,15 @@ def _compile_ops(net: ir.Network, cfg: ArrayConfig, b: _Builder) -> tuple:
             b.instrs.append(Halt())
             seg.n_instr = len(b.instrs) - seg.start_pc
     if len(b.instrs) > cfg.imem_depth:
-        raise CompileError(f"{net.name}: {len(b.instrs)} instructions; the instruction memory "
-                           f"holds {cfg.imem_depth}")
+        raise CompileError(
+            f"{net.name}: {len(b.instrs)} instructions; the instruction memory holds {cfg.imem_depth}"
+        )
     if b.n_wrows > cfg.wdepth or len(b.biases) > cfg.bdepth or len(b.shifts) > cfg.sdepth:
-        raise CompileError(f"{net.name}: needs {b.n_wrows} weight words, {len(b.biases)} "
-                           f"biases, {len(b.shifts)} shift words; the array has {cfg.wdepth}, "
-                           f"{cfg.bdepth}, {cfg.sdepth}")
+        raise CompileError(
+            f"{net.name}: needs {b.n_wrows} weight words, {len(b.biases)} "
+            f"biases, {len(b.shifts)} shift words; the array has {cfg.wdepth}, "
+            f"{cfg.bdepth}, {cfg.sdepth}"
+        )
     return lprogs, segments, plan
 
 
@@ -383,8 +430,17 @@ def roomy_config(rows: int, cols: int, cmax: int = 64) -> ArrayConfig:
     """A rows x cols array with memories as large as the instruction fields allow: compiles any
     network the array's tiling can take. Cycles do not depend on memory sizes, so cost models
     compile for this one."""
-    return ArrayConfig(rows=rows, cols=cols, cmax=cmax, ddepth=1 << 20, pdepth=1 << 20,
-                       wdepth=1 << 22, bdepth=1 << 22, sdepth=1 << 16, imem_depth=1 << 20)
+    return ArrayConfig(
+        rows=rows,
+        cols=cols,
+        cmax=cmax,
+        ddepth=1 << 20,
+        pdepth=1 << 20,
+        wdepth=1 << 22,
+        bdepth=1 << 22,
+        sdepth=1 << 16,
+        imem_depth=1 << 20,
+    )
 
 
 def fitted_config(net: ir.Network, rows: int, cols: int, cmax: int = 64) -> ArrayConfig:
@@ -392,7 +448,14 @@ def fitted_config(net: ir.Network, rows: int, cols: int, cmax: int = 64) -> Arra
     compiled network on a rows x cols array with `cmax` data-buffer banks."""
     prog = compile_network(net, roomy_config(rows, cols, cmax), encode_words=False)
     p2 = lambda n, lo: max(lo, 1 << max(0, int(n) - 1).bit_length())  # noqa: E731
-    return ArrayConfig(rows=rows, cols=cols, cmax=cmax, ddepth=p2(prog.dbuf_used, 64),
-                       pdepth=p2(prog.pbuf_used, 64), wdepth=p2(len(prog.wmem), 64),
-                       bdepth=p2(len(prog.bmem), 64), sdepth=p2(len(prog.smem), 8),
-                       imem_depth=p2(len(prog.instructions), 16))
+    return ArrayConfig(
+        rows=rows,
+        cols=cols,
+        cmax=cmax,
+        ddepth=p2(prog.dbuf_used, 64),
+        pdepth=p2(prog.pbuf_used, 64),
+        wdepth=p2(len(prog.wmem), 64),
+        bdepth=p2(len(prog.bmem), 64),
+        sdepth=p2(len(prog.smem), 8),
+        imem_depth=p2(len(prog.instructions), 16),
+    )

@@ -16,6 +16,7 @@ read and the serializer load before the first bit enters the array; pixel-sum mo
 output accumulator's register. Weight loading is not overlapped with multiplication
 (single-buffered cell weights), like the seed design.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,16 +36,15 @@ def lw_cycles(rows: int) -> int:
 
 
 def mm_cycles(cfg: ArrayConfig, pixels: int, rows: int, mode: OutputMode) -> int:
-    extra = 1 if mode == OutputMode.PIXEL_SUM else 0      # an IntEnum or its int value
-    return (FETCH + cfg.data_bits * pixels + LANE_WORD_TAIL + cfg.cols + rows
-            + FEED_LATENCY + extra)
+    extra = 1 if mode == OutputMode.PIXEL_SUM else 0  # an IntEnum or its int value
+    return FETCH + cfg.data_bits * pixels + LANE_WORD_TAIL + cfg.cols + rows + FEED_LATENCY + extra
 
 
 @dataclass
 class Step:
     index: int
     instr: object
-    start: int        # cycle the instruction is fetched (0 = the cycle after `start`)
+    start: int  # cycle the instruction is fetched (0 = the cycle after `start`)
     cycles: int
 
     @property
@@ -74,7 +74,7 @@ def instruction_cycles(instructions, cfg: ArrayConfig):
 def program_timeline(instructions, cfg: ArrayConfig) -> list[Step]:
     """Start cycle and length of every instruction of a (checked) program, HALT included."""
     steps, t = [], 0
-    for i, (ins, n) in enumerate(zip(instructions, instruction_cycles(instructions, cfg))):
+    for i, (ins, n) in enumerate(zip(instructions, instruction_cycles(instructions, cfg), strict=True)):
         steps.append(Step(i, ins, t, n))
         t += n
     return steps

@@ -6,6 +6,7 @@ M. Horowitz, "Computing's energy problem (and what we can do about it)", ISSCC 2
 docs/energy.md for the table and what is and is not included). They make the numbers comparable
 between networks and array sizes, not an FPGA power measurement.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -17,20 +18,20 @@ from fpga.isa import LoadWeights, Matmul
 from models.numerics.sac import OutputMode
 
 # picojoules per operation (Horowitz, ISSCC 2014, 45 nm, 0.9 V)
-PJ_ADD32 = 0.1              # 32-bit integer add: one active (weight, datum) pair accumulates
-PJ_SRAM_64BIT = 10.0        # 64-bit read from an 8 KB SRAM; writes taken as equal
+PJ_ADD32 = 0.1  # 32-bit integer add: one active (weight, datum) pair accumulates
+PJ_SRAM_64BIT = 10.0  # 64-bit read from an 8 KB SRAM; writes taken as equal
 PJ_SRAM_BYTE = PJ_SRAM_64BIT / 8
 PJ_SRAM_WORD32 = PJ_SRAM_64BIT / 2
 
 
 @dataclass
 class EnergyCounts:
-    active_pairs: float = 0       # zero-skipping: only these accumulate
-    data_reads: int = 0           # bytes read from the data buffer
-    data_writes: int = 0          # bytes written to the data buffer
-    psum_accesses: int = 0        # 32-bit partial-sum reads and writes
-    weight_bytes: int = 0         # packed cell bytes loaded
-    bias_words: int = 0           # 32-bit biases loaded
+    active_pairs: float = 0  # zero-skipping: only these accumulate
+    data_reads: int = 0  # bytes read from the data buffer
+    data_writes: int = 0  # bytes written to the data buffer
+    psum_accesses: int = 0  # 32-bit partial-sum reads and writes
+    weight_bytes: int = 0  # packed cell bytes loaded
+    bias_words: int = 0  # 32-bit biases loaded
 
     def picojoules(self) -> dict:
         parts = {

@@ -8,6 +8,7 @@ golden tensors into array data and back (fpga.lowering.encode_input / decode_out
 host layers with the golden functions, so every path is compared in golden terms, layer by
 layer.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,16 +24,16 @@ from models.golden import check_input, run_layer
 
 @dataclass
 class PlanResult:
-    outputs: dict                                   # layer index -> golden-format batch
-    segments: list = field(default_factory=list)    # RunStats per segment, in order
-    host_seconds: dict = field(default_factory=dict)   # host layer index -> seconds
+    outputs: dict  # layer index -> golden-format batch
+    segments: list = field(default_factory=list)  # RunStats per segment, in order
+    host_seconds: dict = field(default_factory=dict)  # host layer index -> seconds
 
     def instruction_stats(self, prog: Program) -> tuple[list, list]:
         """(cycles, activity) of every instruction of the program, by pc."""
         cycles = [0] * len(prog.words)
         activity = [0] * len(prog.words)
-        for seg, st in zip(prog.segments, self.segments):
-            for k, (c, a) in enumerate(zip(st.cycles, st.activity)):
+        for seg, st in zip(prog.segments, self.segments, strict=True):
+            for k, (c, a) in enumerate(zip(st.cycles, st.activity, strict=True)):
                 cycles[seg.start_pc + k] = c
                 activity[seg.start_pc + k] = a
         return cycles, activity
@@ -120,9 +121,15 @@ def _merge(parts: list[PlanResult], sizes: list[int]) -> PlanResult:
     outputs = {i: np.concatenate([p.outputs[i] for p in parts]) for i in first.outputs}
     segments = []
     for k, st in enumerate(first.segments):
-        acts = [np.concatenate([np.broadcast_to(np.asarray(p.segments[k].activity[j]), (n,))
-                                for p, n in zip(parts, sizes)])
-                for j in range(len(st.activity))]
+        acts = [
+            np.concatenate(
+                [
+                    np.broadcast_to(np.asarray(p.segments[k].activity[j]), (n,))
+                    for p, n in zip(parts, sizes, strict=True)
+                ]
+            )
+            for j in range(len(st.activity))
+        ]
         segments.append(RunStats(cycles=list(st.cycles), activity=acts, error=st.error))
     host = {i: sum(p.host_seconds.get(i, 0.0) for p in parts) for i in first.host_seconds}
     return PlanResult(outputs, segments, host)
@@ -135,7 +142,7 @@ def interpret(prog: Program, x, batch: int | None = None) -> PlanResult:
     batch = batch or batch_size(prog)
     parts, sizes, machine = [], [], None
     for s in range(0, max(len(x), 1), batch):
-        chunk = x[s:s + batch]
+        chunk = x[s : s + batch]
         device = InterpretedDevice(prog, len(chunk), machine)
         parts.append(_run_to_end(execute(prog, device, chunk)))
         sizes.append(len(chunk))

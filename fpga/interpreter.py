@@ -13,6 +13,7 @@ instruction is one matrix product for the whole batch, whatever its size. `dbuf`
 are the same memories seen batch first ([image, bank, entry]), the layout of
 fpga.memory.gather/scatter.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,8 +31,8 @@ from models.numerics.sac import OutputMode
 
 @dataclass
 class RunStats:
-    cycles: list = field(default_factory=list)      # per executed instruction
-    activity: list = field(default_factory=list)    # active (cell, pixel) pairs per instruction,
+    cycles: list = field(default_factory=list)  # per executed instruction
+    activity: list = field(default_factory=list)  # active (cell, pixel) pairs per instruction,
     #                                                 an int or an array [B] per image
     error: IsaError | None = None
 
@@ -67,9 +68,9 @@ class Machine:
         self.window_dirs = np.full(cfg.cols * 8, sac.SHIFT_IDENTITY, dtype=np.uint8)
         # the same program runs for batch after batch: decoded words and the dense weights of
         # each loaded tile are kept (keyed by what they are computed from)
-        self._decoded = {}           # pc -> (word, instruction)
-        self._dense = {}             # (w_addr, rows, cols, group) -> sac.array_weights
-        self._tile = None            # (w_addr, rows, cols) of the last LOAD_WEIGHTS
+        self._decoded = {}  # pc -> (word, instruction)
+        self._dense = {}  # (w_addr, rows, cols, group) -> sac.array_weights
+        self._tile = None  # (w_addr, rows, cols) of the last LOAD_WEIGHTS
 
     def clear_buffers(self) -> None:
         """Zero the data and partial-sum buffers (a fresh machine's), keeping the program."""
@@ -83,10 +84,10 @@ class Machine:
         self._decoded.clear()
         self._dense.clear()
         self.imem[:] = 0
-        self.imem[:len(prog.words)] = prog.words
-        self.wmem[:len(prog.wmem)] = prog.wmem
-        self.bmem[:len(prog.bmem)] = prog.bmem
-        self.smem[:len(prog.smem)] = prog.smem
+        self.imem[: len(prog.words)] = prog.words
+        self.wmem[: len(prog.wmem)] = prog.wmem
+        self.bmem[: len(prog.bmem)] = prog.bmem
+        self.smem[: len(prog.smem)] = prog.smem
 
     def write_tensor(self, pl: Placement, x: np.ndarray) -> None:
         """Write a batch [B, C, H, W] (uint8) into its data-buffer region."""
@@ -132,8 +133,8 @@ class Machine:
     def _load_weights(self, lw: LoadWeights) -> None:
         self.cells[:] = 0
         self.bias[:] = 0
-        self.cells[:lw.rows, :lw.cols] = self.wmem[lw.w_addr:lw.w_addr + lw.rows, :lw.cols]
-        self.bias[:lw.rows] = self.bmem[lw.b_addr:lw.b_addr + lw.rows]
+        self.cells[: lw.rows, : lw.cols] = self.wmem[lw.w_addr : lw.w_addr + lw.rows, : lw.cols]
+        self.bias[: lw.rows] = self.bmem[lw.b_addr : lw.b_addr + lw.rows]
         self.window_dirs[:] = self.smem[lw.s_addr]
         self._tile = (lw.w_addr, lw.rows, lw.cols)
 
@@ -143,12 +144,13 @@ class Machine:
         p, b = m.pixels, self.batch
         # tile channel i = c*G + j (column c, slot j) comes from bank in_ch + i
         slots = cols * g
-        data = self._dbuf[m.in_ch:m.in_ch + slots, m.in_addr:m.in_addr + p]   # [K, P, B]
+        data = self._dbuf[m.in_ch : m.in_ch + slots, m.in_addr : m.in_addr + p]  # [K, P, B]
         if m.shift_en:
             # window entry i steers channel in_ch + i; codes 9..15 read as the identity
             dirs = sac.table_directions(self.window_dirs[:slots])
-            shifted = sac.channel_shift(data.reshape(slots, m.height, m.width, b)
-                                        .transpose(3, 0, 1, 2), dirs, m.fill)   # [B, K, H, W]
+            shifted = sac.channel_shift(
+                data.reshape(slots, m.height, m.width, b).transpose(3, 0, 1, 2), dirs, m.fill
+            )  # [B, K, H, W]
             data = np.ascontiguousarray(shifted.reshape(b, slots, p).transpose(1, 2, 0))
         key = (*self._tile, g) if self._tile else None
         dense = self._dense.get(key) if key else None
@@ -156,25 +158,30 @@ class Machine:
             dense = sac.array_weights(self.cells[:rows, :cols], g)
             if key:
                 self._dense[key] = dense
-        if m.mode == OutputMode.PIXEL_SUM:       # sums over each image's pixels: all at once
+        if m.mode == OutputMode.PIXEL_SUM:  # sums over each image's pixels: all at once
             spans = [(0, p)]
-        else:                                    # pixels are independent: cache-sized blocks
+        else:  # pixels are independent: cache-sized blocks
             step = max(1, BLOCK_MACS // (rows * slots * b))
             spans = [(q, min(p, q + step)) for q in range(0, p, step)]
         for q0, q1 in spans:
             n = q1 - q0
-            x = data[:, q0:q1].reshape(slots, n * b)     # one operand for the whole batch
-            init = (self._pbuf[:rows, m.acc_addr + q0:m.acc_addr + q1].reshape(rows, n * b)
-                    if m.acc_in else self.bias[:rows])
-            acc = sac.dense_matmul(dense, x, init)                     # [rows, n * B]
+            x = data[:, q0:q1].reshape(slots, n * b)  # one operand for the whole batch
+            init = (
+                self._pbuf[:rows, m.acc_addr + q0 : m.acc_addr + q1].reshape(rows, n * b)
+                if m.acc_in
+                else self.bias[:rows]
+            )
+            acc = sac.dense_matmul(dense, x, init)  # [rows, n * B]
             if m.mode in (OutputMode.RELU_QUANT, OutputMode.BINARY):
-                self._dbuf[m.out_ch:m.out_ch + rows, m.out_addr + q0:m.out_addr + q1] = \
-                    sac.apply_mode(acc, m.mode).reshape(rows, n, b)
+                self._dbuf[m.out_ch : m.out_ch + rows, m.out_addr + q0 : m.out_addr + q1] = sac.apply_mode(
+                    acc, m.mode
+                ).reshape(rows, n, b)
             elif m.mode == OutputMode.RAW:
-                self._pbuf[:rows, m.out_addr + q0:m.out_addr + q1] = \
-                    sac.apply_mode(acc, m.mode).reshape(rows, n, b)
-            else:                                # per image over its pixels
-                per_image = acc.reshape(rows, n, b).transpose(2, 0, 1)      # [B, rows, P]
+                self._pbuf[:rows, m.out_addr + q0 : m.out_addr + q1] = sac.apply_mode(acc, m.mode).reshape(
+                    rows, n, b
+                )
+            else:  # per image over its pixels
+                per_image = acc.reshape(rows, n, b).transpose(2, 0, 1)  # [B, rows, P]
                 self._pbuf[:rows, m.out_addr] = sac.apply_mode(per_image, m.mode).T
-        counts = sac.count_active_per_image(dense, data.transpose(2, 0, 1))   # [B, K, P]
+        counts = sac.count_active_per_image(dense, data.transpose(2, 0, 1))  # [B, K, P]
         return counts if self.batch > 1 else int(counts[0])

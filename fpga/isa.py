@@ -29,6 +29,7 @@ Field layout (bit ranges inclusive, LSB = bit 0):
                [127:108] acc_addr partial-sum entry of pixel 0's initial value (acc_in)
     HALT       all other bits 0
 """
+
 from __future__ import annotations
 
 import re
@@ -51,17 +52,18 @@ class Opcode(IntEnum):
 
 class ErrorCode(IntEnum):
     """Why the decoder halted with `error` (the RTL reports the same number)."""
+
     NONE = 0
     ILLEGAL_OPCODE = 1
-    RESERVED_BITS = 2      # a reserved or unused field is nonzero
-    BAD_TILE = 3           # LOAD_WEIGHTS rows/cols out of range
-    WEIGHT_RANGE = 4       # weight, bias or shift-table address past its memory
-    NO_WEIGHTS = 5         # MATMUL before any LOAD_WEIGHTS
-    BAD_SHAPE = 6          # H or W zero, or H*W past the buffers
-    DBUF_RANGE = 7         # data-buffer entries or banks out of range
-    PBUF_RANGE = 8         # partial-sum entries out of range
-    OVERLAP = 9            # output region overlaps the input region it is still reading
-    PC_OVERFLOW = 10       # ran past the last instruction without HALT
+    RESERVED_BITS = 2  # a reserved or unused field is nonzero
+    BAD_TILE = 3  # LOAD_WEIGHTS rows/cols out of range
+    WEIGHT_RANGE = 4  # weight, bias or shift-table address past its memory
+    NO_WEIGHTS = 5  # MATMUL before any LOAD_WEIGHTS
+    BAD_SHAPE = 6  # H or W zero, or H*W past the buffers
+    DBUF_RANGE = 7  # data-buffer entries or banks out of range
+    PBUF_RANGE = 8  # partial-sum entries out of range
+    OVERLAP = 9  # output region overlaps the input region it is still reading
+    PC_OVERFLOW = 10  # ran past the last instruction without HALT
 
 
 class IsaError(ValueError):
@@ -78,12 +80,21 @@ class IsaError(ValueError):
 
 
 # (name, lsb, width) per opcode; everything not listed is reserved
-_LW_FIELDS = (("rows", 8, 8), ("cols", 16, 8), ("w_addr", 24, 24), ("b_addr", 48, 24),
-              ("s_addr", 72, 24))
-_MM_FIELDS = (("mode", 4, 2), ("acc_in", 6, 1), ("shift_en", 7, 1), ("group", 8, 3),
-              ("fill", 12, 8), ("height", 20, 12), ("width", 32, 12), ("in_addr", 44, 20),
-              ("out_addr", 64, 20), ("in_ch", 84, 12), ("out_ch", 96, 12),
-              ("acc_addr", 108, 20))
+_LW_FIELDS = (("rows", 8, 8), ("cols", 16, 8), ("w_addr", 24, 24), ("b_addr", 48, 24), ("s_addr", 72, 24))
+_MM_FIELDS = (
+    ("mode", 4, 2),
+    ("acc_in", 6, 1),
+    ("shift_en", 7, 1),
+    ("group", 8, 3),
+    ("fill", 12, 8),
+    ("height", 20, 12),
+    ("width", 32, 12),
+    ("in_addr", 44, 20),
+    ("out_addr", 64, 20),
+    ("in_ch", 84, 12),
+    ("out_ch", 96, 12),
+    ("acc_addr", 108, 20),
+)
 _LAYOUT = {Opcode.LOAD_WEIGHTS: _LW_FIELDS, Opcode.MATMUL: _MM_FIELDS, Opcode.HALT: ()}
 
 
@@ -137,7 +148,7 @@ def _field_values(instr) -> dict:
     v = {f.name: getattr(instr, f.name) for f in fields(instr)}
     if isinstance(instr, Matmul):
         v["mode"] = int(OutputMode(v["mode"]))
-        v["group"] = v["group"] - 1          # encoded as G - 1
+        v["group"] = v["group"] - 1  # encoded as G - 1
         v["acc_in"] = int(bool(v["acc_in"]))
         v["shift_en"] = int(bool(v["shift_en"]))
     return v
@@ -153,9 +164,12 @@ def encode(instr: Instruction, index=None) -> int:
         v = values[name]
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= v < (1 << width):
             shown = v + 1 if name == "group" else v
-            raise IsaError(ErrorCode.BAD_TILE if name in ("rows", "cols") else ErrorCode.RESERVED_BITS,
-                           index, None, f"{opcode.name} field {name}={shown!r} does not fit "
-                           f"{width} bits")
+            raise IsaError(
+                ErrorCode.BAD_TILE if name in ("rows", "cols") else ErrorCode.RESERVED_BITS,
+                index,
+                None,
+                f"{opcode.name} field {name}={shown!r} does not fit {width} bits",
+            )
         word |= int(v) << lsb
     _check_unused(opcode, values, index, word)
     return word
@@ -173,26 +187,36 @@ def _check_unused(opcode, values, index, word):
     if values["mode"] in (OutputMode.RAW, OutputMode.PIXEL_SUM) and values["out_ch"]:
         unused.append("out_ch (mode writes partial sums)")
     if unused:
-        raise IsaError(ErrorCode.RESERVED_BITS, index, word,
-                       f"unused field(s) not zero: {', '.join(unused)}")
+        raise IsaError(ErrorCode.RESERVED_BITS, index, word, f"unused field(s) not zero: {', '.join(unused)}")
 
 
 def decode(word: int, index=None) -> Instruction:
     """128-bit word -> Instruction; illegal opcodes and nonzero reserved bits raise IsaError."""
-    if (not isinstance(word, (int, np.integer)) or isinstance(word, (bool, np.bool_))
-            or not 0 <= int(word) < (1 << WORD_BITS)):
+    if (
+        not isinstance(word, (int, np.integer))
+        or isinstance(word, (bool, np.bool_))
+        or not 0 <= int(word) < (1 << WORD_BITS)
+    ):
         raise IsaError(ErrorCode.RESERVED_BITS, index, None, f"not a 128-bit word: {word!r}")
     word = int(word)
     try:
         opcode = Opcode(word & 0xF)
     except ValueError:
-        raise IsaError(ErrorCode.ILLEGAL_OPCODE, index, word,
-                       f"opcode {word & 0xF} is not LOAD_WEIGHTS(1), MATMUL(2) or HALT(15)") from None
+        raise IsaError(
+            ErrorCode.ILLEGAL_OPCODE,
+            index,
+            word,
+            f"opcode {word & 0xF} is not LOAD_WEIGHTS(1), MATMUL(2) or HALT(15)",
+        ) from None
     layout = _LAYOUT[opcode]
     reserved = word & ~_used_mask(layout) & ((1 << WORD_BITS) - 1)
     if reserved:
-        raise IsaError(ErrorCode.RESERVED_BITS, index, word,
-                       f"{opcode.name} has reserved bits set (mask 0x{reserved:032x})")
+        raise IsaError(
+            ErrorCode.RESERVED_BITS,
+            index,
+            word,
+            f"{opcode.name} has reserved bits set (mask 0x{reserved:032x})",
+        )
     values = {name: (word >> lsb) & ((1 << width) - 1) for name, lsb, width in layout}
     _check_unused(opcode, values, index, word)
     if opcode == Opcode.LOAD_WEIGHTS:
@@ -212,6 +236,7 @@ def decode(word: int, index=None) -> Instruction:
 @dataclass
 class DecoderState:
     """What the decoder remembers between instructions: the shape of the loaded tile."""
+
     tile_rows: int = 0
     tile_cols: int = 0
 
@@ -223,22 +248,31 @@ def _ranges_clash(a0, an, b0, bn) -> bool:
 def check(instr: Instruction, cfg: ArrayConfig, state: DecoderState, index=None, word=None) -> None:
     """Raise IsaError if `instr` is out of range for `cfg` given the decoder state; on success
     update the state. The RTL decoder performs exactly these checks, in this order."""
+
     def fail(code, msg):
         raise IsaError(code, index, word, msg)
 
     if isinstance(instr, LoadWeights):
         if not 1 <= instr.rows <= cfg.rows or not 1 <= instr.cols <= cfg.cols:
-            fail(ErrorCode.BAD_TILE, f"tile {instr.rows}x{instr.cols} outside the "
-                                     f"{cfg.rows}x{cfg.cols} array")
+            fail(
+                ErrorCode.BAD_TILE, f"tile {instr.rows}x{instr.cols} outside the {cfg.rows}x{cfg.cols} array"
+            )
         if instr.w_addr + instr.rows > cfg.wdepth:
-            fail(ErrorCode.WEIGHT_RANGE, f"weights {instr.w_addr}..{instr.w_addr + instr.rows - 1} "
-                                         f"past weight memory ({cfg.wdepth} words)")
+            fail(
+                ErrorCode.WEIGHT_RANGE,
+                f"weights {instr.w_addr}..{instr.w_addr + instr.rows - 1} "
+                f"past weight memory ({cfg.wdepth} words)",
+            )
         if instr.b_addr + instr.rows > cfg.bdepth:
-            fail(ErrorCode.WEIGHT_RANGE, f"biases {instr.b_addr}..{instr.b_addr + instr.rows - 1} "
-                                         f"past bias memory ({cfg.bdepth} words)")
+            fail(
+                ErrorCode.WEIGHT_RANGE,
+                f"biases {instr.b_addr}..{instr.b_addr + instr.rows - 1} "
+                f"past bias memory ({cfg.bdepth} words)",
+            )
         if instr.s_addr >= cfg.sdepth:
-            fail(ErrorCode.WEIGHT_RANGE, f"shift-table word {instr.s_addr} past the table "
-                                         f"({cfg.sdepth} words)")
+            fail(
+                ErrorCode.WEIGHT_RANGE, f"shift-table word {instr.s_addr} past the table ({cfg.sdepth} words)"
+            )
         state.tile_rows, state.tile_cols = instr.rows, instr.cols
         return
     if isinstance(instr, Halt):
@@ -248,29 +282,42 @@ def check(instr: Instruction, cfg: ArrayConfig, state: DecoderState, index=None,
         fail(ErrorCode.NO_WEIGHTS, "MATMUL before any LOAD_WEIGHTS")
     p = m.height * m.width
     if m.height < 1 or m.width < 1 or p > cfg.ddepth:
-        fail(ErrorCode.BAD_SHAPE, f"input {m.height}x{m.width} is empty or larger than the "
-                                  f"data buffer ({cfg.ddepth} entries)")
+        fail(
+            ErrorCode.BAD_SHAPE,
+            f"input {m.height}x{m.width} is empty or larger than the data buffer ({cfg.ddepth} entries)",
+        )
     slots = state.tile_cols * m.group
     if m.in_addr + p > cfg.ddepth or m.in_ch + slots > cfg.cmax:
-        fail(ErrorCode.DBUF_RANGE, f"input entries {m.in_addr}..{m.in_addr + p - 1}, banks "
-                                   f"{m.in_ch}..{m.in_ch + slots - 1} past the data buffer "
-                                   f"({cfg.ddepth} x {cfg.cmax})")
+        fail(
+            ErrorCode.DBUF_RANGE,
+            f"input entries {m.in_addr}..{m.in_addr + p - 1}, banks "
+            f"{m.in_ch}..{m.in_ch + slots - 1} past the data buffer "
+            f"({cfg.ddepth} x {cfg.cmax})",
+        )
     if m.acc_in and m.acc_addr + p > cfg.pdepth:
-        fail(ErrorCode.PBUF_RANGE, f"partial sums {m.acc_addr}..{m.acc_addr + p - 1} past the "
-                                   f"partial-sum buffer ({cfg.pdepth})")
+        fail(
+            ErrorCode.PBUF_RANGE,
+            f"partial sums {m.acc_addr}..{m.acc_addr + p - 1} past the partial-sum buffer ({cfg.pdepth})",
+        )
     if m.mode in (OutputMode.RELU_QUANT, OutputMode.BINARY):
         if m.out_addr + p > cfg.ddepth or m.out_ch + state.tile_rows > cfg.cmax:
-            fail(ErrorCode.DBUF_RANGE, f"output entries {m.out_addr}..{m.out_addr + p - 1}, banks "
-                                       f"{m.out_ch}..{m.out_ch + state.tile_rows - 1} past the data "
-                                       f"buffer ({cfg.ddepth} x {cfg.cmax})")
-        if (_ranges_clash(m.in_ch, slots, m.out_ch, state.tile_rows)
-                and _ranges_clash(m.in_addr, p, m.out_addr, p)):
+            fail(
+                ErrorCode.DBUF_RANGE,
+                f"output entries {m.out_addr}..{m.out_addr + p - 1}, banks "
+                f"{m.out_ch}..{m.out_ch + state.tile_rows - 1} past the data "
+                f"buffer ({cfg.ddepth} x {cfg.cmax})",
+            )
+        if _ranges_clash(m.in_ch, slots, m.out_ch, state.tile_rows) and _ranges_clash(
+            m.in_addr, p, m.out_addr, p
+        ):
             fail(ErrorCode.OVERLAP, "output region overlaps the input region")
     else:
         n_out = p if m.mode == OutputMode.RAW else 1
         if m.out_addr + n_out > cfg.pdepth:
-            fail(ErrorCode.PBUF_RANGE, f"outputs {m.out_addr}..{m.out_addr + n_out - 1} past the "
-                                       f"partial-sum buffer ({cfg.pdepth})")
+            fail(
+                ErrorCode.PBUF_RANGE,
+                f"outputs {m.out_addr}..{m.out_addr + n_out - 1} past the partial-sum buffer ({cfg.pdepth})",
+            )
         if m.acc_in and m.out_addr != m.acc_addr and _ranges_clash(m.acc_addr, p, m.out_addr, n_out):
             fail(ErrorCode.OVERLAP, "partial-sum output overlaps its input (only in place is allowed)")
 
@@ -280,8 +327,12 @@ def check_program(words, cfg: ArrayConfig) -> list:
     and including HALT. Raises IsaError naming the first bad word."""
     words = [int(w) for w in words]
     if len(words) > cfg.imem_depth:
-        raise IsaError(ErrorCode.PC_OVERFLOW, len(words), None,
-                       f"{len(words)} words do not fit the {cfg.imem_depth}-word instruction memory")
+        raise IsaError(
+            ErrorCode.PC_OVERFLOW,
+            len(words),
+            None,
+            f"{len(words)} words do not fit the {cfg.imem_depth}-word instruction memory",
+        )
     state = DecoderState()
     out = []
     for i, w in enumerate(words):
@@ -333,8 +384,7 @@ def from_text(line: str, lineno=None) -> Instruction:
 
     tokens = [(m.start() + 1, m.group()) for m in re.finditer(r"\S+", line)]
     if not tokens or tokens[0][1].upper() not in _NAMES:
-        fail(tokens[0][0] if tokens else 1,
-             f"expected LOAD_WEIGHTS, MATMUL or HALT, got {line.strip()!r}")
+        fail(tokens[0][0] if tokens else 1, f"expected LOAD_WEIGHTS, MATMUL or HALT, got {line.strip()!r}")
     op = tokens[0][1].upper()
     cls = _NAMES[op]
     names = {f.name for f in fields(cls)}
@@ -342,8 +392,7 @@ def from_text(line: str, lineno=None) -> Instruction:
     for col, tok in tokens[1:]:
         m = re.fullmatch(r"(\w+)=(\S+)", tok)
         if not m or m.group(1) not in names:
-            fail(col, f"unknown operand {tok!r} for {op} "
-                      f"(expected {', '.join(sorted(names)) or 'none'})")
+            fail(col, f"unknown operand {tok!r} for {op} (expected {', '.join(sorted(names)) or 'none'})")
         key, val = m.groups()
         if key in kw:
             fail(col, f"{key} is given twice")
@@ -363,8 +412,11 @@ def from_text(line: str, lineno=None) -> Instruction:
                 fail(col, f"{key} must be 0 or 1, got {val!r}")
             v = bool(v)
         kw[key] = v
-    missing = [f.name for f in fields(cls) if f.name not in kw
-               and f.default is MISSING and f.default_factory is MISSING]
+    missing = [
+        f.name
+        for f in fields(cls)
+        if f.name not in kw and f.default is MISSING and f.default_factory is MISSING
+    ]
     if missing:
         fail(len(line.rstrip()) + 1, f"{op} needs {', '.join(missing)}")
     return cls(**kw)
@@ -395,8 +447,9 @@ def disassemble(words) -> str:
 
 def words_to_u32(words) -> np.ndarray:
     """128-bit words -> uint32 [n, 4], least significant 32 bits first (host-port order)."""
-    return np.array([[(int(w) >> (32 * j)) & 0xFFFFFFFF for j in range(4)] for w in words],
-                    dtype=np.uint32).reshape(-1, 4)
+    return np.array(
+        [[(int(w) >> (32 * j)) & 0xFFFFFFFF for j in range(4)] for w in words], dtype=np.uint32
+    ).reshape(-1, 4)
 
 
 def slot_banks(in_ch: int, group: int, tile_cols: int, cols: int, slots: int = 8) -> np.ndarray:

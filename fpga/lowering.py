@@ -19,6 +19,7 @@ then an output mode. SAC layers map onto it directly. A BNN layer maps onto it e
 Layers the array does not run (max pooling, flatten, space-to-depth, a Step that does not follow
 a conv or dense layer) run on the host with the golden functions, and are labelled so.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,10 +32,10 @@ from models.numerics import sac
 from models.numerics.sac import CombinedWeights, OutputMode
 
 # How golden tensor values relate to the bytes in the data buffer.
-CODE_UINT8 = "uint8"   # v = x: integer pixels or SAC activations, 0..255
-CODE_PM1 = "pm1"       # v = a + 1 for a in {-1, +1}: 0 or 2 (host-written binary activations)
-CODE_BIT = "bit"       # v = (a + 1) / 2: 0 or 1 (binary outputs left in place by the array)
-CODE_INT = "int"       # raw int32 accumulators (partial-sum buffer)
+CODE_UINT8 = "uint8"  # v = x: integer pixels or SAC activations, 0..255
+CODE_PM1 = "pm1"  # v = a + 1 for a in {-1, +1}: 0 or 2 (host-written binary activations)
+CODE_BIT = "bit"  # v = (a + 1) / 2: 0 or 1 (binary outputs left in place by the array)
+CODE_INT = "int"  # raw int32 accumulators (partial-sum buffer)
 
 
 class LoweringError(ValueError):
@@ -44,19 +45,20 @@ class LoweringError(ValueError):
 @dataclass(eq=False)
 class ArrayOp:
     """One conv/dense layer, with a fused Step, ChannelShift or PixelSum, as the array runs it."""
-    first: int                  # first network layer covered
-    last: int                   # last network layer covered: the op produces its golden output
-    weights: CombinedWeights    # as the array sees them: K = 9C after im2col
-    bias: np.ndarray            # int32 [F], the rows' initial value
+
+    first: int  # first network layer covered
+    last: int  # last network layer covered: the op produces its golden output
+    weights: CombinedWeights  # as the array sees them: K = 9C after im2col
+    bias: np.ndarray  # int32 [F], the rows' initial value
     mode: OutputMode
-    in_code: str                # CODE_UINT8 / CODE_PM1 / CODE_BIT: input bytes vs golden values
-    out_code: str               # CODE_UINT8 / CODE_BIT / CODE_INT: output vs golden values
-    height: int                 # pixels the array processes (output resolution)
+    in_code: str  # CODE_UINT8 / CODE_PM1 / CODE_BIT: input bytes vs golden values
+    out_code: str  # CODE_UINT8 / CODE_BIT / CODE_INT: output vs golden values
+    height: int  # pixels the array processes (output resolution)
     width: int
-    im2col_pad: int | None      # 3x3 conv: host lays out windows with this padding (0 or 1)
-    pad_value: int = 0          # data value of a padded tap
+    im2col_pad: int | None  # 3x3 conv: host lays out windows with this padding (0 or 1)
+    pad_value: int = 0  # data value of a padded tap
     shift: ir.ChannelShift | None = None
-    in_place: bool = False      # input is the previous op's output, still in the data buffer
+    in_place: bool = False  # input is the previous op's output, still in the data buffer
 
     @property
     def in_channels(self) -> int:
@@ -74,6 +76,7 @@ class ArrayOp:
 @dataclass(eq=False)
 class HostOp:
     """Layers run on the host with the golden functions."""
+
     layers: list
 
 
@@ -87,8 +90,9 @@ def _range_of_conv(x_lo: int, x_hi: int, w: np.ndarray, bias: np.ndarray) -> tup
     return lo, hi
 
 
-def _fold(label: str, w2d: np.ndarray, bias: np.ndarray, step: ir.Step | None,
-          in_code: str, x_lo: int, x_hi: int):
+def _fold(
+    label: str, w2d: np.ndarray, bias: np.ndarray, step: ir.Step | None, in_code: str, x_lo: int, x_hi: int
+):
     """Integer weights [F, K] and row bias for the array, from +-1 weights w2d [F, K], the
     layer's bias and an optional Step, for inputs encoded by `in_code`."""
     # Exact integers throughout without casts: the weights are +-1 (int8 products of at most
@@ -153,10 +157,20 @@ def lower(net: ir.Network) -> list:
                 last, mode = i + 1, OutputMode.PIXEL_SUM
             c, h, w = shapes[i][0]
             out_code = CODE_INT if mode in (OutputMode.RAW, OutputMode.PIXEL_SUM) else CODE_UINT8
-            op = ArrayOp(first=i - (shift is not None), last=last, weights=layer.weights,
-                         bias=layer.bias, mode=mode, in_code=CODE_UINT8, out_code=out_code,
-                         height=h, width=w, im2col_pad=None, shift=shift,
-                         in_place=isinstance(prev, ArrayOp) and prev.out_code == CODE_UINT8)
+            op = ArrayOp(
+                first=i - (shift is not None),
+                last=last,
+                weights=layer.weights,
+                bias=layer.bias,
+                mode=mode,
+                in_code=CODE_UINT8,
+                out_code=out_code,
+                height=h,
+                width=w,
+                im2col_pad=None,
+                shift=shift,
+                in_place=isinstance(prev, ArrayOp) and prev.out_code == CODE_UINT8,
+            )
             ops.append(op)
             covered = last + 1
             continue
@@ -166,12 +180,18 @@ def lower(net: ir.Network) -> list:
             out_shape = shapes[last][0]
             if isinstance(layer, ir.IntConv2d):
                 if in_kind != "uint8":
-                    raise LoweringError(f"{label}: the array takes uint8 data; this layer's "
-                                        f"input is {in_kind} (import the model with a 0..255 "
-                                        f"input range)")
+                    raise LoweringError(
+                        f"{label}: the array takes uint8 data; this layer's "
+                        f"input is {in_kind} (import the model with a 0..255 "
+                        f"input range)"
+                    )
                 in_code, x_lo, x_hi, pad_value = CODE_UINT8, 0, 255, 0
-            elif isinstance(prev, ArrayOp) and prev.out_code == CODE_BIT and isinstance(layer, ir.BinDense) \
-                    and prev.last == i - 1:
+            elif (
+                isinstance(prev, ArrayOp)
+                and prev.out_code == CODE_BIT
+                and isinstance(layer, ir.BinDense)
+                and prev.last == i - 1
+            ):
                 in_code, x_lo, x_hi, pad_value = CODE_BIT, -1, 1, 1
             else:
                 in_code, x_lo, x_hi, pad_value = CODE_PM1, -1, 1, 1
@@ -182,11 +202,20 @@ def lower(net: ir.Network) -> list:
                 h, w = shapes[i + 1][0][1:]
             w_arr, b_arr = _fold(label, w2d, layer.bias, step, in_code, x_lo, x_hi)
             mode = OutputMode.BINARY if step is not None else OutputMode.RAW
-            op = ArrayOp(first=i, last=last, weights=sac.combine_columns(w_arr, 1), bias=b_arr,
-                         mode=mode, in_code=in_code,
-                         out_code=CODE_BIT if step is not None else CODE_INT,
-                         height=h, width=w, im2col_pad=pad, pad_value=pad_value,
-                         in_place=in_code == CODE_BIT)
+            op = ArrayOp(
+                first=i,
+                last=last,
+                weights=sac.combine_columns(w_arr, 1),
+                bias=b_arr,
+                mode=mode,
+                in_code=in_code,
+                out_code=CODE_BIT if step is not None else CODE_INT,
+                height=h,
+                width=w,
+                im2col_pad=pad,
+                pad_value=pad_value,
+                in_place=in_code == CODE_BIT,
+            )
             assert len(out_shape) in (1, 3)
             ops.append(op)
             covered = last + 1
@@ -228,7 +257,7 @@ def encode_input(op: ArrayOp, x: np.ndarray) -> np.ndarray:
     out = np.empty((n, 9, c, ho, wo), dtype=np.uint8)
     for ky in range(3):
         for kx in range(3):
-            out[:, ky * 3 + kx] = vp[:, :, ky:ky + ho, kx:kx + wo]
+            out[:, ky * 3 + kx] = vp[:, :, ky : ky + ho, kx : kx + wo]
     return out.reshape(n, 9 * c, ho, wo)
 
 
@@ -237,7 +266,7 @@ def decode_output(op: ArrayOp, out: np.ndarray, golden_shape: tuple) -> np.ndarr
     out = np.asarray(out)
     n = out.shape[0]
     if op.out_code == CODE_BIT:
-        val = (out * 2 - 1).astype(np.int8)      # wraps like int16 then int8 would
+        val = (out * 2 - 1).astype(np.int8)  # wraps like int16 then int8 would
     elif op.out_code == CODE_UINT8:
         val = out.astype(np.uint8)
     else:

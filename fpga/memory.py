@@ -7,6 +7,7 @@ row bank f % rows. The compiler (fpga/compiler.py) decides the placements; the i
 RTL bench and the compare job read and write tensors only through :func:`gather` and
 :func:`scatter`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ class Placement:
     space "pbuf": filter f at partial-sum bank f % rows, entry addr + (f // rows) * P + p (raw),
     or addr + f // rows (pixel-sum, P = 1).
     """
+
     space: str
     addr: int
     channels: int
@@ -29,7 +31,7 @@ class Placement:
     width: int
     ch: int = 0
     pixel_sum: bool = False
-    chunk: int = 0          # channels per chunk in the data buffer; 0 = one chunk holds them all
+    chunk: int = 0  # channels per chunk in the data buffer; 0 = one chunk holds them all
 
     @property
     def pixels(self) -> int:

@@ -5,6 +5,7 @@ Each artefact lands in build/gpu_kernels/ (git-ignored) under a name keyed by a 
 sources, flags and compiler version, so the test suite compiles each variant once and pytest-xdist
 workers share it (a file lock keeps two workers from compiling the same thing at once).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -30,15 +31,22 @@ from gpu_kernels.kernel_table import (
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_SOURCE = Path(__file__).resolve().parent / "cpu" / "bnn_cpu.cpp"
-TAPS_HEADER = CUDA_DIR / "taps.h"          # shared with the CUDA kernels
+TAPS_HEADER = CUDA_DIR / "taps.h"  # shared with the CUDA kernels
 
 EMU_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC")
 # The AddressSanitizer build of the emulation: every load and store of the kernels is checked
 # against ASan's shadow memory, where EmuBuffer poisons its guard zones, so an out-of-bounds
 # read is caught as well as a write. The library needs the ASan runtime loaded first
 # (LD_PRELOAD=asan_runtime(), see devices.EmulatedGpu and selfcheck --asan).
-EMU_ASAN_FLAGS = ("-std=c++17", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address",
-                  "-shared", "-fPIC")
+EMU_ASAN_FLAGS = (
+    "-std=c++17",
+    "-O1",
+    "-g",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address",
+    "-shared",
+    "-fPIC",
+)
 # -march=native: the CPU implementation is built on the machine that runs it (never shipped),
 # and AVX-512 VPOPCNTDQ, where present, turns the popcount loops into vector instructions.
 CPU_FLAGS = ("-std=c++17", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
@@ -54,7 +62,7 @@ def build_dir() -> Path:
     return d
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tool_version(tool: str) -> str:
     try:
         out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=True)
@@ -120,8 +128,10 @@ def emulation_library(sanitize: bool = False) -> Path:
     def produce(tmp: Path):
         src = d / f"{name}-{key}.cpp"
         src.write_text(wrapper)  # scratch: the compiler's input, under the lock
-        _run(["g++", *flags, f"-I{CUDA_DIR}", str(src), "-o", str(tmp)],
-             f"the kernel emulation library{' with AddressSanitizer' if sanitize else ''} (g++)")
+        _run(
+            ["g++", *flags, f"-I{CUDA_DIR}", str(src), "-o", str(tmp)],
+            f"the kernel emulation library{' with AddressSanitizer' if sanitize else ''} (g++)",
+        )
 
     return _cached(d / f"{name}-{key}.so", produce)
 
@@ -129,8 +139,9 @@ def emulation_library(sanitize: bool = False) -> Path:
 def asan_runtime() -> Path:
     """The AddressSanitizer runtime g++ links against (what LD_PRELOAD must name)."""
     try:
-        out = subprocess.run(["g++", "-print-file-name=libasan.so"], capture_output=True,
-                             text=True, check=True).stdout.strip()
+        out = subprocess.run(
+            ["g++", "-print-file-name=libasan.so"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError) as exc:
         raise BuildError(f"g++ is needed to find the AddressSanitizer runtime: {exc}") from None
     path = Path(out)
@@ -152,8 +163,10 @@ def cpu_library(portable: bool = False) -> Path:
     name = "cpu-portable" if portable else "cpu"
 
     def produce(tmp: Path):
-        _run(["g++", *flags, str(CPU_SOURCE), "-o", str(tmp)],
-             f"the CPU implementation{' (portable)' if portable else ''} (g++)")
+        _run(
+            ["g++", *flags, str(CPU_SOURCE), "-o", str(tmp)],
+            f"the CPU implementation{' (portable)' if portable else ''} (g++)",
+        )
 
     return _cached(d / f"{name}-{key}.so", produce)
 
@@ -181,8 +194,10 @@ def nvcc_check() -> tuple[Path, str]:
     def produce(tmp: Path):
         src = d / f"nvcc-{key}.cu"
         src.write_text(text)  # scratch: the compiler's input, under the lock
-        proc = _run(["nvcc", *NVCC_FLAGS, "-diag-suppress", "177", str(src), "-o", str(tmp)],
-                    f"every kernel instantiation for {NVCC_ARCH} (nvcc, NVRTC's options)")
+        proc = _run(
+            ["nvcc", *NVCC_FLAGS, "-diag-suppress", "177", str(src), "-o", str(tmp)],
+            f"every kernel instantiation for {NVCC_ARCH} (nvcc, NVRTC's options)",
+        )
         log.write_text(proc.stdout + proc.stderr)  # log: nvcc's resource report
 
     cubin = _cached(d / f"nvcc-{key}.cubin", produce)
@@ -207,8 +222,9 @@ def ptxas_resources(log: str) -> dict[str, dict]:
             continue
         m = _PTXAS_STACK.search(line)
         if m:
-            current.update(stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)),
-                           spill_loads=int(m.group(3)))
+            current.update(
+                stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3))
+            )
         m = _PTXAS_REGS.search(line)
         if m:
             current["registers"] = int(m.group(1))
@@ -221,8 +237,9 @@ def _demangle(symbols: list[str]) -> dict[str, str]:
     if not symbols:
         return {}
     try:
-        out = subprocess.run(["c++filt"], input="\n".join(symbols), capture_output=True,
-                             text=True, check=True).stdout.splitlines()
+        out = subprocess.run(
+            ["c++filt"], input="\n".join(symbols), capture_output=True, text=True, check=True
+        ).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError) as exc:
         raise BuildError(f"c++filt is needed to read ptxas's report: {exc}") from None
-    return {s: n.split("(")[0].removeprefix("void ").strip() for s, n in zip(symbols, out)}
+    return {s: n.split("(")[0].removeprefix("void ").strip() for s, n in zip(symbols, out, strict=True)}

@@ -8,6 +8,7 @@ Reads OUT/phases.tsv (written by the script), preflight.json, pytest_gpu.xml (JU
 selfcheck_gpu.json, and gpu_bnn_<shape>.json; a file a phase did not get to write is reported
 as missing, never guessed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,16 @@ def phases(out: Path) -> list[dict]:
             rows = list(csv.DictReader(fh, delimiter="\t"))
     except OSError:
         return []
-    return [{"name": r["phase"], "exit": int(r["rc"]) if r["rc"] else None,
-             "seconds": int(r["seconds"] or 0), "limit_s": int(r["limit_s"] or 0),
-             "status": r["status"]} for r in rows]
+    return [
+        {
+            "name": r["phase"],
+            "exit": int(r["rc"]) if r["rc"] else None,
+            "seconds": int(r["seconds"] or 0),
+            "limit_s": int(r["limit_s"] or 0),
+            "status": r["status"],
+        }
+        for r in rows
+    ]
 
 
 def exactness(out: Path) -> dict:
@@ -59,14 +67,26 @@ def exactness(out: Path) -> dict:
                 msg = (bad.get("message") or "").splitlines()
                 first.append(f"{case.get('name')}: {msg[0][:300] if msg else ''}")
         passed = count["tests"] - count["failures"] - count["errors"] - count["skipped"]
-        return {"source": xml.name, "passed": passed, "failed": count["failures"],
-                "errors": count["errors"], "skipped": count["skipped"],
-                "seconds": round(sum(float(s.get("time", 0)) for s in suites), 1), "first_failures": first}
+        return {
+            "source": xml.name,
+            "passed": passed,
+            "failed": count["failures"],
+            "errors": count["errors"],
+            "skipped": count["skipped"],
+            "seconds": round(sum(float(s.get("time", 0)) for s in suites), 1),
+            "first_failures": first,
+        }
     sc = _json(out / "selfcheck_gpu.json")
     if sc is not None:
-        return {"source": "selfcheck_gpu.json", "passed": sc["checks"] - len(sc["failures"]),
-                "failed": len(sc["failures"]), "errors": 0, "skipped": len(sc.get("skipped", [])),
-                "seconds": round(sc.get("seconds", 0), 1), "first_failures": sc["failures"][:5]}
+        return {
+            "source": "selfcheck_gpu.json",
+            "passed": sc["checks"] - len(sc["failures"]),
+            "failed": len(sc["failures"]),
+            "errors": 0,
+            "skipped": len(sc.get("skipped", [])),
+            "seconds": round(sc.get("seconds", 0), 1),
+            "first_failures": sc["failures"][:5],
+        }
     return {"source": None, "error": "no report (the phase did not run or was killed)"}
 
 
@@ -75,16 +95,26 @@ def benchmark(out: Path, shape: str) -> dict:
     if d is None:
         return {"error": f"gpu_bnn_{shape}.json missing (the phase did not run or was killed)"}
     runs = {r["name"]: r for r in d.get("runs", [])}
-    wall = lambda name: runs.get(name, {}).get("wall_s")     # noqa: E731
-    return {"status": d.get("status"), "images": d.get("images"), "data": d.get("data"),
-            "best_run": d.get("best_run"), "best_wall_s": d.get("best_wall_s"),
-            "target_s": d.get("target_s"), "target_met": d.get("target_met"),
-            "dp_wall_s": wall("dp"), "all_xyz_wall_s": wall("all-XYZ"),
-            "algorithm1_wall_s": wall("algorithm1"), "dp_vs_all_xyz": d.get("dp_vs_all_xyz"),
-            "dp_mapping": runs.get("dp", {}).get("impls"), "dp_batch": runs.get("dp", {}).get("batch"),
-            "all_exact": d.get("all_exact"), "batch_sizes": d.get("batch_sizes"),
-            "batch_sizes_left_out": d.get("batch_sizes_left_out"),
-            "skipped_runs": {n: r["skipped"] for n, r in runs.items() if "skipped" in r}}
+    wall = lambda name: runs.get(name, {}).get("wall_s")  # noqa: E731
+    return {
+        "status": d.get("status"),
+        "images": d.get("images"),
+        "data": d.get("data"),
+        "best_run": d.get("best_run"),
+        "best_wall_s": d.get("best_wall_s"),
+        "target_s": d.get("target_s"),
+        "target_met": d.get("target_met"),
+        "dp_wall_s": wall("dp"),
+        "all_xyz_wall_s": wall("all-XYZ"),
+        "algorithm1_wall_s": wall("algorithm1"),
+        "dp_vs_all_xyz": d.get("dp_vs_all_xyz"),
+        "dp_mapping": runs.get("dp", {}).get("impls"),
+        "dp_batch": runs.get("dp", {}).get("batch"),
+        "all_exact": d.get("all_exact"),
+        "batch_sizes": d.get("batch_sizes"),
+        "batch_sizes_left_out": d.get("batch_sizes_left_out"),
+        "skipped_runs": {n: r["skipped"] for n, r in runs.items() if "skipped" in r},
+    }
 
 
 def _ms(s) -> str:
@@ -96,36 +126,59 @@ def headline(summary: dict) -> list[str]:
     pre = summary.get("preflight") or {}
     dev = pre.get("device") or {}
     if pre:
-        lines.append(f"device: {dev.get('name', '?')}; CuPy {pre.get('cupy')}, driver CUDA "
-                     f"{pre.get('cuda_driver')}, runtime {pre.get('cuda_runtime')}, NVRTC "
-                     f"{pre.get('nvrtc') or pre.get('nvrtc_error')}; preflight {pre.get('status')}"
-                     + (f": {pre['error']}" if pre.get("error") else ""))
+        lines.append(
+            f"device: {dev.get('name', '?')}; CuPy {pre.get('cupy')}, driver CUDA "
+            f"{pre.get('cuda_driver')}, runtime {pre.get('cuda_runtime')}, NVRTC "
+            f"{pre.get('nvrtc') or pre.get('nvrtc_error')}; preflight {pre.get('status')}"
+            + (f": {pre['error']}" if pre.get("error") else "")
+        )
     ex = summary.get("exactness")
     if ex:
-        lines.append("exactness: " + (ex["error"] if "error" in ex else
-                     f"{ex['passed']} passed, {ex['failed']} failed, {ex['errors']} errors, "
-                     f"{ex['skipped']} skipped ({ex['seconds']} s)")
-                     + "".join(f"\n    FAIL {f}" for f in ex.get("first_failures", [])))
+        lines.append(
+            "exactness: "
+            + (
+                ex["error"]
+                if "error" in ex
+                else f"{ex['passed']} passed, {ex['failed']} failed, {ex['errors']} errors, "
+                f"{ex['skipped']} skipped ({ex['seconds']} s)"
+            )
+            + "".join(f"\n    FAIL {f}" for f in ex.get("first_failures", []))
+        )
     for shape, b in summary.get("benchmarks", {}).items():
         if "error" in b:
             lines.append(f"{shape}: {b['error']}")
             continue
         verdict = {True: "met", False: "NOT met", None: "no verdict"}[b.get("target_met")]
-        lines.append(f"{shape} ({b.get('images')} images): best {b.get('best_run')} "
-                     f"{_ms(b.get('best_wall_s'))} (target {_ms(b.get('target_s'))}: {verdict}); "
-                     f"dp {_ms(b.get('dp_wall_s'))} vs all-XYZ {_ms(b.get('all_xyz_wall_s'))}"
-                     + (f" ({b['dp_vs_all_xyz']:.2f}x)" if b.get("dp_vs_all_xyz") else "")
-                     + f"; all exact: {b.get('all_exact')}")
-    lines.append("phases: " + ", ".join(f"{p['name']} {p['status']} {p['seconds']}/{p['limit_s']} s"
-                                        for p in summary.get("phases", [])))
-    lines.append(f"total {summary.get('seconds')} s of {summary.get('total_budget_s')} s; exit "
-                 f"{summary.get('exit_code')} ({summary.get('status')})")
+        lines.append(
+            f"{shape} ({b.get('images')} images): best {b.get('best_run')} "
+            f"{_ms(b.get('best_wall_s'))} (target {_ms(b.get('target_s'))}: {verdict}); "
+            f"dp {_ms(b.get('dp_wall_s'))} vs all-XYZ {_ms(b.get('all_xyz_wall_s'))}"
+            + (f" ({b['dp_vs_all_xyz']:.2f}x)" if b.get("dp_vs_all_xyz") else "")
+            + f"; all exact: {b.get('all_exact')}"
+        )
+    lines.append(
+        "phases: "
+        + ", ".join(
+            f"{p['name']} {p['status']} {p['seconds']}/{p['limit_s']} s" for p in summary.get("phases", [])
+        )
+    )
+    lines.append(
+        f"total {summary.get('seconds')} s of {summary.get('total_budget_s')} s; exit "
+        f"{summary.get('exit_code')} ({summary.get('status')})"
+    )
     return lines
 
 
-EXIT_MEANING = {0: "all exact", 1: "a check failed", 2: "usage", 3: "no CuPy",
-                4: "no usable CUDA device", 5: "NVRTC missing or the kernels do not compile",
-                6: "compiled kernels unusable", 7: "a phase ran out of time"}
+EXIT_MEANING = {
+    0: "all exact",
+    1: "a check failed",
+    2: "usage",
+    3: "no CuPy",
+    4: "no usable CUDA device",
+    5: "NVRTC missing or the kernels do not compile",
+    6: "compiled kernels unusable",
+    7: "a phase ran out of time",
+}
 
 
 def main(argv=None) -> int:
@@ -135,9 +188,14 @@ def main(argv=None) -> int:
     ap.add_argument("--total-s", type=int, default=None)
     args = ap.parse_args(argv)
     ph = phases(args.out)
-    summary = {"exit_code": args.exit_code, "status": EXIT_MEANING.get(args.exit_code, "?"),
-               "total_budget_s": args.total_s, "seconds": sum(p["seconds"] for p in ph),
-               "phases": ph, "preflight": _json(args.out / "preflight.json")}
+    summary = {
+        "exit_code": args.exit_code,
+        "status": EXIT_MEANING.get(args.exit_code, "?"),
+        "total_budget_s": args.total_s,
+        "seconds": sum(p["seconds"] for p in ph),
+        "phases": ph,
+        "preflight": _json(args.out / "preflight.json"),
+    }
     ran = {p["name"] for p in ph}
     if "exactness" in ran:
         summary["exactness"] = exactness(args.out)

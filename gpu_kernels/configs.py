@@ -6,14 +6,15 @@ Y (Window): windows of consecutive output pixels (row-major) across blocks, one 
 Z (Neuron): neurons (output channels, output words, flat outputs) across blocks, one per block.
 Combinations spread every named axis across blocks at the same time.
 """
+
 from __future__ import annotations
 
 from gpu_kernels.errors import MappingError
 
 CONFIGS = ("X", "Y", "Z", "XY", "XZ", "YZ", "XYZ")
 CPU = "cpu"
-HOST, GPU = "host", "gpu"     # where a layer's data lives (runner records, mapper costs)
-IMPLS = (CPU,) + CONFIGS          # the order of HEP-BNN's Algorithm 1 (CPU first)
+HOST, GPU = "host", "gpu"  # where a layer's data lives (runner records, mapper costs)
+IMPLS = (CPU,) + CONFIGS  # the order of HEP-BNN's Algorithm 1 (CPU first)
 
 
 def check_impl(name) -> str:

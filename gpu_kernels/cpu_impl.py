@@ -1,5 +1,6 @@
 """The CPU implementation of every layer (cpu/bnn_cpu.cpp through ctypes): the mapper's "cpu"
 choice. It uses the GPU kernels' data formats, so switching device is a plain copy."""
+
 from __future__ import annotations
 
 import ctypes
@@ -15,17 +16,23 @@ from models.checks import INT32_MAX, INT32_MIN
 _P, _I, _L = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
 _CONV = [_P, _P, _P, _P, _I, _I, _I, _I, _I, _I]
 _SIGNATURES = {
-    "cpu_int_conv3x3_u8": _CONV, "cpu_int_conv3x3_i32": _CONV,
-    "cpu_bin_conv3x3_w32": _CONV, "cpu_bin_conv3x3_w64": _CONV,
-    "cpu_step_pack_w32": [_P, _P, _P, _P, _L, _I], "cpu_step_pack_w64": [_P, _P, _P, _P, _L, _I],
+    "cpu_int_conv3x3_u8": _CONV,
+    "cpu_int_conv3x3_i32": _CONV,
+    "cpu_bin_conv3x3_w32": _CONV,
+    "cpu_bin_conv3x3_w64": _CONV,
+    "cpu_step_pack_w32": [_P, _P, _P, _P, _L, _I],
+    "cpu_step_pack_w64": [_P, _P, _P, _P, _L, _I],
     "cpu_maxpool2x2_int": [_P, _P, _I, _I, _I, _I],
-    "cpu_maxpool2x2_w32": [_P, _P, _I, _I, _I, _I], "cpu_maxpool2x2_w64": [_P, _P, _I, _I, _I, _I],
+    "cpu_maxpool2x2_w32": [_P, _P, _I, _I, _I, _I],
+    "cpu_maxpool2x2_w64": [_P, _P, _I, _I, _I, _I],
     "cpu_flatten_int": [_P, _P, _I, _I, _I],
-    "cpu_flatten_packed_w32": [_P, _P, _I, _I, _I], "cpu_flatten_packed_w64": [_P, _P, _I, _I, _I],
+    "cpu_flatten_packed_w32": [_P, _P, _I, _I, _I],
+    "cpu_flatten_packed_w64": [_P, _P, _I, _I, _I],
     "cpu_bin_dense_w32": [_P, _P, _P, _P, _I, _I, _I],
     "cpu_bin_dense_w64": [_P, _P, _P, _P, _I, _I, _I],
     "cpu_argmax_scores": [_P, _P, _I, _I],
-    "cpu_set_threads": [_I], "cpu_max_threads": [],
+    "cpu_set_threads": [_I],
+    "cpu_max_threads": [],
     # the fused network (FusedCpuNetwork)
     "cpu_fused_int_conv": [_P, _P, _P, _P, _P, _I, _I, _I, _I, _I, _I, _I],
     "cpu_fused_bin_conv": [_P, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I, _I, _I],
@@ -74,7 +81,7 @@ def cpu_impl(portable: bool = False) -> CpuImpl:
 # The fused network: a whole HEP-BNN-pattern network on the CPU, every Step inside the layer
 # before it and every max pooling after a Step inside it too (cpu/bnn_cpu.cpp, "fused").
 # ---------------------------------------------------------------------------------------------
-_FB, _FQ = 16, 8                 # filters per vector register: int32 and uint64 lanes
+_FB, _FQ = 16, 8  # filters per vector register: int32 and uint64 lanes
 
 
 def _round_up(v: int, m: int) -> int:
@@ -84,20 +91,22 @@ def _round_up(v: int, m: int) -> int:
 def _pop_bounds(base: np.ndarray, lo: np.ndarray, hi: np.ndarray):
     """[plo, phi] of popcounts p with lo <= base - 2 p <= hi (int64; empty where lo > hi)."""
     base, lo, hi = (np.asarray(a, dtype=np.int64) for a in (base, lo, hi))
-    return -((hi - base) // 2), (base - lo) // 2          # ceil((base - hi) / 2), floor(...)
+    return -((hi - base) // 2), (base - lo) // 2  # ceil((base - hi) / 2), floor(...)
 
 
 def _pack_rows(pm1_rows: np.ndarray) -> np.ndarray:
     """+-1 [F, K] -> uint64 words [F, ceil(K / 64)] (a -1 is a 0 bit, as padding is)."""
     from models.numerics import bnn
+
     return bnn.pack_bits(pm1_rows, 64)
 
 
 class _Stage:
     """One fused kernel: a conv or dense layer with the Step (and max pooling) after it."""
+
     kind = ""
     macs_per_image = 0
-    last = 0                      # golden index of the layer whose output this stage writes
+    last = 0  # golden index of the layer whose output this stage writes
 
     def label(self, net) -> str:
         names = [net.layers[i].describe() for i in range(self.first, self.last + 1)]
@@ -109,6 +118,7 @@ class _IntConvStage(_Stage):
 
     def __init__(self, first, conv, step, pool, in_shape):
         from gpu_kernels.layer_ops import step_bounds
+
         c, h, w = in_shape
         f = conv.weight.shape[0]
         if 255 * 9 * c >= INT32_MAX:
@@ -119,7 +129,7 @@ class _IntConvStage(_Stage):
         # the bytes past them; [3][groups][Fp][4] (4 bytes of one filter in one 32-bit lane)
         r4, fp = _round_up(3 * c, 4), _round_up(f, _FB)
         wk = np.zeros((3, r4, fp), dtype=np.int8)
-        wk[:, :3 * c, :f] = conv.weight.transpose(2, 3, 1, 0).reshape(3, 3 * c, f)
+        wk[:, : 3 * c, :f] = conv.weight.transpose(2, 3, 1, 0).reshape(3, 3 * c, f)
         self.wq = np.ascontiguousarray(wk.reshape(3, r4 // 4, 4, fp).transpose(0, 1, 3, 2))
         lo, hi = step_bounds(step.threshold, step.direction)
         b = conv.bias.astype(np.int64)
@@ -135,8 +145,21 @@ class _IntConvStage(_Stage):
         n = x.shape[0]
         f, hq, wq = self.out_shape
         out = np.empty((n, hq, wq, -(-f // 64)), dtype=np.uint64)
-        lib.call("cpu_fused_int_conv", x, self.wq, self.dlo, self.dhi, out, n, self.h, self.w,
-                 self.c, f, self.pad, int(self.pool))
+        lib.call(
+            "cpu_fused_int_conv",
+            x,
+            self.wq,
+            self.dlo,
+            self.dhi,
+            out,
+            n,
+            self.h,
+            self.w,
+            self.c,
+            f,
+            self.pad,
+            int(self.pool),
+        )
         return out
 
 
@@ -146,12 +169,13 @@ class _BinConvStage(_Stage):
     def __init__(self, first, conv, step, pool, in_shape):
         from gpu_kernels.layer_ops import step_bounds
         from models.numerics import bnn
+
         c, h, w = in_shape
         f, pad = conv.weight.shape[0], conv.padding
         self.first, self.last = first, first + 1 + bool(pool)
         self.c, self.h, self.w, self.f, self.pad, self.pool = c, h, w, f, pad, pool
         nw, fq = -(-c // 64), _round_up(f, _FQ)
-        packed = bnn.pack_bits(conv.weight.transpose(2, 3, 0, 1), 64)   # [3, 3, F, nw]
+        packed = bnn.pack_bits(conv.weight.transpose(2, 3, 0, 1), 64)  # [3, 3, F, nw]
         wt = np.zeros((9, nw, fq), dtype=np.uint64)
         wt[:, :, :f] = packed.reshape(9, f, nw).transpose(0, 2, 1)
         self.wt = np.ascontiguousarray(wt)
@@ -159,17 +183,21 @@ class _BinConvStage(_Stage):
         # pixels with the same in-frame taps share bounds: the border's zero words add the
         # popcount of the weights of the missing taps, which the bounds take back
         ys, xs = np.mgrid[0:ho, 0:wo]
-        inside = np.stack([((ys + ky - pad >= 0) & (ys + ky - pad < h) & (xs + kx - pad >= 0)
-                            & (xs + kx - pad < w)) for ky in range(3) for kx in range(3)])
+        inside = np.stack(
+            [
+                ((ys + ky - pad >= 0) & (ys + ky - pad < h) & (xs + kx - pad >= 0) & (xs + kx - pad < w))
+                for ky in range(3)
+                for kx in range(3)
+            ]
+        )
         masks, cls = np.unique(inside.reshape(9, -1).T, axis=0, return_inverse=True)
         self.cls = np.ascontiguousarray(cls.reshape(-1), dtype=np.int32)
-        wpop = bnn.popcount(packed.reshape(9, f, nw)).sum(axis=2).astype(np.int64)   # [9, F]
+        wpop = bnn.popcount(packed.reshape(9, f, nw)).sum(axis=2).astype(np.int64)  # [9, F]
         lo, hi = step_bounds(step.threshold, step.direction)
         plo = np.zeros((len(masks), fq), dtype=np.int64)
         phi = np.full((len(masks), fq), -1, dtype=np.int64)
         for k, mask in enumerate(masks):
-            base = (conv.bias.astype(np.int64) + int(mask.sum()) * c
-                    + 2 * wpop[~mask].sum(axis=0))
+            base = conv.bias.astype(np.int64) + int(mask.sum()) * c + 2 * wpop[~mask].sum(axis=0)
             plo[k, :f], phi[k, :f] = _pop_bounds(base, lo, hi)
         self.plo, self.phi = plo, phi
         self.out_shape = (f, ho // 2, wo // 2) if pool else (f, ho, wo)
@@ -179,8 +207,22 @@ class _BinConvStage(_Stage):
         n = x.shape[0]
         f, hq, wq = self.out_shape
         out = np.empty((n, hq, wq, -(-f // 64)), dtype=np.uint64)
-        lib.call("cpu_fused_bin_conv", x, self.wt, self.plo, self.phi, self.cls, out, n,
-                 self.h, self.w, self.c, f, self.pad, int(self.pool))
+        lib.call(
+            "cpu_fused_bin_conv",
+            x,
+            self.wt,
+            self.plo,
+            self.phi,
+            self.cls,
+            out,
+            n,
+            self.h,
+            self.w,
+            self.c,
+            f,
+            self.pad,
+            int(self.pool),
+        )
         return out
 
 
@@ -191,6 +233,7 @@ class _DenseStage(_Stage):
         """flat_from: (C, H, W) when the input is a Flatten of packed NHWC words (the
         weights are reordered to that bit order), else None (features in order)."""
         from gpu_kernels.layer_ops import step_bounds
+
         f, k = dense.weight.shape
         self.first = first - (flat_from is not None)
         self.last = first + (step is not None)
@@ -205,7 +248,7 @@ class _DenseStage(_Stage):
             rows = np.where(feat >= 0, dense.weight[:, np.maximum(feat, 0)], -1)
         else:
             rows = dense.weight
-        words = _pack_rows(rows.astype(np.int8))                     # [F, kw]
+        words = _pack_rows(rows.astype(np.int8))  # [F, kw]
         self.kw = words.shape[1]
         fq = _round_up(f, _FQ)
         wt = np.zeros((self.kw, fq), dtype=np.uint64)
@@ -225,10 +268,24 @@ class _DenseStage(_Stage):
         n = x.shape[0]
         x = np.ascontiguousarray(x.reshape(n, -1))
         assert x.shape[1] == self.kw, (x.shape, self.kw)
-        out = (np.empty((n, -(-self.f // 64)), dtype=np.uint64) if self.step
-               else np.empty((n, self.f), dtype=np.int32))
-        lib.call("cpu_fused_dense", x, self.wt, self.plo, self.phi, self.base, out, n,
-                 self.kw, self.f, int(self.step))
+        out = (
+            np.empty((n, -(-self.f // 64)), dtype=np.uint64)
+            if self.step
+            else np.empty((n, self.f), dtype=np.int32)
+        )
+        lib.call(
+            "cpu_fused_dense",
+            x,
+            self.wt,
+            self.plo,
+            self.phi,
+            self.base,
+            out,
+            n,
+            self.kw,
+            self.f,
+            int(self.step),
+        )
         return out
 
 
@@ -242,25 +299,27 @@ class FusedCpuNetwork:
 
     def __init__(self, net, portable: bool = False):
         from models import ir
+
         self.net = net
         self.lib = cpu_impl(portable)
         layers = net.layers
         if net.input_kind != "uint8" and not isinstance(layers[0], (ir.BinConv2d, ir.BinDense)):
-            raise GpuKernelError(f"the fused CPU network takes uint8 or binary input, not "
-                                 f"{net.input_kind}")
+            raise GpuKernelError(f"the fused CPU network takes uint8 or binary input, not {net.input_kind}")
         self.stages, i, flat_from = [], 0, None
         while i < len(layers):
             layer, shape = layers[i], net.shapes[i][0]
             nxt = layers[i + 1] if i + 1 < len(layers) else None
             if isinstance(layer, (ir.IntConv2d, ir.BinConv2d)):
                 if not isinstance(nxt, ir.Step):
-                    raise GpuKernelError(f"{layer.label(i)}: the fused CPU network needs a Step "
-                                         f"after every convolution")
+                    raise GpuKernelError(
+                        f"{layer.label(i)}: the fused CPU network needs a Step after every convolution"
+                    )
                 pool = i + 2 < len(layers) and isinstance(layers[i + 2], ir.MaxPool2d)
                 if isinstance(layer, ir.IntConv2d):
                     if i != 0:
-                        raise GpuKernelError(f"{layer.label(i)}: an integer convolution must be "
-                                             f"the first layer")
+                        raise GpuKernelError(
+                            f"{layer.label(i)}: an integer convolution must be the first layer"
+                        )
                     self.stages.append(_IntConvStage(i, layer, nxt, pool, shape))
                 else:
                     self.stages.append(_BinConvStage(i, layer, nxt, pool, shape))
@@ -274,13 +333,17 @@ class FusedCpuNetwork:
                 flat_from = None
                 i += 2 if step is not None else 1
             else:
-                raise GpuKernelError(f"{layer.label(i)}: not in the fused CPU network's pattern "
-                                     f"(conv + Step [+ MaxPool], Flatten, dense [+ Step])")
+                raise GpuKernelError(
+                    f"{layer.label(i)}: not in the fused CPU network's pattern "
+                    f"(conv + Step [+ MaxPool], Flatten, dense [+ Step])"
+                )
 
     def _input(self, x: np.ndarray) -> np.ndarray:
         from models.numerics import bnn
+
         first = self.net.layers[0]
         from models import ir
+
         if isinstance(first, ir.IntConv2d):
             return np.ascontiguousarray(x.transpose(0, 2, 3, 1), dtype=np.uint8)
         if isinstance(first, ir.BinConv2d):
@@ -295,6 +358,7 @@ class FusedCpuNetwork:
         from gpu_kernels.layer_ops import check_int32_ranges
         from models import golden
         from models.numerics import bnn
+
         x = golden.check_input(self.net, x)
         check_int32_ranges(self.net, x)
         if threads:
@@ -306,10 +370,14 @@ class FusedCpuNetwork:
             seconds.append(time.perf_counter() - t0)
             if keep_outputs or st is self.stages[-1]:
                 outputs[st.last] = self._golden_format(st, cur, bnn)
-        return FusedResult(outputs[self.stages[-1].last], outputs, seconds,
-                           [st.label(self.net) for st in self.stages],
-                           [st.macs_per_image for st in self.stages],
-                           [st.kind for st in self.stages])
+        return FusedResult(
+            outputs[self.stages[-1].last],
+            outputs,
+            seconds,
+            [st.label(self.net) for st in self.stages],
+            [st.macs_per_image for st in self.stages],
+            [st.kind for st in self.stages],
+        )
 
     @staticmethod
     def _golden_format(st, out, bnn):
@@ -322,14 +390,15 @@ class FusedCpuNetwork:
 
 class FusedResult:
     def __init__(self, scores, outputs, stage_s, labels, macs_per_image, kinds):
-        self.scores = scores                  # the network's output, golden format
-        self.outputs = outputs                # golden layer index -> output (keep_outputs)
-        self.stage_s = stage_s                # seconds per fused kernel
+        self.scores = scores  # the network's output, golden format
+        self.outputs = outputs  # golden layer index -> output (keep_outputs)
+        self.stage_s = stage_s  # seconds per fused kernel
         self.labels = labels
         self.macs_per_image = macs_per_image  # per fused kernel
-        self.kinds = kinds                    # "int" (integer x +-1) or "bin" (xor-popcount)
+        self.kinds = kinds  # "int" (integer x +-1) or "bin" (xor-popcount)
 
     @property
     def predictions(self) -> np.ndarray:
         from models.numerics import bnn
+
         return bnn.argmax(self.scores.reshape(len(self.scores), -1))

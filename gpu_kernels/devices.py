@@ -9,6 +9,7 @@ A launch is prepared first (arguments checked and converted, the kernel looked u
 issued: the runner and the profiler put CUDA events around the issue alone, and time the
 preparation on the host separately.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -47,41 +48,49 @@ def _kernel_args(key: str, launch: Launch, args, max_threads: int) -> tuple:
     kinds = ("i",) * 6 + spec.params
     if len(values) != len(kinds):
         raise GpuKernelError(f"{spec.expr} takes {len(kinds)} arguments, got {len(values)}")
-    return spec, [(k, v if k == "p" else _int_arg(v, spec, i))
-                  for i, (k, v) in enumerate(zip(kinds, values))]
+    return spec, [
+        (k, v if k == "p" else _int_arg(v, spec, i))
+        for i, (k, v) in enumerate(zip(kinds, values, strict=True))
+    ]
 
 
 def _check_limits(launch: Launch, spec, max_threads: int) -> None:
     """Last line of defence (launch.plan already refuses these with a better message)."""
     if launch.threads > max_threads:
-        raise LaunchError(f"{spec.expr}: a block of {launch.threads} threads; the compiled kernel "
-                          f"allows at most {max_threads}")
-    if any(b > m for b, m in zip(launch.block, MAX_BLOCK_DIM)) or any(
-            g > m for g, m in zip(launch.grid, MAX_GRID_DIM)) or min(launch.grid + launch.block) < 1:
-        raise LaunchError(f"{spec.expr}: grid {launch.grid} / block {launch.block} exceed CUDA's "
-                          f"limits")
+        raise LaunchError(
+            f"{spec.expr}: a block of {launch.threads} threads; the compiled kernel "
+            f"allows at most {max_threads}"
+        )
+    if (
+        any(b > m for b, m in zip(launch.block, MAX_BLOCK_DIM, strict=True))
+        or any(g > m for g, m in zip(launch.grid, MAX_GRID_DIM, strict=True))
+        or min(launch.grid + launch.block) < 1
+    ):
+        raise LaunchError(f"{spec.expr}: grid {launch.grid} / block {launch.block} exceed CUDA's limits")
 
 
 # ---------------------------------------------------------------------------------------------
 # CPU emulation
 # ---------------------------------------------------------------------------------------------
-ORDERS = ("in-order", "reversed", "shuffled")     # emu_launch.h: IN_ORDER, REVERSED, SHUFFLED
-ORDER_ENV = "GPU_KERNELS_EMU_ORDER"               # e.g. "reversed" or "shuffled:7"
+ORDERS = ("in-order", "reversed", "shuffled")  # emu_launch.h: IN_ORDER, REVERSED, SHUFFLED
+ORDER_ENV = "GPU_KERNELS_EMU_ORDER"  # e.g. "reversed" or "shuffled:7"
 
 
 def parse_order(spec: str | None) -> tuple[str, int]:
-    """"in-order" | "reversed" | "shuffled[:SEED]" -> (order, seed); None or "" = in order."""
+    """ "in-order" | "reversed" | "shuffled[:SEED]" -> (order, seed); None or "" = in order."""
     if not spec:
         return "in-order", 0
     name, _, seed = spec.partition(":")
     if name not in ORDERS or (seed and not seed.isdigit()):
-        raise GpuKernelError(f"emulation order {spec!r}: use one of {', '.join(ORDERS)} "
-                             f"(shuffled may take a seed: shuffled:7)")
+        raise GpuKernelError(
+            f"emulation order {spec!r}: use one of {', '.join(ORDERS)} (shuffled may take a seed: shuffled:7)"
+        )
     return name, int(seed or 0)
 
 
 class _Asan:
     """The ASan runtime's poisoning calls, found in the process (LD_PRELOAD) or None."""
+
     poison = unpoison = None
 
     @classmethod
@@ -92,9 +101,11 @@ class _Asan:
             poison = getattr(rt, "__asan_poison_memory_region")
             unpoison = getattr(rt, "__asan_unpoison_memory_region")
         except (OSError, AttributeError):
-            raise BuildError(f"the AddressSanitizer emulation runs only in a process started with "
-                             f"LD_PRELOAD={build.asan_runtime()} and ASAN_OPTIONS=detect_leaks=0 "
-                             f"(python -m gpu_kernels.selfcheck --asan does that)") from None
+            raise BuildError(
+                f"the AddressSanitizer emulation runs only in a process started with "
+                f"LD_PRELOAD={build.asan_runtime()} and ASAN_OPTIONS=detect_leaks=0 "
+                f"(python -m gpu_kernels.selfcheck --asan does that)"
+            ) from None
         for fn in (poison, unpoison):
             fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t], None
         cls.poison, cls.unpoison = poison, unpoison
@@ -107,6 +118,7 @@ class EmuBuffer:
     AddressSanitizer build the guards are poisoned (larger, and ASan reports any read or write
     of them at the faulting instruction; ASan tracks 8-byte granules, so the last bytes of a
     buffer whose size is not a multiple of 8 share their granule with the buffer)."""
+
     GUARD = 64
     ASAN_GUARD = 512
     FILL = 0xA5
@@ -118,7 +130,7 @@ class EmuBuffer:
         self._poisoned = _Asan.poison is not None
         g = self.guard = self.ASAN_GUARD if self._poisoned else self.GUARD
         self._raw = np.full(nbytes + 2 * g, self.FILL, dtype=np.uint8)
-        self.array = self._raw[g:g + nbytes].view(dtype).reshape(shape)
+        self.array = self._raw[g : g + nbytes].view(dtype).reshape(shape)
         if data is not None:
             self.array[...] = data
         if self._poisoned:
@@ -147,7 +159,7 @@ class EmuBuffer:
         return self.array.ctypes.data
 
     def guards_intact(self) -> bool:
-        if self._poisoned:          # ASan reports any access to the guards itself
+        if self._poisoned:  # ASan reports any access to the guards itself
             return True
         g = self.guard
         return bool((self._raw[:g] == self.FILL).all() and (self._raw[-g:] == self.FILL).all())
@@ -161,6 +173,7 @@ class EmulatedGpu:
     default comes from $GPU_KERNELS_EMU_ORDER, e.g. "shuffled:7"); seed: the first launch's
     shuffle seed (launch i uses seed + i). sanitize: load the AddressSanitizer build (the
     process must have the ASan runtime preloaded, see build.asan_runtime)."""
+
     backend = "emulation"
     is_real_gpu = False
 
@@ -182,8 +195,12 @@ class EmulatedGpu:
             self._entry[key] = fn
 
     def describe(self) -> str:
-        return f"emulation ({self.order}" + (f", seed {self.seed}" if self.order == "shuffled" else "") \
-            + (", AddressSanitizer" if self.sanitize else "") + ")"
+        return (
+            f"emulation ({self.order}"
+            + (f", seed {self.seed}" if self.order == "shuffled" else "")
+            + (", AddressSanitizer" if self.sanitize else "")
+            + ")"
+        )
 
     def upload(self, a: np.ndarray) -> EmuBuffer:
         return EmuBuffer(a.shape, a.dtype, a)
@@ -214,7 +231,8 @@ class EmulatedGpu:
             else:
                 holders.append(ctypes.c_int32(v))
         params = (ctypes.c_void_p * len(holders))(
-            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
+            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
+        )
         dims = (ctypes.c_uint * 6)(*launch.grid, *launch.block)
         entry, mode = self._entry[key], ORDERS.index(self.order)
 
@@ -222,17 +240,22 @@ class EmulatedGpu:
             self._lib.emu_set_order(mode, self.seed + self._launches)
             self._launches += 1
             status = entry(dims, params)
-            _ = holders                          # the argument values must outlive the call
+            _ = holders  # the argument values must outlive the call
             if status == 1:
-                raise LaunchError(f"{spec.expr}: a block of {launch.threads} threads exceeds the "
-                                  f"kernels' launch bound of {KERNEL_MAX_THREADS} (on a GPU: "
-                                  f"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)")
+                raise LaunchError(
+                    f"{spec.expr}: a block of {launch.threads} threads exceeds the "
+                    f"kernels' launch bound of {KERNEL_MAX_THREADS} (on a GPU: "
+                    f"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)"
+                )
             if status != 0:
                 raise GpuKernelError(f"{spec.expr}: emulated launch failed (status {status})")
             for b in buffers:
                 if not b.guards_intact():
-                    raise GpuKernelError(f"{spec.expr} wrote outside a buffer of shape {b.shape} "
-                                         f"(grid {launch.grid}, block {launch.block})")
+                    raise GpuKernelError(
+                        f"{spec.expr} wrote outside a buffer of shape {b.shape} "
+                        f"(grid {launch.grid}, block {launch.block})"
+                    )
+
         return go
 
     def launch(self, key: str, launch: Launch, args) -> None:
@@ -264,22 +287,25 @@ class EmulatedGpu:
 class CupyGpu:
     """Runs the kernels on a CUDA device through CuPy's RawModule (NVRTC). The module is
     compiled once, here; a failure raises BuildError naming NVRTC's complaint."""
+
     backend = "cupy"
     is_real_gpu = True
-    HEAD_START_NS = (20_000, 50_000_000)     # busy-wait bounds for time_launches
-    timing_note = None                       # set if launches had to be timed without it
+    HEAD_START_NS = (20_000, 50_000_000)  # busy-wait bounds for time_launches
+    timing_note = None  # set if launches had to be timed without it
 
     def __init__(self):
         cp = _import_cupy()
         self.cp = cp
         try:
-            self._module = cp.RawModule(code=translation_unit(), options=NVRTC_OPTIONS,
-                                        name_expressions=gpu_name_expressions())
+            self._module = cp.RawModule(
+                code=translation_unit(), options=NVRTC_OPTIONS, name_expressions=gpu_name_expressions()
+            )
             self._fn = {key: self._module.get_function(s.expr) for key, s in KERNELS.items()}
             self._busy = self._module.get_function(TIMING_KERNEL)
-        except Exception as exc:       # CompileException, NVRTCError, a missing libnvrtc, ...
-            raise BuildError(f"NVRTC could not build the kernels ({type(exc).__name__}): "
-                             f"{str(exc).strip()[:3000]}") from None
+        except Exception as exc:  # CompileException, NVRTCError, a missing libnvrtc, ...
+            raise BuildError(
+                f"NVRTC could not build the kernels ({type(exc).__name__}): {str(exc).strip()[:3000]}"
+            ) from None
         self._max_threads = {key: int(fn.max_threads_per_block) for key, fn in self._fn.items()}
         props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
         self.device_name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
@@ -305,9 +331,18 @@ class CupyGpu:
         them for the compiled module."""
         out = {}
         for key, fn in self._fn.items():
-            out[key] = {a: int(getattr(fn, a)) for a in (
-                "num_regs", "local_size_bytes", "max_threads_per_block", "shared_size_bytes",
-                "const_size_bytes", "binary_version", "ptx_version")}
+            out[key] = {
+                a: int(getattr(fn, a))
+                for a in (
+                    "num_regs",
+                    "local_size_bytes",
+                    "max_threads_per_block",
+                    "shared_size_bytes",
+                    "const_size_bytes",
+                    "binary_version",
+                    "ptx_version",
+                )
+            }
         return out
 
     def prepare(self, key: str, launch: Launch, args):
@@ -319,7 +354,7 @@ class CupyGpu:
                     raise GpuKernelError(f"{spec.expr}: argument {i} must be a device array")
                 conv.append(v)
             else:
-                conv.append(np.int32(v))    # CuPy would pass a Python int as 64 bits
+                conv.append(np.int32(v))  # CuPy would pass a Python int as 64 bits
         fn, grid, block, conv = self._fn[key], launch.grid, launch.block, tuple(conv)
         return lambda: fn(grid, block, conv)
 
@@ -332,7 +367,7 @@ class CupyGpu:
         them all, so the events around them time the kernels, not the host's pace; if the
         host was slower than the head start, it is doubled and the measurement repeated."""
         cp = self.cp
-        go()                                            # warm, and a first guess of the host cost
+        go()  # warm, and a first guess of the host cost
         self.synchronize()
         t0 = time.perf_counter()
         go()
@@ -342,10 +377,12 @@ class CupyGpu:
             if self._busy is not None:
                 try:
                     self._busy((1, 1, 1), (1, 1, 1), (np.int64(head),))
-                except Exception as exc:      # a timing aid: measure without it rather than fail
+                except Exception as exc:  # a timing aid: measure without it rather than fail
                     self._busy = None
-                    self.timing_note = (f"busy-wait kernel failed ({type(exc).__name__}: {exc}); "
-                                        f"launches timed without a head start (host pace included)")
+                    self.timing_note = (
+                        f"busy-wait kernel failed ({type(exc).__name__}: {exc}); "
+                        f"launches timed without a head start (host pace included)"
+                    )
             e0 = cp.cuda.Event()
             e0.record()
             t0 = time.perf_counter()
@@ -399,7 +436,7 @@ def cuda_available() -> bool:
 BACKENDS = ("auto", "cupy", "emulation", "cpu")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _device_or_error(name: str):
     """(device, None) or (None, the error): a backend that failed to start (no NVRTC, a
     compile error) fails again at once instead of recompiling for every caller."""

@@ -28,6 +28,7 @@ so it does not change which configuration the model prefers for a layer; it brin
 times to within 0.6-1.5x of the measured ones. They are still estimates, not measurements
 (docs: README "What the compare job reports").
 """
+
 from __future__ import annotations
 
 import json
@@ -43,25 +44,32 @@ from gpu_kernels.profiling import Profile
 from models import ir
 
 DEVICE = "H200 (sm_90)"
-SMS = 132                      # streaming multiprocessors
-CLOCK_HZ = 1.98e9              # boost clock
+SMS = 132  # streaming multiprocessors
+CLOCK_HZ = 1.98e9  # boost clock
 MAX_THREADS_PER_SM = 2048
 MAX_BLOCKS_PER_SM = 32
-ISSUE_PER_CYCLE = 128          # 4 schedulers x 32 lanes
-INSTR_PER_TRIP = 6             # loads, xor/popc or multiply-add, loop
-LATENCY_PER_TRIP = 24          # cycles of a dependent trip (an L1 hit and the arithmetic)
+ISSUE_PER_CYCLE = 128  # 4 schedulers x 32 lanes
+INSTR_PER_TRIP = 6  # loads, xor/popc or multiply-add, loop
+LATENCY_PER_TRIP = 24  # cycles of a dependent trip (an L1 hit and the arithmetic)
 LAUNCH_S = 4e-6
 HOST_ISSUE_S = 6e-6
 COPY_LATENCY_S = 10e-6
-COPY_BYTES_PER_S = 20e9        # pageable host memory over PCIe Gen5
+COPY_BYTES_PER_S = 20e9  # pageable host memory over PCIe Gen5
 
 # measured / modelled seconds per kernel family on the H200 (see the module's note; a test
 # refits these from the stored measurements and fails if they drift)
-CALIBRATION = {"int_conv3x3": 10.01, "bin_conv3x3": 7.58, "step_pack": 8.72, "maxpool2x2": 2.54,
-               "flatten_packed": 4.65, "bin_dense": 3.06}
-CALIBRATION_OTHER = 5.64       # families not measured yet: the mean over every launch measured
-CALIBRATION_DATA = (Path(__file__).resolve().parent.parent / "docs" / "measurements"
-                    / "h200_2026-12-04" / "layer_times.json")
+CALIBRATION = {
+    "int_conv3x3": 10.01,
+    "bin_conv3x3": 7.58,
+    "step_pack": 8.72,
+    "maxpool2x2": 2.54,
+    "flatten_packed": 4.65,
+    "bin_dense": 3.06,
+}
+CALIBRATION_OTHER = 5.64  # families not measured yet: the mean over every launch measured
+CALIBRATION_DATA = (
+    Path(__file__).resolve().parent.parent / "docs" / "measurements" / "h200_2026-12-04" / "layer_times.json"
+)
 
 
 def trips_per_output(op) -> int:
@@ -100,7 +108,7 @@ def kernel_s(op, batch: int, config: str) -> float | None:
 
 def raw_kernel_s(op, batch: int, config: str) -> float | None:
     """The occupancy model's seconds of one launch, before calibration."""
-    if op.kernel is None:                 # a no-op layer (flatten of a flat tensor)
+    if op.kernel is None:  # a no-op layer (flatten of a flat tensor)
         return 0.0
     try:
         launch = plan(op.work(batch), config, what=op.label)
@@ -112,9 +120,10 @@ def raw_kernel_s(op, batch: int, config: str) -> float | None:
     warps_threads = math.ceil(threads / 32) * 32
     resident = max(1, min(MAX_BLOCKS_PER_SM, MAX_THREADS_PER_SM // warps_threads))
     waves = math.ceil(launch.blocks / (SMS * resident))
-    busy = min(resident, math.ceil(launch.blocks / SMS))     # blocks an SM runs at once
-    wave_cycles = max(per_thread * LATENCY_PER_TRIP,
-                      busy * warps_threads * per_thread * INSTR_PER_TRIP / ISSUE_PER_CYCLE)
+    busy = min(resident, math.ceil(launch.blocks / SMS))  # blocks an SM runs at once
+    wave_cycles = max(
+        per_thread * LATENCY_PER_TRIP, busy * warps_threads * per_thread * INSTR_PER_TRIP / ISSUE_PER_CYCLE
+    )
     return LAUNCH_S + waves * wave_cycles / CLOCK_HZ
 
 
@@ -123,14 +132,16 @@ def raw_kernel_s(op, batch: int, config: str) -> float | None:
 # 'fashion', 'cifar10' or an .onnx path relative to the repository), "word_bits", "images",
 # "batch", "layer" (index), "impl" (configuration), "seconds" (measured, all batches)}.
 
+
 def load_samples(path: Path = CALIBRATION_DATA) -> list[dict]:
     data = json.loads(Path(path).read_text())
-    return [dict(zip(data["fields"], row)) for row in data["rows"]]
+    return [dict(zip(data["fields"], row, strict=True)) for row in data["rows"]]
 
 
 @lru_cache(maxsize=16)
 def _ops(spec: str, word_bits: int):
     from models.random_networks import SHAPES, network_from_spec
+
     path = spec if spec in SHAPES or Path(spec).is_absolute() else str(CALIBRATION_DATA.parents[3] / spec)
     return prepare(network_from_spec(path), word_bits)
 
@@ -145,13 +156,14 @@ def raw_sample_s(sample: dict) -> tuple[str, float]:
     return kernel_family(op), sum(raw_kernel_s(op, size, sample["impl"]) for size in sizes)
 
 
-def fit_calibration(samples: list[dict], raw: list[tuple[str, float]] | None = None
-                    ) -> tuple[dict[str, float], float]:
+def fit_calibration(
+    samples: list[dict], raw: list[tuple[str, float]] | None = None
+) -> tuple[dict[str, float], float]:
     """Per kernel family, and over all samples, the geometric mean of measured / raw modelled
     seconds (rounded to 2 decimals, as CALIBRATION holds them). `raw`: the samples'
     `raw_sample_s`, when the caller has them already."""
     logs: dict[str, list[float]] = {}
-    for smp, (family, raw_s) in zip(samples, raw or map(raw_sample_s, samples)):
+    for smp, (family, raw_s) in zip(samples, raw or map(raw_sample_s, samples), strict=True):
         logs.setdefault(family, []).append(math.log(smp["seconds"] / raw_s))
     every = [v for vs in logs.values() for v in vs]
     geo = lambda vs: round(math.exp(sum(vs) / len(vs)), 2)  # noqa: E731
@@ -166,8 +178,10 @@ class ModelledProfile:
     """A profile source (gpu_kernels.mapper) from the model above, for the seven GPU
     configurations."""
 
-    source = (f"modelled: {DEVICE}, {SMS} SMs at {CLOCK_HZ / 1e9:.2f} GHz (occupancy model, "
-              f"gpu_kernels/gpu_model.py; not measured)")
+    source = (
+        f"modelled: {DEVICE}, {SMS} SMs at {CLOCK_HZ / 1e9:.2f} GHz (occupancy model, "
+        f"gpu_kernels/gpu_model.py; not measured)"
+    )
 
     def __init__(self, word_bits: int = 32):
         self.word_bits = word_bits
@@ -179,15 +193,32 @@ class ModelledProfile:
         layer_s, host_s, copies = {}, {}, {}
         for b in batch_sizes:
             layer_s[b] = [[kernel_s(op, b, c) for c in CONFIGS] for op in ops]
-            host_s[b] = [[None if t is None else (HOST_ISSUE_S if op.kernel else 0.0)
-                          for t in row] for op, row in zip(ops, layer_s[b])]
+            host_s[b] = [
+                [None if t is None else (HOST_ISSUE_S if op.kernel else 0.0) for t in row]
+                for op, row in zip(ops, layer_s[b], strict=True)
+            ]
             copies[b] = [copy_s(f.nbytes(b)) for f in fmts]
-        return Profile(net.name, [layer.describe() for layer in net.layers], list(batch_sizes),
-                       layer_s, copies, {b: list(v) for b, v in copies.items()}, list(CONFIGS),
-                       self.source,
-                       {"word_bits": self.word_bits, "time_of": "one batch of b images",
-                        "model": {"device": DEVICE, "sms": SMS, "clock_hz": CLOCK_HZ,
-                                  "launch_s": LAUNCH_S, "host_issue_s": HOST_ISSUE_S,
-                                  "copy_latency_s": COPY_LATENCY_S,
-                                  "copy_bytes_per_s": COPY_BYTES_PER_S}},
-                       host_s)
+        return Profile(
+            net.name,
+            [layer.describe() for layer in net.layers],
+            list(batch_sizes),
+            layer_s,
+            copies,
+            {b: list(v) for b, v in copies.items()},
+            list(CONFIGS),
+            self.source,
+            {
+                "word_bits": self.word_bits,
+                "time_of": "one batch of b images",
+                "model": {
+                    "device": DEVICE,
+                    "sms": SMS,
+                    "clock_hz": CLOCK_HZ,
+                    "launch_s": LAUNCH_S,
+                    "host_issue_s": HOST_ISSUE_S,
+                    "copy_latency_s": COPY_LATENCY_S,
+                    "copy_bytes_per_s": COPY_BYTES_PER_S,
+                },
+            },
+            host_s,
+        )

@@ -6,6 +6,7 @@ nvcc check instantiates each of them from the same translation unit with NVRTC's
 kernel's parameters are the six work-split integers of common.cuh (added by the launcher)
 followed by the ones listed here: "p" a pointer to a device buffer, "i" an int.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
-ENTRY_SOURCE = CUDA_DIR / "kernels.cu"          # every BNN kernel (all three backends)
-GPU_ENTRY_SOURCE = CUDA_DIR / "gpu_module.cu"    # + the GPU-only timing helper (NVRTC, nvcc)
+ENTRY_SOURCE = CUDA_DIR / "kernels.cu"  # every BNN kernel (all three backends)
+GPU_ENTRY_SOURCE = CUDA_DIR / "gpu_module.cu"  # + the GPU-only timing helper (NVRTC, nvcc)
 
 # What CuPy hands NVRTC for our module: our options, then what CuPy appends itself
 # (cupy/cuda/compiler.py: "-ftz=true", then the architecture, "-arch=sm_XY" where NVRTC can
@@ -29,9 +30,9 @@ WORD_TYPES = {32: "unsigned int", 64: "unsigned long long"}
 
 @dataclass(frozen=True)
 class KernelSpec:
-    key: str            # how Python code names it, e.g. "bin_conv3x3/w64"
-    expr: str           # the C++ name expression, e.g. "bin_conv3x3<unsigned long long>"
-    params: tuple       # "p" (device pointer) or "i" (int32), after the six split integers
+    key: str  # how Python code names it, e.g. "bin_conv3x3/w64"
+    expr: str  # the C++ name expression, e.g. "bin_conv3x3<unsigned long long>"
+    params: tuple  # "p" (device pointer) or "i" (int32), after the six split integers
 
     @property
     def symbol(self) -> str:
@@ -40,7 +41,7 @@ class KernelSpec:
 
 
 def _specs() -> dict[str, KernelSpec]:
-    conv = ("p", "p", "p", "p", "i", "i", "i", "i", "i")      # x, w, bias, out, H, W, C, pad, Wo
+    conv = ("p", "p", "p", "p", "i", "i", "i", "i", "i")  # x, w, bias, out, H, W, C, pad, Wo
     out = [
         KernelSpec("int_conv3x3/u8", "int_conv3x3<unsigned char>", conv),
         KernelSpec("int_conv3x3/i32", "int_conv3x3<int>", conv),

@@ -18,6 +18,7 @@ block (its __launch_bounds__, KERNEL_MAX_THREADS in cuda/common.cuh, or on a GPU
 kernel's max_threads_per_block, which the registers it uses decide); a launch that does not fit
 raises LaunchError naming the layer, the configuration and the limit.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -26,15 +27,15 @@ from gpu_kernels.configs import CPU, axes, check_impl
 from gpu_kernels.errors import LaunchError
 from gpu_kernels.kernel_table import kernel_max_threads
 
-MAX_THREADS_PER_BLOCK = 1024                # CUDA's limit for any kernel
-MAX_BLOCK_DIM = (1024, 1024, 64)            # x, y, z
-MAX_GRID_DIM = (2 ** 31 - 1, 65535, 65535)  # x, y, z
+MAX_THREADS_PER_BLOCK = 1024  # CUDA's limit for any kernel
+MAX_BLOCK_DIM = (1024, 1024, 64)  # x, y, z
+MAX_GRID_DIM = (2**31 - 1, 65535, 65535)  # x, y, z
 DEFAULT_THREADS = 256
-KERNEL_MAX_THREADS = kernel_max_threads()   # the kernels' __launch_bounds__ (cuda/common.cuh)
+KERNEL_MAX_THREADS = kernel_max_threads()  # the kernels' __launch_bounds__ (cuda/common.cuh)
 
 # sm_90 (H100/H200) register file: what decides how many threads of a kernel fit in a block
 REGISTERS_PER_BLOCK = 65536
-REGISTER_ALLOCATION_UNIT = 256              # registers are given to a warp in units of 256
+REGISTER_ALLOCATION_UNIT = 256  # registers are given to a warp in units of 256
 WARP_SIZE = 32
 
 
@@ -51,6 +52,7 @@ def max_threads_for_registers(registers: int) -> int:
 class Work:
     """Output index space of one kernel call: images, pixels, neurons, and the length of an
     output row (the default window of Y)."""
+
     n: int
     p: int
     f: int
@@ -59,9 +61,9 @@ class Work:
 
 @dataclass(frozen=True)
 class Launch:
-    grid: tuple       # (x, y, z)
-    block: tuple      # (x, y, z)
-    chunks: tuple     # (n, p, f) extent of each axis one block owns
+    grid: tuple  # (x, y, z)
+    block: tuple  # (x, y, z)
+    chunks: tuple  # (n, p, f) extent of each axis one block owns
     work: Work
     config: str
 
@@ -87,8 +89,15 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def plan(work: Work, config: str, *, threads: int = DEFAULT_THREADS, window: int | None = None,
-         what: str = "kernel", max_threads: int = KERNEL_MAX_THREADS) -> Launch:
+def plan(
+    work: Work,
+    config: str,
+    *,
+    threads: int = DEFAULT_THREADS,
+    window: int | None = None,
+    what: str = "kernel",
+    max_threads: int = KERNEL_MAX_THREADS,
+) -> Launch:
     """Grid and block for `work` in `config`; `what` names the layer in error messages.
     `max_threads` is the kernel's own limit on threads per block (default: its launch bound;
     a GPU backend passes the compiled kernel's max_threads_per_block)."""
@@ -98,12 +107,15 @@ def plan(work: Work, config: str, *, threads: int = DEFAULT_THREADS, window: int
     if min(work.n, work.p, work.f) < 1:
         raise LaunchError(f"{what}: nothing to compute (work {work})")
     if not 1 <= threads <= MAX_THREADS_PER_BLOCK:
-        raise LaunchError(f"{what}: {threads} threads per block requested; CUDA allows 1.."
-                          f"{MAX_THREADS_PER_BLOCK}")
+        raise LaunchError(
+            f"{what}: {threads} threads per block requested; CUDA allows 1..{MAX_THREADS_PER_BLOCK}"
+        )
     if threads > max_threads:
-        raise LaunchError(f"{what}: {threads} threads per block requested; the kernel can be "
-                          f"launched with at most {max_threads} (the registers it was compiled "
-                          f"with; KERNEL_MAX_THREADS = {KERNEL_MAX_THREADS} in cuda/common.cuh)")
+        raise LaunchError(
+            f"{what}: {threads} threads per block requested; the kernel can be "
+            f"launched with at most {max_threads} (the registers it was compiled "
+            f"with; KERNEL_MAX_THREADS = {KERNEL_MAX_THREADS} in cuda/common.cuh)"
+        )
     spread = axes(config)
     win = work.row if window is None else window
     if win < 1:
@@ -115,16 +127,18 @@ def plan(work: Work, config: str, *, threads: int = DEFAULT_THREADS, window: int
     cf = 1 if "Z" in spread else work.f
     grid = (_ceil_div(work.n, cn), _ceil_div(work.p, cp), _ceil_div(work.f, cf))
     for g, limit, axis, name in zip(
-            grid, MAX_GRID_DIM, ("images", "windows", "neurons"), ("x", "y", "z")):
+        grid, MAX_GRID_DIM, ("images", "windows", "neurons"), ("x", "y", "z"), strict=True
+    ):
         if g > limit:
             raise LaunchError(
                 f"{what} in configuration {config}: {g} {axis} need gridDim.{name} = {g} blocks, "
                 f"above CUDA's limit of {limit}; choose a configuration that does not spread "
-                f"{axis} across blocks, a smaller batch, or the CPU")
+                f"{axis} across blocks, a smaller batch, or the CPU"
+            )
 
     budget = threads
     by = 1
-    if "Y" in spread:                       # the window's pixels are the block's threads
+    if "Y" in spread:  # the window's pixels are the block's threads
         by = min(cp, budget)
         budget //= by
     bx = min(cf, budget, MAX_BLOCK_DIM[0])

@@ -5,6 +5,7 @@ gpu_kernels.selfcheck. Expected values always come from the golden executor.
 Channel variants, for word size B: "multiple" = 2B channels (whole words), "partial" = B + 7
 (a partly used last word), and, for the popcount kernels, "few" = 5 (less than one word).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -15,10 +16,20 @@ import numpy as np
 from models import ir
 from models.checks import INT32_MAX, INT32_MIN
 
-LAYER_KINDS = ("int_conv_u8", "int_conv_i32", "bin_conv", "step_spatial", "step_flat",
-               "maxpool_int", "maxpool_packed", "flatten_int", "flatten_packed", "dense")
-PADDED = ("int_conv_u8", "int_conv_i32", "bin_conv")                # take padding 0 and 1
-FEW_CHANNELS = ("bin_conv", "dense", "step_spatial", "step_flat")    # also test < 1 word
+LAYER_KINDS = (
+    "int_conv_u8",
+    "int_conv_i32",
+    "bin_conv",
+    "step_spatial",
+    "step_flat",
+    "maxpool_int",
+    "maxpool_packed",
+    "flatten_int",
+    "flatten_packed",
+    "dense",
+)
+PADDED = ("int_conv_u8", "int_conv_i32", "bin_conv")  # take padding 0 and 1
+FEW_CHANNELS = ("bin_conv", "dense", "step_spatial", "step_flat")  # also test < 1 word
 BATCHES = (1, 2, 5)
 WORD_BITS = (32, 64)
 
@@ -40,12 +51,11 @@ def make_case(kind: str, word_bits: int, variant: str, pad: int, batch: int, see
     """(network, input batch) for one layer kind; the first (only) layer is the one tested."""
     rng = np.random.default_rng(seed)
     c = channels(variant, word_bits)
-    f = 37                                   # output channels: not a multiple of 32 or a warp
+    f = 37  # output channels: not a multiple of 32 or a warp
     h, w = 5, 6
     if kind in ("int_conv_u8", "int_conv_i32"):
         cin = c if variant == "multiple" else 3
-        layer = ir.IntConv2d(weight=_pm1(rng, f, cin, 3, 3), bias=rng.integers(-9, 10, f),
-                             padding=pad)
+        layer = ir.IntConv2d(weight=_pm1(rng, f, cin, 3, 3), bias=rng.integers(-9, 10, f), padding=pad)
         if kind == "int_conv_u8":
             net = ir.Network((cin, h, w), "uint8", [layer])
             x = rng.integers(0, 256, (batch, cin, h, w)).astype(np.uint8)
@@ -65,13 +75,13 @@ def make_case(kind: str, word_bits: int, variant: str, pad: int, batch: int, see
         shape = (c, h, w) if kind == "step_spatial" else (c,)
         net = ir.Network(shape, "int", [ir.Step(threshold=thr, direction=d)])
         x = rng.integers(-50, 51, (batch, *shape)).astype(np.int32)
-        x.reshape(batch, c, -1)[:, 4:, 0] = thr[4:]          # exactly at the threshold
+        x.reshape(batch, c, -1)[:, 4:, 0] = thr[4:]  # exactly at the threshold
     elif kind == "maxpool_int":
-        net = ir.Network((c, 7, 5), "int", [ir.MaxPool2d()])   # odd sizes: floor mode
+        net = ir.Network((c, 7, 5), "int", [ir.MaxPool2d()])  # odd sizes: floor mode
         x = rng.integers(INT32_MIN, INT32_MAX, (batch, c, 7, 5), dtype=np.int64).astype(np.int32)
     elif kind == "maxpool_packed":
         net = ir.Network((c, 7, 5), "binary", [ir.MaxPool2d()])
-        x = np.where(rng.random((batch, c, 7, 5)) < 0.75, -1, 1).astype(np.int8)   # mostly -1
+        x = np.where(rng.random((batch, c, 7, 5)) < 0.75, -1, 1).astype(np.int8)  # mostly -1
     elif kind == "flatten_int":
         net = ir.Network((c, 3, 5), "int", [ir.Flatten()])
         x = rng.integers(-1000, 1001, (batch, c, 3, 5)).astype(np.int32)
@@ -79,8 +89,9 @@ def make_case(kind: str, word_bits: int, variant: str, pad: int, batch: int, see
         net = ir.Network((c, 3, 5), "binary", [ir.Flatten()])
         x = _pm1(rng, batch, c, 3, 5)
     elif kind == "dense":
-        net = ir.Network((c,), "binary", [ir.BinDense(weight=_pm1(rng, 70, c),
-                                                      bias=rng.integers(-9, 10, 70))])
+        net = ir.Network(
+            (c,), "binary", [ir.BinDense(weight=_pm1(rng, 70, c), bias=rng.integers(-9, 10, 70))]
+        )
         x = _pm1(rng, batch, c)
     else:
         raise ValueError(f"unknown layer kind {kind!r}")

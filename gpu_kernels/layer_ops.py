@@ -8,6 +8,7 @@ Formats (identical on the GPU and in the CPU implementation):
   binary flat    packed words [N, ceil(K / B)], flat index k in NCHW order (bnn.pack_bits)
 Packing, unpacking and padding rules are those of models/numerics/bnn.py, reused here.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -25,8 +26,9 @@ from models.numerics import bnn
 @dataclass(frozen=True)
 class Fmt:
     """How one tensor of the network is held by the kernels."""
-    kind: str            # "int" (int32), "uint8" (network input only) or "binary" (packed)
-    shape: tuple         # per image: (C, H, W) or (K,)
+
+    kind: str  # "int" (int32), "uint8" (network input only) or "binary" (packed)
+    shape: tuple  # per image: (C, H, W) or (K,)
     word_bits: int
 
     @property
@@ -71,8 +73,7 @@ class Fmt:
     def to_golden(self, a: np.ndarray, golden_kind: str) -> np.ndarray:
         """Kernel format -> golden format (unpacking refuses set padding bits)."""
         if self.kind == "binary":
-            return (bnn.unpack_nhwc(a, self.channels) if self.spatial
-                    else bnn.unpack_bits(a, self.channels))
+            return bnn.unpack_nhwc(a, self.channels) if self.spatial else bnn.unpack_bits(a, self.channels)
         out = a.transpose(0, 3, 1, 2) if self.spatial else a
         return np.ascontiguousarray(out).astype(ir.KIND_DTYPE[golden_kind], copy=False)
 
@@ -94,12 +95,13 @@ def step_bounds(threshold, direction) -> tuple[np.ndarray, np.ndarray]:
 @dataclass
 class Op(ABC):
     """One layer ready to run. `consts` are host arrays uploaded once per device."""
+
     index: int
     layer: ir.Layer
     fin: Fmt
     fout: Fmt
     consts: dict = field(default_factory=dict)
-    kernel: str | None = None          # kernel_table key; None for a no-op (flatten of a flat tensor)
+    kernel: str | None = None  # kernel_table key; None for a no-op (flatten of a flat tensor)
 
     @property
     def label(self) -> str:
@@ -126,10 +128,10 @@ def _wsuffix(bits: int) -> str:
 class ConvOp(Op):
     def __init__(self, index, layer, fin, fout):
         super().__init__(index, layer, fin, fout)
-        w = layer.weight                                    # +-1 int8 [F, C, 3, 3]
+        w = layer.weight  # +-1 int8 [F, C, 3, 3]
         f, c = w.shape[:2]
         if isinstance(layer, ir.BinConv2d):
-            packed = bnn.pack_bits(w.transpose(2, 3, 0, 1), fin.word_bits)    # [3, 3, F, nw]
+            packed = bnn.pack_bits(w.transpose(2, 3, 0, 1), fin.word_bits)  # [3, 3, F, nw]
             self.consts["w"] = np.ascontiguousarray(packed.transpose(0, 1, 3, 2).reshape(9, -1, f))
             self.kernel = f"bin_conv3x3/{_wsuffix(fin.word_bits)}"
             self._cpu = f"cpu_bin_conv3x3_{_wsuffix(fin.word_bits)}"
@@ -150,8 +152,19 @@ class ConvOp(Op):
 
     def run_cpu(self, lib, x, out, c):
         cin, h, w = self.fin.shape
-        lib.call(self._cpu, x, c["w"], c["bias"], out, x.shape[0], h, w, cin,
-                 self.fout.shape[0], self.layer.padding)
+        lib.call(
+            self._cpu,
+            x,
+            c["w"],
+            c["bias"],
+            out,
+            x.shape[0],
+            h,
+            w,
+            cin,
+            self.fout.shape[0],
+            self.layer.padding,
+        )
 
 
 class StepOp(Op):
@@ -170,8 +183,15 @@ class StepOp(Op):
         return [x, c["lo"], c["hi"], out, self.fin.channels]
 
     def run_cpu(self, lib, x, out, c):
-        lib.call(f"cpu_step_pack_{_wsuffix(self.fout.word_bits)}", x, c["lo"], c["hi"], out,
-                 x.shape[0] * self._pixels(), self.fin.channels)
+        lib.call(
+            f"cpu_step_pack_{_wsuffix(self.fout.word_bits)}",
+            x,
+            c["lo"],
+            c["hi"],
+            out,
+            x.shape[0] * self._pixels(),
+            self.fin.channels,
+        )
 
 
 class MaxPoolOp(Op):
@@ -200,8 +220,9 @@ class FlattenOp(Op):
     def __init__(self, index, layer, fin, fout):
         super().__init__(index, layer, fin, fout)
         if fin.spatial:
-            self.kernel = ("flatten_int" if fin.kind != "binary"
-                           else f"flatten_packed/{_wsuffix(fin.word_bits)}")
+            self.kernel = (
+                "flatten_int" if fin.kind != "binary" else f"flatten_packed/{_wsuffix(fin.word_bits)}"
+            )
 
     def work(self, n):
         k = self.fout.words if self.fout.kind == "binary" else self.fout.channels
@@ -213,16 +234,19 @@ class FlattenOp(Op):
 
     def run_cpu(self, lib, x, out, c):
         cin, h, w = self.fin.shape
-        name = ("cpu_flatten_int" if self.fin.kind != "binary"
-                else f"cpu_flatten_packed_{_wsuffix(self.fin.word_bits)}")
+        name = (
+            "cpu_flatten_int"
+            if self.fin.kind != "binary"
+            else f"cpu_flatten_packed_{_wsuffix(self.fin.word_bits)}"
+        )
         lib.call(name, x, out, x.shape[0], cin, h * w)
 
 
 class DenseOp(Op):
     def __init__(self, index, layer, fin, fout):
         super().__init__(index, layer, fin, fout)
-        packed = bnn.pack_bits(layer.weight, fin.word_bits)          # [F, nw]
-        self.consts["w"] = np.ascontiguousarray(packed.T)             # [nw, F]
+        packed = bnn.pack_bits(layer.weight, fin.word_bits)  # [F, nw]
+        self.consts["w"] = np.ascontiguousarray(packed.T)  # [nw, F]
         self.consts["bias"] = np.ascontiguousarray(layer.bias, dtype=np.int32)
         self.kernel = f"bin_dense/{_wsuffix(fin.word_bits)}"
 
@@ -233,12 +257,21 @@ class DenseOp(Op):
         return [x, c["w"], c["bias"], out, self.fin.channels]
 
     def run_cpu(self, lib, x, out, c):
-        lib.call(f"cpu_bin_dense_{_wsuffix(self.fin.word_bits)}", x, c["w"], c["bias"], out,
-                 x.shape[0], self.fin.channels, self.fout.channels)
+        lib.call(
+            f"cpu_bin_dense_{_wsuffix(self.fin.word_bits)}",
+            x,
+            c["w"],
+            c["bias"],
+            out,
+            x.shape[0],
+            self.fin.channels,
+            self.fout.channels,
+        )
 
 
 class ReorderOp(Op):
     """NCHW -> NHWC of the network input on the device; not a network layer."""
+
     def __init__(self, fin: Fmt):
         super().__init__(-1, ir.Flatten(name="input reorder"), fin, fin)
         self.kernel = "nchw_to_nhwc/" + ("u8" if fin.kind == "uint8" else "i32")
@@ -257,6 +290,7 @@ class ReorderOp(Op):
 
 class ArgmaxOp(Op):
     """Scores -> predicted class; not a network layer, run after the last one."""
+
     def __init__(self, index, fin):
         super().__init__(index, ir.Flatten(name="argmax"), fin, Fmt("int", (1,), fin.word_bits))
         self.kernel = "argmax_scores"
@@ -275,9 +309,15 @@ class ArgmaxOp(Op):
         lib.call("cpu_argmax_scores", x, out, x.shape[0], self.fin.channels)
 
 
-_OPS = {ir.IntConv2d: ConvOp, ir.BinConv2d: ConvOp, ir.Step: StepOp, ir.MaxPool2d: MaxPoolOp,
-        ir.Flatten: FlattenOp, ir.BinDense: DenseOp}
-SUPPORTED_LAYERS = tuple(_OPS)        # the layer types the GPU path runs (BNN layers)
+_OPS = {
+    ir.IntConv2d: ConvOp,
+    ir.BinConv2d: ConvOp,
+    ir.Step: StepOp,
+    ir.MaxPool2d: MaxPoolOp,
+    ir.Flatten: FlattenOp,
+    ir.BinDense: DenseOp,
+}
+SUPPORTED_LAYERS = tuple(_OPS)  # the layer types the GPU path runs (BNN layers)
 
 
 def supports(net: ir.Network) -> bool:
@@ -303,8 +343,10 @@ def prepare(net: ir.Network, word_bits: int) -> list[Op]:
     for i, layer in enumerate(net.layers):
         cls = _OPS.get(type(layer))
         if cls is None:
-            raise GpuKernelError(f"{layer.label(i)}: the BNN kernels implement IntConv2d, "
-                                 f"BinConv2d, Step, MaxPool2d, Flatten and BinDense only")
+            raise GpuKernelError(
+                f"{layer.label(i)}: the BNN kernels implement IntConv2d, "
+                f"BinConv2d, Step, MaxPool2d, Flatten and BinDense only"
+            )
         shape, kind = net.shapes[i + 1]
         fout = Fmt("int" if kind == "uint8" else kind, shape, word_bits)
         ops.append(cls(i, layer, fin, fout))
@@ -324,7 +366,9 @@ def check_int32_ranges(net: ir.Network, x: np.ndarray) -> None:
             mag = bound if isinstance(layer, ir.IntConv2d) else 1
             bound = mag * fan_in + int(np.abs(layer.bias.astype(np.int64)).max(initial=0))
             if bound > INT32_MAX:
-                raise GpuKernelError(f"{layer.label(i)}: sums could reach {bound}, beyond int32 "
-                                     f"(the golden models refuse such results); refusing to run")
+                raise GpuKernelError(
+                    f"{layer.label(i)}: sums could reach {bound}, beyond int32 "
+                    f"(the golden models refuse such results); refusing to run"
+                )
         elif isinstance(layer, ir.Step):
             bound = 1

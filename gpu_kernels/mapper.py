@@ -16,6 +16,7 @@ whole data set: n_images in ceil(n_images / b) batches.
   scores end on the host. Exact for this cost model, so never worse than Algorithm 1's
   mapping under it (both are reported with their true cost including copies).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,16 +36,16 @@ def _device(impl: str) -> str:
 
 @dataclass
 class Choice:
-    algorithm: str                 # "algorithm1" or "dp"
+    algorithm: str  # "algorithm1" or "dp"
     batch: int
-    impls: list                    # one implementation per layer
-    layer_s: list                  # whole-data-set seconds of each chosen layer
-    transfers: list                # [{"boundary", "direction", "seconds"}] the mapping implies
-    objective_s: float             # what the algorithm minimised (Algorithm 1: layers only)
-    total_s: float                 # layers + implied copies (the honest prediction)
-    per_batch_s: dict = field(default_factory=dict)   # objective at every batch size
-    gpu_kernel_s: float = 0.0      # the GPU layers' kernel times alone (whole data set)
-    gpu_host_s: float = 0.0        # the host's time to issue them (whole data set)
+    impls: list  # one implementation per layer
+    layer_s: list  # whole-data-set seconds of each chosen layer
+    transfers: list  # [{"boundary", "direction", "seconds"}] the mapping implies
+    objective_s: float  # what the algorithm minimised (Algorithm 1: layers only)
+    total_s: float  # layers + implied copies (the honest prediction)
+    per_batch_s: dict = field(default_factory=dict)  # objective at every batch size
+    gpu_kernel_s: float = 0.0  # the GPU layers' kernel times alone (whole data set)
+    gpu_host_s: float = 0.0  # the host's time to issue them (whole data set)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -52,7 +53,7 @@ class Choice:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Choice":
+    def from_dict(cls, d: dict) -> Choice:
         d = dict(d)
         d["per_batch_s"] = {int(b): v for b, v in d.get("per_batch_s", {}).items()}
         return cls(**d)
@@ -72,15 +73,24 @@ class Mapping:
         return self.dp if algorithm == "dp" else self.algorithm1
 
     def to_json(self) -> dict:
-        return {"network": self.network, "n_images": self.n_images,
-                "algorithm1": self.algorithm1.as_dict(), "dp": self.dp.as_dict(),
-                "profile": self.profile.to_json()}
+        return {
+            "network": self.network,
+            "n_images": self.n_images,
+            "algorithm1": self.algorithm1.as_dict(),
+            "dp": self.dp.as_dict(),
+            "profile": self.profile.to_json(),
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> "Mapping":
+    def from_json(cls, d: dict) -> Mapping:
         try:
-            return cls(d["network"], int(d["n_images"]), Profile.from_json(d["profile"]),
-                       Choice.from_dict(d["algorithm1"]), Choice.from_dict(d["dp"]))
+            return cls(
+                d["network"],
+                int(d["n_images"]),
+                Profile.from_json(d["profile"]),
+                Choice.from_dict(d["algorithm1"]),
+                Choice.from_dict(d["dp"]),
+            )
         except (KeyError, TypeError) as exc:
             raise GpuKernelError(f"malformed mapping JSON: {exc!r}") from None
 
@@ -143,13 +153,23 @@ def gpu_split(impls, prof: Profile, batch: int, n_images: int) -> tuple[float, f
 def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch) -> Choice:
     layer_s, copies, total = evaluate(impls, prof, batch, n_images)
     kernel, host = gpu_split(impls, prof, batch, n_images)
-    return Choice(algorithm, batch, impls, layer_s, copies, total if objective is None else objective,
-                  total, per_batch, kernel, host)
+    return Choice(
+        algorithm,
+        batch,
+        impls,
+        layer_s,
+        copies,
+        total if objective is None else objective,
+        total,
+        per_batch,
+        kernel,
+        host,
+    )
 
 
 def _fastest(row, impls, allowed) -> tuple[str | None, float]:
     best, best_t = None, math.inf
-    for m, t in zip(impls, row):
+    for m, t in zip(impls, row, strict=True):
         if t is not None and m in allowed and t < best_t:
             best, best_t = m, t
     return best, best_t
@@ -163,7 +183,7 @@ def algorithm1(prof: Profile, n_images: int) -> Choice:
         cost = prof.cost_s(b)
         picks[b] = [_fastest(row, prof.impls, prof.impls)[0] for row in cost]
         per_batch[b] = sum(_fastest(row, prof.impls, prof.impls)[1] * k for row in cost)
-    best = min(prof.batch_sizes, key=lambda b: per_batch[b])    # first on ties
+    best = min(prof.batch_sizes, key=lambda b: per_batch[b])  # first on ties
     return _choice("algorithm1", prof, best, picks[best], per_batch[best], n_images, per_batch)
 
 
@@ -177,7 +197,7 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
         L = len(prof.layers)
         layer_cost = prof.cost_s(b)
         cost = {HOST: 0.0, GPU: math.inf}
-        back = []                       # per layer: {device: (previous device, impl)}
+        back = []  # per layer: {device: (previous device, impl)}
         for i in range(L):
             # the tensor entering layer i may be copied once, then the layer runs where it is
             reach = {HOST: (cost[HOST], HOST), GPU: (cost[GPU], GPU)}
@@ -217,8 +237,10 @@ def _profile_source(src):
         return MeasuredProfile()
     if isinstance(src, (str, Path)):
         return JsonProfile(src)
-    raise GpuKernelError(f"profile source must be 'measured', a JSON path, a Profile or a "
-                         f"source object, got {type(src).__name__}")
+    raise GpuKernelError(
+        f"profile source must be 'measured', a JSON path, a Profile or a "
+        f"source object, got {type(src).__name__}"
+    )
 
 
 def batch_range(bl: int, bu: int) -> list[int]:

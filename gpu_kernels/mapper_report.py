@@ -6,6 +6,7 @@ implementations there is one table; when only the implementations differ, one ta
 choices; when the batch sizes differ, each choice gets its own table (a layer's time depends on
 the batch size).
 """
+
 from __future__ import annotations
 
 import math
@@ -29,28 +30,49 @@ def _columns(header: list[str], rows: list[list[str]], left: int = 1) -> list[st
     widths = [max(len(r[j]) for r in [header] + rows) for j in range(len(header))]
     out = []
     for r in [header] + rows:
-        cells = [c.ljust(w) if j < left else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))]
+        cells = [
+            c.ljust(w) if j < left else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
         out.append("  " + "  ".join(cells).rstrip())
     return out
 
 
 def summary_lines(m: Mapping) -> list[str]:
     """One row per algorithm: batch size and what its mapping costs, split into parts."""
-    header = ["choice", "batch", "total [ms]", "layers [ms]", "copies [ms]",
-              "GPU kernels [ms]", "GPU host issue [ms]"]
+    header = [
+        "choice",
+        "batch",
+        "total [ms]",
+        "layers [ms]",
+        "copies [ms]",
+        "GPU kernels [ms]",
+        "GPU host issue [ms]",
+    ]
     rows = []
     for ch in (m.algorithm1, m.dp):
         copies = sum(c["seconds"] for c in ch.transfers)
-        rows.append([NAMES[ch.algorithm], str(ch.batch), _ms(ch.total_s), _ms(sum(ch.layer_s)),
-                     _ms(copies), _ms(ch.gpu_kernel_s), _ms(ch.gpu_host_s)])
+        rows.append(
+            [
+                NAMES[ch.algorithm],
+                str(ch.batch),
+                _ms(ch.total_s),
+                _ms(sum(ch.layer_s)),
+                _ms(copies),
+                _ms(ch.gpu_kernel_s),
+                _ms(ch.gpu_host_s),
+            ]
+        )
     return _columns(header, rows)
 
 
 def _copies(ch: Choice, n_layers: int) -> list[str]:
     lines = []
     for c in ch.transfers:
-        where = (f"after layer {c['boundary'] - 1}" if c["boundary"] == n_layers
-                 else f"before layer {c['boundary']}")
+        where = (
+            f"after layer {c['boundary'] - 1}"
+            if c["boundary"] == n_layers
+            else f"before layer {c['boundary']}"
+        )
         to = "to the GPU" if c["direction"] == "h2d" else "to the host"
         lines.append(f"  {NAMES[ch.algorithm]} copies {to} {where}: {_ms(c['seconds'])} ms")
     return lines
@@ -65,11 +87,11 @@ def layer_table(m: Mapping, batch: int, marks: dict[str, list[str]]) -> list[str
     rows = []
     for i, name in enumerate(p.layers):
         cells = []
-        for impl, t in zip(p.impls, p.cost_s(batch)[i]):
+        for impl, t in zip(p.impls, p.cost_s(batch)[i], strict=True):
             mark = "".join(sym for sym, impls in marks.items() if impls[i] == impl)
             mark = MARK_BOTH if len(mark) > 1 else mark
             cells.append(("n/a" if t is None else _ms(t * k)) + (mark or " "))
-        short = name if len(name) <= LAYER_NAME else name[:LAYER_NAME - 3] + "..."
+        short = name if len(name) <= LAYER_NAME else name[: LAYER_NAME - 3] + "..."
         rows.append([str(i), short] + cells)
     return _columns(header, rows, left=2)
 
@@ -78,23 +100,33 @@ def format_table(m: Mapping) -> str:
     p = m.profile
     a1, dp = m.algorithm1, m.dp
     batches = ", ".join(str(b) for b in p.batch_sizes)
-    lines = [f"{m.network}: {m.n_images:,} images, batch sizes {batches}; profile: {p.source}",
-             "", f"Times are for all {m.n_images:,} images. Algorithm 1 (HEP-BNN) minimises the "
-             "layer times alone,", "DP the layers and the copies between host and GPU.", ""]
+    lines = [
+        f"{m.network}: {m.n_images:,} images, batch sizes {batches}; profile: {p.source}",
+        "",
+        f"Times are for all {m.n_images:,} images. Algorithm 1 (HEP-BNN) minimises the layer times alone,",
+        "DP the layers and the copies between host and GPU.",
+        "",
+    ]
     lines += summary_lines(m)
     lines.append("")
     if m.agree():
-        lines.append(f"Algorithm 1 and DP choose the same mapping: batch {a1.batch}, the "
-                     f"implementations marked {MARK_BOTH}.")
+        lines.append(
+            f"Algorithm 1 and DP choose the same mapping: batch {a1.batch}, the "
+            f"implementations marked {MARK_BOTH}."
+        )
         tables = [(a1.batch, {MARK_BOTH: a1.impls})]
     elif a1.batch == dp.batch:
-        differ = [str(i) for i, (x, y) in enumerate(zip(a1.impls, dp.impls)) if x != y]
-        lines.append(f"Both choose batch {a1.batch}; they differ in layer(s) {', '.join(differ)} "
-                     f"({MARK_A1} = Algorithm 1, {MARK_DP} = DP, {MARK_BOTH} = both).")
+        differ = [str(i) for i, (x, y) in enumerate(zip(a1.impls, dp.impls, strict=True)) if x != y]
+        lines.append(
+            f"Both choose batch {a1.batch}; they differ in layer(s) {', '.join(differ)} "
+            f"({MARK_A1} = Algorithm 1, {MARK_DP} = DP, {MARK_BOTH} = both)."
+        )
         tables = [(a1.batch, {MARK_A1: a1.impls, MARK_DP: dp.impls})]
     else:
-        lines.append(f"Algorithm 1 chooses batch {a1.batch} (marked {MARK_A1}), DP batch "
-                     f"{dp.batch} (marked {MARK_DP}).")
+        lines.append(
+            f"Algorithm 1 chooses batch {a1.batch} (marked {MARK_A1}), DP batch "
+            f"{dp.batch} (marked {MARK_DP})."
+        )
         tables = [(a1.batch, {MARK_A1: a1.impls}), (dp.batch, {MARK_DP: dp.impls})]
     for batch, marks in tables:
         lines += ["", f"Layer times at batch {batch} ({n_batches(m.n_images, batch):,} batches):"]
@@ -103,9 +135,11 @@ def format_table(m: Mapping) -> str:
     if copies:
         lines += [""] + copies
     lines += ["", "What each algorithm minimises, per batch size:"]
-    lines += _columns(["batch", "Algorithm 1 [ms]", "DP [ms]"],
-                      [[str(b), _ms(a1.per_batch_s[b]), _ms(dp.per_batch_s[b])]
-                       for b in p.batch_sizes], left=0)
+    lines += _columns(
+        ["batch", "Algorithm 1 [ms]", "DP [ms]"],
+        [[str(b), _ms(a1.per_batch_s[b]), _ms(dp.per_batch_s[b])] for b in p.batch_sizes],
+        left=0,
+    )
     if all(x == CPU for x in dp.impls):
         lines += ["", "DP keeps every layer on the CPU: no GPU configuration beats it here."]
     return "\n".join(lines)
@@ -119,6 +153,7 @@ def write_heatmap(m: Mapping, path) -> Path | None:
     Returns None when matplotlib is missing."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         import numpy as np
@@ -129,40 +164,64 @@ def write_heatmap(m: Mapping, path) -> Path | None:
     nb = len(p.batch_sizes)
     cols = min(nb, 4)
     rows = math.ceil(nb / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 3, 0.3 * len(p.layers) * rows + 1.6 * rows),
-                             squeeze=False, layout="constrained")
-    grids = {b: np.array([[np.nan if t is None else max(t / b, 1e-12) * 1e6 for t in row]
-                          for row in p.cost_s(b)]) for b in p.batch_sizes}
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(2.6 * cols + 3, 0.3 * len(p.layers) * rows + 1.6 * rows),
+        squeeze=False,
+        layout="constrained",
+    )
+    grids = {
+        b: np.array([[np.nan if t is None else max(t / b, 1e-12) * 1e6 for t in row] for row in p.cost_s(b)])
+        for b in p.batch_sizes
+    }
     finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()])
     vmin, vmax = np.log10(finite.min()), np.log10(finite.max())
-    styles = {"algorithm1": dict(marker="o", s=46, facecolors="none", edgecolors="white",
-                                 linewidths=1.6, dx=-0.22),
-              "dp": dict(marker="D", s=30, c="red", edgecolors="white", linewidths=0.8, dx=0.22)}
+    styles = {
+        "algorithm1": dict(marker="o", s=46, facecolors="none", edgecolors="white", linewidths=1.6, dx=-0.22),
+        "dp": dict(marker="D", s=30, c="red", edgecolors="white", linewidths=0.8, dx=0.22),
+    }
     im = None
-    for j, (ax, b) in enumerate(zip(axes.flat, p.batch_sizes)):
+    for j, (ax, b) in enumerate(zip(axes.flat, p.batch_sizes, strict=True)):
         g = np.log10(grids[b])
         im = ax.imshow(np.ma.masked_invalid(g), cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
         chosen = [NAMES[ch.algorithm] for ch in (m.algorithm1, m.dp) if ch.batch == b]
-        ax.set_title(f"batch {b}" + (f" (chosen: {', '.join(chosen)})" if chosen else ""),
-                     fontsize=8)
+        ax.set_title(f"batch {b}" + (f" (chosen: {', '.join(chosen)})" if chosen else ""), fontsize=8)
         ax.set_xticks(range(len(p.impls)), p.impls, fontsize=7)
-        ax.set_yticks(range(len(p.layers)), [f"{i} {n[:26]}" for i, n in enumerate(p.layers)]
-                      if j % cols == 0 else [], fontsize=7)
+        ax.set_yticks(
+            range(len(p.layers)),
+            [f"{i} {n[:26]}" for i, n in enumerate(p.layers)] if j % cols == 0 else [],
+            fontsize=7,
+        )
         for ch in (m.algorithm1, m.dp):
             if ch.batch == b:
                 style = dict(styles[ch.algorithm])
                 dx = style.pop("dx")
-                ax.scatter([p.impls.index(x) + dx for x in ch.impls], range(len(ch.impls)),
-                           zorder=3, **style)
+                ax.scatter([p.impls.index(x) + dx for x in ch.impls], range(len(ch.impls)), zorder=3, **style)
     for ax in list(axes.flat)[nb:]:
         ax.axis("off")
-    handles = [Line2D([], [], linestyle="none", marker="o", markerfacecolor="none",
-                      markeredgecolor="black", label="Algorithm 1's choice"),
-               Line2D([], [], linestyle="none", marker="D", markerfacecolor="red",
-                      markeredgecolor="red", label="DP's choice")]
+    handles = [
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="o",
+            markerfacecolor="none",
+            markeredgecolor="black",
+            label="Algorithm 1's choice",
+        ),
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="D",
+            markerfacecolor="red",
+            markeredgecolor="red",
+            label="DP's choice",
+        ),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
-    fig.suptitle(f"{m.network}: time per image by layer and implementation ({p.source})",
-                 fontsize=9)
+    fig.suptitle(f"{m.network}: time per image by layer and implementation ({p.source})", fontsize=9)
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="log10(us per image)")
     path = Path(path)
     with atomic_path(path) as tmp:

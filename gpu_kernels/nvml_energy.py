@@ -9,26 +9,28 @@ moved in steps, so an 18 ms run read 0.00 J and a 19 ms one 23 J (1.2 kW, above 
 limit). A reading is therefore only taken over a window of at least `ENERGY_WINDOW_S`:
 `energy_per_call` repeats the work until the window is full and divides by the repeats.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-ENERGY_WINDOW_S = 1.0       # many counter steps, so one step is a few percent at most
+ENERGY_WINDOW_S = 1.0  # many counter steps, so one step is a few percent at most
 
 
 def gpu_energy_j(index: int = 0) -> float | None:
     """Total energy of GPU `index` since the driver loaded, in joules, or None."""
     try:
         import pynvml
+
         pynvml.nvmlInit()
         try:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             return pynvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1000.0
         finally:
             pynvml.nvmlShutdown()
-    except Exception:            # no pynvml, no driver, unsupported GPU: no reading
+    except Exception:  # no pynvml, no driver, unsupported GPU: no reading
         return None
 
 
@@ -58,20 +60,25 @@ class EnergyMeter:
 @dataclass(frozen=True)
 class EnergyReading:
     """Board energy of one call of the work, averaged over `calls` calls in `seconds`."""
+
     joules_per_call: float | None
     calls: int
     seconds: float
 
     def as_dict(self) -> dict:
-        return {"energy_j": self.joules_per_call, "energy_calls": self.calls,
-                "energy_window_s": round(self.seconds, 3)}
+        return {
+            "energy_j": self.joules_per_call,
+            "energy_calls": self.calls,
+            "energy_window_s": round(self.seconds, 3),
+        }
 
 
-NO_READING = EnergyReading(None, 0, 0.0)     # no NVML, or not a GPU run: nothing measured
+NO_READING = EnergyReading(None, 0, 0.0)  # no NVML, or not a GPU run: nothing measured
 
 
-def energy_per_call(work: Callable[[], object], index: int = 0,
-                    window_s: float = ENERGY_WINDOW_S, max_calls: int = 100_000) -> EnergyReading:
+def energy_per_call(
+    work: Callable[[], object], index: int = 0, window_s: float = ENERGY_WINDOW_S, max_calls: int = 100_000
+) -> EnergyReading:
     """Call `work` (which must wait for the GPU before it returns) until `window_s` has passed,
     inside one NVML bracket; the energy per call. Without NVML `work` is not called at all."""
     if gpu_energy_j(index) is None:

@@ -16,6 +16,7 @@ Exit status (scripts/gpu_check.sh passes it on):
   6  the compiled kernels are unusable: a block of the default size does not fit, or the
      smoke test differs from the golden model or fails to launch
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,7 @@ def _try(fn):
     """(value, None) or (None, "ExceptionType: message")."""
     try:
         return fn(), None
-    except Exception as exc:           # a probe: every failure becomes one line of the report
+    except Exception as exc:  # a probe: every failure becomes one line of the report
         return None, f"{type(exc).__name__}: {str(exc).strip()}"
 
 
@@ -72,24 +73,35 @@ def versions(report: dict):
     say(f"python {report['python']} ({sys.executable}), numpy {report['numpy']}")
     try:
         import cupy as cp
-    except Exception as exc:            # ImportError, or a CuPy that fails while loading
-        raise Stop(EXIT_NO_CUPY, f"CuPy cannot be imported ({type(exc).__name__}: {exc}); "
-                                 f"install cupy-cuda13x (the GPU machine's image has it)") from None
+    except Exception as exc:  # ImportError, or a CuPy that fails while loading
+        raise Stop(
+            EXIT_NO_CUPY,
+            f"CuPy cannot be imported ({type(exc).__name__}: {exc}); "
+            f"install cupy-cuda13x (the GPU machine's image has it)",
+        ) from None
     try:
         rt = cp.cuda.runtime
-    except Exception as exc:            # a CuPy without its CUDA part
-        raise Stop(EXIT_NO_CUPY, f"CuPy has no usable CUDA runtime module ({type(exc).__name__}: "
-                                 f"{exc})") from None
+    except Exception as exc:  # a CuPy without its CUDA part
+        raise Stop(
+            EXIT_NO_CUPY, f"CuPy has no usable CUDA runtime module ({type(exc).__name__}: {exc})"
+        ) from None
     report["cupy"] = getattr(cp, "__version__", "?")
     driver, driver_err = _try(lambda: rt.driverGetVersion())
     runtime, runtime_err = _try(lambda: rt.runtimeGetVersion())
     nvrtc, nvrtc_err = _try(lambda: cp.cuda.nvrtc.getVersion())
-    report.update(cuda_driver=driver, cuda_driver_error=driver_err, cuda_runtime=runtime,
-                  cuda_runtime_error=runtime_err,
-                  nvrtc=".".join(map(str, nvrtc)) if nvrtc else None, nvrtc_error=nvrtc_err)
-    say(f"CuPy {report['cupy']}, CUDA driver {cuda_version(driver) if driver_err is None else driver_err}"
+    report.update(
+        cuda_driver=driver,
+        cuda_driver_error=driver_err,
+        cuda_runtime=runtime,
+        cuda_runtime_error=runtime_err,
+        nvrtc=".".join(map(str, nvrtc)) if nvrtc else None,
+        nvrtc_error=nvrtc_err,
+    )
+    say(
+        f"CuPy {report['cupy']}, CUDA driver {cuda_version(driver) if driver_err is None else driver_err}"
         f" ({driver}), CUDA runtime {cuda_version(runtime) if runtime_err is None else runtime_err}"
-        f" ({runtime}), NVRTC {report['nvrtc'] or nvrtc_err}")
+        f" ({runtime}), NVRTC {report['nvrtc'] or nvrtc_err}"
+    )
     return cp
 
 
@@ -101,10 +113,13 @@ def device(cp, report: dict) -> None:
     except runtime_error as exc:
         driver, runtime = report.get("cuda_driver"), report.get("cuda_runtime")
         if isinstance(driver, int) and isinstance(runtime, int) and driver < runtime:
-            raise Stop(EXIT_NO_DEVICE, f"the CUDA driver supports CUDA {cuda_version(driver)}, older "
-                                       f"than CuPy's runtime (CUDA {cuda_version(runtime)}): update "
-                                       f"the driver or use a CuPy built for CUDA "
-                                       f"{cuda_version(driver)} ({exc})") from None
+            raise Stop(
+                EXIT_NO_DEVICE,
+                f"the CUDA driver supports CUDA {cuda_version(driver)}, older "
+                f"than CuPy's runtime (CUDA {cuda_version(runtime)}): update "
+                f"the driver or use a CuPy built for CUDA "
+                f"{cuda_version(driver)} ({exc})",
+            ) from None
         raise Stop(EXIT_NO_DEVICE, f"no usable CUDA device: {exc}") from None
     if count < 1:
         raise Stop(EXIT_NO_DEVICE, "CuPy sees no CUDA device")
@@ -113,27 +128,36 @@ def device(cp, report: dict) -> None:
     name = props.get("name", b"?")
     name = name.decode() if isinstance(name, bytes) else str(name)
     report["device"] = {
-        "name": name, "count": count, "id": dev.id,
-        "compute_capability": str(getattr(dev, "compute_capability",
-                                          f"{props.get('major')}{props.get('minor')}")),
+        "name": name,
+        "count": count,
+        "id": dev.id,
+        "compute_capability": str(
+            getattr(dev, "compute_capability", f"{props.get('major')}{props.get('minor')}")
+        ),
         "memory_gib": round(props.get("totalGlobalMem", 0) / 2**30, 1),
         "multiprocessors": props.get("multiProcessorCount"),
         "regs_per_block": props.get("regsPerBlock"),
         "max_threads_per_block": props.get("maxThreadsPerBlock"),
     }
     d = report["device"]
-    say(f"device {d['id']} of {count}: {name}, compute capability {d['compute_capability']}, "
-        f"{d['memory_gib']} GiB, {d['multiprocessors']} SMs")
+    say(
+        f"device {d['id']} of {count}: {name}, compute capability {d['compute_capability']}, "
+        f"{d['memory_gib']} GiB, {d['multiprocessors']} SMs"
+    )
 
 
 def compile_module(report: dict):
     """CupyGpu(): NVRTC compiles the module once; returns the device object."""
     from gpu_kernels.devices import get_gpu  # noqa: PLC0415
     from gpu_kernels.errors import BackendError, BuildError  # noqa: PLC0415
+
     if report.get("nvrtc_error"):
-        raise Stop(EXIT_NO_NVRTC, f"NVRTC is not usable ({report['nvrtc_error']}): CuPy compiles "
-                                  f"the kernels with it (install the CUDA runtime libraries, e.g. "
-                                  f"cupy-cuda13x[ctk] or nvidia-cuda-nvrtc)")
+        raise Stop(
+            EXIT_NO_NVRTC,
+            f"NVRTC is not usable ({report['nvrtc_error']}): CuPy compiles "
+            f"the kernels with it (install the CUDA runtime libraries, e.g. "
+            f"cupy-cuda13x[ctk] or nvidia-cuda-nvrtc)",
+        )
     say("compiling the kernel module (NVRTC, once; CuPy caches it on disk)")
     t0 = time.perf_counter()
     try:
@@ -149,27 +173,36 @@ def compile_module(report: dict):
 
 def resources(gpu, report: dict) -> None:
     from gpu_kernels.launch import DEFAULT_THREADS, KERNEL_MAX_THREADS  # noqa: PLC0415
+
     res = gpu.kernel_resources()
     report["kernels"] = res
     warnings = report.setdefault("warnings", [])
     say(f"{'kernel':24s} {'registers':>9s} {'local B':>8s} {'max block':>9s} {'shared B':>8s} {'sm':>4s}")
     for key, r in res.items():
-        say(f"{key:24s} {r.get('num_regs', '?'):>9} {r.get('local_size_bytes', '?'):>8} "
+        say(
+            f"{key:24s} {r.get('num_regs', '?'):>9} {r.get('local_size_bytes', '?'):>8} "
             f"{r.get('max_threads_per_block', '?'):>9} {r.get('shared_size_bytes', '?'):>8} "
-            f"{r.get('binary_version', '?'):>4}")
+            f"{r.get('binary_version', '?'):>4}"
+        )
         limit = r.get("max_threads_per_block", KERNEL_MAX_THREADS)
         if limit < KERNEL_MAX_THREADS:
-            warnings.append(f"{key}: at most {limit} threads per block, below the launch bound "
-                            f"{KERNEL_MAX_THREADS}; the runner plans with {limit}")
+            warnings.append(
+                f"{key}: at most {limit} threads per block, below the launch bound "
+                f"{KERNEL_MAX_THREADS}; the runner plans with {limit}"
+            )
         if r.get("local_size_bytes", 0) > 0:
-            warnings.append(f"{key}: {r['local_size_bytes']} bytes of local memory per thread "
-                            f"(register spills or a stack)")
+            warnings.append(
+                f"{key}: {r['local_size_bytes']} bytes of local memory per thread "
+                f"(register spills or a stack)"
+            )
     for w in warnings:
         say(f"warning: {w}")
     short = [k for k, r in res.items() if r.get("max_threads_per_block", DEFAULT_THREADS) < DEFAULT_THREADS]
     if short:
-        raise Stop(EXIT_KERNELS, f"{', '.join(short)} cannot run blocks of the default "
-                                 f"{DEFAULT_THREADS} threads on this device")
+        raise Stop(
+            EXIT_KERNELS,
+            f"{', '.join(short)} cannot run blocks of the default {DEFAULT_THREADS} threads on this device",
+        )
 
 
 def smoke(gpu, report: dict) -> None:
@@ -179,6 +212,7 @@ def smoke(gpu, report: dict) -> None:
     from gpu_kernels.runner import Runner  # noqa: PLC0415
     from models import golden  # noqa: PLC0415
     from models.random_networks import fashion_bnn, random_images  # noqa: PLC0415
+
     net = fashion_bnn(SMOKE_SEED)
     x = random_images(SMOKE_SEED + 1, 3, net.input_shape)
     ref = golden.run(net, x)
@@ -189,14 +223,18 @@ def smoke(gpu, report: dict) -> None:
             label = f"fashion shape, all layers {config}, {bits}-bit words"
             try:
                 res = Runner(net, config, backend=gpu, word_bits=bits, batch=2).run(x)
-            except Exception as exc:       # a launch failure, whatever CuPy raises
-                raise Stop(EXIT_KERNELS, f"smoke test ({label}) failed to run: "
-                                         f"{type(exc).__name__}: {exc}") from None
-            for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
+            except Exception as exc:  # a launch failure, whatever CuPy raises
+                raise Stop(
+                    EXIT_KERNELS, f"smoke test ({label}) failed to run: {type(exc).__name__}: {exc}"
+                ) from None
+            for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
                 if a.shape != b.shape or not np.array_equal(a, b):
                     bad = int((a != b).sum()) if a.shape == b.shape else "all"
-                    raise Stop(EXIT_KERNELS, f"smoke test ({label}): layer {i} ({net.layers[i].describe()}) "
-                                             f"differs from the golden model in {bad} values")
+                    raise Stop(
+                        EXIT_KERNELS,
+                        f"smoke test ({label}): layer {i} ({net.layers[i].describe()}) "
+                        f"differs from the golden model in {bad} values",
+                    )
             checked.append(label)
     runner = Runner(net, "X", backend=gpu)
     op = runner.ops[3]
@@ -205,18 +243,25 @@ def smoke(gpu, report: dict) -> None:
     try:
         kernel_s, host_s = gpu.time_launches(go, 4)
     except Exception as exc:
-        raise Stop(EXIT_KERNELS, f"timing launches back to back failed: "
-                                 f"{type(exc).__name__}: {exc}") from None
-    report["smoke"] = {"checks": checked, "seconds": round(time.perf_counter() - t0, 3),
-                       "timed_kernel": f"layer 3 ({op.layer.describe()}), 3 images, X",
-                       "kernel_us": round(kernel_s * 1e6, 2), "host_issue_us": round(host_s * 1e6, 2),
-                       "timing_note": getattr(gpu, "timing_note", None)}
+        raise Stop(
+            EXIT_KERNELS, f"timing launches back to back failed: {type(exc).__name__}: {exc}"
+        ) from None
+    report["smoke"] = {
+        "checks": checked,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "timed_kernel": f"layer 3 ({op.layer.describe()}), 3 images, X",
+        "kernel_us": round(kernel_s * 1e6, 2),
+        "host_issue_us": round(host_s * 1e6, 2),
+        "timing_note": getattr(gpu, "timing_note", None),
+    }
     if report["smoke"]["timing_note"]:
         report.setdefault("warnings", []).append(report["smoke"]["timing_note"])
         say(f"warning: {report['smoke']['timing_note']}")
-    say(f"smoke test: {len(checked)} runs equal to the golden model; one BinConv2d launch "
+    say(
+        f"smoke test: {len(checked)} runs equal to the golden model; one BinConv2d launch "
         f"{kernel_s * 1e6:.1f} us on the GPU, {host_s * 1e6:.1f} us to issue "
-        f"({report['smoke']['seconds']:.1f} s)")
+        f"({report['smoke']['seconds']:.1f} s)"
+    )
 
 
 def cupy_config(out: Path | None) -> None:
@@ -225,16 +270,20 @@ def cupy_config(out: Path | None) -> None:
     buf = io.StringIO()
     try:
         import cupy as cp
+
         with contextlib.redirect_stdout(buf):
             cp.show_config()
-    except Exception as exc:          # diagnostics only
+    except Exception as exc:  # diagnostics only
         buf.write(f"cupy.show_config() failed: {type(exc).__name__}: {exc}\n")
     write_text_atomic(out / "cupy_config.txt", buf.getvalue())
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
     ap.add_argument("--out", type=Path, default=None, help="directory for preflight.json")
     ap.add_argument("--no-smoke", action="store_true", help="skip the smoke test")
     args = ap.parse_args(argv)
@@ -255,7 +304,7 @@ def main(argv=None) -> int:
     except Stop as stop:
         code, report["error"] = stop.code, str(stop)
         say(f"STOP: {stop}")
-    except Exception as exc:           # a bug here must still end in one line and a report
+    except Exception as exc:  # a bug here must still end in one line and a report
         code = EXIT_KERNELS
         report["error"] = f"{type(exc).__name__}: {exc}"
         report["traceback"] = traceback.format_exc()

@@ -14,6 +14,7 @@ A source is anything with ``profile(net, batch_sizes) -> Profile``:
 The mapper charges a GPU layer max(kernel, host) per batch (Profile.cost_s): the host issues
 launches while the GPU runs earlier ones, so the slower of the two sets the pace.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,17 @@ from models.onnx import load_network
 @dataclass
 class Profile:
     """Seconds per batch of `b` images, for each batch size b."""
+
     network: str
-    layers: list                 # describe() of each layer
+    layers: list  # describe() of each layer
     batch_sizes: list
-    layer_s: dict                # b -> [layer][impl] seconds (None: cannot run, e.g. launch limits)
-    h2d_s: dict                  # b -> [boundary 0..L] seconds to copy that tensor to the device
-    d2h_s: dict                  # b -> [boundary 0..L] seconds to copy it back
+    layer_s: dict  # b -> [layer][impl] seconds (None: cannot run, e.g. launch limits)
+    h2d_s: dict  # b -> [boundary 0..L] seconds to copy that tensor to the device
+    d2h_s: dict  # b -> [boundary 0..L] seconds to copy it back
     impls: list = field(default_factory=lambda: list(IMPLS))
     source: str = "unknown"
     meta: dict = field(default_factory=dict)
-    host_s: dict = field(default_factory=dict)   # b -> [layer][impl] host seconds to issue a GPU
+    host_s: dict = field(default_factory=dict)  # b -> [layer][impl] host seconds to issue a GPU
     #                                               layer's launch (None: CPU or not launchable);
     #                                               missing batch sizes count as 0
 
@@ -59,27 +61,45 @@ class Profile:
         out = []
         for i, row in enumerate(self.layer_s[b]):
             host = self.host_row(b, i)
-            out.append([t if t is None or m == CPU or h is None else max(t, h)
-                        for m, t, h in zip(self.impls, row, host)])
+            out.append(
+                [
+                    t if t is None or m == CPU or h is None else max(t, h)
+                    for m, t, h in zip(self.impls, row, host, strict=True)
+                ]
+            )
         return out
 
     def to_json(self) -> dict:
-        key = lambda d: {str(b): v for b, v in d.items()}   # noqa: E731
-        return {"network": self.network, "layers": self.layers, "impls": self.impls,
-                "batch_sizes": self.batch_sizes, "layer_s": key(self.layer_s),
-                "host_s": key(self.host_s),
-                "h2d_s": key(self.h2d_s), "d2h_s": key(self.d2h_s), "source": self.source,
-                "meta": self.meta}
+        key = lambda d: {str(b): v for b, v in d.items()}  # noqa: E731
+        return {
+            "network": self.network,
+            "layers": self.layers,
+            "impls": self.impls,
+            "batch_sizes": self.batch_sizes,
+            "layer_s": key(self.layer_s),
+            "host_s": key(self.host_s),
+            "h2d_s": key(self.h2d_s),
+            "d2h_s": key(self.d2h_s),
+            "source": self.source,
+            "meta": self.meta,
+        }
 
     @classmethod
-    def from_json(cls, d: dict) -> "Profile":
+    def from_json(cls, d: dict) -> Profile:
         try:
-            unkey = lambda m: {int(b): v for b, v in m.items()}   # noqa: E731
-            p = cls(network=d["network"], layers=list(d["layers"]), impls=list(d["impls"]),
-                    batch_sizes=[int(b) for b in d["batch_sizes"]], layer_s=unkey(d["layer_s"]),
-                    h2d_s=unkey(d["h2d_s"]), d2h_s=unkey(d["d2h_s"]),
-                    source=d.get("source", "json"), meta=d.get("meta", {}),
-                    host_s=unkey(d.get("host_s", {})))
+            unkey = lambda m: {int(b): v for b, v in m.items()}  # noqa: E731
+            p = cls(
+                network=d["network"],
+                layers=list(d["layers"]),
+                impls=list(d["impls"]),
+                batch_sizes=[int(b) for b in d["batch_sizes"]],
+                layer_s=unkey(d["layer_s"]),
+                h2d_s=unkey(d["h2d_s"]),
+                d2h_s=unkey(d["d2h_s"]),
+                source=d.get("source", "json"),
+                meta=d.get("meta", {}),
+                host_s=unkey(d.get("host_s", {})),
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise GpuKernelError(f"malformed profile JSON: {exc!r}") from None
         p.validate()
@@ -91,20 +111,27 @@ class Profile:
         if bad_impls:
             raise GpuKernelError(f"profile names unknown implementations {bad_impls}")
         for b in self.batch_sizes:
-            for what, table, rows in (("layer_s", self.layer_s, n), ("h2d_s", self.h2d_s, n + 1),
-                                      ("d2h_s", self.d2h_s, n + 1)):
+            for what, table, rows in (
+                ("layer_s", self.layer_s, n),
+                ("h2d_s", self.h2d_s, n + 1),
+                ("d2h_s", self.d2h_s, n + 1),
+            ):
                 if b not in table or len(table[b]) != rows:
                     raise GpuKernelError(f"profile {what} for batch {b} must have {rows} entries")
             for i, row in enumerate(self.layer_s[b]):
                 if len(row) != len(self.impls):
-                    raise GpuKernelError(f"profile layer {i}, batch {b}: {len(row)} times for "
-                                         f"{len(self.impls)} implementations")
+                    raise GpuKernelError(
+                        f"profile layer {i}, batch {b}: {len(row)} times for "
+                        f"{len(self.impls)} implementations"
+                    )
                 if all(t is None for t in row):
                     raise GpuKernelError(f"profile layer {i}, batch {b}: no implementation can run")
-            if b in self.host_s and (len(self.host_s[b]) != n or any(
-                    len(r) != len(self.impls) for r in self.host_s[b])):
-                raise GpuKernelError(f"profile host_s for batch {b} must have {n} rows of "
-                                     f"{len(self.impls)} entries")
+            if b in self.host_s and (
+                len(self.host_s[b]) != n or any(len(r) != len(self.impls) for r in self.host_s[b])
+            ):
+                raise GpuKernelError(
+                    f"profile host_s for batch {b} must have {n} rows of {len(self.impls)} entries"
+                )
 
 
 class JsonProfile:
@@ -121,23 +148,35 @@ class JsonProfile:
                 d = json.loads(path.read_text())
             except (OSError, json.JSONDecodeError) as exc:
                 raise GpuKernelError(f"cannot read profile {path}: {exc}") from None
-            self._p = Profile.from_json(d.get("profile", d))     # a mapping JSON holds one too
+            self._p = Profile.from_json(d.get("profile", d))  # a mapping JSON holds one too
             self._p.source = f"json: {path}"
 
     def profile(self, net: ir.Network, batch_sizes) -> Profile:
         p = self._p
         if len(p.layers) != len(net.layers) or any(
-                a != b.describe() for a, b in zip(p.layers, net.layers)):
-            raise GpuKernelError(f"the profile is of a different network ({p.network}: "
-                                 f"{len(p.layers)} layers) than {net.name} ({len(net.layers)} layers)")
+            a != b.describe() for a, b in zip(p.layers, net.layers, strict=True)
+        ):
+            raise GpuKernelError(
+                f"the profile is of a different network ({p.network}: "
+                f"{len(p.layers)} layers) than {net.name} ({len(net.layers)} layers)"
+            )
         missing = [b for b in batch_sizes if b not in p.layer_s]
         if missing:
-            raise GpuKernelError(f"the profile has no times for batch sizes {missing} "
-                                 f"(it has {sorted(p.layer_s)})")
-        return Profile(p.network, p.layers, list(batch_sizes),
-                       {b: p.layer_s[b] for b in batch_sizes}, {b: p.h2d_s[b] for b in batch_sizes},
-                       {b: p.d2h_s[b] for b in batch_sizes}, p.impls, p.source, p.meta,
-                       {b: p.host_s[b] for b in batch_sizes if b in p.host_s})
+            raise GpuKernelError(
+                f"the profile has no times for batch sizes {missing} (it has {sorted(p.layer_s)})"
+            )
+        return Profile(
+            p.network,
+            p.layers,
+            list(batch_sizes),
+            {b: p.layer_s[b] for b in batch_sizes},
+            {b: p.h2d_s[b] for b in batch_sizes},
+            {b: p.d2h_s[b] for b in batch_sizes},
+            p.impls,
+            p.source,
+            p.meta,
+            {b: p.host_s[b] for b in batch_sizes if b in p.host_s},
+        )
 
 
 def random_tensor(fmt: Fmt, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -158,17 +197,28 @@ def random_tensor(fmt: Fmt, n: int, rng: np.random.Generator) -> np.ndarray:
 class MeasuredProfile:
     """Times every layer in every implementation on this machine."""
 
-    def __init__(self, backend="auto", word_bits: int = 32, repeats: int = 5,
-                 warmup: int = 2, impls=IMPLS, threads: int | None = None,
-                 window: int | None = None, progress: bool = False, seed: int = 0,
-                 slow_s: float = 0.05, launches: int = 4, deadline: float | None = None):
+    def __init__(
+        self,
+        backend="auto",
+        word_bits: int = 32,
+        repeats: int = 5,
+        warmup: int = 2,
+        impls=IMPLS,
+        threads: int | None = None,
+        window: int | None = None,
+        progress: bool = False,
+        seed: int = 0,
+        slow_s: float = 0.05,
+        launches: int = 4,
+        deadline: float | None = None,
+    ):
         self.backend, self.word_bits = backend, word_bits
         self.repeats, self.warmup = max(1, repeats), max(0, warmup)
         self.impls = list(impls)
         self.launch_kw = {k: v for k, v in (("threads", threads), ("window", window)) if v is not None}
         self.progress, self.seed, self.slow_s = progress, seed, slow_s
-        self.launches = max(1, launches)          # back-to-back launches per GPU timing
-        self.deadline = deadline                  # perf_counter() time profiling must end by
+        self.launches = max(1, launches)  # back-to-back launches per GPU timing
+        self.deadline = deadline  # perf_counter() time profiling must end by
 
     def _median(self, fn) -> float:
         """Median of `repeats` timed runs after `warmup` untimed ones; a run slower than
@@ -188,15 +238,16 @@ class MeasuredProfile:
         runner = Runner(net, "X", backend=self.backend, word_bits=self.word_bits, **self.launch_kw)
         gpu, rng = runner.gpu, np.random.default_rng(self.seed)
         if gpu is None and any(m != CPU for m in self.impls):
-            raise GpuKernelError("a measured profile of GPU configurations needs backend "
-                                 "'cupy' or 'emulation'")
+            raise GpuKernelError(
+                "a measured profile of GPU configurations needs backend 'cupy' or 'emulation'"
+            )
         L = len(runner.ops)
         layer_s, host_s, h2d_s, d2h_s = {}, {}, {}, {}
         sizes, skipped = sorted(batch_sizes), []
         steps = [(b, i) for b in sizes for i in range(L)]
         if self.progress:
             steps = progress(steps, f"profiling {net.name}", "layer")
-        started, prev = {}, None                     # batch size -> start time; last finished
+        started, prev = {}, None  # batch size -> start time; last finished
         for b, i in steps:
             if b in skipped:
                 continue
@@ -210,7 +261,7 @@ class MeasuredProfile:
                         skipped += [s for s in sizes if s >= b]
                         continue
             elif self.deadline is not None and prev is not None and now > self.deadline:
-                skipped += [s for s in sizes if s >= b]      # give up this one half-profiled
+                skipped += [s for s in sizes if s >= b]  # give up this one half-profiled
                 continue
             op = runner.ops[i]
             layer_s.setdefault(b, [None] * L)
@@ -226,7 +277,7 @@ class MeasuredProfile:
                     row.append(kernel)
                     hrow.append(host)
             layer_s[b][i], host_s[b][i] = row, hrow
-            if i == L - 1:                                   # every boundary tensor of batch b
+            if i == L - 1:  # every boundary tensor of batch b
                 fmts = [o.fin for o in runner.ops] + [runner.ops[-1].fout]
                 tensors = [random_tensor(f, b, rng) for f in fmts]
                 h2d_s[b] = [self._time_copy(gpu, t, "h2d") for t in tensors]
@@ -238,30 +289,51 @@ class MeasuredProfile:
         if gpu is None:
             zero = {b: [0.0] * (L + 1) for b in done}
             h2d_s, d2h_s = zero, dict(zero)
-        source = (f"measured: {gpu.backend}" + (f" ({gpu.device_name})" if gpu.is_real_gpu else
-                                                " (emulation wall times, NOT GPU timings)")
-                  if gpu is not None else "measured: cpu only")
-        return Profile(net.name, [layer.describe() for layer in net.layers], done,
-                       {b: layer_s[b] for b in done}, {b: h2d_s[b] for b in done},
-                       {b: d2h_s[b] for b in done}, self.impls, source,
-                       {"word_bits": self.word_bits, "repeats": self.repeats, "warmup": self.warmup,
-                        "slow_s": self.slow_s, "launches": self.launches,
-                        "statistic": "median", "time_of": "one batch of b images",
-                        "gpu_timer": ((getattr(gpu, "timing_note", None) or
-                                       "CUDA events around back-to-back launches queued behind a "
-                                       "busy-wait kernel") if gpu is not None and gpu.is_real_gpu
-                                      else "perf_counter"),
-                        "host_timer": "perf_counter: prepare + issue one launch",
-                        "cpu_timer": "perf_counter",
-                        "batch_sizes_left_out": skipped,
-                        "cpu_threads": runner.cpu.max_threads if CPU in self.impls else None},
-                       {b: host_s[b] for b in done})
+        source = (
+            f"measured: {gpu.backend}"
+            + (f" ({gpu.device_name})" if gpu.is_real_gpu else " (emulation wall times, NOT GPU timings)")
+            if gpu is not None
+            else "measured: cpu only"
+        )
+        return Profile(
+            net.name,
+            [layer.describe() for layer in net.layers],
+            done,
+            {b: layer_s[b] for b in done},
+            {b: h2d_s[b] for b in done},
+            {b: d2h_s[b] for b in done},
+            self.impls,
+            source,
+            {
+                "word_bits": self.word_bits,
+                "repeats": self.repeats,
+                "warmup": self.warmup,
+                "slow_s": self.slow_s,
+                "launches": self.launches,
+                "statistic": "median",
+                "time_of": "one batch of b images",
+                "gpu_timer": (
+                    (
+                        getattr(gpu, "timing_note", None)
+                        or "CUDA events around back-to-back launches queued behind a busy-wait kernel"
+                    )
+                    if gpu is not None and gpu.is_real_gpu
+                    else "perf_counter"
+                ),
+                "host_timer": "perf_counter: prepare + issue one launch",
+                "cpu_timer": "perf_counter",
+                "batch_sizes_left_out": skipped,
+                "cpu_threads": runner.cpu.max_threads if CPU in self.impls else None,
+            },
+            {b: host_s[b] for b in done},
+        )
 
     def _time_cpu(self, runner, op, x) -> float:
         def once():
             t0 = time.perf_counter()
             runner.run_op_cpu(op, x, reuse=True)
             return time.perf_counter() - t0
+
         return self._median(once)
 
     def _time_gpu(self, runner, op, x, config) -> tuple[float | None, float | None]:
@@ -277,13 +349,13 @@ class MeasuredProfile:
         gpu = runner.gpu
         xd = gpu.upload(x)
         _, go = runner.prepare_op_gpu(op, xd, config)
-        if go is None:                                  # a no-op layer (flatten of a flat tensor)
+        if go is None:  # a no-op layer (flatten of a flat tensor)
             return 0.0, 0.0
 
         def host_once():
             t0 = time.perf_counter()
             _, again = runner.prepare_op_gpu(op, xd, config)
-            gpu.event()                                 # what the runner records per launch
+            gpu.event()  # what the runner records per launch
             again()
             gpu.event()
             t = time.perf_counter() - t0
@@ -293,8 +365,9 @@ class MeasuredProfile:
         first, _ = gpu.time_launches(go, 1)
         if first > self.slow_s:
             return first, host_once()
-        kernel = statistics.median([first] + [gpu.time_launches(go, self.launches)[0]
-                                              for _ in range(self.repeats - 1)])
+        kernel = statistics.median(
+            [first] + [gpu.time_launches(go, self.launches)[0] for _ in range(self.repeats - 1)]
+        )
         host = statistics.median([host_once() for _ in range(self.repeats)])
         return kernel, host
 
@@ -311,4 +384,5 @@ class MeasuredProfile:
                 gpu.download(dev)
             e1 = gpu.event()
             return gpu.elapsed_s(e0, e1)
+
         return self._median(once)

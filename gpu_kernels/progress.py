@@ -1,6 +1,7 @@
 """Progress display for long loops: tqdm where installed (the project venv), plain lines
 otherwise (the GPU machine's Python may lack it) or when GPU_KERNELS_PROGRESS=plain (logs,
 scripts/gpu_check.sh)."""
+
 from __future__ import annotations
 
 import os

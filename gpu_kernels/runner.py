@@ -12,6 +12,7 @@ prepared before the first event); `host_s` = the host's time to prepare and issu
 allocation, argument checks, CuPy's call), which overlaps earlier kernels while the GPU is
 busy and sets the pace when it is not.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,19 +37,19 @@ DEFAULT_CONFIG = "X"
 @dataclass
 class LayerRecord:
     index: int
-    layer: str           # describe() of the layer
-    impl: str            # "cpu" or a configuration
-    device: str          # "host" or "gpu"
-    seconds: float = 0.0         # GPU layers: CUDA events around the launch; CPU layers: wall
-    launch: dict | None = None   # grid/block of the first batch (GPU layers)
-    host_s: float = 0.0          # GPU layers: host time to prepare and issue the launches
+    layer: str  # describe() of the layer
+    impl: str  # "cpu" or a configuration
+    device: str  # "host" or "gpu"
+    seconds: float = 0.0  # GPU layers: CUDA events around the launch; CPU layers: wall
+    launch: dict | None = None  # grid/block of the first batch (GPU layers)
+    host_s: float = 0.0  # GPU layers: host time to prepare and issue the launches
 
 
 @dataclass
 class Transfer:
-    boundary: int        # tensor entering layer `boundary` (len(layers) = the network output)
-    direction: str       # "h2d" or "d2h"
-    tensor: str = "activation"   # "activation" or "predictions" (argmax of the scores)
+    boundary: int  # tensor entering layer `boundary` (len(layers) = the network output)
+    direction: str  # "h2d" or "d2h"
+    tensor: str = "activation"  # "activation" or "predictions" (argmax of the scores)
     bytes: int = 0
     seconds: float = 0.0
     count: int = 0
@@ -56,18 +57,18 @@ class Transfer:
 
 @dataclass
 class RunResult:
-    outputs: list | None          # every layer's output in golden format (keep_outputs=True)
-    scores: np.ndarray            # last layer's output, golden format
+    outputs: list | None  # every layer's output in golden format (keep_outputs=True)
+    scores: np.ndarray  # last layer's output, golden format
     predictions: np.ndarray | None
-    layers: list                  # LayerRecord per layer
-    transfers: list               # Transfer per (boundary, direction) that happened
-    backend: str                  # "cupy", "emulation" or "cpu" (what actually ran GPU layers)
+    layers: list  # LayerRecord per layer
+    transfers: list  # Transfer per (boundary, direction) that happened
+    backend: str  # "cupy", "emulation" or "cpu" (what actually ran GPU layers)
     device_name: str | None
     word_bits: int
     batch: int
     n_images: int
-    wall_s: float                 # first input copy to scores on the host, all batches
-    timing: str = ""              # what the per-layer seconds are
+    wall_s: float  # first input copy to scores on the host, all batches
+    timing: str = ""  # what the per-layer seconds are
 
     @property
     def layer_s(self) -> list[float]:
@@ -93,24 +94,36 @@ class RunResult:
 
     def as_dict(self) -> dict:
         """JSON-serialisable summary (no tensors)."""
-        return {"backend": self.backend, "device_name": self.device_name,
-                "word_bits": self.word_bits, "batch": self.batch, "n_images": self.n_images,
-                "wall_s": self.wall_s, "timing": self.timing,
-                "layers": [asdict(r) for r in self.layers],
-                "transfers": [asdict(t) for t in self.transfers]}
+        return {
+            "backend": self.backend,
+            "device_name": self.device_name,
+            "word_bits": self.word_bits,
+            "batch": self.batch,
+            "n_images": self.n_images,
+            "wall_s": self.wall_s,
+            "timing": self.timing,
+            "layers": [asdict(r) for r in self.layers],
+            "transfers": [asdict(t) for t in self.transfers],
+        }
 
     def summary(self) -> str:
-        lines = [f"backend {self.backend}" + (f" ({self.device_name})" if self.device_name else "")
-                 + f", {self.n_images} images in batches of {self.batch}, {self.word_bits}-bit words",
-                 f"{'#':>3} {'layer':34s} {'impl':>4} {'device':>6} {'ms':>10} {'host ms':>10}"]
+        lines = [
+            f"backend {self.backend}"
+            + (f" ({self.device_name})" if self.device_name else "")
+            + f", {self.n_images} images in batches of {self.batch}, {self.word_bits}-bit words",
+            f"{'#':>3} {'layer':34s} {'impl':>4} {'device':>6} {'ms':>10} {'host ms':>10}",
+        ]
         for r in self.layers:
             host = f"{1e3 * r.host_s:10.3f}" if r.device == GPU else f"{'':10s}"
-            lines.append(f"{r.index:3d} {r.layer:34s} {r.impl:>4} {r.device:>6} {1e3 * r.seconds:10.3f} "
-                         f"{host}")
+            lines.append(
+                f"{r.index:3d} {r.layer:34s} {r.impl:>4} {r.device:>6} {1e3 * r.seconds:10.3f} {host}"
+            )
         for t in self.transfers:
-            lines.append(f"    transfer {t.direction} of the {t.tensor} at boundary {t.boundary}: "
-                         f"{t.count} x, "
-                         f"{t.bytes / 1e6:.3f} MB, {1e3 * t.seconds:.3f} ms")
+            lines.append(
+                f"    transfer {t.direction} of the {t.tensor} at boundary {t.boundary}: "
+                f"{t.count} x, "
+                f"{t.bytes / 1e6:.3f} MB, {1e3 * t.seconds:.3f} ms"
+            )
         lines.append(f"    wall {1e3 * self.wall_s:.3f} ms ({self.timing})")
         return "\n".join(lines)
 
@@ -145,9 +158,17 @@ def resolve_mapping(mapping, n_layers: int) -> tuple[list[str], int | None]:
 class Runner:
     """A network prepared once (weights packed and resident on the device) and run many times."""
 
-    def __init__(self, net, mapping=None, backend: str = "auto", word_bits: int = 32,
-                 batch: int | None = None, *, threads: int = launch_mod.DEFAULT_THREADS,
-                 window: int | None = None):
+    def __init__(
+        self,
+        net,
+        mapping=None,
+        backend: str = "auto",
+        word_bits: int = 32,
+        batch: int | None = None,
+        *,
+        threads: int = launch_mod.DEFAULT_THREADS,
+        window: int | None = None,
+    ):
         self.net = load_network(net)
         self.impls, mapping_batch = resolve_mapping(mapping, len(self.net.layers))
         self.batch = batch if batch is not None else mapping_batch
@@ -178,8 +199,9 @@ class Runner:
         key = (op.index, n, config)
         if key not in self._plans:
             limit = self.gpu.max_threads(op.kernel) if self.gpu is not None else KERNEL_MAX_THREADS
-            self._plans[key] = launch_mod.plan(op.work(n), config, threads=self.threads,
-                                               window=self.window, what=op.label, max_threads=limit)
+            self._plans[key] = launch_mod.plan(
+                op.work(n), config, threads=self.threads, window=self.window, what=op.label, max_threads=limit
+            )
         return self._plans[key]
 
     def consts_on_gpu(self, op: Op) -> dict:
@@ -195,8 +217,9 @@ class Runner:
         if op.kernel is None:
             return x, None
         out = self.gpu.empty(op.fout.host_shape(n), op.fout.dtype)
-        go = self.gpu.prepare(op.kernel, self.plan(op, n, config),
-                              op.kernel_args(x, out, self.consts_on_gpu(op)))
+        go = self.gpu.prepare(
+            op.kernel, self.plan(op, n, config), op.kernel_args(x, out, self.consts_on_gpu(op))
+        )
         return out, go
 
     def run_op_gpu(self, op: Op, x, config: str):
@@ -235,8 +258,9 @@ class Runner:
         return out
 
     # -- whole network ----------------------------------------------------------------------
-    def run(self, x, *, keep_outputs: bool = True, predictions: bool = True,
-            progress: bool = False) -> RunResult:
+    def run(
+        self, x, *, keep_outputs: bool = True, predictions: bool = True, progress: bool = False
+    ) -> RunResult:
         net = self.net
         x = golden.check_input(net, x)
         n_images = x.shape[0]
@@ -245,12 +269,14 @@ class Runner:
         check_int32_ranges(net, x)
         batch = self.batch or n_images
         devices = [HOST if m == CPU else GPU for m in self.impls]
-        for op, impl in zip(self.ops, self.impls):       # refuse unmappable launches up front
+        for op, impl in zip(self.ops, self.impls, strict=True):  # refuse unmappable launches up front
             if impl != CPU:
                 self.plan(op, min(batch, n_images), impl)
-        records = [LayerRecord(op.index, op.layer.describe(), impl, dev)
-                   for op, impl, dev in zip(self.ops, self.impls, devices)]
-        for op, rec in zip(self.ops, records):
+        records = [
+            LayerRecord(op.index, op.layer.describe(), impl, dev)
+            for op, impl, dev in zip(self.ops, self.impls, devices, strict=True)
+        ]
+        for op, rec in zip(self.ops, records, strict=True):
             if rec.device == GPU and op.kernel is not None:
                 rec.launch = self.plan(op, min(batch, n_images), rec.impl).as_dict()
         transfers: dict[tuple, Transfer] = {}
@@ -279,21 +305,21 @@ class Runner:
         t_start = time.perf_counter()
         fin0 = self.ops[0].fin
         for s in chunks:
-            pending = []                   # (record, start event, end event), read after a sync
+            pending = []  # (record, start event, end event), read after a sync
             where = HOST
             if records[0].device == GPU and fin0.reorder_on_device:
                 # copy the images as they are, reorder on the device: one transfer record
                 t = transfers.setdefault((0, "h2d", "activation"), Transfer(0, "h2d"))
-                raw = np.ascontiguousarray(x[s:s + batch], dtype=fin0.dtype)
+                raw = np.ascontiguousarray(x[s : s + batch], dtype=fin0.dtype)
                 t.count += 1
                 t.bytes += int(raw.nbytes)
                 e0 = gpu.event()
                 cur = self.run_op_gpu(self.reorder, gpu.upload(raw), DEFAULT_CONFIG)
-                pending.append((t, e0, gpu.event()))         # copy + reorder: one record
+                pending.append((t, e0, gpu.event()))  # copy + reorder: one record
                 where = GPU
             else:
-                cur = fin0.from_golden(x[s:s + batch])
-            for op, rec in zip(self.ops, records):
+                cur = fin0.from_golden(x[s : s + batch])
+            for op, rec in zip(self.ops, records, strict=True):
                 cur = move(cur, where, rec.device, op.index, pending)
                 where = rec.device
                 if where == GPU:
@@ -326,24 +352,50 @@ class Runner:
 
         outs = [golden_format(i, parts) for i, parts in enumerate(outputs)] if keep_outputs else None
         last = len(self.ops) - 1
-        scores = outs[last] if keep_outputs else self.ops[last].fout.to_golden(
-            np.concatenate(scores_parts), net.shapes[-1][1])
+        scores = (
+            outs[last]
+            if keep_outputs
+            else self.ops[last].fout.to_golden(np.concatenate(scores_parts), net.shapes[-1][1])
+        )
         preds = np.concatenate(pred_parts).reshape(-1).astype(np.int64) if want_pred else None
-        timing = ("GPU layers: CUDA events around each launch (host_s: host time to prepare and "
-                  "issue it); CPU layers and wall: perf_counter" if self.backend == "cupy"
-                  else "perf_counter (emulated GPU layers: NOT GPU timings)" if self.backend == "emulation"
-                  else "perf_counter")
-        return RunResult(outputs=outs, scores=scores, predictions=preds, layers=records,
-                         transfers=sorted(transfers.values(), key=lambda t: (t.boundary, t.direction)),
-                         backend=self.backend,
-                         device_name=getattr(gpu, "device_name", None), word_bits=self.word_bits,
-                         batch=batch, n_images=n_images, wall_s=wall, timing=timing)
+        timing = (
+            "GPU layers: CUDA events around each launch (host_s: host time to prepare and "
+            "issue it); CPU layers and wall: perf_counter"
+            if self.backend == "cupy"
+            else "perf_counter (emulated GPU layers: NOT GPU timings)"
+            if self.backend == "emulation"
+            else "perf_counter"
+        )
+        return RunResult(
+            outputs=outs,
+            scores=scores,
+            predictions=preds,
+            layers=records,
+            transfers=sorted(transfers.values(), key=lambda t: (t.boundary, t.direction)),
+            backend=self.backend,
+            device_name=getattr(gpu, "device_name", None),
+            word_bits=self.word_bits,
+            batch=batch,
+            n_images=n_images,
+            wall_s=wall,
+            timing=timing,
+        )
 
 
-def run_network(net, x, mapping=None, backend: str = "auto", word_bits: int = 32,
-                batch: int | None = None, *, keep_outputs: bool = True, predictions: bool = True,
-                threads: int = launch_mod.DEFAULT_THREADS, window: int | None = None,
-                progress: bool = False) -> RunResult:
+def run_network(
+    net,
+    x,
+    mapping=None,
+    backend: str = "auto",
+    word_bits: int = 32,
+    batch: int | None = None,
+    *,
+    keep_outputs: bool = True,
+    predictions: bool = True,
+    threads: int = launch_mod.DEFAULT_THREADS,
+    window: int | None = None,
+    progress: bool = False,
+) -> RunResult:
     """Run `net` (ir.Network, .onnx path or onnx.ModelProto) on the batch `x` (golden input
     format, [N, *net.input_shape]).
 

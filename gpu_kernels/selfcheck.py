@@ -10,6 +10,7 @@ preloaded).
 Exit status: 0 every check equal to the golden model, 1 a mismatch, 2 bad arguments, 3 the
 backend cannot start (no CuPy or GPU, a failed build).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,11 +31,13 @@ from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 from safeio import write_json_atomic
 
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
-ASAN_MARK = "GPU_KERNELS_SELFCHECK_ASAN"       # set once the process runs under the ASan runtime
+ASAN_MARK = "GPU_KERNELS_SELFCHECK_ASAN"  # set once the process runs under the ASan runtime
 
 
 def _equal(res, ref) -> bool:
-    return all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(res.outputs, ref.outputs))
+    return all(
+        a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(res.outputs, ref.outputs, strict=True)
+    )
 
 
 def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dict:
@@ -61,8 +64,15 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dic
             failures.append("-".join(map(str, case)))
             if stop():
                 break
-    nets = (("fashion", fashion_bnn, 31, MIXED), ("fashion", fashion_bnn, 31, "XYZ"),
-            ("cifar10", cifar10_bnn, 33, "X")) if networks and not stop() else ()
+    nets = (
+        (
+            ("fashion", fashion_bnn, 31, MIXED),
+            ("fashion", fashion_bnn, 31, "XYZ"),
+            ("cifar10", cifar10_bnn, 33, "X"),
+        )
+        if networks and not stop()
+        else ()
+    )
     for net_name, make, shape_seed, mapping in nets:
         net = make(shape_seed)
         x = random_images(shape_seed + 1, 3, net.input_shape)
@@ -71,7 +81,7 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dic
             label = f"{net_name}-{mapping if isinstance(mapping, str) else 'mixed'}-w{bits}"
             try:
                 res = run_network(net, x, mapping, backend=gpu, word_bits=bits, batch=2)
-            except BuildError as exc:          # a mapping with CPU layers needs g++
+            except BuildError as exc:  # a mapping with CPU layers needs g++
                 skipped.append(f"{label}: {exc}")
                 continue
             n += 1
@@ -85,19 +95,24 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dic
 def _reexec_under_asan(argv) -> int:
     """Run this module again with the ASan runtime preloaded (it must come first)."""
     from gpu_kernels.build import asan_runtime  # noqa: PLC0415
+
     env = dict(os.environ, LD_PRELOAD=str(asan_runtime()), **{ASAN_MARK: "1"})
     env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
     os.execve(sys.executable, [sys.executable, "-m", "gpu_kernels.selfcheck", *argv], env)
-    return 3     # not reached
+    return 3  # not reached
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
     ap.add_argument("--backend", default="auto", choices=("auto", "cupy", "emulation"))
-    ap.add_argument("--order", default=None,
-                    help="emulation: in-order | reversed | shuffled[:SEED] (blocks and threads)")
+    ap.add_argument(
+        "--order", default=None, help="emulation: in-order | reversed | shuffled[:SEED] (blocks and threads)"
+    )
     ap.add_argument("--asan", action="store_true", help="emulation: the AddressSanitizer build")
     ap.add_argument("--every", type=int, default=1, help="check every n-th case of the matrix")
     ap.add_argument("--maxfail", type=int, default=0, help="stop after this many failures")
@@ -126,8 +141,10 @@ def main(argv=None) -> int:
         print(f"selfcheck: {exc}", file=sys.stderr)
         return 2
     out["seconds"] = time.perf_counter() - t0
-    print(f"{out['checks']} checks on {out['backend']}, {len(out['failures'])} failures "
-          f"({out['seconds']:.1f} s)" + "".join(f"\n  FAIL {f}" for f in out["failures"]))
+    print(
+        f"{out['checks']} checks on {out['backend']}, {len(out['failures'])} failures "
+        f"({out['seconds']:.1f} s)" + "".join(f"\n  FAIL {f}" for f in out["failures"])
+    )
     if args.json:
         write_json_atomic(args.json, out, indent=1)
     return 1 if out["failures"] else 0

@@ -4,6 +4,7 @@ Golden models are the reference for the RTL and the GPU kernels, so they must re
 with an error that names the argument and the problem, instead of letting numpy broadcast,
 wrap or truncate silently.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,9 @@ class NumericsError(ValueError):
     """Bad input to a golden model: wrong dtype, shape or value range."""
 
 
-def int_array(x, name: str, *, ndim: int | tuple[int, ...] | None = None,
-              lo: int | None = None, hi: int | None = None) -> np.ndarray:
+def int_array(
+    x, name: str, *, ndim: int | tuple[int, ...] | None = None, lo: int | None = None, hi: int | None = None
+) -> np.ndarray:
     """Return `x` as an integer numpy array after checking dtype, rank and value range.
 
     Booleans and floats are refused: an image of float pixels or a weight tensor of 0.5s is a
@@ -26,8 +28,9 @@ def int_array(x, name: str, *, ndim: int | tuple[int, ...] | None = None,
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else ndim
         if a.ndim not in allowed:
-            raise NumericsError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, "
-                                f"got shape {a.shape}")
+            raise NumericsError(
+                f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {a.shape}"
+            )
     # a bound the dtype already guarantees needs no pass over the data
     info = np.iinfo(a.dtype)
     if a.size and lo is not None and info.min < lo and a.min() < lo:
@@ -48,7 +51,7 @@ def pm1_array(x, name: str, *, ndim: int | tuple[int, ...] | None = None) -> np.
 
 def check_shape(a: np.ndarray, name: str, shape: tuple) -> None:
     """Check that `a.shape` equals `shape`; None entries in `shape` match anything."""
-    ok = a.ndim == len(shape) and all(s is None or s == d for s, d in zip(shape, a.shape))
+    ok = a.ndim == len(shape) and all(s is None or s == d for s, d in zip(shape, a.shape, strict=True))
     if not ok:
         want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
         raise NumericsError(f"{name} must have shape {want}, got {a.shape}")

@@ -41,8 +41,10 @@ only regular files are opened (a FIFO, device or socket would block or never end
 what a ``.gz`` inflates to (checked while inflating, every gzip member), is at most
 :func:`data_cap` bytes: :data:`MAX_DATA_BYTES`, or half the available memory if that is less.
 """
+
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -63,8 +65,8 @@ from models.resources import available_memory_bytes, gib
 from safeio import write_json_atomic
 
 SPLITS = ("train", "val", "test", "all")
-VAL_FRACTION_DIVISOR = 10          # val = last tenth of a training file set
-MAX_DATA_BYTES = 4 << 30           # one data file, read or inflated: 4 GiB (Fashion-MNIST: 47 MB)
+VAL_FRACTION_DIVISOR = 10  # val = last tenth of a training file set
+MAX_DATA_BYTES = 4 << 30  # one data file, read or inflated: 4 GiB (Fashion-MNIST: 47 MB)
 
 
 class DatasetError(ValueError):
@@ -73,9 +75,9 @@ class DatasetError(ValueError):
 
 @dataclass
 class Dataset:
-    images: np.ndarray      # uint8 [N, C, H, W]
-    labels: np.ndarray      # int64 [N]
-    name: str               # e.g. "digits:test"
+    images: np.ndarray  # uint8 [N, C, H, W]
+    labels: np.ndarray  # int64 [N]
+    name: str  # e.g. "digits:test"
     classes: int = 10
 
     def __len__(self) -> int:
@@ -96,11 +98,15 @@ def _check_split(split: str) -> str:
 # Reading a data file: regular files only, within the cap, gzip inflated under the cap
 # ---------------------------------------------------------------------------------------------
 GZIP_MAGIC = b"\x1f\x8b"
-_GZIP_CHUNK = 1 << 20           # compressed bytes fed to zlib at a time
+_GZIP_CHUNK = 1 << 20  # compressed bytes fed to zlib at a time
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
-                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                (stat.S_ISSOCK, "a socket"))
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def data_cap() -> int:
@@ -116,8 +122,10 @@ def _amount(n: int) -> str:
 
 
 def _cap_text(cap: int) -> str:
-    return (f"the cap of {_amount(cap)} on one data file (MAX_DATA_BYTES "
-            f"{_amount(MAX_DATA_BYTES)}, or half the available memory if that is less)")
+    return (
+        f"the cap of {_amount(cap)} on one data file (MAX_DATA_BYTES "
+        f"{_amount(MAX_DATA_BYTES)}, or half the available memory if that is less)"
+    )
 
 
 def _why(exc: OSError) -> str:
@@ -218,9 +226,10 @@ def _gunzip(raw: bytes, path: Path, cap: int) -> bytes:
         while not d.eof:
             if not pending:
                 if pos >= len(view):
-                    raise DatasetError(f"{path}: corrupt gzip data (truncated: the stream ends "
-                                       f"inside a member)")
-                pending, pos = view[pos:pos + _GZIP_CHUNK], pos + _GZIP_CHUNK
+                    raise DatasetError(
+                        f"{path}: corrupt gzip data (truncated: the stream ends inside a member)"
+                    )
+                pending, pos = view[pos : pos + _GZIP_CHUNK], pos + _GZIP_CHUNK
             room = cap + 1 - total
             try:
                 out = d.decompress(pending, room)
@@ -228,17 +237,20 @@ def _gunzip(raw: bytes, path: Path, cap: int) -> bytes:
                 raise DatasetError(f"{path}: corrupt gzip data ({exc})") from None
             parts.append(out)
             total += len(out)
-            if total > cap:     # len(out) == room: zlib stopped at the room, not at the input
-                raise DatasetError(f"{path}: inflates to more than {_cap_text(cap)}; refused "
-                                   f"while inflating (a decompression bomb or a file too "
-                                   f"large for this machine)")
+            if total > cap:  # len(out) == room: zlib stopped at the room, not at the input
+                raise DatasetError(
+                    f"{path}: inflates to more than {_cap_text(cap)}; refused "
+                    f"while inflating (a decompression bomb or a file too "
+                    f"large for this machine)"
+                )
             pending = d.unconsumed_tail
         pos = min(pos, len(view)) - len(d.unused_data)
-        if view[pos:pos + 2] == GZIP_MAGIC:
+        if view[pos : pos + 2] == GZIP_MAGIC:
             continue
         if view[pos:].tobytes().strip(b"\0"):
-            raise DatasetError(f"{path}: corrupt gzip data (bytes after the last gzip member at "
-                               f"offset {pos})")
+            raise DatasetError(
+                f"{path}: corrupt gzip data (bytes after the last gzip member at offset {pos})"
+            )
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
@@ -282,9 +294,10 @@ def digits_split_indices(labels: np.ndarray) -> dict[str, np.ndarray]:
 def load_digits(split: str = "test") -> Dataset:
     """scikit-learn's 8x8 digits as uint8 [N, 1, 8, 8] (gray levels 0..16 -> 0..255)."""
     from sklearn.datasets import load_digits as _sk_digits
+
     _check_split(split)
     d = _sk_digits()
-    levels = d.images.astype(np.int64)            # exact: the file holds integers 0..16
+    levels = d.images.astype(np.int64)  # exact: the file holds integers 0..16
     pixels = ((levels * 255 + 8) // 16).astype(np.uint8)
     idx = digits_split_indices(d.target)[split]
     return Dataset(pixels[idx, None], d.target[idx].astype(np.int64), f"digits:{split}", 10)
@@ -293,8 +306,14 @@ def load_digits(split: str = "test") -> Dataset:
 # ---------------------------------------------------------------------------------------------
 # IDX (MNIST, Fashion-MNIST)
 # ---------------------------------------------------------------------------------------------
-_IDX_TYPES = {0x08: "unsigned byte", 0x09: "signed byte", 0x0B: "int16", 0x0C: "int32",
-              0x0D: "float32", 0x0E: "float64"}
+_IDX_TYPES = {
+    0x08: "unsigned byte",
+    0x09: "signed byte",
+    0x0B: "int16",
+    0x0C: "int32",
+    0x0D: "float32",
+    0x0E: "float64",
+}
 
 
 def read_idx(path) -> np.ndarray:
@@ -308,21 +327,27 @@ def read_idx(path) -> np.ndarray:
 def _parse_idx(raw: bytes, path: Path) -> np.ndarray:
     """The array of an IDX file's (uncompressed) bytes; errors name `path`."""
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
-        raise DatasetError(f"{path}: not an IDX file (the first two bytes must be zero, got "
-                           f"{raw[:4].hex() or 'an empty file'})")
+        raise DatasetError(
+            f"{path}: not an IDX file (the first two bytes must be zero, got "
+            f"{raw[:4].hex() or 'an empty file'})"
+        )
     dtype, ndim = raw[2], raw[3]
     if dtype != 0x08:
         what = _IDX_TYPES.get(dtype, "unknown")
-        raise DatasetError(f"{path}: IDX data type 0x{dtype:02x} ({what}) is not supported; "
-                           f"pixels and labels must be unsigned bytes (0x08)")
+        raise DatasetError(
+            f"{path}: IDX data type 0x{dtype:02x} ({what}) is not supported; "
+            f"pixels and labels must be unsigned bytes (0x08)"
+        )
     if ndim == 0 or len(raw) < 4 + 4 * ndim:
         raise DatasetError(f"{path}: truncated IDX header ({ndim} dimensions, {len(raw)} bytes)")
-    dims = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
-    need = math.prod(dims)                 # Python integers: no overflow on a bogus header
+    dims = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+    need = math.prod(dims)  # Python integers: no overflow on a bogus header
     have = len(raw) - 4 - 4 * ndim
     if have != need:
-        raise DatasetError(f"{path}: the header announces shape {list(dims)} ({need} bytes of "
-                           f"data) but the file holds {have}")
+        raise DatasetError(
+            f"{path}: the header announces shape {list(dims)} ({need} bytes of "
+            f"data) but the file holds {have}"
+        )
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
@@ -331,8 +356,11 @@ _IDX_NAME = re.compile(r"^(?P<set>train|t10k)-images[-.]idx3-ubyte(?P<gz>\.gz)?$
 
 def _idx_labels_path(images: Path) -> Path:
     name = images.name.replace("images", "labels").replace("idx3", "idx1")
-    for cand in (images.with_name(name), images.with_name(name.removesuffix(".gz")),
-                 images.with_name(name + ".gz")):
+    for cand in (
+        images.with_name(name),
+        images.with_name(name.removesuffix(".gz")),
+        images.with_name(name + ".gz"),
+    ):
         if cand != images and _exists(cand):
             return cand
     raise DatasetError(f"{images}: no labels file next to it (looked for {name})")
@@ -341,21 +369,23 @@ def _idx_labels_path(images: Path) -> Path:
 def _load_idx_pair(images_path: Path, name: str) -> Dataset:
     images = read_idx(images_path)
     if images.ndim != 3:
-        raise DatasetError(f"{images_path}: an images file must have 3 dimensions [N, H, W], "
-                           f"got shape {list(images.shape)}")
+        raise DatasetError(
+            f"{images_path}: an images file must have 3 dimensions [N, H, W], got shape {list(images.shape)}"
+        )
     if images.shape[0] == 0:
         raise DatasetError(f"{images_path}: holds no images (its header announces 0)")
-    if images[0].size == 0:     # before the labels: N labels of 0-pixel images cost 8N bytes
-        raise DatasetError(f"{images_path}: images of shape {list(images.shape[1:])} hold no "
-                           f"pixels")
+    if images[0].size == 0:  # before the labels: N labels of 0-pixel images cost 8N bytes
+        raise DatasetError(f"{images_path}: images of shape {list(images.shape[1:])} hold no pixels")
     labels_path = _idx_labels_path(images_path)
     labels = read_idx(labels_path)
     if labels.ndim != 1:
-        raise DatasetError(f"{labels_path}: a labels file must have 1 dimension, got shape "
-                           f"{list(labels.shape)}")
+        raise DatasetError(
+            f"{labels_path}: a labels file must have 1 dimension, got shape {list(labels.shape)}"
+        )
     if labels.shape[0] != images.shape[0]:
-        raise DatasetError(f"{labels_path} holds {labels.shape[0]} labels but {images_path} "
-                           f"holds {images.shape[0]} images")
+        raise DatasetError(
+            f"{labels_path} holds {labels.shape[0]} labels but {images_path} holds {images.shape[0]} images"
+        )
     return _checked(Dataset(images[:, None].copy(), labels.astype(np.int64), name), labels_path)
 
 
@@ -364,9 +394,8 @@ def _checked(ds: Dataset, label_file, classes: int = 10) -> Dataset:
     if len(ds) == 0:
         raise DatasetError(f"{label_file}: holds no images")
     if ds.images[0].size == 0:
-        raise DatasetError(f"{label_file}: images of shape {list(ds.image_shape)} hold no "
-                           f"pixels")
-    if (ds.labels.min() < 0 or ds.labels.max() >= classes):
+        raise DatasetError(f"{label_file}: images of shape {list(ds.image_shape)} hold no pixels")
+    if ds.labels.min() < 0 or ds.labels.max() >= classes:
         bad = int(ds.labels[(ds.labels < 0) | (ds.labels >= classes)][0])
         raise DatasetError(f"{label_file}: label {bad} is outside 0..{classes - 1}")
     return ds
@@ -377,17 +406,22 @@ def _train_val(ds: Dataset, split: str) -> Dataset:
     n_val = len(ds) // VAL_FRACTION_DIVISOR
     cut = len(ds) - n_val
     if n_val == 0:
-        raise DatasetError(f"{ds.name}: {len(ds)} training images are too few for a "
-                           f"validation split (its last tenth; at least "
-                           f"{VAL_FRACTION_DIVISOR} needed)")
+        raise DatasetError(
+            f"{ds.name}: {len(ds)} training images are too few for a "
+            f"validation split (its last tenth; at least "
+            f"{VAL_FRACTION_DIVISOR} needed)"
+        )
     sl = slice(0, cut) if split == "train" else slice(cut, None)
-    return Dataset(ds.images[sl], ds.labels[sl], f"{ds.name.rsplit(':', 1)[0]}:{split}",
-                   ds.classes)
+    return Dataset(ds.images[sl], ds.labels[sl], f"{ds.name.rsplit(':', 1)[0]}:{split}", ds.classes)
 
 
 def _concat(parts: list[Dataset], name: str) -> Dataset:
-    return Dataset(np.concatenate([p.images for p in parts]),
-                   np.concatenate([p.labels for p in parts]), name, parts[0].classes)
+    return Dataset(
+        np.concatenate([p.images for p in parts]),
+        np.concatenate([p.labels for p in parts]),
+        name,
+        parts[0].classes,
+    )
 
 
 def _load_idx_dir(path: Path, split: str, names: list[str] | None = None) -> Dataset:
@@ -400,8 +434,7 @@ def _load_idx_dir(path: Path, split: str, names: list[str] | None = None) -> Dat
     need = ["train", "t10k"] if split == "all" else [sets[split]]
     missing = [s for s in need if s not in found]
     if missing:
-        raise DatasetError(f"{path}: no {missing[0]}-images-idx3-ubyte[.gz] file for split "
-                           f"{split!r}")
+        raise DatasetError(f"{path}: no {missing[0]}-images-idx3-ubyte[.gz] file for split {split!r}")
     parts = {s: _load_idx_pair(found[s], f"{path.name}:{s}") for s in need}
     if split == "test":
         return Dataset(parts["t10k"].images, parts["t10k"].labels, f"{path.name}:test")
@@ -424,7 +457,7 @@ FASHION_MD5 = {
     "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
     "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
 }
-_FASHION_CACHE: dict = {}           # (file, size, mtime_ns) -> uint8 array (this process)
+_FASHION_CACHE: dict = {}  # (file, size, mtime_ns) -> uint8 array (this process)
 
 
 def fashion_dir() -> Path:
@@ -435,15 +468,16 @@ def fashion_dir() -> Path:
 def _verdict_file() -> Path:
     """Verified MD5s survive the process here (git-ignored build/), keyed by size and mtime."""
     root = Path(__file__).resolve().parents[1]
-    return Path(os.environ.get("DATASETS_CACHE_DIR", root / "build" / "datasets")) / \
-        "fashion_md5_verdicts.json"
+    return (
+        Path(os.environ.get("DATASETS_CACHE_DIR", root / "build" / "datasets")) / "fashion_md5_verdicts.json"
+    )
 
 
 def _stat_key(path: Path) -> tuple:
     try:
         st = os.stat(path)
         return (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    except (OSError, RuntimeError) as exc:      # RuntimeError: a symlink loop in resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop in resolve()
         raise DatasetError(f"{path}: cannot read ({_short(exc)})") from None
 
 
@@ -464,10 +498,8 @@ def _remember_verdict(key: tuple) -> None:
     verdicts = _read_verdicts()
     verdicts[key[0]] = [key[1], key[2]]
     f = _verdict_file()
-    try:
+    with contextlib.suppress(OSError):
         write_json_atomic(f, verdicts, indent=1, sort_keys=True)
-    except OSError:
-        pass
 
 
 def _fashion_file(stem: str) -> np.ndarray:
@@ -479,7 +511,8 @@ def _fashion_file(stem: str) -> np.ndarray:
         raise DatasetError(
             f"{folder / (stem + '.gz')}: Fashion-MNIST is missing; install the Debian package "
             f"{FASHION_PACKAGE} (make setup does: apt-get install {FASHION_PACKAGE}) or set "
-            f"FASHION_MNIST_DIR to a folder holding its four IDX files")
+            f"FASHION_MNIST_DIR to a folder holding its four IDX files"
+        )
     key = _stat_key(path)
     if key in _FASHION_CACHE:
         return _FASHION_CACHE[key]
@@ -489,7 +522,8 @@ def _fashion_file(stem: str) -> np.ndarray:
         if got != FASHION_MD5[stem]:
             raise DatasetError(
                 f"{path}: uncompressed MD5 {got} is not Fashion-MNIST's {FASHION_MD5[stem]} "
-                f"(a corrupt or different file; reinstall the Debian package {FASHION_PACKAGE})")
+                f"(a corrupt or different file; reinstall the Debian package {FASHION_PACKAGE})"
+            )
         _remember_verdict(key)
     arr = _parse_idx(raw, path)
     _FASHION_CACHE[key] = arr
@@ -501,13 +535,14 @@ def load_fashion(split: str = "test") -> Dataset:
     t10k (10,000), val = the last tenth of the 60,000 training images, train = the rest."""
     _check_split(split)
     parts = {}
-    for s in (("train", "t10k") if split == "all" else
-              ("t10k",) if split == "test" else ("train",)):
+    for s in ("train", "t10k") if split == "all" else ("t10k",) if split == "test" else ("train",):
         images = _fashion_file(f"{s}-images-idx3-ubyte")
         labels = _fashion_file(f"{s}-labels-idx1-ubyte")
         if images.ndim != 3 or labels.ndim != 1 or labels.shape[0] != images.shape[0]:
-            raise DatasetError(f"{fashion_dir()}: {s} images {list(images.shape)} and labels "
-                               f"{list(labels.shape)} do not pair")
+            raise DatasetError(
+                f"{fashion_dir()}: {s} images {list(images.shape)} and labels "
+                f"{list(labels.shape)} do not pair"
+            )
         parts[s] = Dataset(images[:, None], labels.astype(np.int64), f"fashion:{s}")
     if split == "test":
         return Dataset(parts["t10k"].images, parts["t10k"].labels, "fashion:test")
@@ -519,10 +554,9 @@ def load_fashion(split: str = "test") -> Dataset:
 # ---------------------------------------------------------------------------------------------
 # CIFAR-10 python batches
 # ---------------------------------------------------------------------------------------------
-MAX_PICKLE_OPCODES = 10_000_000     # a batch needs a few per image: ~90,000 for 10,000 images
-_PLAIN_DTYPES = frozenset({"b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4",
-                           "f8"})
-_LATIN1 = frozenset({"latin1", "latin-1"})   # how protocol-2 pickles from Python 3 carry bytes
+MAX_PICKLE_OPCODES = 10_000_000  # a batch needs a few per image: ~90,000 for 10,000 images
+_PLAIN_DTYPES = frozenset({"b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8"})
+_LATIN1 = frozenset({"latin1", "latin-1"})  # how protocol-2 pickles from Python 3 carry bytes
 
 
 class _PickleRefused(Exception):
@@ -540,8 +574,9 @@ class _Budget:
     def spend(self, n: int, what: str) -> None:
         self.spent += n
         if self.spent > self.cap:
-            raise _PickleRefused(f"a CIFAR batch declaring {_amount(self.spent)} ({what}) is over "
-                                 f"{_cap_text(self.cap)}")
+            raise _PickleRefused(
+                f"a CIFAR batch declaring {_amount(self.spent)} ({what}) is over {_cap_text(self.cap)}"
+            )
 
 
 class _NdarrayName:
@@ -562,8 +597,11 @@ def _what(obj) -> str:
 
 
 def _dims(shape, what: str) -> tuple:
-    if (not isinstance(shape, (tuple, list)) or len(shape) > 32
-            or not all(type(d) is int and d >= 0 for d in shape)):
+    if (
+        not isinstance(shape, (tuple, list))
+        or len(shape) > 32
+        or not all(type(d) is int and d >= 0 for d in shape)
+    ):
         raise _PickleRefused(f"{what}: the shape must be a tuple of at most 32 natural numbers")
     return tuple(shape)
 
@@ -571,8 +609,12 @@ def _dims(shape, what: str) -> tuple:
 def _plain_dtype(dt, what: str) -> np.dtype:
     """A fresh copy of a plain number dtype (no fields, no subarray: nothing a BUILD on the dtype
     object could have changed its size with)."""
-    if (not isinstance(dt, np.dtype) or dt.names is not None or dt.subdtype is not None
-            or dt.str[1:] not in _PLAIN_DTYPES):
+    if (
+        not isinstance(dt, np.dtype)
+        or dt.names is not None
+        or dt.subdtype is not None
+        or dt.str[1:] not in _PLAIN_DTYPES
+    ):
         shown = str(dt)[:80] if isinstance(dt, np.dtype) else _what(dt)
         raise _PickleRefused(f"{what}: dtype {shown} is not a plain number type")
     return np.dtype(dt.str)
@@ -599,8 +641,7 @@ class _GuardedArray(np.ndarray):
         need, what = _declared(dims, dt)
         budget.spend(need, what)
         if not isinstance(raw, (bytes, bytearray)) or len(raw) != need:
-            got = f"{len(raw)} bytes" if isinstance(raw, (bytes, bytearray)) else \
-                type(raw).__name__
+            got = f"{len(raw)} bytes" if isinstance(raw, (bytes, bytearray)) else type(raw).__name__
             raise _PickleRefused(f"an {what} ({need} bytes) carries {got} of data")
         super().__setstate__((1, dims, dt, bool(fortran), raw))
 
@@ -613,14 +654,17 @@ class _SafeUnpickler(pickle.Unpickler):
     def __init__(self, file, budget: _Budget):
         super().__init__(file, encoding="bytes")
         self.budget = budget
-        self.allowed = {("numpy", "ndarray"): _NDARRAY, ("numpy", "dtype"): self._dtype,
-                        ("builtins", "bytearray"): self._bytearray,
-                        ("__builtin__", "bytearray"): self._bytearray,
-                        ("_codecs", "encode"): self._encode}
-        for core in ("numpy.core", "numpy._core"):      # numpy 1 and numpy 2 pickles
+        self.allowed = {
+            ("numpy", "ndarray"): _NDARRAY,
+            ("numpy", "dtype"): self._dtype,
+            ("builtins", "bytearray"): self._bytearray,
+            ("__builtin__", "bytearray"): self._bytearray,
+            ("_codecs", "encode"): self._encode,
+        }
+        for core in ("numpy.core", "numpy._core"):  # numpy 1 and numpy 2 pickles
             self.allowed[(f"{core}.multiarray", "_reconstruct")] = self._reconstruct
             self.allowed[(f"{core}.multiarray", "scalar")] = self._scalar
-            self.allowed[(f"{core}.numeric", "_frombuffer")] = self._frombuffer   # protocol 5
+            self.allowed[(f"{core}.numeric", "_frombuffer")] = self._frombuffer  # protocol 5
 
     def find_class(self, module, name):
         try:
@@ -631,13 +675,14 @@ class _SafeUnpickler(pickle.Unpickler):
     def _reconstruct(self, subtype, shape, typecode=None):
         """numpy's pickles call this with shape (0,): the data comes with the state."""
         if subtype is not _NDARRAY:
-            raise _PickleRefused(f"numpy _reconstruct of {_what(subtype)}, not of "
-                                 f"numpy.ndarray")
+            raise _PickleRefused(f"numpy _reconstruct of {_what(subtype)}, not of numpy.ndarray")
         dims = _dims(shape, "numpy _reconstruct")
         if dims != (0,):
-            raise _PickleRefused(f"a CIFAR batch declaring {_amount(math.prod(dims))} (numpy "
-                                 f"_reconstruct of an array {list(dims)}; numpy's own pickles "
-                                 f"declare shape (0,) and carry the data in the state)")
+            raise _PickleRefused(
+                f"a CIFAR batch declaring {_amount(math.prod(dims))} (numpy "
+                f"_reconstruct of an array {list(dims)}; numpy's own pickles "
+                f"declare shape (0,) and carry the data in the state)"
+            )
         arr = np.ndarray.__new__(_GuardedArray, (0,), np.int8)
         arr._budget = self.budget
         return arr
@@ -648,10 +693,12 @@ class _SafeUnpickler(pickle.Unpickler):
         need, what = _declared(dims, dt)
         self.budget.spend(need, what)
         if not isinstance(buf, (bytes, bytearray)) or len(buf) != need or order not in "CF":
-            raise _PickleRefused(f"numpy _frombuffer of an {what} ({need} bytes) with "
-                                 f"{type(buf).__name__} data of the wrong size or order")
+            raise _PickleRefused(
+                f"numpy _frombuffer of an {what} ({need} bytes) with "
+                f"{type(buf).__name__} data of the wrong size or order"
+            )
         arr = np.frombuffer(buf, dtype=dt).reshape(dims, order=order).view(_GuardedArray)
-        arr._budget = self.budget       # a BUILD on it goes through the checks too
+        arr._budget = self.budget  # a BUILD on it goes through the checks too
         return arr
 
     def _scalar(self, dtype, data=None):
@@ -664,7 +711,7 @@ class _SafeUnpickler(pickle.Unpickler):
     def _dtype(self, obj, align=False, copy=True):
         if not isinstance(obj, str) or obj not in _PLAIN_DTYPES:
             raise _PickleRefused(f"numpy dtype {_what(obj)} is not a plain number type")
-        return np.dtype(obj, bool(align), True)     # a copy: BUILD may set its byte order
+        return np.dtype(obj, bool(align), True)  # a copy: BUILD may set its byte order
 
     def _bytearray(self, *args):
         """Only from bytes (protocol 2 passes a str and 'latin-1'): bytearray(n) from a count
@@ -678,16 +725,20 @@ class _SafeUnpickler(pickle.Unpickler):
             self.budget.spend(len(args[0]), "a bytearray")
             return bytearray(args[0], "latin-1")
         if isinstance(args[0], int):
-            raise _PickleRefused(f"bytearray({args[0]}) would allocate {_amount(max(args[0], 0))} "
-                                 f"of zeros; a batch makes bytearrays only from bytes")
-        raise _PickleRefused(f"bytearray of {type(args[0]).__name__}; a batch makes bytearrays "
-                             f"only from bytes")
+            raise _PickleRefused(
+                f"bytearray({args[0]}) would allocate {_amount(max(args[0], 0))} "
+                f"of zeros; a batch makes bytearrays only from bytes"
+            )
+        raise _PickleRefused(
+            f"bytearray of {type(args[0]).__name__}; a batch makes bytearrays only from bytes"
+        )
 
     def _encode(self, obj, encoding="utf-8", errors="strict"):
         """Protocol-2 pickles from Python 3 carry bytes as _codecs.encode(str, 'latin1')."""
         if not isinstance(obj, str) or encoding not in _LATIN1 or errors != "strict":
-            raise _PickleRefused(f"_codecs.encode of {type(obj).__name__} to "
-                                 f"{_what(encoding)}; only str to latin1 is allowed")
+            raise _PickleRefused(
+                f"_codecs.encode of {type(obj).__name__} to {_what(encoding)}; only str to latin1 is allowed"
+            )
         self.budget.spend(len(obj), "a byte string")
         return obj.encode("latin-1")
 
@@ -702,13 +753,16 @@ def _scan_pickle(raw: bytes, path: Path) -> None:
         for _ in pickletools.genops(raw):
             count += 1
             if count > MAX_PICKLE_OPCODES:
-                raise DatasetError(f"{path}: a CIFAR batch of more than {MAX_PICKLE_OPCODES:,} "
-                                   f"pickle opcodes (a batch needs a few per image)")
+                raise DatasetError(
+                    f"{path}: a CIFAR batch of more than {MAX_PICKLE_OPCODES:,} "
+                    f"pickle opcodes (a batch needs a few per image)"
+                )
     except DatasetError:
         raise
     except Exception as exc:  # noqa: BLE001 - any parse failure means a corrupt file
-        raise DatasetError(f"{path}: not a CIFAR-10 python batch ({type(exc).__name__}: "
-                           f"{_short(exc)})") from None
+        raise DatasetError(
+            f"{path}: not a CIFAR-10 python batch ({type(exc).__name__}: {_short(exc)})"
+        ) from None
 
 
 def _unpickle_batch(raw: bytes, path: Path):
@@ -718,19 +772,20 @@ def _unpickle_batch(raw: bytes, path: Path):
     except _PickleRefused as exc:
         raise DatasetError(f"{path}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any unpickling failure means a corrupt file
-        raise DatasetError(f"{path}: not a CIFAR-10 python batch "
-                           f"({type(exc).__name__}: {_short(exc)})") from None
+        raise DatasetError(
+            f"{path}: not a CIFAR-10 python batch ({type(exc).__name__}: {_short(exc)})"
+        ) from None
 
 
 def _cifar_labels(labels, n: int, path: Path) -> np.ndarray:
     """Whole numbers only (np.asarray(..., int64) would silently truncate 2.7 to 2), one per
     image, counted before any conversion."""
     if isinstance(labels, np.ndarray) and labels.ndim != 1:
-        raise DatasetError(f"{path}: 'labels' must be a list of integers, got an array of "
-                           f"shape {list(labels.shape)}")
+        raise DatasetError(
+            f"{path}: 'labels' must be a list of integers, got an array of shape {list(labels.shape)}"
+        )
     if not isinstance(labels, (list, tuple, np.ndarray)):
-        raise DatasetError(f"{path}: 'labels' must be a list of integers, got "
-                           f"{type(labels).__name__}")
+        raise DatasetError(f"{path}: 'labels' must be a list of integers, got {type(labels).__name__}")
     if len(labels) != n:
         raise DatasetError(f"{path}: {len(labels)} labels for {n} images")
     try:
@@ -755,15 +810,16 @@ def read_cifar_batch(path) -> Dataset:
     for key in ("data", "labels"):
         if key not in d:
             keys = sorted(_show(str(k)) for k in d)
-            raise DatasetError(f"{path}: the batch has no {key!r} entry (keys: "
-                               f"{', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''})")
+            raise DatasetError(
+                f"{path}: the batch has no {key!r} entry (keys: "
+                f"{', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''})"
+            )
     data = d["data"]
     if not isinstance(data, np.ndarray):
         raise DatasetError(f"{path}: 'data' must be uint8 [N, 3072], got {type(data).__name__}")
     data = np.asarray(data)
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
-        raise DatasetError(f"{path}: 'data' must be uint8 [N, 3072], got {data.dtype} "
-                           f"{list(data.shape)}")
+        raise DatasetError(f"{path}: 'data' must be uint8 [N, 3072], got {data.dtype} {list(data.shape)}")
     labels = _cifar_labels(d["labels"], data.shape[0], path)
     # rows are channel-major (1024 red, 1024 green, 1024 blue), each 32x32 row-major: NCHW
     return _checked(Dataset(data.reshape(-1, 3, 32, 32).copy(), labels, path.name), path)
@@ -773,8 +829,9 @@ def _load_cifar_dir(path: Path, split: str, names: list[str] | None = None) -> D
     present = set(_list_dir(path) if names is None else names)
     train_files = [path / f"data_batch_{i}" for i in range(1, 6)]
     test_file = path / "test_batch"
-    need = {"train": train_files, "val": train_files, "test": [test_file],
-            "all": train_files + [test_file]}[split]
+    need = {"train": train_files, "val": train_files, "test": [test_file], "all": train_files + [test_file]}[
+        split
+    ]
     missing = [f for f in need if f.name not in present]
     if missing:
         raise DatasetError(f"{path}: {missing[0].name} is missing for split {split!r}")
@@ -786,10 +843,10 @@ def _load_cifar_dir(path: Path, split: str, names: list[str] | None = None) -> D
 # ---------------------------------------------------------------------------------------------
 # HEP-BNN CSV
 # ---------------------------------------------------------------------------------------------
-CSV_MAX_DIGITS = 6           # a pixel is 0..255 and a label 0..9: room for leading zeros
-_CSV_CELL = re.compile(r" *[0-9]{1,%d} *" % CSV_MAX_DIGITS)
-_CSV_ROW = re.compile(r"(?: *[0-9]{1,%d} *,)* *[0-9]{1,%d} *" % (CSV_MAX_DIGITS, CSV_MAX_DIGITS))
-_CSV_BLOCK_BYTES = 1 << 22   # rows are gathered in blocks of about this many cells
+CSV_MAX_DIGITS = 6  # a pixel is 0..255 and a label 0..9: room for leading zeros
+_CSV_CELL = re.compile(rf" *[0-9]{{1,{CSV_MAX_DIGITS}}} *")
+_CSV_ROW = re.compile(rf"(?: *[0-9]{{1,{CSV_MAX_DIGITS}}} *,)* *[0-9]{{1,{CSV_MAX_DIGITS}}} *")
+_CSV_BLOCK_BYTES = 1 << 22  # rows are gathered in blocks of about this many cells
 
 
 def _csv_image_shape(n: int, path: Path) -> tuple:
@@ -809,10 +866,13 @@ def _csv_int(text: str, where: str) -> int:
         return int(text)
     digits = text.strip(" ")
     if digits.isascii() and digits.isdigit():
-        raise DatasetError(f"{where}: {_show(text)} has more than {CSV_MAX_DIGITS} digits (a "
-                           f"pixel is 0..255, a label 0..9)")
-    raise DatasetError(f"{where}: {_show(text)} is not a plain integer (1 to {CSV_MAX_DIGITS} "
-                       f"ASCII digits; no sign, point, exponent or '_')")
+        raise DatasetError(
+            f"{where}: {_show(text)} has more than {CSV_MAX_DIGITS} digits (a pixel is 0..255, a label 0..9)"
+        )
+    raise DatasetError(
+        f"{where}: {_show(text)} is not a plain integer (1 to {CSV_MAX_DIGITS} "
+        f"ASCII digits; no sign, point, exponent or '_')"
+    )
 
 
 def _csv_lines(raw: bytes, path: Path):
@@ -822,8 +882,9 @@ def _csv_lines(raw: bytes, path: Path):
         try:
             yield line.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as exc:
-            raise DatasetError(f"{path}: line {number}: not UTF-8 text ({exc.reason} at byte "
-                               f"{exc.start + 1})") from None
+            raise DatasetError(
+                f"{path}: line {number}: not UTF-8 text ({exc.reason} at byte {exc.start + 1})"
+            ) from None
 
 
 def _csv_rows(raw: bytes, path: Path):
@@ -836,8 +897,7 @@ def _csv_rows(raw: bytes, path: Path):
         except StopIteration:
             return
         except csv.Error as exc:
-            raise DatasetError(f"{path}: line {reader.line_num}: not valid CSV "
-                               f"({_short(exc)})") from None
+            raise DatasetError(f"{path}: line {reader.line_num}: not valid CSV ({_short(exc)})") from None
         if row:
             yield reader.line_num, row
 
@@ -848,20 +908,24 @@ def _csv_header(row: list, line: int, path: Path) -> tuple[list, int]:
     names = [h.strip() for h in row]
     for i, name in enumerate(names):
         if not name:
-            raise DatasetError(f"{path}: line {line}, column {i + 1}: empty column name in the "
-                               f"header")
+            raise DatasetError(f"{path}: line {line}, column {i + 1}: empty column name in the header")
     labels = [i for i, name in enumerate(names) if name == "label"]
     if not labels:
-        raise DatasetError(f"{path}: no 'label' column in the header "
-                           f"{', '.join(_show(n) for n in names[:5])}...")
+        raise DatasetError(
+            f"{path}: no 'label' column in the header {', '.join(_show(n) for n in names[:5])}..."
+        )
     if len(labels) > 1:
-        raise DatasetError(f"{path}: line {line}: the header has {len(labels)} 'label' columns "
-                           f"(columns {labels[0] + 1} and {labels[1] + 1}); it needs exactly one")
+        raise DatasetError(
+            f"{path}: line {line}: the header has {len(labels)} 'label' columns "
+            f"(columns {labels[0] + 1} and {labels[1] + 1}); it needs exactly one"
+        )
     seen: dict = {}
     for i, name in enumerate(names):
         if name in seen:
-            raise DatasetError(f"{path}: line {line}: column name {_show(name)} appears twice "
-                               f"(columns {seen[name] + 1} and {i + 1})")
+            raise DatasetError(
+                f"{path}: line {line}: column name {_show(name)} appears twice "
+                f"(columns {seen[name] + 1} and {i + 1})"
+            )
         seen[name] = i
     return names, labels[0]
 
@@ -876,8 +940,7 @@ def _csv_row(row: list, line: int, names: list, li: int, path: Path) -> list:
     values = list(map(int, row))
     if max(values) > 255 or values[li] > 9:
         c = next(c for c, v in enumerate(values) if v > (9 if c == li else 255))
-        what = f"label {values[c]} is outside 0..9" if c == li else \
-            f"pixel {values[c]} is outside 0..255"
+        what = f"label {values[c]} is outside 0..9" if c == li else f"pixel {values[c]} is outside 0..255"
         raise DatasetError(f"{path}: line {line}, column {_show(names[c])}: {what}")
     return values
 
@@ -896,17 +959,15 @@ def read_hepbnn_csv(path) -> Dataset:
     blocks, block, k = [], np.empty((per_block, len(names)), np.uint8), 0
     for line, row in rows:
         if len(row) != len(names):
-            raise DatasetError(f"{path}: line {line} has {len(row)} fields, the header has "
-                               f"{len(names)}")
-        block[k] = _csv_row(row, line, names, li, path)     # checked: every value fits uint8
+            raise DatasetError(f"{path}: line {line} has {len(row)} fields, the header has {len(names)}")
+        block[k] = _csv_row(row, line, names, li, path)  # checked: every value fits uint8
         k += 1
         if k == per_block:
             blocks.append(block)
             block, k = np.empty_like(block), 0
     values = np.concatenate(blocks + [block[:k]])
     n = values.shape[0]
-    ds = Dataset(values[:, pix_cols].reshape(n, *shape), values[:, li].astype(np.int64),
-                 path.name)
+    ds = Dataset(values[:, pix_cols].reshape(n, *shape), values[:, li].astype(np.int64), path.name)
     return _checked(ds, path)
 
 
@@ -921,8 +982,9 @@ def _sniff(path: Path) -> str:
         return "idx"
     if head[:1] == b"\x80":
         return "cifar"
-    raise DatasetError(f"{path}: cannot tell the format (expected an IDX file, a CIFAR-10 "
-                       f"python batch or a .csv file)")
+    raise DatasetError(
+        f"{path}: cannot tell the format (expected an IDX file, a CIFAR-10 python batch or a .csv file)"
+    )
 
 
 BUILTIN = {"digits": load_digits, "fashion": load_fashion}
@@ -951,8 +1013,9 @@ def load_dataset(spec, split: str = "test") -> Dataset:
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError, ValueError):
-        raise DatasetError(f"{path}: no such file or directory (and not one of the names "
-                           f"{', '.join(sorted(BUILTIN))})") from None
+        raise DatasetError(
+            f"{path}: no such file or directory (and not one of the names {', '.join(sorted(BUILTIN))})"
+        ) from None
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read ({_why(exc)})") from None
     if stat.S_ISDIR(st.st_mode):
@@ -961,12 +1024,16 @@ def load_dataset(spec, split: str = "test") -> Dataset:
             return _load_idx_dir(path, split, names)
         if "test_batch" in names or any(n.startswith("data_batch_") for n in names):
             return _load_cifar_dir(path, split, names)
-        raise DatasetError(f"{path}: holds no images (neither MNIST-style IDX files such as "
-                           f"train-images-idx3-ubyte.gz nor CIFAR-10 batches such as test_batch)")
+        raise DatasetError(
+            f"{path}: holds no images (neither MNIST-style IDX files such as "
+            f"train-images-idx3-ubyte.gz nor CIFAR-10 batches such as test_batch)"
+        )
     _require_regular(path, st)
     if split in ("train", "val"):
-        raise DatasetError(f"{path}: a single file has no {split!r} split; use split 'all' or "
-                           f"'test' to take it whole, or give the directory of the dataset")
+        raise DatasetError(
+            f"{path}: a single file has no {split!r} split; use split 'all' or "
+            f"'test' to take it whole, or give the directory of the dataset"
+        )
     kind = _sniff(path)
     if kind == "csv":
         ds = read_hepbnn_csv(path)
@@ -984,18 +1051,23 @@ def adapt_to_network(ds: Dataset, net) -> np.ndarray:
     want = tuple(net.input_shape)
     have = ds.image_shape
     if int(np.prod(have)) != int(np.prod(want)):
-        raise DatasetError(f"dataset {ds.name} has images {'x'.join(map(str, have))}; network "
-                           f"{net.name} expects input {'x'.join(map(str, want))}")
+        raise DatasetError(
+            f"dataset {ds.name} has images {'x'.join(map(str, have))}; network "
+            f"{net.name} expects input {'x'.join(map(str, want))}"
+        )
     if have != want and len(have) > 1 and len(want) > 1:
-        raise DatasetError(f"dataset {ds.name} has images {'x'.join(map(str, have))}; network "
-                           f"{net.name} expects input {'x'.join(map(str, want))} (same size, "
-                           f"different layout: refusing to guess)")
+        raise DatasetError(
+            f"dataset {ds.name} has images {'x'.join(map(str, have))}; network "
+            f"{net.name} expects input {'x'.join(map(str, want))} (same size, "
+            f"different layout: refusing to guess)"
+        )
     if net.input_kind == "binary":
         raise DatasetError(f"network {net.name} takes +-1 input; dataset {ds.name} holds pixels")
     classes = int(np.prod(net.output_shape))
     if len(ds) and ds.labels.max() >= classes:
-        raise DatasetError(f"dataset {ds.name} has label {int(ds.labels.max())}; network "
-                           f"{net.name} has {classes} outputs")
+        raise DatasetError(
+            f"dataset {ds.name} has label {int(ds.labels.max())}; network {net.name} has {classes} outputs"
+        )
     x = ds.images.reshape(len(ds), *want)
     return x.astype(np.uint8 if net.input_kind == "uint8" else np.int32)
 
@@ -1007,8 +1079,25 @@ def load_for_network(spec, net, split: str = "test") -> tuple[np.ndarray, np.nda
     return adapt_to_network(ds, net), ds.labels
 
 
-__all__ = ["BUILTIN", "CSV_MAX_DIGITS", "Dataset", "DatasetError", "FASHION_MD5",
-           "FASHION_PACKAGE", "MAX_DATA_BYTES", "SPLITS", "adapt_to_network", "data_cap",
-           "digits_split_indices", "fashion_dir", "load_dataset",
-           "load_digits", "load_fashion", "load_for_network", "parse_spec", "read_cifar_batch",
-           "read_hepbnn_csv", "read_idx"]
+__all__ = [
+    "BUILTIN",
+    "CSV_MAX_DIGITS",
+    "Dataset",
+    "DatasetError",
+    "FASHION_MD5",
+    "FASHION_PACKAGE",
+    "MAX_DATA_BYTES",
+    "SPLITS",
+    "adapt_to_network",
+    "data_cap",
+    "digits_split_indices",
+    "fashion_dir",
+    "load_dataset",
+    "load_digits",
+    "load_fashion",
+    "load_for_network",
+    "parse_spec",
+    "read_cifar_batch",
+    "read_hepbnn_csv",
+    "read_idx",
+]

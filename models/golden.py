@@ -6,6 +6,7 @@ This is the single source of truth. RTL benches and GPU tests compare against th
 Output of each layer, batch first: spatial tensors [N, C, H, W], flat tensors [N, K];
 dtype int32 for "int", uint8 for "uint8", int8 (+-1) for "binary".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ def check_input(net: ir.Network, x) -> np.ndarray:
     a = np.asarray(x)
     want = (None,) + net.input_shape
     if a.ndim != len(want) or a.shape[1:] != net.input_shape:
-        raise NumericsError(f"{net.name} expects input [N, {', '.join(map(str, net.input_shape))}], "
-                            f"got shape {a.shape}")
+        raise NumericsError(
+            f"{net.name} expects input [N, {', '.join(map(str, net.input_shape))}], got shape {a.shape}"
+        )
     if net.input_kind == "binary":
         return pm1_array(a, "network input")
     lo, hi = (0, 255) if net.input_kind == "uint8" else (INT32_MIN, INT32_MAX)
@@ -64,8 +66,8 @@ def run_layer(layer: ir.Layer, x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class GoldenResult:
-    outputs: list            # one array per layer, batch first
-    layers: list             # the layers, for labels
+    outputs: list  # one array per layer, batch first
+    layers: list  # the layers, for labels
 
     @property
     def scores(self) -> np.ndarray:

@@ -10,6 +10,7 @@ Each tensor has a kind:
 * ``"uint8"``  SAC data 0..255 (also the 0/1 output of the binary output mode),
 * ``"binary"`` +-1 values (int8; packed into words by the BNN kernels).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -33,6 +34,7 @@ class NetworkError(ValueError):
 @dataclass(kw_only=True, eq=False)
 class Layer(ABC):
     """Base class. ``name`` is free text (an ONNX node name, say) used in messages and reports."""
+
     name: str = ""
     accepts = KINDS
 
@@ -62,8 +64,8 @@ def _spatial(shape, what):
 # ---------------------------------------------------------------------------------------------
 @dataclass(kw_only=True, eq=False)
 class _Conv3x3(Layer):
-    weight: np.ndarray          # +-1 int8 [F, C, 3, 3]
-    bias: np.ndarray            # int32 [F]
+    weight: np.ndarray  # +-1 int8 [F, C, 3, 3]
+    bias: np.ndarray  # int32 [F]
     padding: int = 0
 
     def __post_init__(self):
@@ -92,20 +94,23 @@ class _Conv3x3(Layer):
 @dataclass(kw_only=True, eq=False)
 class IntConv2d(_Conv3x3):
     """Integer-input first layer: integer pixels times +-1 weights (+ bias)."""
+
     accepts = ("int", "uint8")
 
 
 @dataclass(kw_only=True, eq=False)
 class BinConv2d(_Conv3x3):
     """Binary 3x3 convolution (xnor + popcount on the GPU)."""
+
     accepts = ("binary",)
 
 
 @dataclass(kw_only=True, eq=False)
 class Step(Layer):
     """Per-channel threshold with direction: the folded batch norm + sign of a BNN."""
-    threshold: np.ndarray       # int64 [C]
-    direction: np.ndarray       # int8 [C], +1: x >= t, -1: x <= t
+
+    threshold: np.ndarray  # int64 [C]
+    direction: np.ndarray  # int8 [C], +1: x >= t, -1: x <= t
     accepts = ("int",)
 
     def __post_init__(self):
@@ -150,8 +155,9 @@ class Flatten(Layer):
 @dataclass(kw_only=True, eq=False)
 class BinDense(Layer):
     """Binary fully connected layer: +-1 inputs and weights, integer bias."""
-    weight: np.ndarray          # +-1 int8 [F, K]
-    bias: np.ndarray            # int32 [F]
+
+    weight: np.ndarray  # +-1 int8 [F, K]
+    bias: np.ndarray  # int32 [F]
     accepts = ("binary",)
 
     def __post_init__(self):
@@ -176,6 +182,7 @@ class BinDense(Layer):
 @dataclass(kw_only=True, eq=False)
 class SpaceToDepth(Layer):
     """Input reshaping by a factor s (ONNX SpaceToDepth channel order)."""
+
     factor: int
 
     def infer(self, shape, kind):
@@ -192,13 +199,15 @@ class SpaceToDepth(Layer):
 @dataclass(kw_only=True, eq=False)
 class ChannelShift(Layer):
     """Shift every channel by one pixel in one of 9 directions (zero fill by default)."""
-    directions: np.ndarray      # uint8 [C], 0..8, 4 = identity
+
+    directions: np.ndarray  # uint8 [C], 0..8, 4 = identity
     fill: int = 0
     accepts = ("uint8",)
 
     def __post_init__(self):
-        self.directions = int_array(self.directions, "ChannelShift directions", ndim=1,
-                                    lo=0, hi=8).astype(np.uint8)
+        self.directions = int_array(self.directions, "ChannelShift directions", ndim=1, lo=0, hi=8).astype(
+            np.uint8
+        )
         int_array(self.fill, "ChannelShift fill", lo=0, hi=255)
 
     def infer(self, shape, kind):
@@ -215,8 +224,9 @@ class ChannelShift(Layer):
 class PointwiseConv(Layer):
     """1x1 convolution on the SAC array: column-combined power-of-two weights, int32 bias,
     then an output mode (ReLU & quantize, binary or raw)."""
+
     weights: CombinedWeights
-    bias: np.ndarray            # int32 [F], in units of 2^emin like the accumulator
+    bias: np.ndarray  # int32 [F], in units of 2^emin like the accumulator
     mode: OutputMode = OutputMode.RELU_QUANT
     accepts = ("uint8",)
 
@@ -225,8 +235,9 @@ class PointwiseConv(Layer):
             raise NetworkError("PointwiseConv weights must be a CombinedWeights")
         # strict decode: reserved codes or bad indices are refused here, once
         sac.decode_packed(self.weights.packed, self.weights.group, self.weights.in_channels)
-        self.bias = int_array(self.bias, "PointwiseConv bias", ndim=1,
-                              lo=INT32_MIN, hi=INT32_MAX).astype(np.int32)
+        self.bias = int_array(self.bias, "PointwiseConv bias", ndim=1, lo=INT32_MIN, hi=INT32_MAX).astype(
+            np.int32
+        )
         check_shape(self.bias, "PointwiseConv bias", (self.weights.out_channels,))
         self.mode = OutputMode(self.mode)
         if self.mode == OutputMode.PIXEL_SUM:
@@ -244,14 +255,17 @@ class PointwiseConv(Layer):
         return sac.decode_packed(self.weights.packed, self.weights.group, self.weights.in_channels)
 
     def describe(self):
-        return (f"PointwiseConv {self.weights.in_channels}->{self.weights.out_channels} "
-                f"G={self.weights.group} {self.mode.name.lower()}")
+        return (
+            f"PointwiseConv {self.weights.in_channels}->{self.weights.out_channels} "
+            f"G={self.weights.group} {self.mode.name.lower()}"
+        )
 
 
 @dataclass(kw_only=True, eq=False)
 class PixelSum(Layer):
     """Output accumulator: sums raw int32 results over all pixels (average pooling folded into
     the final layer's weights), (C, H, W) -> (C,)."""
+
     accepts = ("int",)
 
     def infer(self, shape, kind):
@@ -268,6 +282,7 @@ class PixelSum(Layer):
 @dataclass(eq=False)
 class Network:
     """An input spec plus a list of layers. Validated on construction."""
+
     input_shape: tuple
     input_kind: str
     layers: list
@@ -286,8 +301,9 @@ class Network:
                 raise NetworkError(f"layer {i} is a {type(layer).__name__}, not a Layer")
             shape, kind = self.shapes[-1]
             if kind not in layer.accepts:
-                raise NetworkError(f"{layer.label(i)} accepts {'/'.join(layer.accepts)} input, "
-                                   f"but gets {kind}")
+                raise NetworkError(
+                    f"{layer.label(i)} accepts {'/'.join(layer.accepts)} input, but gets {kind}"
+                )
             try:
                 self.shapes.append(layer.infer(shape, kind))
             except (NetworkError, NumericsError) as exc:

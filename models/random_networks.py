@@ -14,6 +14,7 @@ cifar10: 3x32x32 uint8 -> C128 C128 MP C256 C256 MP C512 C512 MP FC512 FC10, eve
 BNN thresholds sit near the middle of each pre-activation's range for uniform random pixels, so
 the binary activations stay mixed (neither all +1 nor all -1) through the network.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,9 @@ from models.numerics import sac
 from models.numerics.sac import OutputMode
 
 
-def random_pow2_matrix(rng: np.random.Generator, rows: int, cols: int, group: int,
-                       density: float = 0.8) -> np.ndarray:
+def random_pow2_matrix(
+    rng: np.random.Generator, rows: int, cols: int, group: int, density: float = 0.8
+) -> np.ndarray:
     """Integer power-of-two weights [rows, cols] with at most one nonzero per row and group."""
     w = np.zeros((rows, cols), dtype=np.int32)
     for r in range(rows):
@@ -39,9 +41,16 @@ def random_combined(rng, rows, cols, group, density=0.8) -> sac.CombinedWeights:
     return sac.combine_columns(random_pow2_matrix(rng, rows, cols, group, density), group)
 
 
-def random_sac_network(rng: np.random.Generator, in_shape=(4, 8, 8), widths=(12, 16),
-                       groups=(1, 2, 3), shift: bool = True, final: str = "pixel_sum",
-                       classes: int = 10, s2d: int = 1) -> ir.Network:
+def random_sac_network(
+    rng: np.random.Generator,
+    in_shape=(4, 8, 8),
+    widths=(12, 16),
+    groups=(1, 2, 3),
+    shift: bool = True,
+    final: str = "pixel_sum",
+    classes: int = 10,
+    s2d: int = 1,
+) -> ir.Network:
     """A SAC network: [SpaceToDepth] then per width: [ChannelShift] PointwiseConv relu_quant,
     then a final layer: "pixel_sum" (raw + PixelSum), "raw", "binary" or "relu_quant"."""
     layers: list = []
@@ -55,15 +64,30 @@ def random_sac_network(rng: np.random.Generator, in_shape=(4, 8, 8), widths=(12,
             layers.append(ir.ChannelShift(directions=rng.integers(0, 9, size=c)))
         wts = random_combined(rng, f, c, g)
         # bias around the mean pre-activation keeps roughly half the outputs positive
-        layers.append(ir.PointwiseConv(weights=wts, bias=rng.integers(-3000, 3000, size=f),
-                                       mode=OutputMode.RELU_QUANT, name=f"conv{i}"))
+        layers.append(
+            ir.PointwiseConv(
+                weights=wts,
+                bias=rng.integers(-3000, 3000, size=f),
+                mode=OutputMode.RELU_QUANT,
+                name=f"conv{i}",
+            )
+        )
         c = f
     g = groups[len(widths) % len(groups)]
-    mode = {"pixel_sum": OutputMode.RAW, "raw": OutputMode.RAW,
-            "binary": OutputMode.BINARY, "relu_quant": OutputMode.RELU_QUANT}[final]
-    layers.append(ir.PointwiseConv(weights=random_combined(rng, classes, c, g),
-                                   bias=rng.integers(-2000, 2000, size=classes), mode=mode,
-                                   name="final"))
+    mode = {
+        "pixel_sum": OutputMode.RAW,
+        "raw": OutputMode.RAW,
+        "binary": OutputMode.BINARY,
+        "relu_quant": OutputMode.RELU_QUANT,
+    }[final]
+    layers.append(
+        ir.PointwiseConv(
+            weights=random_combined(rng, classes, c, g),
+            bias=rng.integers(-2000, 2000, size=classes),
+            mode=mode,
+            name="final",
+        )
+    )
     if final == "pixel_sum":
         layers.append(ir.PixelSum())
     return ir.Network(in_shape, "uint8", layers, name="random_sac")
@@ -100,8 +124,9 @@ def _step(rng, centre: np.ndarray, spread: float, name: str) -> ir.Step:
     return ir.Step(threshold=thr, direction=_pm1(rng, c), name=name)
 
 
-def build_bnn(rng: np.random.Generator, in_shape, stages, dense, classes: int = 10,
-              name: str = "bnn", padding: int = 1) -> ir.Network:
+def build_bnn(
+    rng: np.random.Generator, in_shape, stages, dense, classes: int = 10, name: str = "bnn", padding: int = 1
+) -> ir.Network:
     """A random BNN. stages: list of lists of conv widths, each stage ends with a 2x2 max pool;
     dense: widths of the hidden fully connected layers (each followed by a step); every conv
     (3x3, `padding`) is followed by a step."""
@@ -111,43 +136,58 @@ def build_bnn(rng: np.random.Generator, in_shape, stages, dense, classes: int = 
     for s, widths in enumerate(stages):
         for k, f in enumerate(widths):
             cls = ir.IntConv2d if first else ir.BinConv2d
-            conv = cls(weight=_pm1(rng, f, c, 3, 3), bias=rng.integers(-2, 3, size=f),
-                       padding=padding, name=f"conv{s}_{k}")
+            conv = cls(
+                weight=_pm1(rng, f, c, 3, 3),
+                bias=rng.integers(-2, 3, size=f),
+                padding=padding,
+                name=f"conv{s}_{k}",
+            )
             # an integer conv of uniform pixels has mean 127.5 * sum(w) per channel
-            centre = (PIXEL_MEAN * conv.weight.reshape(f, -1).sum(1) if first
-                      else np.zeros(f)) + conv.bias
+            centre = (PIXEL_MEAN * conv.weight.reshape(f, -1).sum(1) if first else np.zeros(f)) + conv.bias
             spread = (0.3 * PIXEL_MEAN if first else 1.0) * np.sqrt(9 * c)
             layers += [conv, _step(rng, centre, 0.2 * spread, f"step{s}_{k}")]
             c, first = f, False
         layers.append(ir.MaxPool2d(name=f"pool{s}"))
     layers.append(ir.Flatten(name="flatten"))
-    net = ir.Network(in_shape, "uint8", layers, name=name)   # to learn the flattened size
+    net = ir.Network(in_shape, "uint8", layers, name=name)  # to learn the flattened size
     k = net.output_shape[0]
     for i, f in enumerate(dense):
         fc = ir.BinDense(weight=_pm1(rng, f, k), bias=rng.integers(-2, 3, size=f), name=f"fc{i}")
         layers += [fc, _step(rng, fc.bias.astype(np.float64), 0.2 * np.sqrt(k), f"step_fc{i}")]
         k = f
-    layers.append(ir.BinDense(weight=_pm1(rng, classes, k), bias=rng.integers(-2, 3, size=classes),
-                              name="scores"))
+    layers.append(
+        ir.BinDense(weight=_pm1(rng, classes, k), bias=rng.integers(-2, 3, size=classes), name="scores")
+    )
     return ir.Network(in_shape, "uint8", layers, name=name)
 
 
-def random_bnn_network(rng: np.random.Generator, in_shape=(1, 6, 6), channels=(4, 6),
-                       hidden: int = 7, classes: int = 5, padding: int = 1) -> ir.Network:
+def random_bnn_network(
+    rng: np.random.Generator,
+    in_shape=(1, 6, 6),
+    channels=(4, 6),
+    hidden: int = 7,
+    classes: int = 5,
+    padding: int = 1,
+) -> ir.Network:
     """A small BNN for the RTL benches: IntConv2d, Step, MaxPool, BinConv2d, Step, MaxPool,
     Flatten, BinDense, Step, BinDense."""
-    return build_bnn(rng, in_shape, [[c] for c in channels], [hidden], classes,
-                     name="random_bnn", padding=padding)
+    return build_bnn(
+        rng, in_shape, [[c] for c in channels], [hidden], classes, name="random_bnn", padding=padding
+    )
 
 
 def fashion_bnn(seed: int = 0) -> ir.Network:
-    return build_bnn(np.random.default_rng(seed), (1, 28, 28), [[64], [64]], [64],
-                     name="fashion_bnn")
+    return build_bnn(np.random.default_rng(seed), (1, 28, 28), [[64], [64]], [64], name="fashion_bnn")
 
 
 def cifar10_bnn(seed: int = 0) -> ir.Network:
-    return build_bnn(np.random.default_rng(seed), (3, 32, 32),
-                     [[128, 128], [256, 256], [512, 512]], [512], name="cifar10_bnn")
+    return build_bnn(
+        np.random.default_rng(seed),
+        (3, 32, 32),
+        [[128, 128], [256, 256], [512, 512]],
+        [512],
+        name="cifar10_bnn",
+    )
 
 
 SHAPES = {"fashion": fashion_bnn, "cifar10": cifar10_bnn}
@@ -158,4 +198,5 @@ def network_from_spec(spec: str, seed: int = 0) -> ir.Network:
     if spec in SHAPES:
         return SHAPES[spec](seed)
     from models.onnx import load_network  # noqa: PLC0415 (imports onnx)
+
     return load_network(spec)

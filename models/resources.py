@@ -1,9 +1,11 @@
 """What this machine can hold: the memory a run may use, read before any long work so that a run
 whose inputs imply more than that is refused up front (exit 2, with the estimate) instead of
 being killed by the allocator half-way."""
+
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 
 def available_memory_bytes() -> int:
@@ -26,6 +28,7 @@ def available_memory_bytes() -> int:
             limits.append(1 << 40)
     try:
         import resource
+
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft not in (resource.RLIM_INFINITY, -1):
             limits.append(soft)
@@ -33,7 +36,7 @@ def available_memory_bytes() -> int:
         pass
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
-            text = open(path).read().strip()
+            text = Path(path).read_text().strip()
         except OSError:
             continue
         if text.isdigit() and int(text) < (1 << 60):

@@ -13,6 +13,7 @@
 
 Every package may import it (it imports nothing of the project); docs/architecture.md.
 """
+
 from safeio.atomic import (
     atomic_path,
     clear_stale_siblings,
@@ -28,8 +29,21 @@ from safeio.lock import OutputLock
 from safeio.staged import MARKER, OutputDirectory, StagedDirectory, read_marker
 
 __all__ = [
-    "MARKER", "VIRTUAL_ROOTS", "OutputDirectory", "OutputLock", "OutputPathError",
-    "StagedDirectory", "atomic_path", "check_file_target", "check_reserved",
-    "clear_stale_siblings", "fsync_dir", "json_default", "read_marker", "staged_build",
-    "write_bytes_atomic", "write_json_atomic", "write_text_atomic",
+    "MARKER",
+    "VIRTUAL_ROOTS",
+    "OutputDirectory",
+    "OutputLock",
+    "OutputPathError",
+    "StagedDirectory",
+    "atomic_path",
+    "check_file_target",
+    "check_reserved",
+    "clear_stale_siblings",
+    "fsync_dir",
+    "json_default",
+    "read_marker",
+    "staged_build",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_text_atomic",
 ]

@@ -6,6 +6,7 @@ disk, an exception, Ctrl-C or SIGTERM while writing leave the previous file as i
 the temporary one. A temporary sibling that a killed process (SIGKILL, power loss) could not
 remove carries that process's id in its name; the next write of the same target removes it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,6 +20,7 @@ from pathlib import Path
 def json_default(o):
     """numpy scalars and arrays as plain JSON numbers and lists; anything else as text."""
     import numpy as np
+
     if isinstance(o, np.integer):
         return int(o)
     if isinstance(o, np.floating):
@@ -42,7 +44,7 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    except OverflowError:             # a number no pid can be
+    except OverflowError:  # a number no pid can be
         return False
     return True
 
@@ -87,8 +89,9 @@ def atomic_path(path):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clear_stale_siblings(path)
-    fd, tmp = tempfile.mkstemp(prefix=f"{_sibling_prefix(path)}{os.getpid()}-",
-                               suffix=path.suffix, dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f"{_sibling_prefix(path)}{os.getpid()}-", suffix=path.suffix, dir=path.parent
+    )
     os.close(fd)
     tmp = Path(tmp)
     try:
@@ -96,7 +99,7 @@ def atomic_path(path):
         if not tmp.exists():
             raise FileNotFoundError(f"nothing was written to {tmp} for {path}")
         fsync_path(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())        # mkstemp's 0600, as open() would have made it
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600, as open() would have made it
         os.replace(tmp, path)
         fsync_dir(path.parent)
     except BaseException:
@@ -105,9 +108,8 @@ def atomic_path(path):
 
 
 def write_bytes_atomic(path, data: bytes) -> Path:
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(data)
     return Path(path)
 
 

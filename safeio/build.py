@@ -8,14 +8,15 @@ newer than their sources but cut short), so the next run simply builds again. Th
 a digest of everything the build read: a directory whose stamp differs is rebuilt, one whose
 stamp matches is used as it is. Builders of the same directory take turns under its lock.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from safeio.atomic import alive
 from safeio.lock import OutputLock

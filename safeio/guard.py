@@ -5,6 +5,7 @@ directory the user keeps other things in by nature: the current directory or one
 root, a virtual file system (/proc, /sys, /dev), an input of the run, or a directory that holds
 an input (the model it reads, its data). A result file must not be an input either.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,9 @@ def input_paths(inputs) -> list[tuple[str, Path]]:
     return out
 
 
-def check_reserved(target, flag: str = "--out", inputs=(), kind: str = "directory",
-                   shown: str | None = None) -> None:
+def check_reserved(
+    target, flag: str = "--out", inputs=(), kind: str = "directory", shown: str | None = None
+) -> None:
     """Raises OutputPathError when `target` is a path no tool may write or replace (see the
     module's text). `inputs`: the run's input paths (names that are no path are skipped);
     `shown`: the path as the user gave it (for the message)."""
@@ -47,25 +49,24 @@ def check_reserved(target, flag: str = "--out", inputs=(), kind: str = "director
     real = _real(target)
     root = next((r for r in VIRTUAL_ROOTS if _under(real, r)), None)
     if root is not None:
-        raise OutputPathError(f"{flag} {shown}: is under {root}, a virtual file system; choose a "
-                              f"{kind} on disk")
+        raise OutputPathError(
+            f"{flag} {shown}: is under {root}, a virtual file system; choose a {kind} on disk"
+        )
     if real == Path(real.anchor):
         raise OutputPathError(f"{flag} {shown}: is the root directory; choose a {kind} of its own")
     cwd = _real(os.getcwd())
     if real == cwd or real in cwd.parents:
-        raise OutputPathError(f"{flag} {shown}: holds the current directory; choose a {kind} of "
-                              f"its own")
+        raise OutputPathError(f"{flag} {shown}: holds the current directory; choose a {kind} of its own")
     home = os.environ.get("HOME")
     if home and kind == "directory" and _real(home) == real:
-        raise OutputPathError(f"{flag} {shown}: is the home directory; choose a directory of "
-                              f"its own")
+        raise OutputPathError(f"{flag} {shown}: is the home directory; choose a directory of its own")
     for name, path in input_paths(inputs):
         if path == real:
-            raise OutputPathError(f"{flag} {shown}: is an input of this run ({name}); choose "
-                                  f"another {kind}")
+            raise OutputPathError(f"{flag} {shown}: is an input of this run ({name}); choose another {kind}")
         if real in path.parents:
-            raise OutputPathError(f"{flag} {shown}: holds an input of this run ({name}); choose "
-                                  f"another {kind}")
+            raise OutputPathError(
+                f"{flag} {shown}: holds an input of this run ({name}); choose another {kind}"
+            )
 
 
 def check_file_target(target, flag: str = "--out", inputs=()) -> None:

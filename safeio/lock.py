@@ -7,6 +7,7 @@ racing to one name are a mistake to point out, not to serialise. The holder remo
 file before it lets go; a run that opened the file just before is told by the inode check
 below to open it again.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -43,11 +44,12 @@ class OutputLock:
                 raise OutputPathError(
                     f"{self.flag} {self.target}: another run is writing it now"
                     f"{f' (process {holder})' if holder.isdigit() else ''}; wait for it to "
-                    f"finish or choose another {self.flag}") from None
+                    f"finish or choose another {self.flag}"
+                ) from None
             except BaseException:
                 os.close(fd)
                 raise
-            try:                        # the file we locked is still the one at that name?
+            try:  # the file we locked is still the one at that name?
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
             except FileNotFoundError:
                 same = False
@@ -56,7 +58,7 @@ class OutputLock:
                 os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
                 self.fd = fd
                 return
-            os.close(fd)                # its holder removed it as we opened it: again
+            os.close(fd)  # its holder removed it as we opened it: again
 
     def release(self) -> None:
         if self.fd is None:
@@ -67,7 +69,7 @@ class OutputLock:
             os.close(self.fd)
             self.fd = None
 
-    def __enter__(self) -> "OutputLock":
+    def __enter__(self) -> OutputLock:
         self.acquire()
         return self
 

@@ -13,6 +13,7 @@ whatever the flags. Every run takes the output's lock (safeio.lock) first.
   options (the search's trials): created with its marker, or taken up again when its marker
   names the same command.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,9 @@ def _listing(names: list[str]) -> str:
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
-def written_by(directory: Path, tool: str, legacy: tuple = (),
-               legacy_markers: tuple | None = None) -> str | None:
+def written_by(
+    directory: Path, tool: str, legacy: tuple = (), legacy_markers: tuple | None = None
+) -> str | None:
     """None when `directory` is one `tool` wrote and holds nothing else; otherwise why not.
     `legacy`: the names of what the tool writes, the first of them its old marker: a directory
     from before markers existed is one it wrote when it holds that file and only such names;
@@ -71,8 +73,10 @@ def written_by(directory: Path, tool: str, legacy: tuple = (),
         return f"holds files but is not a directory {tool} wrote{what}"
     others = [e for e in entries if e not in own]
     if others:
-        return (f"also holds {_listing(others)}, which {tool} did not write; it is not replaced "
-                f"(move {'them' if len(others) > 1 else 'it'} out or choose another --out)")
+        return (
+            f"also holds {_listing(others)}, which {tool} did not write; it is not replaced "
+            f"(move {'them' if len(others) > 1 else 'it'} out or choose another --out)"
+        )
     return None
 
 
@@ -103,17 +107,24 @@ def _fsync_tree(root: Path) -> None:
 class _Output:
     """What both kinds share: the target, its checks and its lock."""
 
-    def __init__(self, target, tool: str, force: bool = False, flag: str = "--out",
-                 legacy: tuple = (), inputs=(), legacy_markers: tuple | None = None):
+    def __init__(
+        self,
+        target,
+        tool: str,
+        force: bool = False,
+        flag: str = "--out",
+        legacy: tuple = (),
+        inputs=(),
+        legacy_markers: tuple | None = None,
+    ):
         self.shown = str(target)
         self.legacy_markers = legacy_markers
         self.target = Path(os.path.abspath(target))
         self.tool, self.force, self.flag = tool, force, flag
         self.legacy, self.inputs = tuple(legacy), tuple(inputs)
         # the lock beside the real folder: two runs naming it through different links meet
-        self.lock = OutputLock(Path(os.path.realpath(self.target.parent)) / self.target.name,
-                               flag)
-        self.lock.target = Path(self.shown)             # messages name it as the user did
+        self.lock = OutputLock(Path(os.path.realpath(self.target.parent)) / self.target.name, flag)
+        self.lock.target = Path(self.shown)  # messages name it as the user did
 
     def _refuse(self, why: str):
         raise OutputPathError(f"{self.flag} {self.shown}: {why}")
@@ -153,8 +164,15 @@ class StagedDirectory(_Output):
     `tool` wrote (:func:`written_by`), and is replaced as a whole: moved aside, the new one
     renamed in, the old one removed only then. `flag` names the option in messages."""
 
-    def __init__(self, target, force: bool = False, flag: str = "--out",
-                 tool: str = "compare_gpu_fpga", legacy: tuple = (), inputs=()):
+    def __init__(
+        self,
+        target,
+        force: bool = False,
+        flag: str = "--out",
+        tool: str = "compare_gpu_fpga",
+        legacy: tuple = (),
+        inputs=(),
+    ):
         super().__init__(target, tool, force, flag, legacy, inputs)
         self.path: Path | None = None
         self.committed = False
@@ -166,16 +184,18 @@ class StagedDirectory(_Output):
             return
         entries = self._entries_or_refuse()
         if entries and not self.force:
-            self._refuse(f"already holds {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
-                         f" ({_listing(entries)}); give --force to replace it as a whole, or "
-                         f"another {self.flag}")
+            self._refuse(
+                f"already holds {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+                f" ({_listing(entries)}); give --force to replace it as a whole, or "
+                f"another {self.flag}"
+            )
         if entries:
             why = written_by(self.target, self.tool, self.legacy, self.legacy_markers)
             if why:
                 self._refuse(why)
 
-    def __enter__(self) -> "StagedDirectory":
-        self._check_path()                    # nothing is created for a reserved path
+    def __enter__(self) -> StagedDirectory:
+        self._check_path()  # nothing is created for a reserved path
         parent = Path(os.path.realpath(self.target.parent))
         try:
             parent.mkdir(parents=True, exist_ok=True)
@@ -186,14 +206,16 @@ class StagedDirectory(_Output):
             self._clear_leftovers(parent)
             self.check()
             try:
-                self.path = Path(tempfile.mkdtemp(
-                    prefix=f".{self.target.name}.tmp-{os.getpid()}-", dir=parent))
+                self.path = Path(
+                    tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-{os.getpid()}-", dir=parent)
+                )
                 umask = os.umask(0o022)
                 os.umask(umask)
-                os.chmod(self.path, 0o777 & ~umask)          # mkdtemp's 0700 is for secrets
+                os.chmod(self.path, 0o777 & ~umask)  # mkdtemp's 0700 is for secrets
             except OSError as exc:
-                self._refuse(f"cannot be created ({exc.strerror or exc}"
-                             f"{f': {exc.filename}' if exc.filename else ''})")
+                self._refuse(
+                    f"cannot be created ({exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''})"
+                )
         except BaseException:
             self.lock.release()
             raise
@@ -219,13 +241,18 @@ class StagedDirectory(_Output):
 
     def commit(self) -> Path:
         """Publishes the staged directory as the target (replacing an old one as a whole)."""
-        write_json_atomic(self.path / MARKER, {
-            "tool": self.tool, "entries": _entries(self.path),
-            "about": "written by this workbench; --force replaces this directory only while it "
-                     "holds nothing but these entries"})
+        write_json_atomic(
+            self.path / MARKER,
+            {
+                "tool": self.tool,
+                "entries": _entries(self.path),
+                "about": "written by this workbench; --force replaces this directory only while it "
+                "holds nothing but these entries",
+            },
+        )
         _fsync_tree(self.path)
         target = Path(os.path.realpath(self.target.parent)) / self.target.name
-        with signals_deferred():                      # the renames go together
+        with signals_deferred():  # the renames go together
             old = None
             if target.is_dir():
                 old = target.with_name(self.path.name.replace(".tmp-", ".old-", 1))
@@ -256,8 +283,16 @@ class OutputDirectory(_Output):
     up again) with its marker, and locked for the block. The marker lists what is in it when the
     block ends."""
 
-    def __init__(self, target, tool: str, flag: str = "--out", legacy: tuple = (), inputs=(),
-                 create: bool = True, legacy_markers: tuple | None = None):
+    def __init__(
+        self,
+        target,
+        tool: str,
+        flag: str = "--out",
+        legacy: tuple = (),
+        inputs=(),
+        create: bool = True,
+        legacy_markers: tuple | None = None,
+    ):
         super().__init__(target, tool, False, flag, legacy, inputs, legacy_markers)
         self.create = create
 
@@ -268,7 +303,7 @@ class OutputDirectory(_Output):
             if why:
                 self._refuse(why)
 
-    def __enter__(self) -> "OutputDirectory":
+    def __enter__(self) -> OutputDirectory:
         self._check_path()
         if not self.create and not self.target.is_dir():
             self._refuse("does not exist")
@@ -290,9 +325,14 @@ class OutputDirectory(_Output):
         return self
 
     def _mark(self) -> None:
-        write_json_atomic(self.target / MARKER, {
-            "tool": self.tool, "entries": [e for e in _entries(self.target) if e != MARKER],
-            "about": "written by this workbench; the same command continues it"})
+        write_json_atomic(
+            self.target / MARKER,
+            {
+                "tool": self.tool,
+                "entries": [e for e in _entries(self.target) if e != MARKER],
+                "about": "written by this workbench; the same command continues it",
+            },
+        )
 
     def __exit__(self, *exc) -> None:
         try:

@@ -25,6 +25,7 @@ Options: --code-only (the regression runs its 3-program smoke and no functional 
 run's coverage.dat files), --programs N, --jobs N. Exit status 1 if a bench failed (the tables
 are still printed from what ran), 2 if no coverage data was written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,15 +93,19 @@ def code_table(points) -> tuple[dict, dict]:
     uncovered = defaultdict(set)
     per_module: dict = {}
     for f, count in points:
-        key = tuple(sorted((k, v.split("/")[0] if k == "page" else v)
-                           for k, v in f.items() if k != "h"))
+        key = tuple(sorted((k, v.split("/")[0] if k == "page" else v) for k, v in f.items() if k != "h"))
         per_module[key] = per_module.get(key, 0) + count
     for key, count in per_module.items():
         f = dict(key)
         module = Path(f.get("f", "?")).stem
         page = f.get("page", "")
-        kind = "toggle" if page.startswith("v_toggle") else \
-            "line" if page.startswith(("v_line", "v_branch")) else None
+        kind = (
+            "toggle"
+            if page.startswith("v_toggle")
+            else "line"
+            if page.startswith(("v_line", "v_branch"))
+            else None
+        )
         if kind is None:
             continue
         stats[module][f"{kind}_total"] += 1
@@ -120,10 +125,16 @@ def pct(hit: int, total: int) -> str:
 # the long ones start first and the small ones fill in; the ISA regression and
 # tb/test_accelerator.py share the 8x8 accelerator build (a file lock makes the second wait),
 # so they are not next to each other.
-SLOW_FIRST = ["tb/tlm/test_isa_coverage.py", "tb/test_accelerator_axi.py",
-              "tb/test_accelerator_tb_wrapper.py", "tb/test_accelerator.py",
-              "tb/tlm/test_accelerator_axi_tlm.py", "tb/test_systolic_array.py",
-              "tb/test_instruction_decoder.py", "tb/test_data_feeder.py"]
+SLOW_FIRST = [
+    "tb/tlm/test_isa_coverage.py",
+    "tb/test_accelerator_axi.py",
+    "tb/test_accelerator_tb_wrapper.py",
+    "tb/test_accelerator.py",
+    "tb/tlm/test_accelerator_axi_tlm.py",
+    "tb/test_systolic_array.py",
+    "tb/test_instruction_decoder.py",
+    "tb/test_data_feeder.py",
+]
 
 
 def bench_files() -> list[str]:
@@ -146,21 +157,48 @@ def run_coverage_benches(jobs: str, programs: int | None = None) -> int:
     for old in BUILD.glob("*/verilator-*/coverage/*/coverage.dat"):
         old.unlink()
     log = OUT / "benches.log"
-    print(f"[coverage] running every bench on Verilator with line and toggle coverage, "
-          f"{jobs} at a time (log: {log.relative_to(ROOT)}) ...", flush=True)
+    print(
+        f"[coverage] running every bench on Verilator with line and toggle coverage, "
+        f"{jobs} at a time (log: {log.relative_to(ROOT)}) ...",
+        flush=True,
+    )
     t0 = time.time()
     env = dict(os.environ, TB_COVERAGE="1")
     if programs is not None:
         (OUT / "functional.json").unlink(missing_ok=True)
         env.update(TB_COVERAGE_PROGRAMS=str(programs), TB_COVERAGE_OUT=str(OUT))
     with open(log, "w") as f:  # log: the bench run's output
-        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", jobs, "--dist", "load",
-                             "--maxschedchunk", "1", "--durations", "0", "-k", "verilator",
-                             "-p", "no:cacheprovider", *bench_files()], cwd=ROOT, env=env,
-                            stdout=f, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-n",
+                jobs,
+                "--dist",
+                "load",
+                "--maxschedchunk",
+                "1",
+                "--durations",
+                "0",
+                "-k",
+                "verilator",
+                "-p",
+                "no:cacheprovider",
+                *bench_files(),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        ).returncode
     tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
-    print(f"[coverage] benches: {tail[0]} ({time.time() - t0:.0f} s; per-bench times in the "
-          f"log's slowest-durations list)", flush=True)
+    print(
+        f"[coverage] benches: {tail[0]} ({time.time() - t0:.0f} s; per-bench times in the "
+        f"log's slowest-durations list)",
+        flush=True,
+    )
     return rc
 
 
@@ -174,8 +212,11 @@ def report_code_coverage(rc: int) -> int:
     write_coverage_dat(merged, points)
     annotated = ""
     if shutil.which("verilator_coverage"):
-        subprocess.run(["verilator_coverage", "--annotate", str(OUT / "annotated"),
-                        "--annotate-min", "1", str(merged)], check=True, capture_output=True)
+        subprocess.run(
+            ["verilator_coverage", "--annotate", str(OUT / "annotated"), "--annotate-min", "1", str(merged)],
+            check=True,
+            capture_output=True,
+        )
         annotated = f", annotated sources: {(OUT / 'annotated').relative_to(ROOT)}/"
     stats, uncovered = code_table(points)
     print(f"\nCode coverage (Verilator, {len(dats)} bench runs merged: {merged.relative_to(ROOT)})")
@@ -184,18 +225,24 @@ def report_code_coverage(rc: int) -> int:
         s = stats[m]
         lines = uncovered.get(m, [])
         shown = ", ".join(map(str, lines[:12])) + (f", ... ({len(lines)})" if len(lines) > 12 else "")
-        print(f"{m:24s} {s['line_hit']:5d}/{s['line_total']:<5d}{pct(s['line_hit'], s['line_total'])}"
-              f" {s['toggle_hit']:6d}/{s['toggle_total']:<6d}{pct(s['toggle_hit'], s['toggle_total'])}"
-              f"  {shown}")
+        print(
+            f"{m:24s} {s['line_hit']:5d}/{s['line_total']:<5d}{pct(s['line_hit'], s['line_total'])}"
+            f" {s['toggle_hit']:6d}/{s['toggle_total']:<6d}{pct(s['toggle_hit'], s['toggle_total'])}"
+            f"  {shown}"
+        )
     listing = []
     for m in sorted(uncovered):
-        src = (ROOT / "rtl" / f"{m}.v")
+        src = ROOT / "rtl" / f"{m}.v"
         text = src.read_text().splitlines() if src.exists() else []
         for ln in uncovered[m]:
             listing.append(f"rtl/{m}.v:{ln}: {text[ln - 1].strip() if 0 < ln <= len(text) else ''}\n")
     write_text_atomic(OUT / "uncovered.txt", "".join(listing))
-    write_text_atomic(OUT / "code_coverage.json", json.dumps(
-        {"modules": stats, "uncovered_lines": uncovered, "runs": [str(d) for d in dats]}, indent=1))
+    write_text_atomic(
+        OUT / "code_coverage.json",
+        json.dumps(
+            {"modules": stats, "uncovered_lines": uncovered, "runs": [str(d) for d in dats]}, indent=1
+        ),
+    )
     print(f"[coverage] per-line listing: {(OUT / 'uncovered.txt').relative_to(ROOT)}{annotated}")
     return 0 if rc == 0 else 1
 
@@ -207,14 +254,31 @@ def run_functional_coverage(programs: int, run_regression: bool = True) -> int:
     rc = 0
     if run_regression:
         log = OUT / "functional.log"
-        print(f"\n[coverage] constrained-random ISA regression, {programs} programs on the "
-              f"accelerator top (log: {log.relative_to(ROOT)}) ...", flush=True)
+        print(
+            f"\n[coverage] constrained-random ISA regression, {programs} programs on the "
+            f"accelerator top (log: {log.relative_to(ROOT)}) ...",
+            flush=True,
+        )
         t0 = time.time()
         env = dict(os.environ, TB_COVERAGE_PROGRAMS=str(programs), TB_COVERAGE_OUT=str(OUT))
         with open(log, "w") as f:  # log: the bench run's output
-            rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "verilator",
-                                 "-p", "no:cacheprovider", "tb/tlm/test_isa_coverage.py"],
-                                cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+            rc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-k",
+                    "verilator",
+                    "-p",
+                    "no:cacheprovider",
+                    "tb/tlm/test_isa_coverage.py",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+            ).returncode
         tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
         print(f"[coverage] regression: {tail[0]} ({time.time() - t0:.0f} s)", flush=True)
     summary = OUT / "functional.json"
@@ -222,8 +286,10 @@ def run_functional_coverage(programs: int, run_regression: bool = True) -> int:
         print("[coverage] the regression wrote no functional coverage", file=sys.stderr)
         return 2
     data = json.loads(summary.read_text())
-    print(f"\nFunctional coverage (cocotb-coverage, seed {data['seed']}, {data['programs']} programs, "
-          f"{data['instructions']} instructions; {Path(data['xml']).name}, {Path(data['yaml']).name})")
+    print(
+        f"\nFunctional coverage (cocotb-coverage, seed {data['seed']}, {data['programs']} programs, "
+        f"{data['instructions']} instructions; {Path(data['xml']).name}, {Path(data['yaml']).name})"
+    )
     print(f"{'cover point / cross':44s} {'bins hit':>12s} {'coverage':>9s}  missing")
     for name, item in sorted(data["items"].items()):
         miss = ", ".join(item["missing"][:6]) + (" ..." if len(item["missing"]) > 6 else "")
@@ -235,8 +301,11 @@ def run_functional_coverage(programs: int, run_regression: bool = True) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--code-only", action="store_true")
-    ap.add_argument("--report-only", action="store_true",
-                    help="merge and report the coverage.dat files of the last run, run nothing")
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="merge and report the coverage.dat files of the last run, run nothing",
+    )
     ap.add_argument("--functional-only", action="store_true")
     ap.add_argument("--programs", type=int, default=80)
     ap.add_argument("--jobs", default="2")
@@ -245,8 +314,12 @@ def main() -> int:
     t0 = time.time()
     both = not (args.code_only or args.functional_only or args.report_only)
     if not args.functional_only:
-        rc = max(rc, run_code_coverage(args.jobs, run_benches=not args.report_only,
-                                       programs=args.programs if both else None))
+        rc = max(
+            rc,
+            run_code_coverage(
+                args.jobs, run_benches=not args.report_only, programs=args.programs if both else None
+            ),
+        )
     if both:
         rc = max(rc, run_functional_coverage(args.programs, run_regression=False))
     elif args.functional_only:

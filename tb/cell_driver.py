@@ -2,6 +2,7 @@
 would: the bench plays the column's register chain (`slots_next` shows the slot streams one
 cycle before they reach the cell's base tap), the diagonal's phase signals (`phase_next`,
 `word_end`) and the row's partial-sum lanes."""
+
 from __future__ import annotations
 
 from cocotb.triggers import FallingEdge, ReadOnly
@@ -28,8 +29,8 @@ def stimulus(rng, n_pixels: int, slots: int):
     data = rng.integers(0, 256, size=(slots, n_pixels))
     data[rng.random(data.shape) < 0.5] = 0
     data[:, :4] = [255, 0, 1, 128]
-    psum = rng.integers(-(2 ** 31), 2 ** 31, size=n_pixels)
-    psum[:4] = [2 ** 31 - 1, -(2 ** 31), 0, -1]
+    psum = rng.integers(-(2**31), 2**31, size=n_pixels)
+    psum[:4] = [2**31 - 1, -(2**31), 0, -1]
     return data, psum
 
 
@@ -40,18 +41,19 @@ async def drive_cell(dut, byte: int, data, psum, slots: int):
     dut.w_in.value = int(byte)
     await FallingEdge(dut.clk)
     dut.w_load.value = 0
-    streams = DataStreams(data, WARM_UP)     # at the base tap: pixel p bit b at WARM_UP + 8p + b
+    streams = DataStreams(data, WARM_UP)  # at the base tap: pixel p bit b at WARM_UP + 8p + b
     lanes_in = LaneStreams(psum, WARM_UP)
-    capture = LaneCapture(len(psum), WARM_UP + 1)    # psum_out is registered: one cycle later
+    capture = LaneCapture(len(psum), WARM_UP + 1)  # psum_out is registered: one cycle later
     active = 0
     for cycle in range(capture.end + 1):
         phase = (cycle - WARM_UP) % ACC_BITS
         dut.slots_next.value = pack_bits(streams.at(cycle + 1))
         dut.phase_next.value = (phase + 1) % ACC_BITS
-        dut.word_end.value = pack_bits([(phase - DATA_BITS * lane) % ACC_BITS == ACC_BITS - 1
-                                        for lane in range(LANES)])
+        dut.word_end.value = pack_bits(
+            [(phase - DATA_BITS * lane) % ACC_BITS == ACC_BITS - 1 for lane in range(LANES)]
+        )
         dut.psum_in.value = pack_bits(lanes_in.bits_at(cycle))
-        await ReadOnly()            # `active` is combinational in this cycle's state
+        await ReadOnly()  # `active` is combinational in this cycle's state
         capture.sample(cycle, bus_bits(dut.psum_out.value, LANES))
         active += 1 if str(dut.active.value) == "1" else 0
         await FallingEdge(dut.clk)

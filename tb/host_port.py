@@ -8,6 +8,7 @@ clock, but without a Python round trip per word; reads come straight from the me
 is what long runs use (tb/rtl_job.py). Values go through unchanged: tensors are read back with
 fpga.memory.gather, the same function the interpreter uses.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,7 +53,7 @@ def to_i32(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
 
 
-READ_LATENCY = 2      # the port's inputs are registered, then the memories' read is registered
+READ_LATENCY = 2  # the port's inputs are registered, then the memories' read is registered
 
 
 # -- what a program or a tensor writes: (full address, 32-bit word) arrays -----------------------
@@ -70,8 +71,8 @@ def program_image(prog: Program, cfg: ArrayConfig) -> tuple[np.ndarray, np.ndarr
     if len(prog.wmem):
         wmem = np.asarray(prog.wmem, dtype=np.uint8).reshape(len(prog.wmem), -1)
         padded = np.zeros((len(wmem), -(-cfg.cols // 4) * 4), dtype=np.uint8)
-        padded[:, :cfg.cols] = wmem[:, :cfg.cols]
-        chunks = padded.view("<u4")                              # [words, chunks]
+        padded[:, : cfg.cols] = wmem[:, : cfg.cols]
+        chunks = padded.view("<u4")  # [words, chunks]
         offs = np.arange(len(wmem))[:, None] * 256 + np.arange(chunks.shape[1])[None, :]
         parts.append((_addr(R_WMEM, offs.reshape(-1)), chunks.reshape(-1).astype(np.uint32)))
     bmem = np.asarray(prog.bmem, dtype=np.int64).reshape(-1)
@@ -81,8 +82,10 @@ def program_image(prog: Program, cfg: ArrayConfig) -> tuple[np.ndarray, np.ndarr
         packed = (smem << (4 * np.arange(8, dtype=np.uint32))).sum(axis=2, dtype=np.uint32)
         offs = np.arange(len(smem))[:, None] * 256 + np.arange(cfg.cols)[None, :]
         parts.append((_addr(R_SMEM, offs.reshape(-1)), packed.reshape(-1)))
-    return (np.concatenate([a for a, _ in parts]).astype(np.uint32),
-            np.concatenate([d for _, d in parts]).astype(np.uint32))
+    return (
+        np.concatenate([a for a, _ in parts]).astype(np.uint32),
+        np.concatenate([d for _, d in parts]).astype(np.uint32),
+    )
 
 
 def tensor_writes(pl: Placement, x) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +107,7 @@ class HostPort:
         dut.host_addr.value = 0
         dut.host_wdata.value = 0
         dut.start.value = 0
-        self.run_wall_s = 0.0        # wall time from start to done, all runs: the raw sim speed
+        self.run_wall_s = 0.0  # wall time from start to done, all runs: the raw sim speed
 
     async def reset(self):
         self.dut.rst.value = 1
@@ -116,21 +119,22 @@ class HostPort:
     async def write_many(self, items) -> None:
         """items: iterable of (region, offset, value)."""
         items = list(items)
-        await self.write_words([address(r, o) for r, o, _ in items],
-                               [int(v) & 0xFFFFFFFF for _, _, v in items])
+        await self.write_words(
+            [address(r, o) for r, o, _ in items], [int(v) & 0xFFFFFFFF for _, _, v in items]
+        )
 
     async def write_words(self, addr, data) -> None:
         """One write per clock: full addresses and 32-bit words."""
         d = self.dut
         d.host_en.value = 1
         d.host_we.value = 1
-        for a, v in zip(np.asarray(addr).tolist(), np.asarray(data).tolist()):
+        for a, v in zip(np.asarray(addr).tolist(), np.asarray(data).tolist(), strict=True):
             d.host_addr.value = int(a)
             d.host_wdata.value = int(v) & 0xFFFFFFFF
             await FallingEdge(d.clk)
         d.host_en.value = 0
         d.host_we.value = 0
-        await FallingEdge(d.clk)            # the last write lands at the next edge
+        await FallingEdge(d.clk)  # the last write lands at the next edge
 
     async def read_many(self, items) -> list[int]:
         """items: list of (region, offset); pipelined, one read per cycle."""
@@ -157,8 +161,11 @@ class HostPort:
     @staticmethod
     def program_writes(words) -> list:
         """Host writes that put 128-bit instruction words into the instruction memory."""
-        return [(R_IMEM, i * 4 + j, int(v)) for i, row in enumerate(words_to_u32(words))
-                for j, v in enumerate(row)]
+        return [
+            (R_IMEM, i * 4 + j, int(v))
+            for i, row in enumerate(words_to_u32(words))
+            for j, v in enumerate(row)
+        ]
 
     async def load_program(self, prog: Program) -> None:
         await self.write_words(*program_image(prog, self.cfg))
@@ -176,20 +183,24 @@ class HostPort:
             bank, entry = pl.banks_entries()
             keys = [(int(bank[c]), int(e)) for c in range(pl.channels) for e in entry[c]]
             vals = await self.read_many([(R_DBUF, (b << 16) | e) for b, e in keys])
-            for (b, e), v in zip(keys, vals):
+            for (b, e), v in zip(keys, vals, strict=True):
                 dbuf[b, e] = v & 0xFF
         else:
             per_tile = 1 if pl.pixel_sum else pl.pixels
-            keys = [(f % cfg.rows, pl.addr + (f // cfg.rows) * per_tile + p)
-                    for f in range(pl.channels) for p in range(per_tile)]
+            keys = [
+                (f % cfg.rows, pl.addr + (f // cfg.rows) * per_tile + p)
+                for f in range(pl.channels)
+                for p in range(per_tile)
+            ]
             vals = await self.read_many([(R_PBUF, (r << 16) | e) for r, e in keys])
-            for (r, e), v in zip(keys, vals):
+            for (r, e), v in zip(keys, vals, strict=True):
                 pbuf[r, e] = to_i32(v)
         return gather(pl, dbuf, pbuf.astype(np.int32), cfg.rows)
 
     # -- running ------------------------------------------------------------------------------
-    async def run(self, start_pc: int = 0, timeout_cycles: int = 20_000_000,
-                  on_cycles=None, poll_s: float = 0.5) -> dict:
+    async def run(
+        self, start_pc: int = 0, timeout_cycles: int = 20_000_000, on_cycles=None, poll_s: float = 0.5
+    ) -> dict:
         """Set the start pc, pulse start, wait for done, return the status registers.
 
         The wait is a watchdog (:func:`wait_watched`): after `timeout_cycles` without `done`
@@ -198,36 +209,48 @@ class HostPort:
         await self.write_many([(R_CTRL, CTRL_START_PC, start_pc)])
         d.start.value = 1
         t0 = time.perf_counter()
-        await FallingEdge(d.clk)            # the rising edge in between took start: done = 0
+        await FallingEdge(d.clk)  # the rising edge in between took start: done = 0
         d.start.value = 0
         if not await wait_watched(d.done, 10, timeout_cycles, on_cycles, poll_s):
             self.run_wall_s += time.perf_counter() - t0
             st = await self.status()
-            raise RunTimeout(f"the run from pc {start_pc} did not finish within "
-                             f"{timeout_cycles:,} cycles (the watchdog); the decoder "
-                             f"is at instruction {st['pc']}")
+            raise RunTimeout(
+                f"the run from pc {start_pc} did not finish within "
+                f"{timeout_cycles:,} cycles (the watchdog); the decoder "
+                f"is at instruction {st['pc']}"
+            )
         await FallingEdge(d.clk)
         self.run_wall_s += time.perf_counter() - t0
         return await self.status()
 
     async def status(self) -> dict:
         st, cyc, pc, act, ret, conf = await self.read_many(
-            [(R_CTRL, i) for i in (CTRL_STATUS, CTRL_CYCLES, CTRL_PC, CTRL_ACTIVITY, CTRL_RETIRED,
-                                    CTRL_CONFIG)])
-        return {"busy": st & 1, "done": (st >> 1) & 1, "error": (st >> 2) & 1,
-                "error_code": (st >> 4) & 0xF, "cycles": cyc, "pc": pc, "activity": act,
-                "retired": ret, "config": (conf & 0xFF, (conf >> 8) & 0xFF, (conf >> 16) & 0xFF)}
+            [
+                (R_CTRL, i)
+                for i in (CTRL_STATUS, CTRL_CYCLES, CTRL_PC, CTRL_ACTIVITY, CTRL_RETIRED, CTRL_CONFIG)
+            ]
+        )
+        return {
+            "busy": st & 1,
+            "done": (st >> 1) & 1,
+            "error": (st >> 2) & 1,
+            "error_code": (st >> 4) & 0xF,
+            "cycles": cyc,
+            "pc": pc,
+            "activity": act,
+            "retired": ret,
+            "config": (conf & 0xFF, (conf >> 8) & 0xFF, (conf >> 16) & 0xFF),
+        }
 
     async def trace(self, n: int, first: int = 0) -> tuple[list[int], list[int]]:
         """(end cycle, active cell-cycles) of instructions first .. first+n-1 of the last run
         (end cycles count from that run's start)."""
-        vals = await self.read_many([(R_TRACE, i * 2 + w) for i in range(first, first + n)
-                                     for w in (0, 1)])
+        vals = await self.read_many([(R_TRACE, i * 2 + w) for i in range(first, first + n) for w in (0, 1)])
         return vals[0::2], vals[1::2]
 
 
 # -- bulk transfers through rtl/accelerator_tb_wrapper.v ----------------------------------------
-LOAD_DEPTH = 65536           # entries of one bulk load: the wrapper's default (PARAM_LOAD_DEPTH)
+LOAD_DEPTH = 65536  # entries of one bulk load: the wrapper's default (PARAM_LOAD_DEPTH)
 D_DBUF, D_PBUF, D_TRACE = range(3)
 _HEX = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate(b"0123456789abcdef"):
@@ -244,8 +267,9 @@ def read_hex_lines(path: Path, count: int, digits: int, fields: int = 1):
         raw = b"\n".join(ln for ln in raw.split(b"\n") if not ln.startswith((b"//", b"@")))
     text = np.frombuffer(b"".join(raw.split()), dtype=np.uint8)
     if text.size != count * fields * digits:
-        raise RuntimeError(f"{path.name}: expected {count} lines of {fields * digits} hex "
-                           f"digits, got {text.size} digits")
+        raise RuntimeError(
+            f"{path.name}: expected {count} lines of {fields * digits} hex digits, got {text.size} digits"
+        )
     nib = _HEX[text].reshape(count, fields, digits)[:, ::-1]
     undefined = (nib == 255).any(axis=2)
     nib = np.where(nib == 255, 0, nib).astype(np.uint64)
@@ -260,8 +284,7 @@ def read_memh(path: Path, count: int, digits: int) -> np.ndarray:
     design left undefined is a bug, never a number."""
     words, undefined = read_hex_lines(path, count, digits)
     if undefined.any():
-        raise RuntimeError(f"{path.name}: word {int(np.argmax(undefined[:, 0]))} is undefined "
-                           f"(X/Z)")
+        raise RuntimeError(f"{path.name}: word {int(np.argmax(undefined[:, 0]))} is undefined (X/Z)")
     return words[:, 0]
 
 
@@ -277,21 +300,21 @@ class BulkPort:
     def __init__(self, dut, cfg: ArrayConfig):
         self.dut = dut
         self.cfg = cfg
-        self.dir = Path(os.getcwd())         # where the simulator reads and writes the files
+        self.dir = Path(os.getcwd())  # where the simulator reads and writes the files
         self.depth = int(os.environ.get("PARAM_LOAD_DEPTH", LOAD_DEPTH))
         dut.load_go.value = 0
         dut.load_count.value = 0
         dut.dump_go.value = 0
-        self.words_loaded = 0        # words written through the port by bulk loads
-        self.load_wall_s = 0.0       # wall time of bulk loads (file, transfer)
-        self.read_wall_s = 0.0       # wall time of dumps and reading them
+        self.words_loaded = 0  # words written through the port by bulk loads
+        self.load_wall_s = 0.0  # wall time of bulk loads (file, transfer)
+        self.read_wall_s = 0.0  # wall time of dumps and reading them
 
     async def write_words(self, addr, data) -> None:
         d = self.dut
         t0 = time.perf_counter()
         addr, data = np.asarray(addr, dtype=np.uint64), np.asarray(data, dtype=np.uint64)
         for s in range(0, len(addr), self.depth):
-            a, v = addr[s:s + self.depth], data[s:s + self.depth]
+            a, v = addr[s : s + self.depth], data[s : s + self.depth]
             entries = ((a << np.uint64(32)) | (v & np.uint64(0xFFFFFFFF))).astype(">u8")
             text = np.frombuffer(entries.tobytes().hex().encode(), dtype=np.uint8)
             lines = np.full((len(a), 17), ord("\n"), dtype=np.uint8)
@@ -299,7 +322,7 @@ class BulkPort:
             lines.tofile(self.dir / "load.hex")
             d.load_count.value = len(a)
             d.load_go.value = 1
-            await FallingEdge(d.clk)        # the rising edge in between read the file
+            await FallingEdge(d.clk)  # the rising edge in between read the file
             d.load_go.value = 0
             if d.load_busy.value:
                 await FallingEdge(d.load_busy)
@@ -321,7 +344,7 @@ class BulkPort:
         d.dump_lo.value = lo
         d.dump_hi.value = hi
         d.dump_go.value = 1
-        await FallingEdge(d.clk)            # the rising edge in between took the request
+        await FallingEdge(d.clk)  # the rising edge in between took the request
         d.dump_go.value = 0
         if d.dump_busy.value:
             await FallingEdge(d.dump_busy)
@@ -334,20 +357,20 @@ class BulkPort:
         t0 = time.perf_counter()
         dbuf = np.zeros((cfg.cmax, cfg.ddepth), dtype=np.uint8)
         pbuf = np.zeros((cfg.rows, cfg.pdepth), dtype=np.int32)
-        undef_d = np.zeros(dbuf.shape, dtype=np.uint8)      # X/Z entries (Icarus)
+        undef_d = np.zeros(dbuf.shape, dtype=np.uint8)  # X/Z entries (Icarus)
         undef_p = np.zeros(pbuf.shape, dtype=np.uint8)
         if pl.space == "dbuf":
             lo, n = pl.addr, pl.entries
             await self.dump(D_DBUF, lo, lo + n - 1)
             words, undef = read_hex_lines(self.dir / "dump.hex", n, 2, cfg.cmax)
-            dbuf[:, lo:lo + n], undef_d[:, lo:lo + n] = words.T, undef.T
+            dbuf[:, lo : lo + n], undef_d[:, lo : lo + n] = words.T, undef.T
         else:
             per_tile = 1 if pl.pixel_sum else pl.pixels
             lo, n = pl.addr, -(-pl.channels // cfg.rows) * per_tile
             await self.dump(D_PBUF, lo, lo + n - 1)
             words, undef = read_hex_lines(self.dir / "dump.hex", n, 8, cfg.rows)
-            pbuf[:, lo:lo + n] = words.T.astype(np.uint32).view(np.int32)
-            undef_p[:, lo:lo + n] = undef.T
+            pbuf[:, lo : lo + n] = words.T.astype(np.uint32).view(np.int32)
+            undef_p[:, lo : lo + n] = undef.T
         if gather(pl, undef_d, undef_p, cfg.rows).any():
             raise RuntimeError(f"the RTL left undefined (X/Z) values in a tensor at {pl}")
         self.read_wall_s += time.perf_counter() - t0
@@ -363,8 +386,9 @@ class BulkPort:
         return [int(v) for v in ends], [int(v) for v in acts]
 
 
-async def wait_watched(signal, period_ns: int, timeout_cycles: int, on_cycles=None,
-                       poll_s: float = 0.5) -> bool:
+async def wait_watched(
+    signal, period_ns: int, timeout_cycles: int, on_cycles=None, poll_s: float = 0.5
+) -> bool:
     """Wait for a rising edge of `signal` for at most `timeout_cycles` clock periods; False when
     the budget ran out (the caller names the failure). About every `poll_s` seconds of wall time
     `on_cycles(cycles so far)` is called (progress inside a long run): the wait goes in chunks
@@ -408,13 +432,14 @@ class RtlDevice:
     the trace move through `transport`: the host port itself (default) or a :class:`BulkPort`;
     runs are always started and their status read through the host port."""
 
-    def __init__(self, host: HostPort, prog: Program, transport: HostPort | BulkPort | None = None,
-                 on_cycles=None):
+    def __init__(
+        self, host: HostPort, prog: Program, transport: HostPort | BulkPort | None = None, on_cycles=None
+    ):
         self.host = host
         self.prog = prog
         self.io = transport or host
-        self.ends = {}               # segment start pc -> retire cycles measured by the RTL
-        self.on_cycles = on_cycles   # progress: on_cycles(start_pc, cycles so far in the run)
+        self.ends = {}  # segment start pc -> retire cycles measured by the RTL
+        self.on_cycles = on_cycles  # progress: on_cycles(start_pc, cycles so far in the run)
 
     async def write_tensor(self, pl: Placement, data) -> None:
         data = np.asarray(data)
@@ -428,14 +453,15 @@ class RtlDevice:
         from fpga.cycle_model import total_cycles
         from fpga.interpreter import RunStats
         from fpga.isa import ErrorCode, IsaError
+
         seg = next(s for s in self.prog.segments if s.start_pc == start_pc)
-        model = total_cycles(self.prog.instructions[start_pc:start_pc + seg.n_instr],
-                             self.prog.config)
+        model = total_cycles(self.prog.instructions[start_pc : start_pc + seg.n_instr], self.prog.config)
         report = None if self.on_cycles is None else (lambda c: self.on_cycles(start_pc, c))
         st = await self.host.run(start_pc, watchdog_cycles(model), report)
         if st["error"]:
-            return RunStats(error=IsaError(ErrorCode(st["error_code"]), st["pc"], None,
-                                           "reported by the RTL"))
+            return RunStats(
+                error=IsaError(ErrorCode(st["error_code"]), st["pc"], None, "reported by the RTL")
+            )
         ends, acts = await self.io.trace(seg.n_instr, start_pc)
         self.ends[start_pc] = ends
         cycles = [e - (ends[i - 1] if i else 0) for i, e in enumerate(ends)]

@@ -5,6 +5,7 @@ wall-clock time from `start` to `done` with no Python activity per clock edge, s
 the simulator's own speed on the whole design. Writes JSON to $PERF_OUT. The first run's
 outputs are checked against the golden executor so the timed design is known to be right.
 """
+
 import os
 import time
 
@@ -28,15 +29,20 @@ async def whole_program(dut):
     rng = np.random.default_rng(int(os.environ.get("PERF_SEED", "7")))
     side = int(os.environ.get("PERF_SIDE", "16"))
     # two filter tiles per layer whatever the array's size, so every row does work
-    net = random_sac_network(rng, in_shape=(8, side, side), widths=(2 * cfg.rows, 2 * cfg.rows),
-                             groups=(1, 2, 4), final="pixel_sum")
+    net = random_sac_network(
+        rng,
+        in_shape=(8, side, side),
+        widths=(2 * cfg.rows, 2 * cfg.rows),
+        groups=(1, 2, 4),
+        final="pixel_sum",
+    )
     prog = compile_network(net, cfg)
     image = random_images(rng, 1, net.input_shape, zero_fraction=0.5)[0]
     await start_clock(dut)
     host = HostPort(dut, cfg)
     await host.reset()
     await host.load_program(prog)
-    first = prog.layers[0]          # a SAC network: one segment, no host layers
+    first = prog.layers[0]  # a SAC network: one segment, no host layers
     assert not prog.host_layers and len(prog.segments) == 1
     await host.write_tensor(first.input, encode_input(first.op, image[None])[0])
     walls, cycles = [], []
@@ -49,7 +55,12 @@ async def whole_program(dut):
     got = await host.read_tensor(prog.layers[-1].output)
     assert np.array_equal(got, golden.run(net, image[None]).scores[0]), "wrong result"
     best = min(walls)
-    result = {"cycles": cycles[0], "wall_s": walls, "cycles_per_s": cycles[0] / best,
-              "instructions": len(prog.instructions), "cells": cfg.rows * cfg.cols}
+    result = {
+        "cycles": cycles[0],
+        "wall_s": walls,
+        "cycles_per_s": cycles[0] / best,
+        "instructions": len(prog.instructions),
+        "cells": cfg.rows * cfg.cols,
+    }
     dut._log.info(f"{result}")
     write_json_atomic(os.environ["PERF_OUT"], result)

@@ -1,6 +1,7 @@
 """The random programs the whole-top benches run (tb/test_accelerator.py on the simple host port,
 tb/test_accelerator_axi.py through the buses): one definition, so one seed gives both benches
 the same networks and images."""
+
 from __future__ import annotations
 
 from fpga.arch import ArrayConfig
@@ -15,9 +16,16 @@ def compiled_network_cases(rng, cfg: ArrayConfig):
     array (segments with max pooling and flatten on the host)."""
     for final in ("pixel_sum", "raw", "binary", "relu_quant"):
         for shift in (True, False):
-            net = random_sac_network(rng, in_shape=(3 * cfg.cols + 1, 4, 4), widths=(cfg.rows + 3,),
-                                     groups=(3, 2), shift=shift, final=final,
-                                     classes=cfg.rows + 2, s2d=1)
+            net = random_sac_network(
+                rng,
+                in_shape=(3 * cfg.cols + 1, 4, 4),
+                widths=(cfg.rows + 3,),
+                groups=(3, 2),
+                shift=shift,
+                final=final,
+                classes=cfg.rows + 2,
+                s2d=1,
+            )
             image = random_images(rng, 1, net.input_shape, zero_fraction=0.5)[0]
             yield f"{final}, shift={shift}", net, image
     net = random_bnn_network(rng)

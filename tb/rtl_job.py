@@ -17,6 +17,7 @@ the whole job and of the runs from `start` to `done` alone}. If $RTL_PROGRESS is
 number of finished images is written to that file after every image; if $RTL_PROFILE is set,
 a cProfile of the image loop is written there.
 """
+
 import os
 import pickle
 import time
@@ -54,11 +55,10 @@ async def run_job(dut):
     load_s = time.perf_counter() - t0
     load_words = bulk.words_loaded if bulk else None
     per_image = prog.cycles_per_image()
-    before, offset = {}, 0                 # segment start pc -> model cycles of the ones before
+    before, offset = {}, 0  # segment start pc -> model cycles of the ones before
     for seg in prog.segments:
         before[seg.start_pc] = offset
-        offset += total_cycles(prog.instructions[seg.start_pc:seg.start_pc + seg.n_instr],
-                               prog.config)
+        offset += total_cycles(prog.instructions[seg.start_pc : seg.start_pc + seg.n_instr], prog.config)
     state = {"image": 0}
 
     def on_cycles(start_pc, cycles):
@@ -67,24 +67,39 @@ async def run_job(dut):
     device = RtlDevice(host, prog, bulk, on_cycles)
     results = []
     profile = None
-    if os.environ.get("RTL_PROFILE"):        # where the Python side of a run spends its time
+    if os.environ.get("RTL_PROFILE"):  # where the Python side of a run spends its time
         import cProfile
+
         profile = cProfile.Profile()
         profile.enable()
     for i in range(len(images)):
         t0, sim0 = time.perf_counter(), host.run_wall_s
         state["image"] = i
-        res = await execute(prog, device, images[i:i + 1])
-        results.append({"outputs": res.outputs,
-                        "segments": [(st.cycles, st.activity) for st in res.segments],
-                        "wall_s": time.perf_counter() - t0,
-                        "sim_s": host.run_wall_s - sim0})
+        res = await execute(prog, device, images[i : i + 1])
+        results.append(
+            {
+                "outputs": res.outputs,
+                "segments": [(st.cycles, st.activity) for st in res.segments],
+                "wall_s": time.perf_counter() - t0,
+                "sim_s": host.run_wall_s - sim0,
+            }
+        )
         _progress(i + 1)
     if profile is not None:
         profile.disable()
         profile.dump_stats(os.environ["RTL_PROFILE"])
-    write_bytes_atomic(os.environ["RTL_OUT"], pickle.dumps({
-        "results": results, "load_s": load_s, "load_words": load_words,
-        "sim_s": host.run_wall_s, "job_s": time.perf_counter() - t_job, "bulk": bulk is not None,
-        "bulk_load_s": bulk.load_wall_s if bulk else None,
-        "bulk_read_s": bulk.read_wall_s if bulk else None}))
+    write_bytes_atomic(
+        os.environ["RTL_OUT"],
+        pickle.dumps(
+            {
+                "results": results,
+                "load_s": load_s,
+                "load_words": load_words,
+                "sim_s": host.run_wall_s,
+                "job_s": time.perf_counter() - t_job,
+                "bulk": bulk is not None,
+                "bulk_load_s": bulk.load_wall_s if bulk else None,
+                "bulk_read_s": bulk.read_wall_s if bulk else None,
+            }
+        ),
+    )

@@ -17,6 +17,7 @@ cocotb's convention: the seed of a simulation is `COCOTB_RANDOM_SEED`; cocotb se
 So every number a bench prints as its seed (ours or cocotb's regression seed) is the seed that
 was used, and `TB_SEED=N pytest tb/test_<module>.py -k <id>` runs exactly that stimulus again.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,7 @@ def _parse(name: str, text: str) -> int:
         value = int(text.strip())
     except ValueError:
         raise SeedError(f"{name}={text!r} is not an integer seed") from None
-    if not 0 <= value < 2 ** 63:
+    if not 0 <= value < 2**63:
         raise SeedError(f"{name}={text!r}: a seed must be in 0 .. 2^63-1")
     return value
 
@@ -45,11 +46,12 @@ def seed_from_environment(env=None) -> int | None:
     """The seed the user set (TB_SEED or COCOTB_RANDOM_SEED), or None; SeedError when a value
     is not an integer or the two are set to different values."""
     env = os.environ if env is None else env
-    found = {name: _parse(name, env[name]) for name in SEED_VARIABLES
-             if env.get(name, "").strip()}
+    found = {name: _parse(name, env[name]) for name in SEED_VARIABLES if env.get(name, "").strip()}
     if len(set(found.values())) > 1:
-        raise SeedError("TB_SEED and COCOTB_RANDOM_SEED are set to different seeds "
-                        f"({found['TB_SEED']} and {found['COCOTB_RANDOM_SEED']}): set one")
+        raise SeedError(
+            "TB_SEED and COCOTB_RANDOM_SEED are set to different seeds "
+            f"({found['TB_SEED']} and {found['COCOTB_RANDOM_SEED']}): set one"
+        )
     return next(iter(found.values()), None)
 
 
@@ -63,8 +65,10 @@ def simulation_seed() -> int:
     """The seed of the running simulation (cocotb side), as the runner passed it."""
     text = os.environ.get("COCOTB_RANDOM_SEED", "").strip()
     if not text:
-        raise SeedError("COCOTB_RANDOM_SEED is not set: run the bench through pytest "
-                        "(pytest tb/test_<module>.py), which passes its seed to the simulation")
+        raise SeedError(
+            "COCOTB_RANDOM_SEED is not set: run the bench through pytest "
+            "(pytest tb/test_<module>.py), which passes its seed to the simulation"
+        )
     return _parse("COCOTB_RANDOM_SEED", text)
 
 

@@ -7,6 +7,7 @@ the cocotb test module as part of the `tb` package (``tb.test_<module>``), so th
 the project installed (`make setup`), not a path hack. The workarounds for the simulators on
 this machine are listed in docs/verification.md.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,7 +58,7 @@ def ports(module: str) -> list[str]:
     VPI: a variable VPI may write must be treated like an input, and marking every internal
     variable that way made Verilator re-evaluate nearly the whole design at every clock toggle."""
     text = (RTL / f"{module}.v").read_text()
-    header = text[text.index(f"module {module}"):text.index(");", text.index(f"module {module}"))]
+    header = text[text.index(f"module {module}") : text.index(");", text.index(f"module {module}"))]
     header = re.sub(r"//[^\n]*|/\*.*?\*/", "", header, flags=re.S)
     names = re.findall(r"\b(?:input|output|inout)\b[^,;()]*?(\w+)\s*(?=,|$)", header, flags=re.M)
     if not names:
@@ -100,8 +101,14 @@ def coverage_dir(bdir: Path, test_module: str, extra_env: dict | None) -> Path:
     return d
 
 
-def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool | None = None,
-          threads: int = 1, log_file: Path | None = None) -> Path:
+def build(
+    toplevel: str,
+    sim: str,
+    parameters: dict | None = None,
+    waves: bool | None = None,
+    threads: int = 1,
+    log_file: Path | None = None,
+) -> Path:
     """Build `toplevel` from rtl/ with `parameters`; returns the build directory.
 
     `threads` > 1 builds a multi-threaded Verilator model (`--threads N`, its own build
@@ -133,17 +140,20 @@ def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool |
             build_args += ["--threads", str(threads)]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
-        if coverage_on(sim):       # make coverage (scripts/coverage.py): line and toggle counts
+        if coverage_on(sim):  # make coverage (scripts/coverage.py): line and toggle counts
             build_args += ["--coverage-line", "--coverage-toggle"]
     elif threads > 1:
         raise ValueError("threads > 1 needs Verilator (Icarus Verilog runs on one thread)")
-    tag = ("waves" if waves else "") + (f"threads{threads}" if threads > 1 else "") \
+    tag = (
+        ("waves" if waves else "")
+        + (f"threads{threads}" if threads > 1 else "")
         + ("coverage" if coverage_on(sim) else "")
+    )
     bdir = build_dir(toplevel, sim, parameters, tag)
     vlt_text = "`verilator_config\n" + "".join(
-        f'public_flat_rw -module "{toplevel}" -var "{port}"\n' for port in ports(toplevel))
-    stamp = build_stamp(toplevel, sim, parameters, build_args,
-                        vlt_text + flags if sim == "verilator" else "")
+        f'public_flat_rw -module "{toplevel}" -var "{port}"\n' for port in ports(toplevel)
+    )
+    stamp = build_stamp(toplevel, sim, parameters, build_args, vlt_text + flags if sim == "verilator" else "")
 
     def make(tmp: Path) -> None:
         args = list(build_args)
@@ -152,15 +162,22 @@ def build(toplevel: str, sim: str, parameters: dict | None = None, waves: bool |
             vlt.write_text(vlt_text)  # scratch: in the temporary build directory
             args.append(str(vlt))
         runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
-        runner.build(sources=sources(), hdl_toplevel=toplevel, parameters=parameters,
-                     build_dir=tmp, timescale=("1ns", "1ps"), waves=waves,
-                     build_args=args, log_file=log_file, always=True)
+        runner.build(
+            sources=sources(),
+            hdl_toplevel=toplevel,
+            parameters=parameters,
+            build_dir=tmp,
+            timescale=("1ns", "1ps"),
+            waves=waves,
+            build_args=args,
+            log_file=log_file,
+            always=True,
+        )
 
     return staged_build(bdir, stamp, make)
 
 
-def build_stamp(toplevel: str, sim: str, parameters: dict, build_args: list,
-                extra: str = "") -> str:
+def build_stamp(toplevel: str, sim: str, parameters: dict, build_args: list, extra: str = "") -> str:
     """What a build read, as one text: the RTL sources' digest, the top, the parameters, the
     simulator's flags and versions (`extra`: anything else it read). A build directory whose
     stamp differs is built again."""
@@ -168,15 +185,27 @@ def build_stamp(toplevel: str, sim: str, parameters: dict, build_args: list,
     for path in sources():
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     tools = {name: _version(name) for name in ("cocotb", "verilator")}
-    return json.dumps({"toplevel": toplevel, "sim": sim, "parameters": parameters,
-                       "args": build_args,
-                       "extra": hashlib.sha256(extra.encode()).hexdigest(),
-                       "rtl": digest.hexdigest(), "tools": tools,
-                       "iverilog": shutil.which("iverilog") or ""}, sort_keys=True) + "\n"
+    return (
+        json.dumps(
+            {
+                "toplevel": toplevel,
+                "sim": sim,
+                "parameters": parameters,
+                "args": build_args,
+                "extra": hashlib.sha256(extra.encode()).hexdigest(),
+                "rtl": digest.hexdigest(),
+                "tools": tools,
+                "iverilog": shutil.which("iverilog") or "",
+            },
+            sort_keys=True,
+        )
+        + "\n"
+    )
 
 
 def _version(dist: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version(dist)
     except PackageNotFoundError:
@@ -189,10 +218,19 @@ def is_built(toplevel: str, sim: str, parameters: dict) -> bool:
     return (build_dir(toplevel, sim, parameters) / STAMP).exists()
 
 
-def test(toplevel: str, test_module: str, sim: str, bdir: Path, parameters: dict | None = None,
-         extra_env: dict | None = None, waves: bool | None = None, testcase=None,
-         seed: int | None = None, test_dir: Path | None = None,
-         log_file: Path | None = None) -> Path:
+def test(
+    toplevel: str,
+    test_module: str,
+    sim: str,
+    bdir: Path,
+    parameters: dict | None = None,
+    extra_env: dict | None = None,
+    waves: bool | None = None,
+    testcase=None,
+    seed: int | None = None,
+    test_dir: Path | None = None,
+    log_file: Path | None = None,
+) -> Path:
     """Run the cocotb tests of `test_module` on the simulator built in `bdir` (see
     :func:`build`), in `test_dir` (default: `bdir`; give each of several simulations running at
     once its own). Returns the results file. Under pytest a failing test fails the caller
@@ -209,22 +247,39 @@ def test(toplevel: str, test_module: str, sim: str, bdir: Path, parameters: dict
     if "." not in test_module:
         test_module = f"tb.{test_module}"
     runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
-    return runner.test(test_module=test_module, hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
-                       build_dir=bdir,
-                       test_dir=test_dir or bdir, extra_env=env, waves=waves, testcase=testcase,
-                       seed=seed, timescale=("1ns", "1ps"),
-                       log_file=log_file)
+    return runner.test(
+        test_module=test_module,
+        hdl_toplevel=toplevel,
+        hdl_toplevel_lang="verilog",
+        build_dir=bdir,
+        test_dir=test_dir or bdir,
+        extra_env=env,
+        waves=waves,
+        testcase=testcase,
+        seed=seed,
+        timescale=("1ns", "1ps"),
+        log_file=log_file,
+    )
 
 
 def failures(results_xml: Path) -> tuple[int, int]:
     """(tests, failed) in a cocotb results file; a missing or unreadable file raises."""
     from cocotb_tools.check_results import get_results
+
     return get_results(results_xml)
 
 
-def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = None,
-        extra_env: dict | None = None, waves: bool | None = None, testcase=None,
-        seed: int | None = None, threads: int = 1) -> Path:
+def run(
+    toplevel: str,
+    test_module: str,
+    sim: str,
+    parameters: dict | None = None,
+    extra_env: dict | None = None,
+    waves: bool | None = None,
+    testcase=None,
+    seed: int | None = None,
+    threads: int = 1,
+) -> Path:
     """Build `toplevel` from rtl/ with `parameters` and run the cocotb tests in `test_module`.
 
     `test_module` is a module of the `tb` package, by its short name ("test_sac_cell") or in
@@ -233,16 +288,26 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
     through cocotb-test instead of cocotb's runner (tb/cocotb_test_runner.py).
     """
     runner = os.environ.get("TB_RUNNER", "cocotb")
-    if runner == "cocotb-test":              # the second runner (tb/cocotb_test_runner.py)
+    if runner == "cocotb-test":  # the second runner (tb/cocotb_test_runner.py)
         from tb.cocotb_test_runner import run_cocotb_test
+
         _check_sim(sim)
         waves = _waves(waves)
         parameters = dict(parameters or {})
         tag = "cocotb-test" + ("waves" if waves else "")
-        return run_cocotb_test(toplevel, test_module, sim, parameters, extra_env, waves,
-                               testcase, seed, bdir=build_dir(toplevel, sim, parameters, tag),
-                               stamp=build_stamp(toplevel, sim, parameters, [tag]),
-                               sources=sources())
+        return run_cocotb_test(
+            toplevel,
+            test_module,
+            sim,
+            parameters,
+            extra_env,
+            waves,
+            testcase,
+            seed,
+            bdir=build_dir(toplevel, sim, parameters, tag),
+            stamp=build_stamp(toplevel, sim, parameters, [tag]),
+            sources=sources(),
+        )
     if runner != "cocotb":
         raise ValueError(f"TB_RUNNER must be cocotb (default) or cocotb-test, got {runner!r}")
     waves = _waves(waves)
@@ -250,7 +315,8 @@ def run(toplevel: str, test_module: str, sim: str, parameters: dict | None = Non
     test_dir = coverage_dir(bdir, test_module, extra_env) if coverage_on(sim) else None
     test(toplevel, test_module, sim, bdir, parameters, extra_env, waves, testcase, seed, test_dir)
     if waves:
-        trace = next((p for p in (bdir / "dump.fst", bdir / "dump.vcd",
-                                  bdir / f"{toplevel}.fst") if p.exists()), None)
+        trace = next(
+            (p for p in (bdir / "dump.fst", bdir / "dump.vcd", bdir / f"{toplevel}.fst") if p.exists()), None
+        )
         print(f"waveform: {trace or bdir}")
     return bdir

@@ -7,6 +7,7 @@ fpga.cycle_model exactly; the active cell-cycles of every instruction equal the 
 of nonzero (weight, datum) pairs; malformed words halt with the right error code and
 write nothing.
 """
+
 import os
 from pathlib import Path
 
@@ -29,8 +30,10 @@ from tb.programs import BNN_CASE, compiled_network_cases
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 31337    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 31337  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 ROOT = Path(__file__).resolve().parents[1]
+
+
 async def setup(dut):
     cfg = ArrayConfig.from_env()
     await start_clock(dut)
@@ -53,20 +56,25 @@ async def run_and_check(dut, host, cfg, net, image, label):
     for i, got in res.outputs.items():
         want = ref.outputs[i]
         bad = np.argwhere(got != want)
-        assert not bad.size, (f"{label}: layer {i} differs at {tuple(bad[0])}: "
-                              f"got {got[tuple(bad[0])]}, want {want[tuple(bad[0])]}")
+        assert not bad.size, (
+            f"{label}: layer {i} differs at {tuple(bad[0])}: "
+            f"got {got[tuple(bad[0])]}, want {want[tuple(bad[0])]}"
+        )
     interp = interpret(prog, image[None])
-    for seg, st_rtl, st_model in zip(prog.segments, res.segments, interp.segments):
-        steps = program_timeline(prog.instructions[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
+    for seg, st_rtl, st_model in zip(prog.segments, res.segments, interp.segments, strict=True):
+        steps = program_timeline(prog.instructions[seg.start_pc : seg.start_pc + seg.n_instr], cfg)
         ends = device.ends[seg.start_pc]
         want = [s.end for s in steps]
         assert ends == want, f"{label}: retire cycles {ends} != model {want}"
-        assert st_rtl.activity == st_model.activity, \
+        assert st_rtl.activity == st_model.activity, (
             f"{label}: activity {st_rtl.activity} != golden {st_model.activity}"
+        )
     total = sum(st.total_cycles for st in res.segments)
-    dut._log.info(f"{label}: {len(prog.words)} instructions in {len(prog.segments)} segment(s), "
-                  f"{total} cycles, {sum(sum(st.activity) for st in res.segments)} active "
-                  f"cell-cycles, host layers {prog.host_layers}: match")
+    dut._log.info(
+        f"{label}: {len(prog.words)} instructions in {len(prog.segments)} segment(s), "
+        f"{total} cycles, {sum(sum(st.activity) for st in res.segments)} active "
+        f"cell-cycles, host layers {prog.host_layers}: match"
+    )
     return prog, res
 
 
@@ -77,7 +85,7 @@ async def compiled_networks(dut):
     cfg, host = await setup(dut)
     rng = seeded_rng(dut._log)
     for label, net, image in compiled_network_cases(rng, cfg):
-        if label != BNN_CASE:       # SAC networks must need several tiles
+        if label != BNN_CASE:  # SAC networks must need several tiles
             prog = compile_network(net, cfg)
             assert max(lp.n_tiles for lp in prog.layers) > 1
             assert max(lp.k_tiles for lp in prog.layers) > 1, "need several channel tiles"
@@ -102,23 +110,26 @@ async def errors_halt_and_write_nothing(dut):
     """A malformed word halts with its error code at its pc; the buffers keep their contents."""
     cfg, host = await setup(dut)
     p = 4
-    good = [LoadWeights(rows=1, cols=1), Matmul(height=2, width=2, in_addr=0, out_addr=p,
-                                                out_ch=1, mode=OutputMode.RELU_QUANT)]
+    good = [
+        LoadWeights(rows=1, cols=1),
+        Matmul(height=2, width=2, in_addr=0, out_addr=p, out_ch=1, mode=OutputMode.RELU_QUANT),
+    ]
     bad_words = {
         ErrorCode.ILLEGAL_OPCODE: 0x3,
-        ErrorCode.RESERVED_BITS: encode(Matmul(height=2, width=2, in_addr=0, out_addr=8,
-                                               out_ch=1)) | (1 << 11),
+        ErrorCode.RESERVED_BITS: encode(Matmul(height=2, width=2, in_addr=0, out_addr=8, out_ch=1))
+        | (1 << 11),
         ErrorCode.BAD_TILE: encode(LoadWeights(rows=cfg.rows + 1, cols=1)),
-        ErrorCode.DBUF_RANGE: encode(Matmul(height=2, width=2, in_addr=0, out_addr=cfg.ddepth - 1,
-                                            out_ch=1)),
+        ErrorCode.DBUF_RANGE: encode(Matmul(height=2, width=2, in_addr=0, out_addr=cfg.ddepth - 1, out_ch=1)),
         ErrorCode.OVERLAP: encode(Matmul(height=2, width=2, in_addr=0, out_addr=2, out_ch=0)),
-        ErrorCode.PBUF_RANGE: encode(Matmul(height=2, width=2, in_addr=0, out_addr=cfg.pdepth - 1,
-                                            mode=OutputMode.RAW)),
+        ErrorCode.PBUF_RANGE: encode(
+            Matmul(height=2, width=2, in_addr=0, out_addr=cfg.pdepth - 1, mode=OutputMode.RAW)
+        ),
     }
     for code, word in bad_words.items():
         items = HostPort.program_writes([encode(i) for i in good] + [word, encode(Halt())])
-        sentinel = [(R_DBUF, (1 << 16) | e, 0xA5) for e in range(cfg.ddepth)] + \
-                   [(R_PBUF, e, 0x5A5A5A5A) for e in range(cfg.pdepth)]
+        sentinel = [(R_DBUF, (1 << 16) | e, 0xA5) for e in range(cfg.ddepth)] + [
+            (R_PBUF, e, 0x5A5A5A5A) for e in range(cfg.pdepth)
+        ]
         await host.write_many(items + sentinel)
         st = await host.run()
         assert st["error"] and st["error_code"] == code and st["pc"] == 2, (code, st)
@@ -143,34 +154,46 @@ async def host_writes_reach_one_bank(dut):
     await host.write_many([(R_DBUF, (b << 16) | e, v) for (b, e), v in want.items()])
     writes = []
     for _ in range(4 * len(entries)):
-        b, e, v = int(rng.integers(cfg.cmax)), entries[int(rng.integers(len(entries)))], \
-            int(rng.integers(256))
+        b, e, v = (
+            int(rng.integers(cfg.cmax)),
+            entries[int(rng.integers(len(entries)))],
+            int(rng.integers(256)),
+        )
         writes.append((R_DBUF, (b << 16) | e, v))
         want[b, e] = v
-    for b in (cfg.cmax, cfg.cmax + 1, 2 * cfg.cmax, 0xFFF):    # past the last bank: ignored
+    for b in (cfg.cmax, cfg.cmax + 1, 2 * cfg.cmax, 0xFFF):  # past the last bank: ignored
         writes += [(R_DBUF, (b << 16) | e, 0xFF) for e in entries]
     await host.write_many(writes)
     got = await host.read_many([(R_DBUF, (b << 16) | e) for b, e in want])
-    bad = [(key, g & 0xFF, w) for (key, w), g in zip(want.items(), got) if g & 0xFF != w]
+    bad = [(key, g & 0xFF, w) for (key, w), g in zip(want.items(), got, strict=True) if g & 0xFF != w]
     assert not bad, f"data buffer after host writes: (bank, entry), got, want: {bad[:4]}"
     dut._log.info(f"{len(writes)} host writes to the data buffer: each in its own bank and entry")
 
 
 CONFIGS = {
-    "4x3": ArrayConfig(rows=4, cols=3, cmax=32, ddepth=128, pdepth=64, wdepth=256, bdepth=64,
-                       sdepth=16, imem_depth=128),
-    "8x8": ArrayConfig(rows=8, cols=8, cmax=64, ddepth=512, pdepth=128, wdepth=512, bdepth=256,
-                       sdepth=16, imem_depth=128),
+    "4x3": ArrayConfig(
+        rows=4, cols=3, cmax=32, ddepth=128, pdepth=64, wdepth=256, bdepth=64, sdepth=16, imem_depth=128
+    ),
+    "8x8": ArrayConfig(
+        rows=8, cols=8, cmax=64, ddepth=512, pdepth=128, wdepth=512, bdepth=256, sdepth=16, imem_depth=128
+    ),
     # taller than 8 rows: rows 8.. finish a pixel more than 8 cycles after row 0, so they write
     # an earlier pixel than row 0's current one (the write-back's entry chain)
-    "12x2": ArrayConfig(rows=12, cols=2, cmax=32, ddepth=128, pdepth=64, wdepth=256, bdepth=64,
-                        sdepth=16, imem_depth=128),
+    "12x2": ArrayConfig(
+        rows=12, cols=2, cmax=32, ddepth=128, pdepth=64, wdepth=256, bdepth=64, sdepth=16, imem_depth=128
+    ),
 }
-RUNS_ZOO = {"8x8"}        # instances large enough for models/zoo/sac_digits.onnx
+RUNS_ZOO = {"8x8"}  # instances large enough for models/zoo/sac_digits.onnx
 
 
 @pytest.mark.parametrize("array", list(CONFIGS))
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_accelerator(sim, array):
-    run("accelerator", "test_accelerator", sim, CONFIGS[array].hdl_parameters(),
-        extra_env={"TB_ZOO": "1" if array in RUNS_ZOO else "0"}, seed=bench_seed(SEED))
+    run(
+        "accelerator",
+        "test_accelerator",
+        sim,
+        CONFIGS[array].hdl_parameters(),
+        extra_env={"TB_ZOO": "1" if array in RUNS_ZOO else "0"},
+        seed=bench_seed(SEED),
+    )

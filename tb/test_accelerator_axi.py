@@ -14,6 +14,7 @@ with Forencich's cocotbext-axi (tb/axi_port.py).
   fpga.cycle_model predicts and its activity equals the golden pair count
   (tb.test_accelerator.run_and_check, the same checks as the simple-port top).
 """
+
 import itertools
 import os
 from pathlib import Path
@@ -48,7 +49,7 @@ from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 from tb.test_accelerator import run_and_check
 
-SEED = 31337    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 31337  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -91,8 +92,9 @@ async def registers_and_errors(dut):
     assert await port.reg(A_STATUS) == 0, "idle after reset: not busy, not done, no error"
     assert await port.reg(A_CONTROL) == 0
     conf = await port.reg(A_WINDOW + 4 * 5)
-    assert (conf & 0xFF, (conf >> 8) & 0xFF, (conf >> 16) & 0xFF) == \
-        (cfg.rows, cfg.cols, cfg.cmax & 0xFF), hex(conf)
+    assert (conf & 0xFF, (conf >> 8) & 0xFF, (conf >> 16) & 0xFF) == (cfg.rows, cfg.cols, cfg.cmax & 0xFF), (
+        hex(conf)
+    )
     await port.set_reg(A_HOST_ADDR, 0x1234_5678)
     assert await port.reg(A_HOST_ADDR) == 0x1234_5678
     # SLVERR, and nothing changes: unmapped, read-only, partial strobes
@@ -121,7 +123,7 @@ async def registers_and_errors(dut):
     await port.set_reg(A_WINDOW + 4 * 8, 5)
     assert await port.reg(A_WINDOW + 4 * 8) == 5
     # a run that ends in an error: irq (when enabled), STATUS and the window's error code
-    await write_program(port, [0x3])                  # an illegal opcode at pc 0
+    await write_program(port, [0x3])  # an illegal opcode at pc 0
     await port.set_reg(A_WINDOW + 4 * 8, 0)
     await port.set_reg(A_CONTROL, 1)
     await ClockCycles(dut.aclk, 20)
@@ -130,7 +132,7 @@ async def registers_and_errors(dut):
     assert await port.reg(A_STATUS) == 0b110, "done and error after an illegal opcode"
     await port.set_reg(A_IRQ_ENABLE, 1)
     assert int(dut.irq.value) == 1 and await port.reg(A_IRQ_ENABLE) == 1
-    await port.set_reg(A_IRQ_STATUS, 0)                 # writing 0 clears nothing
+    await port.set_reg(A_IRQ_STATUS, 0)  # writing 0 clears nothing
     assert int(dut.irq.value) == 1 and await port.reg(A_IRQ_STATUS) == 1
     await port.set_reg(A_IRQ_STATUS, 1)
     assert int(dut.irq.value) == 0 and await port.reg(A_IRQ_STATUS) == 0
@@ -165,8 +167,10 @@ async def stream_bursts_with_backpressure(dut):
     t0 = get_sim_time("ns")
     await port.read_words(addrs)
     read_cycles = round((get_sim_time("ns") - t0) / port.period_ns)
-    dut._log.info(f"{n} write commands in {write_cycles} cycles, {len(addrs)} reads in "
-                  f"{read_cycles} cycles (one host-port access per clock plus a fixed latency)")
+    dut._log.info(
+        f"{n} write commands in {write_cycles} cycles, {len(addrs)} reads in "
+        f"{read_cycles} cycles (one host-port access per clock plus a fixed latency)"
+    )
     assert write_cycles <= n + 8, write_cycles
     assert read_cycles <= len(addrs) + 8, read_cycles
     # with random pauses on both streams, the same content arrives
@@ -177,11 +181,11 @@ async def stream_bursts_with_backpressure(dut):
         writes += more
         await port.write_words([a for a, _, _ in more], [v for _, v, _ in more])
         want = {}
-        for a, v, region in writes:            # the last write of an address wins
+        for a, v, region in writes:  # the last write of an address wins
             want[a] = v & 0xFF if region == R_DBUF else v
         keys = sorted(want)
         got = await port.read_words(keys)
-        bad = [(hex(k), g, want[k]) for k, g in zip(keys, got) if g != want[k]]
+        bad = [(hex(k), g, want[k]) for k, g in zip(keys, got, strict=True) if g != want[k]]
         assert not bad, f"pauses {fraction}: {len(bad)} words differ, first {bad[0]}"
     unpause(port.cmd)
     unpause(port.rsp)
@@ -210,22 +214,38 @@ async def zoo_sac_network(dut):
     prog, res = await run_and_check(dut, port, cfg, net, image, "AXI zoo sac_digits")
     assert prog is not None and compile_network(net, cfg).words == prog.words
     scores = res.outputs[prog.layers[-1].layer_index][0]
-    dut._log.info(f"label {int(ds.labels[0])}, predicted {int(np.argmax(scores))}; "
-                  f"{port.words_written} words written, {port.words_read} read through the buses")
+    dut._log.info(
+        f"label {int(ds.labels[0])}, predicted {int(np.argmax(scores))}; "
+        f"{port.words_written} words written, {port.words_read} read through the buses"
+    )
 
 
 # Verilator: the instance sized for the zoo network (as tb/test_accelerator.py's 8x8);
 # Icarus (about 500 times slower): the small one, without the zoo network.
 CONFIGS = {
-    "verilator": (ArrayConfig(rows=8, cols=8, cmax=64, ddepth=512, pdepth=128, wdepth=512,
-                              bdepth=256, sdepth=16, imem_depth=128), "1"),
-    "icarus": (ArrayConfig(rows=4, cols=3, cmax=32, ddepth=128, pdepth=64, wdepth=256,
-                           bdepth=64, sdepth=16, imem_depth=128), "0"),
+    "verilator": (
+        ArrayConfig(
+            rows=8, cols=8, cmax=64, ddepth=512, pdepth=128, wdepth=512, bdepth=256, sdepth=16, imem_depth=128
+        ),
+        "1",
+    ),
+    "icarus": (
+        ArrayConfig(
+            rows=4, cols=3, cmax=32, ddepth=128, pdepth=64, wdepth=256, bdepth=64, sdepth=16, imem_depth=128
+        ),
+        "0",
+    ),
 }
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_accelerator_axi(sim):
     cfg, zoo = CONFIGS[sim]
-    run("accelerator_axi", "test_accelerator_axi", sim, cfg.hdl_parameters(),
-        extra_env={"TB_ZOO": zoo}, seed=bench_seed(SEED))
+    run(
+        "accelerator_axi",
+        "test_accelerator_axi",
+        sim,
+        cfg.hdl_parameters(),
+        extra_env={"TB_ZOO": zoo},
+        seed=bench_seed(SEED),
+    )

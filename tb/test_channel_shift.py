@@ -3,6 +3,7 @@ frames of several shapes and a random direction per bank (including the unused c
 the bank's address and fill flag must point at the pixel models.numerics.sac.channel_shift
 reads. The golden shift runs on an image whose values are pixel numbers + 1, so its output
 names the source pixel (0 = fill)."""
+
 import os
 
 import cocotb
@@ -15,7 +16,7 @@ from tb.bitserial import bus_bits
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 1414    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 1414  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 
 
 @cocotb.test()
@@ -45,7 +46,7 @@ async def every_pixel(dut):
                     v = int(src[b, y, x])
                     assert fill[b] == int(v == 0), (h, w, y, x, b)
                     if v:
-                        got = sum(bit << i for i, bit in enumerate(addr[b * aw:(b + 1) * aw]))
+                        got = sum(bit << i for i, bit in enumerate(addr[b * aw : (b + 1) * aw]))
                         assert got == in_addr + v - 1, (h, w, y, x, b, got, in_addr + v - 1)
         dut._log.info(f"{h}x{w}: {banks} banks match")
 
@@ -53,5 +54,10 @@ async def every_pixel(dut):
 @pytest.mark.parametrize("banks", [9, 16], ids=lambda b: f"{b}banks")
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_channel_shift(sim, banks):
-    run("channel_shift", "test_channel_shift", sim, {"BANKS": banks, "AW": 8, "DW": 12},
-        seed=bench_seed(SEED + banks))
+    run(
+        "channel_shift",
+        "test_channel_shift",
+        sim,
+        {"BANKS": banks, "AW": 8, "DW": 12},
+        seed=bench_seed(SEED + banks),
+    )

@@ -8,6 +8,7 @@ The module's own serializer contract, beyond what the accelerator top exercises 
 every 8 cycles during a MATMUL and holds `clear` otherwise): after the 8 bits of a byte, with no
 new load, every slot outputs 0 (the trials leave 1 to 4 idle cycles between bytes and check
 them), and `clear` in the middle of a byte zeroes the rest of it (every third trial)."""
+
 import os
 
 import cocotb
@@ -19,7 +20,7 @@ from tb.bitserial import bus_bits, start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 2236    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 2236  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 TRIALS = 48
 
 
@@ -31,7 +32,7 @@ async def windows(dut):
     await start_clock(dut)
     dut.setup.value = 0
     dut.load.value = 0
-    dut.clear.value = 1                 # start from cleared serializers, as the top does
+    dut.clear.value = 1  # start from cleared serializers, as the top does
     await FallingEdge(dut.clk)
     dut.clear.value = 0
     idle_checked = 0
@@ -44,7 +45,7 @@ async def windows(dut):
         fill_flags = rng.random(banks) < 0.2
         fill_value = int(rng.integers(0, 256)) if trial % 2 else 0
         valid = trial % 5 != 4
-        clear_at = int(rng.integers(1, 8)) if trial % 3 == 2 else 8   # bit index of `clear`
+        clear_at = int(rng.integers(1, 8)) if trial % 3 == 2 else 8  # bit index of `clear`
         dut.in_ch.value = in_ch
         dut.group.value = group
         dut.tile_cols.value = tile_cols
@@ -52,8 +53,10 @@ async def windows(dut):
         # the setup cycle and 0..3 more idle cycles: the previous byte is out, no new load
         for _ in range(1 + int(rng.integers(0, 4))):
             await ReadOnly()
-            assert bus_bits(dut.col_data_next.value, cols * slots) == [0] * (cols * slots), \
-                (trial, "idle cycle after a byte")
+            assert bus_bits(dut.col_data_next.value, cols * slots) == [0] * (cols * slots), (
+                trial,
+                "idle cycle after a byte",
+            )
             idle_checked += 1
             await FallingEdge(dut.clk)
             dut.setup.value = 0
@@ -71,7 +74,7 @@ async def windows(dut):
             dut.load.value = 0
             dut.clear.value = 0
         src = slot_banks(in_ch, group, tile_cols, cols, slots)
-        kept = (1 << clear_at) - 1          # bits from `clear` on are 0
+        kept = (1 << clear_at) - 1  # bits from `clear` on are 0
         for c in range(cols):
             for j in range(slots):
                 s = c * slots + j
@@ -86,6 +89,10 @@ async def windows(dut):
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_data_feeder(sim, shape):
     cols, banks = shape
-    run("data_feeder", "test_data_feeder", sim,
+    run(
+        "data_feeder",
+        "test_data_feeder",
+        sim,
         {"COLS": cols, "SLOTS": 8, "BANKS": banks, "BKW": max(1, (banks - 1).bit_length())},
-        seed=bench_seed(SEED + banks))
+        seed=bench_seed(SEED + banks),
+    )

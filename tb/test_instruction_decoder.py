@@ -35,13 +35,28 @@ from tb.bitserial import start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 8086    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 8086  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 # decoder outputs per instruction type: port name -> fpga.isa field (the RTL's `pixels` is the
 # decoded instruction's height x width, `tile_rows`/`tile_cols` the last LOAD_WEIGHTS' shape)
 LW_PORTS = {name: name for name in ("rows", "cols", "w_addr", "b_addr", "s_addr")}
-MM_PORTS = {name: name for name in ("mode", "acc_in", "shift_en", "group", "fill", "height",
-                                    "width", "in_addr", "out_addr", "in_ch", "out_ch",
-                                    "acc_addr", "pixels")}
+MM_PORTS = {
+    name: name
+    for name in (
+        "mode",
+        "acc_in",
+        "shift_en",
+        "group",
+        "fill",
+        "height",
+        "width",
+        "in_addr",
+        "out_addr",
+        "in_ch",
+        "out_ch",
+        "acc_addr",
+        "pixels",
+    )
+}
 
 
 def expected(words, cfg):
@@ -52,9 +67,13 @@ def expected(words, cfg):
         instrs = check_program(image, cfg)
     except IsaError as exc:
         # check_program accepted every word before the failing one
-        ok = [decode(w, i) for i, w in enumerate(image[:exc.index])]
-        return (exc.code, exc.index, [s.end for s in program_timeline(ok + [Halt()], cfg)][:-1],
-                decoded_fields(ok))
+        ok = [decode(w, i) for i, w in enumerate(image[: exc.index])]
+        return (
+            exc.code,
+            exc.index,
+            [s.end for s in program_timeline(ok + [Halt()], cfg)][:-1],
+            decoded_fields(ok),
+        )
     return None, None, [s.end for s in program_timeline(instrs, cfg)], decoded_fields(instrs)
 
 
@@ -93,9 +112,13 @@ def random_instructions(rng, cfg, n):
     while len(out) < n:
         if not out or rng.random() < 0.3:
             rows, cols = draw(rng, 1, cfg.rows), draw(rng, 1, cfg.cols)
-            ins = LoadWeights(rows=rows, cols=cols, w_addr=draw(rng, 0, cfg.wdepth - rows),
-                              b_addr=draw(rng, 0, cfg.bdepth - rows),
-                              s_addr=draw(rng, 0, cfg.sdepth - 1))
+            ins = LoadWeights(
+                rows=rows,
+                cols=cols,
+                w_addr=draw(rng, 0, cfg.wdepth - rows),
+                b_addr=draw(rng, 0, cfg.bdepth - rows),
+                s_addr=draw(rng, 0, cfg.sdepth - 1),
+            )
         else:
             mode = OutputMode(draw(rng, 0, 3))
             group = draw(rng, 1, min(8, cfg.cmax // state.tile_cols))
@@ -104,13 +127,20 @@ def random_instructions(rng, cfg, n):
             shift_en, acc_in = bool(rng.random() < 0.7), bool(rng.random() < 0.5)
             byte_mode = mode in (OutputMode.RELU_QUANT, OutputMode.BINARY)
             n_out = 1 if mode == OutputMode.PIXEL_SUM else p
-            ins = Matmul(height=height, width=width, in_addr=draw(rng, 0, cfg.ddepth - p),
-                         out_addr=draw(rng, 0, (cfg.ddepth if byte_mode else cfg.pdepth) - n_out),
-                         mode=mode, group=group, acc_in=acc_in, shift_en=shift_en,
-                         fill=draw(rng, 0, 255) if shift_en else 0,
-                         in_ch=draw(rng, 0, cfg.cmax - state.tile_cols * group),
-                         out_ch=draw(rng, 0, cfg.cmax - state.tile_rows) if byte_mode else 0,
-                         acc_addr=draw(rng, 0, cfg.pdepth - p) if acc_in else 0)
+            ins = Matmul(
+                height=height,
+                width=width,
+                in_addr=draw(rng, 0, cfg.ddepth - p),
+                out_addr=draw(rng, 0, (cfg.ddepth if byte_mode else cfg.pdepth) - n_out),
+                mode=mode,
+                group=group,
+                acc_in=acc_in,
+                shift_en=shift_en,
+                fill=draw(rng, 0, 255) if shift_en else 0,
+                in_ch=draw(rng, 0, cfg.cmax - state.tile_cols * group),
+                out_ch=draw(rng, 0, cfg.cmax - state.tile_rows) if byte_mode else 0,
+                acc_addr=draw(rng, 0, cfg.pdepth - p) if acc_in else 0,
+            )
         try:
             check(ins, cfg, state)
         except IsaError:
@@ -126,11 +156,11 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     image = list(prefix) + list(words)
     image += [0] * (cfg.imem_depth - len(image))
 
-    def word(addr):                     # a registered read: the word at last cycle's address
+    def word(addr):  # a registered read: the word at last cycle's address
         return image[addr] if addr < len(image) else 0
 
     dut.start_pc.value = start_pc
-    await ReadOnly()                    # the decoder reads ahead: start_pc while idle
+    await ReadOnly()  # the decoder reads ahead: start_pc while idle
     addr_prev = int(dut.imem_addr.value)
     await FallingEdge(dut.clk)
     # the decoder registers the word in the cycle of `start`: it must be the word at start_pc
@@ -144,15 +174,21 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     retires, fields = [], []
     for cycle in range(limit):
         dut.imem_data.value = word(addr_prev)
-        await ReadOnly()                # let `retire` settle on this cycle's word
+        await ReadOnly()  # let `retire` settle on this cycle's word
         addr_prev = int(dut.imem_addr.value)
         if str(dut.retire.value) == "1":
             retires.append(cycle + 1)
             if "1" in (str(dut.exec_lw.value), str(dut.exec_mm.value)):
                 fields.append(sample_fields(dut))
         if str(dut.done.value) == "1":
-            result = (int(dut.error.value), int(dut.error_code.value), int(dut.pc.value),
-                      retires, cycle, fields)
+            result = (
+                int(dut.error.value),
+                int(dut.error_code.value),
+                int(dut.pc.value),
+                retires,
+                cycle,
+                fields,
+            )
             await FallingEdge(dut.clk)
             return result
         await FallingEdge(dut.clk)
@@ -165,18 +201,21 @@ async def check_case(dut, cfg, words, label, prefix=()):
     if code is not None and index is not None:
         index += len(prefix)
     err, got_code, pc, retires, total, fields = await run_program(
-        dut, words, cfg, start_pc=len(prefix), prefix=prefix)
-    for j, (got, want) in enumerate(zip(fields, want_fields)):
+        dut, words, cfg, start_pc=len(prefix), prefix=prefix
+    )
+    for j, (got, want) in enumerate(zip(fields, want_fields, strict=True)):
         bad = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
         assert not bad, f"{label}: executed instruction {j}: (RTL, isa.decode) differ: {bad}"
-    assert len(fields) == len(want_fields), \
+    assert len(fields) == len(want_fields), (
         f"{label}: {len(fields)} instructions executed, the models say {len(want_fields)}"
+    )
     if code is None:
         assert not err, f"{label}: unexpected error {ErrorCode(got_code).name} at {pc}"
         assert retires == ends, f"{label}: retires {retires} != model {ends}"
     else:
-        assert err and got_code == code and pc == index, \
+        assert err and got_code == code and pc == index, (
             f"{label}: got error={err} {ErrorCode(got_code).name} at {pc}, want {code.name} at {index}"
+        )
         assert retires == ends, f"{label}: retires {retires} before the error != model {ends}"
         assert total == (ends[-1] if ends else 0) + 2, f"{label}: FETCH+DECODE of the bad word"
 
@@ -196,8 +235,14 @@ async def programs_and_malformed_words(dut):
 
     valid = []
     for final in ("pixel_sum", "raw", "binary", "relu_quant"):
-        net = random_sac_network(rng, in_shape=(3 * cfg.cols + 1, 2, 3), widths=(cfg.rows + 1,),
-                                 groups=(3, 2), final=final, classes=cfg.rows + 1)
+        net = random_sac_network(
+            rng,
+            in_shape=(3 * cfg.cols + 1, 2, 3),
+            widths=(cfg.rows + 1,),
+            groups=(3, 2),
+            final=final,
+            classes=cfg.rows + 1,
+        )
         words = compile_network(net, cfg).words
         valid.append(words)
         await check_case(dut, cfg, words, f"compiled {final}")
@@ -220,12 +265,12 @@ async def programs_and_malformed_words(dut):
     mm = dict(height=2, width=2, in_addr=0, out_addr=8, mode=OutputMode.RELU_QUANT)
     malformed = [
         encode(LoadWeights(rows=cfg.rows + 1, cols=1)),
-        encode(LoadWeights(rows=1, cols=1)) & ~(0xFF << 16),    # cols = 0
+        encode(LoadWeights(rows=1, cols=1)) & ~(0xFF << 16),  # cols = 0
         encode(LoadWeights(rows=2, cols=1, w_addr=cfg.wdepth - 1)),
         encode(LoadWeights(rows=2, cols=1, b_addr=cfg.bdepth - 1)),
         encode(LoadWeights(rows=1, cols=1, s_addr=cfg.sdepth)),
         encode(Matmul(**{**mm, "height": 0})),
-        encode(Matmul(**{**mm, "height": min(cfg.ddepth, 4095), "width": 2})),   # 12-bit field
+        encode(Matmul(**{**mm, "height": min(cfg.ddepth, 4095), "width": 2})),  # 12-bit field
         encode(Matmul(**{**mm, "in_addr": cfg.ddepth - 3})),
         encode(Matmul(**{**mm, "in_ch": cfg.cmax})),
         encode(Matmul(**{**mm, "out_ch": cfg.cmax})),
@@ -235,7 +280,7 @@ async def programs_and_malformed_words(dut):
         encode(Matmul(**{**mm, "mode": OutputMode.RAW, "acc_in": True, "acc_addr": cfg.pdepth - 1})),
         encode(Matmul(**{**mm, "mode": OutputMode.RAW, "acc_in": True, "acc_addr": 0, "out_addr": 2})),
         encode(Matmul(**mm)) | (1 << 11),
-        encode(Matmul(**mm)) | (1 << 12),                 # fill without shift_en
+        encode(Matmul(**mm)) | (1 << 12),  # fill without shift_en
         encode(Halt()) | (1 << 100),
     ]
     seen = set()
@@ -245,27 +290,42 @@ async def programs_and_malformed_words(dut):
         seen.add(code)
         await check_case(dut, cfg, words, f"malformed {j}")
     await check_case(dut, cfg, [encode(Matmul(**mm)), encode(Halt())], "no weights")
-    filled = [lw] * cfg.imem_depth                         # no HALT anywhere
+    filled = [lw] * cfg.imem_depth  # no HALT anywhere
     await check_case(dut, cfg, filled, "runs off the end")
-    want = {c for c in ErrorCode if c not in (ErrorCode.NONE, ErrorCode.ILLEGAL_OPCODE,
-                                              ErrorCode.NO_WEIGHTS, ErrorCode.PC_OVERFLOW)}
+    want = {
+        c
+        for c in ErrorCode
+        if c not in (ErrorCode.NONE, ErrorCode.ILLEGAL_OPCODE, ErrorCode.NO_WEIGHTS, ErrorCode.PC_OVERFLOW)
+    }
     assert want <= seen, f"error codes not exercised: {want - seen}"
-    dut._log.info(f"{len(valid)} programs, {n_flip} bit flips, 3 random-instruction programs, "
-                  f"16 opcodes, {len(malformed)} malformed words, no-weights and overflow "
-                  "cases: match")
+    dut._log.info(
+        f"{len(valid)} programs, {n_flip} bit flips, 3 random-instruction programs, "
+        f"16 opcodes, {len(malformed)} malformed words, no-weights and overflow "
+        "cases: match"
+    )
 
 
 CONFIGS = {
-    "8x8": ArrayConfig(rows=8, cols=8, cmax=64, ddepth=256, pdepth=128, wdepth=256, bdepth=128,
-                       sdepth=16, imem_depth=64),
-    "5x3": ArrayConfig(rows=5, cols=3, cmax=16, ddepth=64, pdepth=32, wdepth=64, bdepth=32,
-                       sdepth=8, imem_depth=32),
+    "8x8": ArrayConfig(
+        rows=8, cols=8, cmax=64, ddepth=256, pdepth=128, wdepth=256, bdepth=128, sdepth=16, imem_depth=64
+    ),
+    "5x3": ArrayConfig(
+        rows=5, cols=3, cmax=16, ddepth=64, pdepth=32, wdepth=64, bdepth=32, sdepth=8, imem_depth=32
+    ),
     # the widest memories the instruction fields can address (the largest that still let the
     # malformed words one past the end be encoded): the executed-instruction registers' top
     # bits toggle only here (make coverage's toggle count)
-    "wide": ArrayConfig(rows=5, cols=3, cmax=4095, ddepth=(1 << 20) - 1, pdepth=(1 << 20) - 1,
-                        wdepth=(1 << 24) - 1, bdepth=(1 << 24) - 1, sdepth=(1 << 24) - 1,
-                        imem_depth=32),
+    "wide": ArrayConfig(
+        rows=5,
+        cols=3,
+        cmax=4095,
+        ddepth=(1 << 20) - 1,
+        pdepth=(1 << 20) - 1,
+        wdepth=(1 << 24) - 1,
+        bdepth=(1 << 24) - 1,
+        sdepth=(1 << 24) - 1,
+        imem_depth=32,
+    ),
 }
 
 

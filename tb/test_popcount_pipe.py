@@ -3,6 +3,7 @@ every cycle (all zeros and all ones included, densities from sparse to full); th
 comes out LATENCY cycles later must equal the golden activity count of those bits
 (models.numerics.sac.count_active of one all-ones weight row against the bits as data), and the
 latency must be the one the module documents (1 + its inner levels)."""
+
 import os
 
 import cocotb
@@ -15,7 +16,7 @@ from tb.bitserial import pack_bits, start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 1123    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 1123  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 
 
 def latency(n: int) -> int:
@@ -32,8 +33,9 @@ async def counts(dut):
     rng = seeded_rng(dut._log)
     await start_clock(dut)
     vectors = [np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)]
-    vectors += [(rng.random(n) < density).astype(np.int64)
-                for density in rng.choice([0.02, 0.2, 0.5, 0.9], size=60)]
+    vectors += [
+        (rng.random(n) < density).astype(np.int64) for density in rng.choice([0.02, 0.2, 0.5, 0.9], size=60)
+    ]
     delay = latency(n)
     got = []
     for cycle in range(len(vectors) + delay):
@@ -50,5 +52,10 @@ async def counts(dut):
 @pytest.mark.parametrize("n", [1, 4, 64, 257], ids=lambda n: f"{n}bit")
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_popcount_pipe(sim, n):
-    run("popcount_pipe", "test_popcount_pipe", sim,
-        {"N": n, "W": max(2, n.bit_length()), "MAX_LATENCY": 20}, seed=bench_seed(SEED + n))
+    run(
+        "popcount_pipe",
+        "test_popcount_pipe",
+        sim,
+        {"N": n, "W": max(2, n.bit_length()), "MAX_LATENCY": 20},
+        seed=bench_seed(SEED + n),
+    )

@@ -14,21 +14,46 @@ from tb.bitserial import LaneStreams, pack_bits, start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 1618    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 1618  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 # 1 << 30: bit 30 alone must saturate (a saturation test that skips bit 30 survived the random
 # words: `make mutants`, mutant rq_saturate_slice)
-EXTREMES = [INT32_MIN, INT32_MIN + 1, -65, -64, -63, -1, 0, 1, 63, 64, 65, 127, 128, 16319,
-            16320, 16383, 16384, 1 << 24, 1 << 30, INT32_MAX - 1, INT32_MAX]
+EXTREMES = [
+    INT32_MIN,
+    INT32_MIN + 1,
+    -65,
+    -64,
+    -63,
+    -1,
+    0,
+    1,
+    63,
+    64,
+    65,
+    127,
+    128,
+    16319,
+    16320,
+    16383,
+    16384,
+    1 << 24,
+    1 << 30,
+    INT32_MAX - 1,
+    INT32_MAX,
+]
 
 
 @cocotb.test()
 async def every_mode(dut):
     rng = seeded_rng(dut._log)
-    words = np.array(EXTREMES + list(rng.integers(INT32_MIN, INT32_MAX + 1, size=20))
-                     + list(rng.integers(-20000, 20000, size=20)), dtype=np.int64)
+    words = np.array(
+        EXTREMES
+        + list(rng.integers(INT32_MIN, INT32_MAX + 1, size=20))
+        + list(rng.integers(-20000, 20000, size=20)),
+        dtype=np.int64,
+    )
     inits = rng.integers(INT32_MIN, INT32_MAX + 1, size=len(words))
     inits[:4] = [INT32_MIN, INT32_MAX, -1, 0]
-    serial = (words - inits + 2 ** 31) % 2 ** 32 - 2 ** 31
+    serial = (words - inits + 2**31) % 2**32 - 2**31
     await start_clock(dut)
     for mode in range(4):
         dut.mode.value = mode
@@ -56,5 +81,4 @@ async def every_mode(dut):
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_relu_quant(sim):
-    run("relu_quant", "test_relu_quant", sim, {"LANES": 4, "ACC_BITS": 32, "SHIFT": 6},
-        seed=bench_seed(SEED))
+    run("relu_quant", "test_relu_quant", sim, {"LANES": 4, "ACC_BITS": 32, "SHIFT": 6}, seed=bench_seed(SEED))

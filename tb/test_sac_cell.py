@@ -3,6 +3,7 @@
 Every output word must equal models.numerics.sac.cell_step (the golden cell) and the active
 cycles must equal the golden count of nonzero (weight, datum) pairs.
 """
+
 import os
 
 import cocotb
@@ -15,7 +16,7 @@ from tb.cell_driver import drive_cell, stimulus
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 5150    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 5150  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 
 
 @cocotb.test()
@@ -35,5 +36,4 @@ async def all_codes(dut):
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_sac_cell(sim):
-    run("sac_cell", "test_sac_cell", sim, {"SLOTS": 8, "TAPS": 7, "LANES": 4},
-        seed=bench_seed(SEED))
+    run("sac_cell", "test_sac_cell", sim, {"SLOTS": 8, "TAPS": 7, "LANES": 4}, seed=bench_seed(SEED))

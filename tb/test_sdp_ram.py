@@ -5,6 +5,7 @@ goes out of range: such a write changes nothing and such a read returns 0 (the R
 the accelerator never produces these addresses). With READ_OLD_ON_COLLISION = 0 a read of the
 address being written is undefined: every other read is checked as before, and on Icarus the
 colliding one must be x (so that a design which uses it sees x, not a plausible word)."""
+
 import os
 
 import cocotb
@@ -15,22 +16,26 @@ from tb.bitserial import start_clock
 from tb.seeds import bench_seed, seeded_rng, stimulus_digest
 from tb.sim import SIMULATORS, run
 
-SEED = 1732    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 1732  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 
 
 @cocotb.test()
 async def random_traffic(dut):
     width, depth = int(os.environ["PARAM_WIDTH"]), int(os.environ["PARAM_DEPTH"])
     read_old = os.environ["PARAM_READ_OLD_ON_COLLISION"] == "1"
-    four_state = cocotb.SIM_NAME.lower().startswith("icarus")     # Verilator has no x
-    span = 1 << int(os.environ["PARAM_AW"])         # addresses the ports can carry
+    four_state = cocotb.SIM_NAME.lower().startswith("icarus")  # Verilator has no x
+    span = 1 << int(os.environ["PARAM_AW"])  # addresses the ports can carry
     rng = seeded_rng(dut._log)
     await start_clock(dut)
     contents, traffic = {}, []
     for _ in range(600):
         we = bool(rng.random() < 0.5)
-        waddr, raddr = (int(rng.integers(depth, span)) if span > depth and rng.random() < 0.125
-                        else int(rng.integers(0, depth)) for _ in range(2))
+        waddr, raddr = (
+            int(rng.integers(depth, span))
+            if span > depth and rng.random() < 0.125
+            else int(rng.integers(0, depth))
+            for _ in range(2)
+        )
         wdata = int(rng.integers(0, 1 << width))
         traffic.append((we, waddr, raddr, wdata))
         dut.we.value = int(we)
@@ -58,13 +63,20 @@ ADDRESS_BITS = {16: 4, 64: 7}
 
 
 # READ_OLD_ON_COLLISION = 0 on the 16-word RAM, where random addresses collide most often
-@pytest.mark.parametrize("width, depth, read_old", [
-    pytest.param(8, 16, 1, id="16x8bit"),
-    pytest.param(32, 64, 1, id="64x32bit"),
-    pytest.param(8, 16, 0, id="16x8bit_collision_x")])
+@pytest.mark.parametrize(
+    "width, depth, read_old",
+    [
+        pytest.param(8, 16, 1, id="16x8bit"),
+        pytest.param(32, 64, 1, id="64x32bit"),
+        pytest.param(8, 16, 0, id="16x8bit_collision_x"),
+    ],
+)
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_sdp_ram(sim, width, depth, read_old):
-    run("sdp_ram", "test_sdp_ram", sim, {"WIDTH": width, "DEPTH": depth,
-                                         "AW": ADDRESS_BITS[depth],
-                                         "READ_OLD_ON_COLLISION": read_old},
-        seed=bench_seed(SEED + depth))
+    run(
+        "sdp_ram",
+        "test_sdp_ram",
+        sim,
+        {"WIDTH": width, "DEPTH": depth, "AW": ADDRESS_BITS[depth], "READ_OLD_ON_COLLISION": read_old},
+        seed=bench_seed(SEED + depth),
+    )

@@ -1,6 +1,7 @@
 """Bench for rtl/stream_fifo.v: random pushes and pops, runs that fill it and drain it, pushes
 while full and pops while empty (both ignored, as documented); the head, `empty` and `count`
 follow the first-in first-out order of the values pushed (a Python deque of what was accepted)."""
+
 import os
 from collections import deque
 
@@ -12,7 +13,7 @@ from tb.bitserial import start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 4711    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 4711  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 
 
 @cocotb.test()
@@ -29,7 +30,7 @@ async def random_traffic(dut):
     held = deque()
     full_pushes = empty_pops = 0
     for step in range(1500):
-        phase = (step // 100) % 3          # 0: mostly push (fills), 1: mostly pop, 2: balanced
+        phase = (step // 100) % 3  # 0: mostly push (fills), 1: mostly pop, 2: balanced
         p_push = (0.9, 0.1, 0.5)[phase]
         push, pop = bool(rng.random() < p_push), bool(rng.random() < 1 - p_push)
         data = int(rng.integers(0, 1 << width))
@@ -49,13 +50,19 @@ async def random_traffic(dut):
         if took_push:
             held.append(data)
     assert full_pushes and empty_pops, (full_pushes, empty_pops)
-    dut._log.info(f"1500 cycles: {full_pushes} pushes while full and {empty_pops} pops while "
-                  f"empty ignored; order, count and empty as pushed")
+    dut._log.info(
+        f"1500 cycles: {full_pushes} pushes while full and {empty_pops} pops while "
+        f"empty ignored; order, count and empty as pushed"
+    )
 
 
 @pytest.mark.parametrize("width, depth", [(33, 4), (8, 16)])
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_stream_fifo(sim, width, depth):
-    run("stream_fifo", "test_stream_fifo", sim,
+    run(
+        "stream_fifo",
+        "test_stream_fifo",
+        sim,
         {"WIDTH": width, "DEPTH": depth, "AW": (depth - 1).bit_length()},
-        seed=bench_seed(SEED + depth))
+        seed=bench_seed(SEED + depth),
+    )

@@ -12,6 +12,7 @@ models.numerics.sac.dense_matmul of the array's weights (sac.array_weights) with
 and the active cell-cycles (summed over the run: the count arrives a few cycles late) must
 equal the golden count of nonzero (weight, datum) pairs.
 """
+
 import os
 
 import cocotb
@@ -24,7 +25,7 @@ from tb.bitserial import DataStreams, LaneCapture, bus_bits, pack_bits, start_cl
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 2718    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 2718  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 SLOTS = 8
 
 
@@ -72,7 +73,7 @@ async def multiply(dut, rows, cols, slot_data):
         await ReadOnly()
         out = bus_bits(dut.row_out.value, rows * 4)
         for r in range(rows):
-            captures[r].sample(k, out[r * 4:(r + 1) * 4])
+            captures[r].sample(k, out[r * 4 : (r + 1) * 4])
         active += int(dut.active_count.value)
         await FallingEdge(dut.clk)
     dut.chain_clear.value = 1
@@ -87,7 +88,7 @@ async def every_group_size(dut):
     dut.w_clear.value = 0
     dut.w_load.value = 0
     dut.w_row.value = 0
-    dut.chain_clear.value = 1         # chains at zero outside a multiplication, as in the top
+    dut.chain_clear.value = 1  # chains at zero outside a multiplication, as in the top
     dut.col_data_next.value = 0
     dut.phase0.value = 0
     n_pix = 10
@@ -108,8 +109,9 @@ async def every_group_size(dut):
         dense = sac.array_weights(cells, group)
         want = sac.dense_matmul(dense, data, np.zeros(rows, dtype=np.int64))
         bad = np.argwhere(got != want)
-        assert not bad.size, (f"{label}: row/pixel {tuple(bad[0])} got {got[tuple(bad[0])]}, "
-                              f"want {want[tuple(bad[0])]}")
+        assert not bad.size, (
+            f"{label}: row/pixel {tuple(bad[0])} got {got[tuple(bad[0])]}, want {want[tuple(bad[0])]}"
+        )
         pairs = sac.count_active(dense, data)
         assert active == pairs, f"{label}: {active} active cell-cycles, want {pairs}"
         dut._log.info(f"{label}: {rows}x{cols} array, {n_pix} pixels, {pairs} active pairs: match")
@@ -119,6 +121,10 @@ async def every_group_size(dut):
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_systolic_array(sim, shape):
     rows, cols = shape
-    run("systolic_array", "test_systolic_array", sim,
+    run(
+        "systolic_array",
+        "test_systolic_array",
+        sim,
         {"ROWS": rows, "COLS": cols, "SLOTS": SLOTS, "TAPS": 7, "LANES": 4},
-        seed=bench_seed(SEED + rows * 100 + cols))
+        seed=bench_seed(SEED + rows * 100 + cols),
+    )

@@ -4,6 +4,7 @@ product file manipulates sys.path.
     safeio  <-  models  <-  fpga, gpu_kernels  <-  tb (models, fpga)  <-  workbench  <-  scripts,
     benchmarks
 """
+
 import ast
 from pathlib import Path
 
@@ -45,16 +46,22 @@ def sources(package: str) -> list[Path]:
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_imports_follow_the_dependency_order(package):
-    bad = [f"{p.relative_to(ROOT)}:{line} imports {dep}"
-           for p in sources(package) for line, dep in first_party_imports(p)
-           if dep not in ALLOWED[package]]
+    bad = [
+        f"{p.relative_to(ROOT)}:{line} imports {dep}"
+        for p in sources(package)
+        for line, dep in first_party_imports(p)
+        if dep not in ALLOWED[package]
+    ]
     assert not bad, f"{package} may import only {sorted(ALLOWED[package])}:\n" + "\n".join(bad)
 
 
 def test_models_train_does_not_compile():
     """Training produces networks; compiling them for the array is the workbench's job."""
-    bad = [f"{p.relative_to(ROOT)}" for p in sources("models/train")
-           if any(dep == "fpga" for _, dep in first_party_imports(p))]
+    bad = [
+        f"{p.relative_to(ROOT)}"
+        for p in sources("models/train")
+        if any(dep == "fpga" for _, dep in first_party_imports(p))
+    ]
     assert not bad
 
 
@@ -70,8 +77,12 @@ def test_no_sys_path_manipulation_outside_tests():
     for package in ALLOWED:
         for p in sources(package):
             for node in ast.walk(ast.parse(p.read_text())):
-                if (isinstance(node, ast.Attribute) and node.attr == "path"
-                        and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr == "path"
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "sys"
+                ):
                     bad.append(f"{p.relative_to(ROOT)}:{node.lineno}")
     assert not bad, "sys.path used outside tests/: " + ", ".join(bad)
 
@@ -90,8 +101,9 @@ def module_graph(root: Path, packages=PRODUCT) -> dict[str, set[str]]:
 
     def resolve(dotted: str) -> str | None:
         parts = dotted.split(".")
-        return next((".".join(parts[:k]) for k in range(len(parts), 0, -1)
-                     if ".".join(parts[:k]) in files), None)
+        return next(
+            (".".join(parts[:k]) for k in range(len(parts), 0, -1) if ".".join(parts[:k]) in files), None
+        )
 
     graph = {m: set() for m in files}
     for m, p in files.items():
@@ -99,8 +111,7 @@ def module_graph(root: Path, packages=PRODUCT) -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [resolve(a.name) for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                targets = [resolve(f"{node.module}.{a.name}") or resolve(node.module)
-                           for a in node.names]
+                targets = [resolve(f"{node.module}.{a.name}") or resolve(node.module) for a in node.names]
             else:
                 continue
             graph[m] |= {t for t in targets if t and t != m}
@@ -140,8 +151,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_between_modules():
     found = cycles(module_graph(ROOT))
-    assert not found, "modules importing each other (a lazy import hides a cycle too):\n" + \
-        "\n".join(" <-> ".join(c) for c in found)
+    assert not found, "modules importing each other (a lazy import hides a cycle too):\n" + "\n".join(
+        " <-> ".join(c) for c in found
+    )
 
 
 def test_the_cycle_check_sees_a_planted_cycle(tmp_path):

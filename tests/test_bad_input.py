@@ -6,6 +6,7 @@ Cases run in-process through each command's `main(argv)` (the same code the scri
 check that the status reaches the shell. The contract itself (workbench/commands/args.py) is
 tested directly: what an internal error, Ctrl-C, SIGTERM or a full disk become. Simulator
 faults are in tests/test_rtl_shards.py, report-directory faults in tests/test_compare.py."""
+
 from __future__ import annotations
 
 import errno
@@ -33,8 +34,9 @@ def tree(path) -> dict:
         return None
     if path.is_file():
         return {"": path.read_bytes()}
-    return {str(p.relative_to(path)): p.read_bytes() if p.is_file() else b"dir"
-            for p in sorted(path.rglob("*"))}
+    return {
+        str(p.relative_to(path)): p.read_bytes() if p.is_file() else b"dir" for p in sorted(path.rglob("*"))
+    }
 
 
 def one_line(err: str) -> str:
@@ -58,8 +60,11 @@ COMPARE_CASES = [
     (["--clock-mhz", "1e-300"], 2, "--clock-mhz must be at least 0.001"),
     (["--images", "1_0"], 2, "--images must be a whole number, got '1_0'"),
     (["--images", "\u0663"], 2, "--images must be a whole number"),
-    (["--data", "random:1", "--images", "1000000000000"], 2,
-     "--images 1,000,000,000,000: sac_digits needs about"),
+    (
+        ["--data", "random:1", "--images", "1000000000000"],
+        2,
+        "--images 1,000,000,000,000: sac_digits needs about",
+    ),
     (["--address", "garbage"], 2, "--address must look like HOST:PORT"),
     (["--address", "127.0.0.1:1"], 2, "--address 127.0.0.1:1: cannot reach a Ray cluster there"),
     (["--images", "0"], 2, "--images must be at least 1, got 0"),
@@ -94,13 +99,19 @@ COMPARE_CASES = [
     (["--out", "."], 2, "--out .: holds the current directory"),
     (["--out", "/"], 2, "--out /: is the root directory"),
     (["--out", "{tmp}", "--data", "{tmp}/file"], 2, "holds an input of this run"),
-    (["--out", "{tmp}/report"], 2, "already holds 2 entries (report.json, report.md); give "
-                                   "--force to replace it as a whole"),
-    (["--out", "{tmp}", "--force"], 2, "holds files but is not a directory compare_gpu_fpga "
-                                       "wrote (no .sacbench.json or report.json)"),
+    (
+        ["--out", "{tmp}/report"],
+        2,
+        "already holds 2 entries (report.json, report.md); give --force to replace it as a whole",
+    ),
+    (
+        ["--out", "{tmp}", "--force"],
+        2,
+        "holds files but is not a directory compare_gpu_fpga wrote (no .sacbench.json or report.json)",
+    ),
 ]
 
-MODEL_CASES = [      # (the --model value, exit status, words)
+MODEL_CASES = [  # (the --model value, exit status, words)
     ("{tmp}/missing.onnx", 2, "model file {tmp}/missing.onnx not found"),
     ("{tmp}", 2, "--model {tmp} is a directory; give an .onnx file"),
     ("{tmp}/file", 2, "{tmp}/file: empty file, not an ONNX model"),
@@ -129,8 +140,9 @@ def run_compare(argv, capsys, tmp, out_default=True):
     return code, err
 
 
-@pytest.mark.parametrize("flags, code, words", COMPARE_CASES,
-                         ids=[" ".join(c[0]) or "empty" for c in COMPARE_CASES])
+@pytest.mark.parametrize(
+    "flags, code, words", COMPARE_CASES, ids=[" ".join(c[0]) or "empty" for c in COMPARE_CASES]
+)
 def test_compare_flags(flags, code, words, tmp, capsys):
     got, err = run_compare(["--model", SAC, "--images", "2", *flags], capsys, tmp)
     line = one_line(err)
@@ -175,7 +187,7 @@ def test_other_commands(argv, code, words, tmp, capsys):
     got = cli.main(argv)
     err = capsys.readouterr().err
     assert tree(tmp) == before
-    if argv[0] == "frobnicate":                     # the usage follows the line
+    if argv[0] == "frobnicate":  # the usage follows the line
         err = err.split("\n\n")[0]
     line = one_line(err)
     assert got == code and words.replace("{tmp}", str(tmp)) in line, line
@@ -188,17 +200,25 @@ def test_every_help_shows_the_exit_status(command, capsys):
     assert "exit status: 0 ok; 1 a path differs from the golden model; 2 bad usage" in out
 
 
-@pytest.mark.parametrize("script, prog, words", [
-    ("compare_gpu_fpga", "compare_gpu_fpga", "required: --model"),
-    ("demo", "demo", "unrecognized arguments: --no-such-flag"),
-    ("map_bnn", "sacbench map", "unrecognized arguments: --no-such-flag"),
-])
+@pytest.mark.parametrize(
+    "script, prog, words",
+    [
+        ("compare_gpu_fpga", "compare_gpu_fpga", "required: --model"),
+        ("demo", "demo", "unrecognized arguments: --no-such-flag"),
+        ("map_bnn", "sacbench map", "unrecognized arguments: --no-such-flag"),
+    ],
+)
 def test_scripts_exit_2_with_one_line(script, prog, words):
     """The scripts as a shell runs them: the status reaches the shell, stderr is one line
     (search.py and train.py are the same two lines around run_guarded; they load torch, so they
     are tested in-process above)."""
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{script}.py"), "--no-such-flag"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / f"{script}.py"), "--no-such-flag"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 2
     line = one_line(out.stderr)
     assert line.startswith(f"{prog}: error: ") and words in line, line
@@ -208,33 +228,58 @@ def test_scripts_exit_2_with_one_line(script, prog, words):
 def raising(exc):
     def main(argv):
         raise exc
+
     return main
 
 
 def sending(signum):
     def main(argv):
         os.kill(os.getpid(), signum)
-        time.sleep(5)                # the handler interrupts it
+        time.sleep(5)  # the handler interrupts it
         return 0
+
     return main
 
 
-@pytest.mark.parametrize("main, code, words", [
-    (lambda argv: None, 0, None),
-    (lambda argv: 1, 1, None),
-    (raising(contract.BadInput("--thing: no good")), 2, "prog: error: --thing: no good"),
-    (raising(SystemExit(2)), 2, None),
-    (raising(ValueError("bad\nvalue")), 3, "prog: error: internal error: ValueError: bad value "
-                                           "(--debug shows the traceback)"),
-    (raising(OSError(errno.ENOSPC, "No space left on device", "out/report.json")), 3,
-     "prog: error: disk full writing out/report.json; nothing half-written was kept"),
-    (raising(PermissionError(errno.EACCES, "Permission denied", "/x")), 3,
-     "prog: error: [Errno 13] Permission denied: '/x' (--debug shows the traceback)"),
-    (raising(KeyboardInterrupt()), 130, "prog: interrupted (SIGINT)"),
-    (sending(signal.SIGTERM), 143, "prog: terminated (SIGTERM)"),
-    (sending(signal.SIGHUP), 129, "prog: terminated (SIGHUP)"),
-], ids=["ok", "mismatch", "bad input", "usage", "internal", "disk full", "os error", "sigint",
-        "sigterm", "sighup"])
+@pytest.mark.parametrize(
+    "main, code, words",
+    [
+        (lambda argv: None, 0, None),
+        (lambda argv: 1, 1, None),
+        (raising(contract.BadInput("--thing: no good")), 2, "prog: error: --thing: no good"),
+        (raising(SystemExit(2)), 2, None),
+        (
+            raising(ValueError("bad\nvalue")),
+            3,
+            "prog: error: internal error: ValueError: bad value (--debug shows the traceback)",
+        ),
+        (
+            raising(OSError(errno.ENOSPC, "No space left on device", "out/report.json")),
+            3,
+            "prog: error: disk full writing out/report.json; nothing half-written was kept",
+        ),
+        (
+            raising(PermissionError(errno.EACCES, "Permission denied", "/x")),
+            3,
+            "prog: error: [Errno 13] Permission denied: '/x' (--debug shows the traceback)",
+        ),
+        (raising(KeyboardInterrupt()), 130, "prog: interrupted (SIGINT)"),
+        (sending(signal.SIGTERM), 143, "prog: terminated (SIGTERM)"),
+        (sending(signal.SIGHUP), 129, "prog: terminated (SIGHUP)"),
+    ],
+    ids=[
+        "ok",
+        "mismatch",
+        "bad input",
+        "usage",
+        "internal",
+        "disk full",
+        "os error",
+        "sigint",
+        "sigterm",
+        "sighup",
+    ],
+)
 def test_exit_status_contract(main, code, words, capsys):
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
     assert contract.run_guarded("prog", main, []) == code
@@ -243,7 +288,7 @@ def test_exit_status_contract(main, code, words, capsys):
         assert err == ""
     else:
         assert one_line(err) == words
-    assert {s: signal.getsignal(s) for s in previous} == previous     # the handlers are back
+    assert {s: signal.getsignal(s) for s in previous} == previous  # the handlers are back
 
 
 def test_debug_prints_the_traceback(capsys):
@@ -270,6 +315,7 @@ def test_whole_numbers_are_ascii_digits_or_refused(text):
     """Any text: a whole number is what int() of its ASCII digits gives, or argparse's error
     (never '1_0' read as 10, never an exception of another kind)."""
     import argparse
+
     parse = contract.int_at_least("--n", 0, 10**9)
     body = text.strip()
     digits = body[1:] if body[:1] in "+-" else body
@@ -288,6 +334,7 @@ def test_whole_numbers_are_ascii_digits_or_refused(text):
 def test_bounded_numbers_are_finite_and_within_their_bounds(text):
     import argparse
     import math
+
     parse = contract.finite_float("--x", positive=True, at_least=1e-3, at_most=1e5)
     try:
         value = parse(text)

@@ -1,4 +1,5 @@
 """BNN numerics against PyTorch float arithmetic on +-1 tensors, and the packing conventions."""
+
 import numpy as np
 import pytest
 import torch
@@ -21,13 +22,13 @@ def test_bit_order_lsb_first_and_padding_zero():
     x = -np.ones(35, dtype=np.int8)
     x[0] = x[31] = x[32] = 1
     w = bnn.pack_bits(x, 32)
-    assert w.dtype == np.uint32 and w.tolist() == [0x80000001, 0x1]   # bits 35..63 stay 0
+    assert w.dtype == np.uint32 and w.tolist() == [0x80000001, 0x1]  # bits 35..63 stay 0
     w64 = bnn.pack_bits(x, 64)
     assert w64.dtype == np.uint64 and w64.tolist() == [(1 << 32) | (1 << 31) | 1]
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.sampled_from([32, 64]), st.integers(1, 150), st.integers(1, 4), st.integers(0, 2 ** 31))
+@given(st.sampled_from([32, 64]), st.integers(1, 150), st.integers(1, 4), st.integers(0, 2**31))
 def test_pack_unpack_round_trip(word_bits, channels, lead, seed):
     x = pm1(np.random.default_rng(seed), lead, channels)
     w = bnn.pack_bits(x, word_bits)
@@ -62,7 +63,7 @@ def test_xnor_dot_masks_padding(word_bits, n):
     rng = np.random.default_rng(SEED + n)
     a, b = pm1(rng, n), pm1(rng, n)
     wa, wb = bnn.pack_bits(a, word_bits), bnn.pack_bits(b, word_bits)
-    if n % word_bits:                      # set the padding bits of b: they must not count
+    if n % word_bits:  # set the padding bits of b: they must not count
         wb[-1] |= wb.dtype.type(((1 << word_bits) - 1) ^ ((1 << (n % word_bits)) - 1))
     assert bnn.xnor_dot(wa, wb, n) == int(a.astype(int) @ b.astype(int))
 
@@ -83,8 +84,12 @@ def test_bin_conv_equals_torch(channels, padding):
     w = pm1(rng, 9, channels, 3, 3)
     b = rng.integers(-5, 6, size=9)
     out = bnn.bin_conv3x3(x, w, b, padding)
-    ref = F.conv2d(torch.tensor(x, dtype=torch.float32), torch.tensor(w, dtype=torch.float32),
-                   torch.tensor(b, dtype=torch.float32), padding=padding)
+    ref = F.conv2d(
+        torch.tensor(x, dtype=torch.float32),
+        torch.tensor(w, dtype=torch.float32),
+        torch.tensor(b, dtype=torch.float32),
+        padding=padding,
+    )
     assert out.dtype == np.int32
     assert np.array_equal(out, ref.numpy().astype(np.int64))
 
@@ -96,8 +101,12 @@ def test_int_conv_equals_torch(padding):
     w = pm1(rng, 16, 3, 3, 3)
     b = rng.integers(-1, 2, size=16)
     out = bnn.int_conv3x3(x, w, b, padding)
-    ref = F.conv2d(torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64),
-                   torch.tensor(b, dtype=torch.float64), padding=padding)
+    ref = F.conv2d(
+        torch.tensor(x, dtype=torch.float64),
+        torch.tensor(w, dtype=torch.float64),
+        torch.tensor(b, dtype=torch.float64),
+        padding=padding,
+    )
     assert np.array_equal(out, ref.numpy().astype(np.int64))
 
 
@@ -106,8 +115,11 @@ def test_bin_dense_equals_torch(k):
     rng = np.random.default_rng(SEED + k)
     x, w = pm1(rng, 4, k), pm1(rng, 10, k)
     b = rng.integers(-1, 2, size=10)
-    ref = F.linear(torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64),
-                   torch.tensor(b, dtype=torch.float64))
+    ref = F.linear(
+        torch.tensor(x, dtype=torch.float64),
+        torch.tensor(w, dtype=torch.float64),
+        torch.tensor(b, dtype=torch.float64),
+    )
     assert np.array_equal(bnn.bin_dense(x, w, b), ref.numpy().astype(np.int64))
 
 
@@ -150,16 +162,22 @@ def test_step_matches_torch_batchnorm_random():
     rng = np.random.default_rng(SEED)
     c = 64
     gamma = rng.normal(0, 1, c)
-    gamma[:5] = -np.abs(gamma[:5])           # negative gammas included
-    gamma[5] = 0.0                            # constant channel
+    gamma[:5] = -np.abs(gamma[:5])  # negative gammas included
+    gamma[5] = 0.0  # constant channel
     beta, mean = rng.normal(0, 1, c), rng.normal(0, 20, c)
     var = rng.uniform(1, 400, c)
-    lo, hi = -577, 577                        # range of a 64-channel 3x3 binary conv
+    lo, hi = -577, 577  # range of a 64-channel 3x3 binary conv
     thr, d = bnn.bn_step_params(gamma, beta, mean, var, 1e-5, lo, hi)
     x = rng.integers(lo, hi + 1, size=(16, c, 5, 5))
-    x[0, :, 0, 0] = np.clip(thr, lo, hi)      # exactly on the thresholds
-    ref = F.batch_norm(torch.tensor(x, dtype=torch.float64), torch.tensor(mean), torch.tensor(var),
-                       torch.tensor(gamma), torch.tensor(beta), eps=1e-5)
+    x[0, :, 0, 0] = np.clip(thr, lo, hi)  # exactly on the thresholds
+    ref = F.batch_norm(
+        torch.tensor(x, dtype=torch.float64),
+        torch.tensor(mean),
+        torch.tensor(var),
+        torch.tensor(gamma),
+        torch.tensor(beta),
+        eps=1e-5,
+    )
     want = np.where(ref.numpy() >= 0, 1, -1)
     assert np.array_equal(bnn.step(x, thr, d), want)
     assert (d == -1).sum() >= 5

@@ -18,8 +18,10 @@ ended afterwards). What users meet when they go past one machine with `--address
 Slow (half a minute to a minute and a half each on 2 cores): marked `cluster`, run by
 `make test-cluster`, not by `make test`. The one quick test, a trial that raises, is not
 retried like a lost node's (it fails the search, exit 3), runs in `make test`."""
+
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -41,13 +43,35 @@ from workbench import rtl_shards
 
 pytest.importorskip("ray")
 
-SEED = 0            # the trials' seed (--first-seed): each trial is deterministic for its seed
+SEED = 0  # the trials' seed (--first-seed): each trial is deterministic for its seed
 # two trials of the digits SAC space, one epoch each (tens of seconds); --final-epochs 2
 # makes the final training (the phase a node is killed in) last a few seconds
-SWEEP = ["--family", "sac", "--cost", "cycles", "--budgets", "6000,20000", "--epochs", "1",
-         "--warmup-epochs", "0", "--final-epochs", "2", "--final-float-epochs", "1",
-         "--layers", "2", "--width", "16", "--first-seed", str(SEED), "--final-seeds", "1",
-         "--baselines", "none"]
+SWEEP = [
+    "--family",
+    "sac",
+    "--cost",
+    "cycles",
+    "--budgets",
+    "6000,20000",
+    "--epochs",
+    "1",
+    "--warmup-epochs",
+    "0",
+    "--final-epochs",
+    "2",
+    "--final-float-epochs",
+    "1",
+    "--layers",
+    "2",
+    "--width",
+    "16",
+    "--first-seed",
+    str(SEED),
+    "--final-seeds",
+    "1",
+    "--baselines",
+    "none",
+]
 TRIALS = [f"sac_cycles_b{b}_l1_s{SEED}" for b in (6000, 20000)]
 
 # the cluster: started, then told on stdin which node to kill ("kill w1", "kill head")
@@ -81,26 +105,31 @@ def _session_of(pid: int) -> int | None:
             stat = f.read()
     except OSError:
         return None
-    return int(stat[stat.rindex(")") + 2:].split()[3])       # state, ppid, pgrp, session
+    return int(stat[stat.rindex(")") + 2 :].split()[3])  # state, ppid, pgrp, session
 
 
 class LocalCluster:
     """A head with `head_cpus` CPUs and `workers` worker nodes of one CPU, on this machine."""
 
     def __init__(self, head_cpus: int, workers: int):
-        self.temp = tempfile.mkdtemp(prefix="rc-", dir="/tmp")   # Unix socket paths: short
-        self.log = open(Path(self.temp) / "cluster.log", "w")
-        self.proc = subprocess.Popen([sys.executable, "-c", _CLUSTER, str(head_cpus),
-                                      str(workers), self.temp], cwd=ROOT, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, start_new_session=True)
+        self.temp = tempfile.mkdtemp(prefix="rc-", dir="/tmp")  # Unix socket paths: short
+        # open for the cluster's lifetime, closed by stop()
+        self.log = open(Path(self.temp) / "cluster.log", "w")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CLUSTER, str(head_cpus), str(workers), self.temp],
+            cwd=ROOT,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            start_new_session=True,
+        )
         info = json.loads(self._reply(120))
         self.address, self.raylets = info["address"], info["raylets"]
 
     def _reply(self, timeout_s: float) -> str:
         got = []
-        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline()),
-                                  daemon=True)
+        reader = threading.Thread(target=lambda: got.append(self.proc.stdout.readline()), daemon=True)
         reader.start()
         reader.join(timeout_s)
         assert got and got[0], f"the cluster helper did not answer (log: {self.log.name})"
@@ -126,16 +155,14 @@ class LocalCluster:
     def close(self) -> None:
         """Every process of the cluster's session ended (workers included)."""
         for pid in [p for p in processes() if _session_of(p) == self.proc.pid]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait(timeout=30)
         self.log.close()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(
-                _session_of(p) == self.proc.pid and state != "Z"
-                for p, (_, state, _) in processes().items()):
+            _session_of(p) == self.proc.pid and state != "Z" for p, (_, state, _) in processes().items()
+        ):
             time.sleep(0.1)
         shutil.rmtree(self.temp, ignore_errors=True)
         # a killed node's shard scratch is the next run's to remove: the test leaves none
@@ -149,6 +176,7 @@ def cluster_factory():
     def make(head_cpus: int, workers: int) -> LocalCluster:
         made.append(LocalCluster(head_cpus, workers))
         return made[-1]
+
     yield make
     for c in made:
         c.close()
@@ -190,8 +218,13 @@ def undisturbed(tmp_path_factory) -> dict:
 
 
 def _search(*args, timeout=600):
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "search.py"), *map(str, args)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "search.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
     _drop_ray_tmp(run.stdout)
     return run
 
@@ -208,9 +241,15 @@ class Job:
     """A command run in the background, its output gathered, its processes recorded."""
 
     def __init__(self, args: list, **kwargs):
-        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                     **kwargs)
+        self.proc = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            **kwargs,
+        )
         self.out, self.err, self.seen = [], [], {}
         for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
             threading.Thread(target=lambda s=stream, k=sink: k.extend(s), daemon=True).start()
@@ -230,14 +269,15 @@ class Job:
 
     def wait(self, timeout_s: float) -> tuple[int, str, str]:
         self.proc.wait(timeout=timeout_s)
-        time.sleep(0.2)                          # the readers' last lines
+        time.sleep(0.2)  # the readers' last lines
         _drop_ray_tmp("".join(self.out))
         return self.proc.returncode, "".join(self.out), "".join(self.err)
 
 
 def _search_job(out: Path, address: str) -> Job:
-    return Job([sys.executable, str(ROOT / "scripts" / "search.py"), *SWEEP, "--address",
-                address, "--out", str(out)])
+    return Job(
+        [sys.executable, str(ROOT / "scripts" / "search.py"), *SWEEP, "--address", address, "--out", str(out)]
+    )
 
 
 def _trial_on_a_worker(cluster: LocalCluster, out: Path):
@@ -266,7 +306,7 @@ def test_search_survives_a_lost_worker_node(cluster_factory, undisturbed, tmp_pa
     lost trial runs again on another node from its super network's checkpoint, every trial is
     counted once, and the front equals the undisturbed run's."""
     print(f"seed {SEED}")
-    cluster = cluster_factory(head_cpus=1, workers=2)      # 3 CPUs: one spare for the rerun
+    cluster = cluster_factory(head_cpus=1, workers=2)  # 3 CPUs: one spare for the rerun
     job = _search_job(tmp_path, cluster.address)
     victim, node = job.poll_until(lambda: _trial_on_a_worker(cluster, tmp_path))
     cluster.kill(node)
@@ -274,11 +314,13 @@ def test_search_survives_a_lost_worker_node(cluster_factory, undisturbed, tmp_pa
     assert code == 0, err[-3000:]
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("[search] done")
     assert not ray_lines(out + err), ray_lines(out + err)
-    assert out.count(f"{victim}: its Ray worker was lost; running it again from its "
-                     f"checkpoints (retry 1 of 3)") == 1, out
+    assert (
+        out.count(f"{victim}: its Ray worker was lost; running it again from its checkpoints (retry 1 of 3)")
+        == 1
+    ), out
     for name in TRIALS:
-        assert out.count(f"] {name} done (") == 1, out             # each counted once
-    assert "done (3/3)" in out and "FAILED" not in out        # 2 trials, the zoo architecture
+        assert out.count(f"] {name} done (") == 1, out  # each counted once
+    assert "done (3/3)" in out and "FAILED" not in out  # 2 trials, the zoo architecture
     log = (tmp_path / "trials" / victim / "trial.log").read_text()
     assert log.count("started in process") == 2 and "super network from " in log, log
     assert _front(tmp_path) == undisturbed
@@ -307,7 +349,7 @@ except rtl_shards.ShardError as exc:
 with open(sys.argv[4], "wb") as f:
     pickle.dump(run, f)
 """
-RTL_IMAGES = 16          # 8 a shard: seconds of simulation, time to kill a node meanwhile
+RTL_IMAGES = 16  # 8 a shard: seconds of simulation, time to kill a node meanwhile
 
 
 @pytest.fixture(scope="module")
@@ -317,11 +359,13 @@ def serial_rtl(tmp_path_factory) -> dict:
     from models import zoo
     from models.datasets import load_for_network
     from models.onnx import load_network
+
     net = load_network(zoo.path("sac_digits"))
     prog = compile_network(net, fitted_config(net, 8, 8, 64))
     x, _ = load_for_network("digits", net, split="test")
-    return rtl_shards.run(prog, x[:RTL_IMAGES], "verilator", 1,
-                          tmp_path_factory.mktemp("serial"), progress=False)
+    return rtl_shards.run(
+        prog, x[:RTL_IMAGES], "verilator", 1, tmp_path_factory.mktemp("serial"), progress=False
+    )
 
 
 def _simulator_on(cluster: LocalCluster, job: Job, nodes: tuple) -> tuple | None:
@@ -341,13 +385,23 @@ def _simulator_on(cluster: LocalCluster, job: Job, nodes: tuple) -> tuple | None
 
 
 def _rtl_job(cluster: LocalCluster, tmp_path: Path, tag: str) -> Job:
-    return Job([sys.executable, "-c", _RTL, cluster.address, str(RTL_IMAGES),
-                str(tmp_path / tag), str(tmp_path / f"{tag}.pkl")])
+    return Job(
+        [
+            sys.executable,
+            "-c",
+            _RTL,
+            cluster.address,
+            str(RTL_IMAGES),
+            str(tmp_path / tag),
+            str(tmp_path / f"{tag}.pkl"),
+        ]
+    )
 
 
 @pytest.mark.cluster
 def test_rtl_shard_of_a_lost_node_runs_again_and_a_failed_simulator_does_not(
-        cluster_factory, serial_rtl, tmp_path):
+    cluster_factory, serial_rtl, tmp_path
+):
     """Two shards on a cluster of three one-CPU nodes. A worker node killed while its shard's
     simulator runs: the shard runs again elsewhere and the merged results equal one process's.
     A simulator killed by SIGSEGV (a simulator failure, not a lost node) is not run again:
@@ -376,7 +430,8 @@ def test_rtl_shard_of_a_lost_node_runs_again_and_a_failed_simulator_does_not(
 
 @pytest.mark.cluster
 def test_search_ends_when_the_head_is_lost_and_resumes_on_a_new_cluster(
-        cluster_factory, undisturbed, tmp_path):
+    cluster_factory, undisturbed, tmp_path
+):
     """The head killed while a trial trains its final model: exit 3 within 90 s with one line
     that says how to resume, no traceback; the same command against a new cluster continues
     (the finished trials kept, the others from their checkpoints) to the undisturbed front."""
@@ -390,12 +445,13 @@ def test_search_ends_when_the_head_is_lost_and_resumes_on_a_new_cluster(
     took = time.monotonic() - t0
     lines = err.strip().splitlines()
     assert code == 3 and len(lines) == 1 and not ray_lines(out), err[-3000:] + out[-3000:]
-    assert lines[0].startswith(f"sacbench search: error: the Ray cluster at {first.address} "
-                               f"stopped answering"), lines[0]
+    assert lines[0].startswith(
+        f"sacbench search: error: the Ray cluster at {first.address} stopped answering"
+    ), lines[0]
     assert "run the same command again against a working cluster to resume" in lines[0]
     assert took < 90, f"{took:.0f} s"
     print(f"the search ended {took:.0f} s after its head was killed")
-    first.close()                      # the rest of the lost cluster, as an operator would
+    first.close()  # the rest of the lost cluster, as an operator would
 
     second = cluster_factory(head_cpus=1, workers=1)
     job = _search_job(tmp_path, second.address)
@@ -408,8 +464,16 @@ def test_search_ends_when_the_head_is_lost_and_resumes_on_a_new_cluster(
     assert _front(tmp_path) == undisturbed
 
 
-_COMPARE_RTL = ["--model", str(ROOT / "models" / "zoo" / "sac_digits.onnx"), "--images",
-                str(RTL_IMAGES), "--rtl-images", str(RTL_IMAGES), "--rtl-jobs", "2"]
+_COMPARE_RTL = [
+    "--model",
+    str(ROOT / "models" / "zoo" / "sac_digits.onnx"),
+    "--images",
+    str(RTL_IMAGES),
+    "--rtl-images",
+    str(RTL_IMAGES),
+    "--rtl-jobs",
+    "2",
+]
 
 
 @pytest.mark.cluster
@@ -418,8 +482,17 @@ def test_compare_ends_when_the_head_is_lost(cluster_factory, tmp_path):
     ends the compare job with exit 3 and one line within 90 s (the head's shard cannot run
     again anywhere: Ray cannot schedule without its GCS)."""
     cluster = cluster_factory(head_cpus=1, workers=1)
-    job = Job([sys.executable, str(ROOT / "scripts" / "compare_gpu_fpga.py"), *_COMPARE_RTL,
-               "--address", cluster.address, "--out", str(tmp_path / "out")])
+    job = Job(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "compare_gpu_fpga.py"),
+            *_COMPARE_RTL,
+            "--address",
+            cluster.address,
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     job.poll_until(lambda: _simulator_on(cluster, job, ("head",)))
     cluster.kill("head")
     t0 = time.monotonic()
@@ -432,7 +505,8 @@ def test_compare_ends_when_the_head_is_lost(cluster_factory, tmp_path):
     # finds the head gone (HEAD_LOST_S)
     assert last.startswith("compare_gpu_fpga: error: RTL shards on Ray: ") and (
         f"lost the connection to the Ray cluster at {cluster.address}" in last
-        or f"the Ray cluster at {cluster.address} stopped answering" in last), last
+        or f"the Ray cluster at {cluster.address} stopped answering" in last
+    ), last
     assert len([line for line in err.splitlines() if "error" in line.lower()]) == 1, err
     assert took < 90, f"{took:.0f} s"
 
@@ -442,8 +516,9 @@ def test_search_ends_when_its_local_ray_dies_with_it(tmp_path):
     """SIGTERM to the search's whole process group (a service manager stopping it) ends its
     local Ray's processes under it: the driver's clean-up would wait for a GCS that is gone,
     so the session's watchdog ends it with exit 143 and the one line, in bounded time."""
-    job = Job([sys.executable, str(ROOT / "scripts" / "search.py"), *SWEEP, "--cpus", "2",
-               "--out", str(tmp_path)])
+    job = Job(
+        [sys.executable, str(ROOT / "scripts" / "search.py"), *SWEEP, "--cpus", "2", "--out", str(tmp_path)]
+    )
     job.poll_until(lambda: list((tmp_path / "trials").glob("*/checkpoint/supernet.pt")))
     os.killpg(job.proc.pid, signal.SIGTERM)
     t0 = time.monotonic()
@@ -462,6 +537,7 @@ def test_a_trial_that_raises_fails_the_search_and_is_not_retried(tmp_path):
     of the trial itself (here: its folder is a file, which nothing can train into) is not a
     lost worker: reported once, not retried, the search ends with exit 3 and one line."""
     from tests.test_search import ONE_TRIAL
+
     name = "sac_cycles_b6000_l1_s0"
     (tmp_path / "trials").mkdir(parents=True)
     (tmp_path / "trials" / name).write_text("not a folder")
@@ -469,8 +545,9 @@ def test_a_trial_that_raises_fails_the_search_and_is_not_retried(tmp_path):
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 3 and len(lines) == 1, run.stderr[-3000:]
     # one trial and the zoo architecture's training
-    assert lines[0].startswith(f"sacbench search: error: 1 of 2 trial(s) and training(s) "
-                               f"failed; {name}: FileExistsError: "), lines[0]
+    assert lines[0].startswith(
+        f"sacbench search: error: 1 of 2 trial(s) and training(s) failed; {name}: FileExistsError: "
+    ), lines[0]
     assert run.stdout.count(f"[search] {name} FAILED: FileExistsError") == 1, run.stdout
     assert "its Ray worker was lost" not in run.stdout
     assert not ray_lines(run.stdout + run.stderr)

@@ -1,5 +1,6 @@
 """The `sacbench` console command: every command is reachable, usage errors are one line with
 exit status 2."""
+
 import subprocess
 import sys
 
@@ -21,11 +22,14 @@ def test_unknown_command_exits_2(capsys):
     assert "unknown command 'frobnicate'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args,message", [
-    (["sim", "no_such_module"], "no bench tb/test_no_such_module.py"),
-    (["sim", "sdp_ram", "--sim", "modelsim"], "invalid choice: 'modelsim'"),
-    (["sim", "sdp_ram", "--shape", "99x99"], "no test of tb/test_sdp_ram.py matches"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["sim", "no_such_module"], "no bench tb/test_no_such_module.py"),
+        (["sim", "sdp_ram", "--sim", "modelsim"], "invalid choice: 'modelsim'"),
+        (["sim", "sdp_ram", "--shape", "99x99"], "no test of tb/test_sdp_ram.py matches"),
+    ],
+)
 def test_sim_usage_errors(args, message, capsys):
     try:
         code = cli.main(args)

@@ -4,6 +4,7 @@ FPGA path (1 image on the RTL under Verilator, the rest on the interpreter) with
 and a well-formed report; a corrupted output is reported with a non-zero exit; bad arguments and
 files give clear errors; the report directory appears whole or not at all; without a GPU the
 GPU column (mapping and times) is modelled, the same in every run."""
+
 import errno
 import json
 from pathlib import Path
@@ -17,8 +18,17 @@ ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "models" / "zoo"
 FIXTURE = ROOT / "tests" / "fixtures" / "hepbnn_fashion.onnx"
 
-REPORT_KEYS = {"model", "images", "rtl_images", "accuracy", "gpu_backend", "mismatches", "fpga",
-               "gpu", "mapping"}
+REPORT_KEYS = {
+    "model",
+    "images",
+    "rtl_images",
+    "accuracy",
+    "gpu_backend",
+    "mismatches",
+    "fpga",
+    "gpu",
+    "mapping",
+}
 
 
 def run(args, tmp_path):
@@ -28,16 +38,33 @@ def run(args, tmp_path):
     return code, report, out
 
 
-@pytest.mark.parametrize("model, data, gpu", [
-    (ZOO / "bnn_digits.onnx", "digits", True),
-    (ZOO / "sac_digits.onnx", "digits", False),
-    (FIXTURE, "random:3", True),
-])
+@pytest.mark.parametrize(
+    "model, data, gpu",
+    [
+        (ZOO / "bnn_digits.onnx", "digits", True),
+        (ZOO / "sac_digits.onnx", "digits", False),
+        (FIXTURE, "random:3", True),
+    ],
+)
 def test_end_to_end_zero_mismatches(model, data, gpu, tmp_path):
-    code, r, out = run(["--model", model, "--data", data, "--images", "6", "--rtl-images", "1",
-                        "--batch", "4", "--save-outputs"], tmp_path)
+    code, r, out = run(
+        [
+            "--model",
+            model,
+            "--data",
+            data,
+            "--images",
+            "6",
+            "--rtl-images",
+            "1",
+            "--batch",
+            "4",
+            "--save-outputs",
+        ],
+        tmp_path,
+    )
     assert code == 0
-    assert REPORT_KEYS <= set(r)
+    assert set(r) >= REPORT_KEYS
     assert r["images"] == 6 and r["rtl_images"] == 1
     assert r["mismatches"]["fpga"] == 0
     assert r["fpga"]["rtl"]["sim"] == "verilator" and r["fpga"]["rtl"]["cycles_match_model"]
@@ -53,16 +80,17 @@ def test_end_to_end_zero_mismatches(model, data, gpu, tmp_path):
     if data == "digits":
         assert 0.5 <= r["accuracy"]["golden"] <= 1 and r["accuracy"]["fpga"] == r["accuracy"]["golden"]
     assert len(r["mapping"]) == len(r["mismatches"]["layers"])
-    for name in ("report.md", "layer_times.png", "fpga_cycles.png", "outputs/golden.npy",
-                 "outputs/fpga.npy"):
+    for name in ("report.md", "layer_times.png", "fpga_cycles.png", "outputs/golden.npy", "outputs/fpga.npy"):
         assert (out / name).stat().st_size > 0, name
     assert (out / "outputs" / "gpu.npy").exists() == gpu
 
 
 @pytest.mark.parametrize("path", ["gpu", "fpga"])
 def test_corrupted_output_is_a_mismatch(path, tmp_path, capsys):
-    code, r, _ = run(["--model", ZOO / "bnn_digits.onnx", "--images", "3", "--rtl-images", "0",
-                      "--inject-fault", path], tmp_path)
+    code, r, _ = run(
+        ["--model", ZOO / "bnn_digits.onnx", "--images", "3", "--rtl-images", "0", "--inject-fault", path],
+        tmp_path,
+    )
     assert code == 1
     assert r["mismatches"][path] == 1
     last = r["mismatches"]["layers"][-1][path]
@@ -71,15 +99,18 @@ def test_corrupted_output_is_a_mismatch(path, tmp_path, capsys):
     assert "MISMATCH" in captured.err and "first at (0, 0)" in captured.out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--model", "missing.onnx"], "model file missing.onnx not found"),
-    (["--model", ZOO / "bnn_digits.onnx", "--array", "8by8"], "--array must look like ROWSxCOLS"),
-    (["--model", ZOO / "bnn_digits.onnx", "--data", "/no/such/data"], "no such file or directory"),
-    (["--model", FIXTURE, "--images", "2"], "expects input 1x28x28"),
-    (["--model", ROOT / "README.md"], "not a readable ONNX file"),
-    (["--model", ZOO / "bnn_digits.onnx", "--images", "0"], "--images must be at least 1"),
-    (["--model", ZOO / "bnn_digits.onnx", "--clock-mhz", "0"], "--clock-mhz must be positive"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "missing.onnx"], "model file missing.onnx not found"),
+        (["--model", ZOO / "bnn_digits.onnx", "--array", "8by8"], "--array must look like ROWSxCOLS"),
+        (["--model", ZOO / "bnn_digits.onnx", "--data", "/no/such/data"], "no such file or directory"),
+        (["--model", FIXTURE, "--images", "2"], "expects input 1x28x28"),
+        (["--model", ROOT / "README.md"], "not a readable ONNX file"),
+        (["--model", ZOO / "bnn_digits.onnx", "--images", "0"], "--images must be at least 1"),
+        (["--model", ZOO / "bnn_digits.onnx", "--clock-mhz", "0"], "--clock-mhz must be positive"),
+    ],
+)
 def test_bad_arguments_and_files(args, message, tmp_path, capsys):
     code, _, out = run(args, tmp_path)
     assert code == 2
@@ -95,8 +126,7 @@ def test_argparse_errors(capsys):
 
 
 # quick runs: random images (no data set to load), no RTL
-SMALL = ["--model", ZOO / "sac_digits.onnx", "--data", "random:1", "--images", "2",
-         "--rtl-images", "0"]
+SMALL = ["--model", ZOO / "sac_digits.onnx", "--data", "random:1", "--images", "2", "--rtl-images", "0"]
 
 
 def test_gpu_column_is_modelled_and_the_same_in_every_run(tmp_path, capsys):
@@ -104,11 +134,13 @@ def test_gpu_column_is_modelled_and_the_same_in_every_run(tmp_path, capsys):
     a second run (here: the GPU path alone) gives the same column."""
     from gpu_kernels import cuda_available
     from workbench.compare import Options, load_data, load_model, run_gpu
+
     if cuda_available():
         pytest.skip("a GPU is present: the GPU column is measured")
     model = ZOO / "bnn_digits.onnx"
-    code, r, out = run(["--model", model, "--data", "random:1", "--images", "3",
-                        "--rtl-images", "0"], tmp_path)
+    code, r, out = run(
+        ["--model", model, "--data", "random:1", "--images", "3", "--rtl-images", "0"], tmp_path
+    )
     assert code == 0 and r["gpu"]["times"] == "modelled" and "modelled" in r["gpu"]["profile"]
     text = capsys.readouterr().out
     assert "mapping and times modelled for an H200" in text and "(modelled)" in text
@@ -133,7 +165,7 @@ def earlier_report(tmp_path) -> Path:
 def assert_untouched(tmp_path, out):
     assert json.loads((out / "report.json").read_text()) == {"old": True}
     assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
-    assert [p.name for p in tmp_path.iterdir()] == ["out"]         # no temporary sibling
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary sibling
 
 
 def test_existing_report_is_refused_without_force(tmp_path, capsys):
@@ -148,24 +180,41 @@ def test_force_replaces_the_report_as_a_whole(tmp_path):
     out = earlier_report(tmp_path)
     code, r, _ = run([*SMALL, "--force"], tmp_path)
     assert code == 0 and r["images"] == 2
-    assert sorted(p.name for p in out.iterdir()) == [".sacbench.json", "fpga_cycles.png",
-                                                      "layer_times.png", "report.json",
-                                                      "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".sacbench.json",
+        "fpga_cycles.png",
+        "layer_times.png",
+        "report.json",
+        "report.md",
+    ]
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
-@pytest.mark.parametrize("fault, code, words", [
-    (KeyboardInterrupt(), 130, "compare_gpu_fpga: interrupted (SIGINT)"),
-    (OSError(errno.ENOSPC, "No space left on device", "layer_times.png"), 3,
-     "compare_gpu_fpga: error: disk full writing layer_times.png; nothing half-written was kept"),
-    (RuntimeError("matplotlib broke"), 3, "compare_gpu_fpga: error: internal error: "
-     "RuntimeError: matplotlib broke (--debug shows the traceback)"),
-])
-def test_a_fault_while_writing_the_report_leaves_the_earlier_one(fault, code, words, tmp_path,
-                                                                 capsys, monkeypatch):
+@pytest.mark.parametrize(
+    "fault, code, words",
+    [
+        (KeyboardInterrupt(), 130, "compare_gpu_fpga: interrupted (SIGINT)"),
+        (
+            OSError(errno.ENOSPC, "No space left on device", "layer_times.png"),
+            3,
+            "compare_gpu_fpga: error: disk full writing layer_times.png; nothing half-written was kept",
+        ),
+        (
+            RuntimeError("matplotlib broke"),
+            3,
+            "compare_gpu_fpga: error: internal error: "
+            "RuntimeError: matplotlib broke (--debug shows the traceback)",
+        ),
+    ],
+)
+def test_a_fault_while_writing_the_report_leaves_the_earlier_one(
+    fault, code, words, tmp_path, capsys, monkeypatch
+):
     """Ctrl-C, a full disk or a crash after report.json is written and before the plots."""
+
     def broken(*_):
         raise fault
+
     monkeypatch.setattr(report_module, "write_plots", broken)
     out = earlier_report(tmp_path)
     got, _, _ = run([*SMALL, "--force"], tmp_path)
@@ -178,16 +227,16 @@ def test_leftovers_of_a_killed_run_are_cleared(tmp_path):
     """SIGKILL leaves the staged sibling (and, between the two renames, the previous directory
     moved aside): the next run removes the one and puts the other back."""
     from safeio import StagedDirectory
-    dead = 2 ** 22 + 1                      # above the largest pid Linux allows: no process
+
+    dead = 2**22 + 1  # above the largest pid Linux allows: no process
     staged = tmp_path / f".out.tmp-{dead}-abc"
     staged.mkdir()
     (staged / "report.json").write_text("{}")
     aside = tmp_path / f".out.old-{dead}-abc"
     aside.mkdir()
     (aside / "report.json").write_text('{"old": true}\n')
-    with pytest.raises(ValueError, match="give --force"):
-        with StagedDirectory(tmp_path / "out"):
-            pass
+    with pytest.raises(ValueError, match="give --force"), StagedDirectory(tmp_path / "out"):
+        pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert json.loads((tmp_path / "out" / "report.json").read_text()) == {"old": True}
 
@@ -195,6 +244,7 @@ def test_leftovers_of_a_killed_run_are_cleared(tmp_path):
 def test_debug_shows_the_traceback_of_an_internal_error(tmp_path, capsys, monkeypatch):
     def broken(*_):
         raise RuntimeError("matplotlib broke")
+
     monkeypatch.setattr(report_module, "write_plots", broken)
     assert compare_script.main([*map(str, SMALL), "--out", str(tmp_path / "o"), "--debug"]) == 3
     err = capsys.readouterr().err

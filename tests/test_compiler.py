@@ -1,5 +1,6 @@
 """Compiled programs run by the instruction-level interpreter equal the golden executor, for
 networks larger than the array (several filter and channel tiles), in every output mode."""
+
 import numpy as np
 import pytest
 
@@ -21,12 +22,17 @@ SEED = 4242
 @pytest.mark.parametrize("final", ["pixel_sum", "raw", "binary", "relu_quant"])
 @pytest.mark.parametrize("shift", [True, False])
 def test_program_equals_golden(array, final, shift):
-    seed = SEED + ["4x3", "8x8", "3x5"].index(array) * 10 + ["pixel_sum", "raw", "binary",
-                                                             "relu_quant"].index(final) * 2 + shift
+    seed = (
+        SEED
+        + ["4x3", "8x8", "3x5"].index(array) * 10
+        + ["pixel_sum", "raw", "binary", "relu_quant"].index(final) * 2
+        + shift
+    )
     print("seed", seed)
     rng = np.random.default_rng(seed)
-    net = random_sac_network(rng, in_shape=(6, 8, 8), widths=(13, 22), groups=(1, 3, 2),
-                             shift=shift, final=final, s2d=2)
+    net = random_sac_network(
+        rng, in_shape=(6, 8, 8), widths=(13, 22), groups=(1, 3, 2), shift=shift, final=final, s2d=2
+    )
     cfg = ArrayConfig.parse(array)
     prog = compile_network(net, cfg)
     assert max(lp.n_tiles for lp in prog.layers) > 1 and max(lp.k_tiles for lp in prog.layers) > 1
@@ -42,17 +48,17 @@ def test_program_equals_golden(array, final, shift):
     for lp in prog.layers:
         conv_i = lp.op.first + (lp.op.shift is not None)
         data = ref.outputs[conv_i - 1]
-        want = sac.count_active_per_image(net.layers[conv_i].dense(),
-                                          data.reshape(len(x), data.shape[1], -1))
-        got = sum(np.asarray(a) for a in activity[lp.first_instr:lp.first_instr + lp.n_instr])
+        want = sac.count_active_per_image(net.layers[conv_i].dense(), data.reshape(len(x), data.shape[1], -1))
+        got = sum(np.asarray(a) for a in activity[lp.first_instr : lp.first_instr + lp.n_instr])
         assert np.array_equal(got, want), lp.layer_index
 
 
 def test_wide_tensors_are_chunked():
     """More channels than data-buffer banks: tensors are stored in chunks of channels."""
     rng = np.random.default_rng(SEED)
-    net = random_sac_network(rng, in_shape=(40, 4, 4), widths=(36,), groups=(3, 1), shift=True,
-                             final="relu_quant")
+    net = random_sac_network(
+        rng, in_shape=(40, 4, 4), widths=(36,), groups=(3, 1), shift=True, final="relu_quant"
+    )
     cfg = ArrayConfig(rows=4, cols=4, cmax=16)
     prog = compile_network(net, cfg)
     # input: windows of 4 cols x G=3 channels -> chunks of 12; output: rows 4, next G=1 -> 16
@@ -66,8 +72,9 @@ def test_wide_tensors_are_chunked():
 
 def test_tiling_shape_and_order():
     rng = np.random.default_rng(SEED)
-    conv = ir.PointwiseConv(weights=random_combined(rng, 10, 20, 2), bias=np.zeros(10, dtype=int),
-                            mode=OutputMode.RELU_QUANT)
+    conv = ir.PointwiseConv(
+        weights=random_combined(rng, 10, 20, 2), bias=np.zeros(10, dtype=int), mode=OutputMode.RELU_QUANT
+    )
     net = ir.Network((20, 2, 2), "uint8", [conv])
     prog = compile_network(net, ArrayConfig(rows=4, cols=4))
     ins = prog.instructions
@@ -83,8 +90,12 @@ def test_tiling_shape_and_order():
 
 def test_cycle_model_terms():
     cfg = ArrayConfig(rows=8, cols=8)
-    prog = [LoadWeights(rows=5, cols=8), Matmul(height=2, width=3, in_addr=0, out_addr=6),
-            Matmul(height=1, width=1, in_addr=0, out_addr=0, mode=OutputMode.PIXEL_SUM), Halt()]
+    prog = [
+        LoadWeights(rows=5, cols=8),
+        Matmul(height=2, width=3, in_addr=0, out_addr=6),
+        Matmul(height=1, width=1, in_addr=0, out_addr=0, mode=OutputMode.PIXEL_SUM),
+        Halt(),
+    ]
     steps = program_timeline(prog, cfg)
     lens = [s.cycles for s in steps]
     assert lens == [2 + 5 + 1, 2 + 48 + 24 + 8 + 5 + 2, 2 + 8 + 24 + 8 + 5 + 2 + 1, 2]
@@ -92,7 +103,7 @@ def test_cycle_model_terms():
     # every step names its instruction and its place (the RTL benches report by them; `make
     # mutants` found nothing here checked either)
     assert [s.index for s in steps] == [0, 1, 2, 3]
-    assert all(s.instr is ins for s, ins in zip(steps, prog))
+    assert all(s.instr is ins for s, ins in zip(steps, prog, strict=True))
     assert [s.end for s in steps] == [8, 97, 147, 149]
     assert seed_tile_cycles(1024, 64, 128) == 8 * 1024 + 64 + 128 + 22
 
@@ -106,10 +117,8 @@ def test_cycle_model_terms_on_a_non_square_array():
     """COLS (the column skew and the row pipeline) and the tile's rows enter MATMUL
     separately: a 5x7 array and a 3-row tile tell them apart."""
     cfg = ArrayConfig(rows=5, cols=7)
-    prog = [LoadWeights(rows=3, cols=2), Matmul(height=2, width=2, in_addr=0, out_addr=6),
-            Halt()]
-    assert [s.cycles for s in program_timeline(prog, cfg)] == \
-        [2 + 3 + 1, 2 + 8 * 4 + 24 + 7 + 3 + 2, 2]
+    prog = [LoadWeights(rows=3, cols=2), Matmul(height=2, width=2, in_addr=0, out_addr=6), Halt()]
+    assert [s.cycles for s in program_timeline(prog, cfg)] == [2 + 3 + 1, 2 + 8 * 4 + 24 + 7 + 3 + 2, 2]
 
 
 # Tall and wide arrays (a cycle model with ROWS and COLS swapped passed every square
@@ -117,10 +126,14 @@ def test_cycle_model_terms_on_a_non_square_array():
 # COLS, ROWS, the tile's rows or its columns changes a number; expected values are the
 # per-instruction terms of docs/microarchitecture.md ("Timing of one tile"), written out.
 NON_SQUARE = {
-    "8x4": (LoadWeights(rows=3, cols=2),
-            [2 + 3 + 1, 2 + 8 * 6 + 24 + 4 + 3 + 2, 2 + 8 + 24 + 4 + 3 + 2 + 1, 2]),
-    "4x16": (LoadWeights(rows=3, cols=5),
-             [2 + 3 + 1, 2 + 8 * 6 + 24 + 16 + 3 + 2, 2 + 8 + 24 + 16 + 3 + 2 + 1, 2]),
+    "8x4": (
+        LoadWeights(rows=3, cols=2),
+        [2 + 3 + 1, 2 + 8 * 6 + 24 + 4 + 3 + 2, 2 + 8 + 24 + 4 + 3 + 2 + 1, 2],
+    ),
+    "4x16": (
+        LoadWeights(rows=3, cols=5),
+        [2 + 3 + 1, 2 + 8 * 6 + 24 + 16 + 3 + 2, 2 + 8 + 24 + 16 + 3 + 2 + 1, 2],
+    ),
 }
 
 
@@ -128,8 +141,12 @@ NON_SQUARE = {
 def test_cycle_model_on_tall_and_wide_arrays(array):
     cfg = ArrayConfig.parse(array)
     lw, want = NON_SQUARE[array]
-    prog = [lw, Matmul(height=2, width=3, in_addr=0, out_addr=6),
-            Matmul(height=1, width=1, in_addr=0, out_addr=0, mode=OutputMode.PIXEL_SUM), Halt()]
+    prog = [
+        lw,
+        Matmul(height=2, width=3, in_addr=0, out_addr=6),
+        Matmul(height=1, width=1, in_addr=0, out_addr=0, mode=OutputMode.PIXEL_SUM),
+        Halt(),
+    ]
     assert [s.cycles for s in program_timeline(prog, cfg)] == want
 
 
@@ -140,14 +157,15 @@ def test_interpreter_cycles_on_tall_and_wide_arrays(array):
     seed = SEED + 7 + list(NON_SQUARE).index(array)
     print("seed", seed)
     rng = np.random.default_rng(seed)
-    net = random_sac_network(rng, in_shape=(9, 4, 4), widths=(11,), groups=(2, 3), shift=True,
-                             final="pixel_sum")
+    net = random_sac_network(
+        rng, in_shape=(9, 4, 4), widths=(11,), groups=(2, 3), shift=True, final="pixel_sum"
+    )
     cfg = ArrayConfig.parse(array)
     prog = compile_network(net, cfg)
     x = random_images(rng, 2, net.input_shape, zero_fraction=0.5)
     res = interpret(prog, x)
-    for seg, stats in zip(prog.segments, res.segments):
-        steps = program_timeline(prog.instructions[seg.start_pc:seg.start_pc + seg.n_instr], cfg)
+    for seg, stats in zip(prog.segments, res.segments, strict=True):
+        steps = program_timeline(prog.instructions[seg.start_pc : seg.start_pc + seg.n_instr], cfg)
         assert stats.cycles == [s.cycles for s in steps], seg
 
 
@@ -179,8 +197,9 @@ def test_compile_errors_name_the_layer():
     with pytest.raises(CompileError, match=r"layer 0 \(ChannelShift\) must be followed by a PointwiseConv"):
         compile_network(net)
     wide = ir.PointwiseConv(weights=random_combined(rng, 4, 64, 3), bias=np.zeros(4, dtype=int))
-    with pytest.raises(CompileError, match="window of 24 channels and 1 rows cannot share chunks "
-                                           "of at most 16 banks"):
+    with pytest.raises(
+        CompileError, match="window of 24 channels and 1 rows cannot share chunks of at most 16 banks"
+    ):
         compile_network(ir.Network((64, 2, 2), "uint8", [wide]), ArrayConfig(cmax=16))
     conv = ir.PointwiseConv(weights=random_combined(rng, 4, 4, 1), bias=np.zeros(4, dtype=int))
     with pytest.raises(CompileError, match="data buffer needs"):
@@ -189,10 +208,11 @@ def test_compile_errors_name_the_layer():
     first = ir.IntConv2d(weight=pm, bias=np.zeros(2, dtype=int), padding=1)
     with pytest.raises(CompileError, match=r"layer 0 \(IntConv2d\): the array takes uint8 data"):
         compile_network(ir.Network((1, 4, 4), "int", [first]))
-    raw = ir.PointwiseConv(weights=random_combined(rng, 4, 4, 1), bias=np.zeros(4, dtype=int),
-                           mode=OutputMode.RAW)
+    raw = ir.PointwiseConv(
+        weights=random_combined(rng, 4, 4, 1), bias=np.zeros(4, dtype=int), mode=OutputMode.RAW
+    )
     with pytest.raises(ir.NetworkError, match="accepts uint8 input, but gets int"):
-        ir.Network((4, 2, 2), "uint8", [raw, conv])    # raw int32 cannot feed the array
+        ir.Network((4, 2, 2), "uint8", [raw, conv])  # raw int32 cannot feed the array
 
 
 def test_host_layers_between_segments():

@@ -8,6 +8,7 @@ and is refused one entry short, with the message naming that memory. `fitted_con
 here too, on non-square arrays. Expected values come from the golden model or from the
 compiler's own report of what it used (a roomy compile), never from a second computation.
 """
+
 from dataclasses import replace
 
 import numpy as np
@@ -28,8 +29,9 @@ RAW, RELU = OutputMode.RAW, OutputMode.RELU_QUANT
 
 
 def conv(rng, f, k, g, mode=RELU, name=""):
-    return ir.PointwiseConv(weights=random_combined(rng, f, k, g), bias=rng.integers(-400, 400, f),
-                            mode=mode, name=name)
+    return ir.PointwiseConv(
+        weights=random_combined(rng, f, k, g), bias=rng.integers(-400, 400, f), mode=mode, name=name
+    )
 
 
 def shift(rng, c):
@@ -41,8 +43,7 @@ def shift(rng, c):
 # pixel-sum output, and the last data-buffer tensor is an output in some, an input in others
 NETS = {
     # shift + relu (3 K-tiles) then raw in place (4 K-tiles): one segment
-    "shift_relu_raw": ("3x2", (10, 3, 2),
-                       lambda r: [shift(r, 10), conv(r, 7, 10, 2), conv(r, 5, 7, 1, RAW)]),
+    "shift_relu_raw": ("3x2", (10, 3, 2), lambda r: [shift(r, 10), conv(r, 7, 10, 2), conv(r, 5, 7, 1, RAW)]),
     # one raw op with a single K-tile: its partial sums are its output only
     "raw_one_k_tile": ("3x5", (4, 2, 3), lambda r: [conv(r, 7, 4, 1, RAW)]),
     # raw with exactly two K-tiles
@@ -50,8 +51,11 @@ NETS = {
     # pixel sum after two K-tiles: scratch after the sums
     "pixel_sum": ("3x2", (10, 2, 3), lambda r: [conv(r, 7, 10, 2, RAW), ir.PixelSum()]),
     # two segments, host pooling between; the last data-buffer tensor is the second's input
-    "two_segments": ("2x3", (3, 4, 4), lambda r: [conv(r, 6, 3, 1), ir.MaxPool2d(name="pool"),
-                                                  conv(r, 5, 6, 3, RAW, name="head")]),
+    "two_segments": (
+        "2x3",
+        (3, 4, 4),
+        lambda r: [conv(r, 6, 3, 1), ir.MaxPool2d(name="pool"), conv(r, 5, 6, 3, RAW, name="head")],
+    ),
 }
 # layer label in the data- and partial-sum-buffer messages (the op that goes past the end)
 LABELS = {
@@ -75,9 +79,14 @@ def make(name, seed_offset=0):
 
 def usage(prog) -> dict:
     """What a compiled program occupies, per memory, as the compiler reports it."""
-    return {"imem_depth": len(prog.instructions), "wdepth": len(prog.wmem),
-            "bdepth": len(prog.bmem), "sdepth": len(prog.smem), "ddepth": prog.dbuf_used,
-            "pdepth": prog.pbuf_used}
+    return {
+        "imem_depth": len(prog.instructions),
+        "wdepth": len(prog.wmem),
+        "bdepth": len(prog.bmem),
+        "sdepth": len(prog.smem),
+        "ddepth": prog.dbuf_used,
+        "pdepth": prog.pbuf_used,
+    }
 
 
 def refusal(net, cfg, memory, used, labels) -> str:
@@ -85,11 +94,15 @@ def refusal(net, cfg, memory, used, labels) -> str:
     if memory == "imem_depth":
         return f"{net.name}: {used['imem_depth']} instructions; the instruction memory holds {cfg.imem_depth}"
     if memory in ("wdepth", "bdepth", "sdepth"):
-        return (f"{net.name}: needs {used['wdepth']} weight words, {used['bdepth']} biases, "
-                f"{used['sdepth']} shift words; the array has {cfg.wdepth}, {cfg.bdepth}, {cfg.sdepth}")
+        return (
+            f"{net.name}: needs {used['wdepth']} weight words, {used['bdepth']} biases, "
+            f"{used['sdepth']} shift words; the array has {cfg.wdepth}, {cfg.bdepth}, {cfg.sdepth}"
+        )
     if memory == "ddepth":
-        return (f"{labels[0]}: the data buffer needs {used['ddepth']} entries for all tensors; "
-                f"the array has {cfg.ddepth}")
+        return (
+            f"{labels[0]}: the data buffer needs {used['ddepth']} entries for all tensors; "
+            f"the array has {cfg.ddepth}"
+        )
     return f"{labels[1]}: needs {used['pdepth']} partial-sum entries; the array has {cfg.pdepth}"
 
 
@@ -106,7 +119,7 @@ def test_exactly_full_memories_compile_and_one_short_is_refused(name):
     for i, out in res.outputs.items():
         assert np.array_equal(out, ref.outputs[i]), i
     for memory in MEMORIES:
-        if used[memory] == 1:       # one shift word (the identity): no smaller table exists
+        if used[memory] == 1:  # one shift word (the identity): no smaller table exists
             continue
         short = replace(exact, **{memory: used[memory] - 1})
         with pytest.raises(CompileError) as err:
@@ -132,7 +145,7 @@ def test_program_structure():
     pc = 0
     for s in prog.segments:
         assert s.start_pc == pc and s.n_instr > 1
-        body = prog.instructions[s.start_pc:s.start_pc + s.n_instr]
+        body = prog.instructions[s.start_pc : s.start_pc + s.n_instr]
         assert isinstance(body[-1], Halt) and not any(isinstance(i, Halt) for i in body[:-1])
         pc += s.n_instr
     assert pc == len(prog.instructions) == len(prog.words)
@@ -156,8 +169,17 @@ def test_cycles_per_image_is_what_the_interpreter_counts():
     """Every segment of a three-segment program, by the interpreter's own count."""
     rng = np.random.default_rng(SEED + 30)
     print("seed", SEED + 30)
-    net = ir.Network((3, 4, 4), "uint8", [conv(rng, 6, 3, 1), ir.MaxPool2d(), conv(rng, 7, 6, 2),
-                                          ir.SpaceToDepth(factor=2), conv(rng, 4, 28, 3, RAW)])
+    net = ir.Network(
+        (3, 4, 4),
+        "uint8",
+        [
+            conv(rng, 6, 3, 1),
+            ir.MaxPool2d(),
+            conv(rng, 7, 6, 2),
+            ir.SpaceToDepth(factor=2),
+            conv(rng, 4, 28, 3, RAW),
+        ],
+    )
     cfg = ArrayConfig(rows=3, cols=2)
     prog = compile_network(net, cfg)
     assert len(prog.segments) == 3
@@ -175,8 +197,7 @@ def test_fitted_config_is_the_smallest_power_of_two(filters):
     halved. 65 and 129 biases need 128 and 256 words, 128 exactly 128."""
     rng = np.random.default_rng(SEED + 40 + filters)
     print("seed", SEED + 40 + filters)
-    net = ir.Network((5, 2, 2), "uint8", [shift(rng, 5), conv(rng, filters, 5, 1, RAW)],
-                     name=f"f{filters}")
+    net = ir.Network((5, 2, 2), "uint8", [shift(rng, 5), conv(rng, filters, 5, 1, RAW)], name=f"f{filters}")
     cfg = fitted_config(net, 3, 5, cmax=32)
     assert (cfg.rows, cfg.cols, cfg.cmax) == (3, 5, 32)
     compile_network(net, cfg)
@@ -220,8 +241,9 @@ def test_roomy_config():
     assert cfg.pdepth == 1 << widths["acc_addr"]
     rng = np.random.default_rng(SEED + 60)
     # 65 channels in 65 shifted K-tiles, 513 filters in 3 N-tiles, 520 pixels
-    big = ir.PointwiseConv(weights=sac.combine_columns(np.ones((513, 65), np.int32), 1),
-                           bias=np.zeros(513, np.int32), mode=RAW)
+    big = ir.PointwiseConv(
+        weights=sac.combine_columns(np.ones((513, 65), np.int32), 1), bias=np.zeros(513, np.int32), mode=RAW
+    )
     net = ir.Network((65, 1, 520), "uint8", [shift(rng, 65), big])
     prog = compile_network(net, roomy_config(255, 1), encode_words=False)
     default = ArrayConfig(rows=255, cols=1)
@@ -245,16 +267,19 @@ def test_chunks_at_exactly_cmax():
     rng = np.random.default_rng(SEED + 70)
     print("seed", SEED + 70)
     # 16 channels, one per column: the tensor and every window fit the 16 banks exactly
-    prog = run_equal(ir.Network((16, 2, 2), "uint8", [conv(rng, 5, 16, 1)]),
-                     ArrayConfig(rows=3, cols=4, cmax=16), rng)
+    prog = run_equal(
+        ir.Network((16, 2, 2), "uint8", [conv(rng, 5, 16, 1)]), ArrayConfig(rows=3, cols=4, cmax=16), rng
+    )
     assert prog.layers[0].input.chunk == 0
     # 16 channels in groups of 3: the last window reaches channel 17, past the banks
-    prog = run_equal(ir.Network((16, 2, 2), "uint8", [conv(rng, 5, 16, 3)]),
-                     ArrayConfig(rows=3, cols=4, cmax=16), rng)
+    prog = run_equal(
+        ir.Network((16, 2, 2), "uint8", [conv(rng, 5, 16, 3)]), ArrayConfig(rows=3, cols=4, cmax=16), rng
+    )
     assert prog.layers[0].input.chunk == 12
     # a 16-channel window (8 columns x 2) and 20 channels: chunks of exactly CMAX
-    prog = run_equal(ir.Network((20, 2, 2), "uint8", [conv(rng, 5, 20, 2)]),
-                     ArrayConfig(rows=3, cols=8, cmax=16), rng)
+    prog = run_equal(
+        ir.Network((20, 2, 2), "uint8", [conv(rng, 5, 20, 2)]), ArrayConfig(rows=3, cols=8, cmax=16), rng
+    )
     assert prog.layers[0].input.chunk == 16
 
 
@@ -266,14 +291,21 @@ def test_output_chunks_follow_the_rows_and_the_next_window():
     cfg = ArrayConfig(rows=3, cols=4, cmax=16)
     prog = run_equal(ir.Network((4, 2, 2), "uint8", [conv(rng, 20, 4, 1)]), cfg, rng)
     assert prog.layers[0].output.chunk == 15
-    prog = run_equal(ir.Network((4, 2, 2), "uint8", [conv(rng, 20, 4, 1), conv(rng, 6, 20, 1),
-                                                     conv(rng, 5, 6, 2, RAW)]), cfg, rng)
+    prog = run_equal(
+        ir.Network((4, 2, 2), "uint8", [conv(rng, 20, 4, 1), conv(rng, 6, 20, 1), conv(rng, 5, 6, 2, RAW)]),
+        cfg,
+        rng,
+    )
     assert [lp.output.chunk for lp in prog.layers[:2]] == [12, 0]
-    assert [lp.input.addr for lp in prog.layers] == [0, prog.layers[0].output.addr,
-                                                     prog.layers[1].output.addr]
+    assert [lp.input.addr for lp in prog.layers] == [
+        0,
+        prog.layers[0].output.addr,
+        prog.layers[1].output.addr,
+    ]
     # 16 outputs read by a window of 3 x 3 = 9 channels that reaches channel 18
-    prog = run_equal(ir.Network((4, 2, 2), "uint8", [conv(rng, 16, 4, 1), conv(rng, 5, 16, 3, RAW)]),
-                     cfg, rng)
+    prog = run_equal(
+        ir.Network((4, 2, 2), "uint8", [conv(rng, 16, 4, 1), conv(rng, 5, 16, 3, RAW)]), cfg, rng
+    )
     assert prog.layers[0].output.chunk == 12
 
 
@@ -283,11 +315,15 @@ def test_chunk_refusals_name_the_layer():
     net = ir.Network((20, 2, 2), "uint8", [conv(rng, 4, 20, 3, name="wide")])
     with pytest.raises(CompileError) as err:
         compile_network(net, ArrayConfig(rows=2, cols=8, cmax=16))
-    assert str(err.value) == ("layer 0 (PointwiseConv 'wide'): a tile window of 24 channels and 1 "
-                              "rows cannot share chunks of at most 16 banks")
+    assert str(err.value) == (
+        "layer 0 (PointwiseConv 'wide'): a tile window of 24 channels and 1 "
+        "rows cannot share chunks of at most 16 banks"
+    )
     # the output's: 5 rows and the next op's 4-channel window need chunks of 20 > 16
     net = ir.Network((4, 2, 2), "uint8", [conv(rng, 20, 4, 1, name="tall"), conv(rng, 3, 20, 1)])
     with pytest.raises(CompileError) as err:
         compile_network(net, ArrayConfig(rows=5, cols=4, cmax=16))
-    assert str(err.value) == ("layer 0 (PointwiseConv 'tall'): a tile window of 4 channels and 5 "
-                              "rows cannot share chunks of at most 16 banks")
+    assert str(err.value) == (
+        "layer 0 (PointwiseConv 'tall'): a tile window of 4 channels and 5 "
+        "rows cannot share chunks of at most 16 banks"
+    )

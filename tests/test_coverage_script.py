@@ -1,5 +1,6 @@
 """The pieces of `make coverage` (scripts/coverage.py) that need no simulator: reading a
 Verilator coverage.dat and the per-module table with the uncovered lines."""
+
 import importlib.util
 from pathlib import Path
 
@@ -23,15 +24,18 @@ def table_of(tmp_path, points: list):
 
 
 def test_table_counts_lines_and_toggles_per_module(tmp_path):
-    stats, uncovered = table_of(tmp_path, [
-        point("rtl/a.v", 10, "v_line/a", 5, "block"),
-        point("rtl/a.v", 12, "v_branch/a", 0, "if"),
-        point("rtl/a.v", 12, "v_branch/a", 3, "else"),
-        point("rtl/a.v", 3, "v_toggle/a", 1, "x[0]:0->1"),
-        point("rtl/a.v", 3, "v_toggle/a", 0, "x[0]:1->0"),
-        point("rtl/b.v", 7, "v_line/b", 0, "block"),
-        point("rtl/b.v", 8, "v_user/b", 0, "cover"),          # not line or toggle: ignored
-    ])
+    stats, uncovered = table_of(
+        tmp_path,
+        [
+            point("rtl/a.v", 10, "v_line/a", 5, "block"),
+            point("rtl/a.v", 12, "v_branch/a", 0, "if"),
+            point("rtl/a.v", 12, "v_branch/a", 3, "else"),
+            point("rtl/a.v", 3, "v_toggle/a", 1, "x[0]:0->1"),
+            point("rtl/a.v", 3, "v_toggle/a", 0, "x[0]:1->0"),
+            point("rtl/b.v", 7, "v_line/b", 0, "block"),
+            point("rtl/b.v", 8, "v_user/b", 0, "cover"),  # not line or toggle: ignored
+        ],
+    )
     assert stats["a"] == {"line_hit": 2, "line_total": 3, "toggle_hit": 1, "toggle_total": 2}
     assert stats["b"] == {"line_hit": 0, "line_total": 1, "toggle_hit": 0, "toggle_total": 0}
     assert uncovered == {"a": [12], "b": [7]}
@@ -42,7 +46,7 @@ def test_bench_files_run_slowest_first_and_include_every_bench():
     files = coverage_script.bench_files()
     every = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tb").rglob("test_*.py"))
     assert sorted(files) == every and len(set(files)) == len(files)
-    assert files[0] == "tb/tlm/test_isa_coverage.py"         # the longest run starts first
+    assert files[0] == "tb/tlm/test_isa_coverage.py"  # the longest run starts first
     assert files.index("tb/test_accelerator.py") < files.index("tb/test_sdp_ram.py")
     # the two users of the 8x8 accelerator build are not handed out one after the other
     assert files.index("tb/test_accelerator.py") - files.index("tb/tlm/test_isa_coverage.py") > 1
@@ -51,11 +55,14 @@ def test_bench_files_run_slowest_first_and_include_every_bench():
 def test_a_point_of_a_parameterized_instance_counts_as_the_same_point(tmp_path):
     # the same branch of rtl/a.v in a module build (page v_branch/a) and inside a top
     # (Verilator names the parameterized instance a__pi2): one point, hit by either
-    stats, uncovered = table_of(tmp_path, [
-        point("rtl/a.v", 5, "v_branch/a", 2, "if"),
-        point("rtl/a.v", 5, "v_branch/a__pi2", 0, "if"),
-        point("rtl/a.v", 6, "v_branch/a__A9", 0, "else"),
-        point("rtl/a.v", 6, "v_branch/a", 0, "else"),
-    ])
+    stats, uncovered = table_of(
+        tmp_path,
+        [
+            point("rtl/a.v", 5, "v_branch/a", 2, "if"),
+            point("rtl/a.v", 5, "v_branch/a__pi2", 0, "if"),
+            point("rtl/a.v", 6, "v_branch/a__A9", 0, "else"),
+            point("rtl/a.v", 6, "v_branch/a", 0, "else"),
+        ],
+    )
     assert stats["a"] == {"line_hit": 1, "line_total": 2, "toggle_hit": 0, "toggle_total": 0}
     assert uncovered == {"a": [6]}

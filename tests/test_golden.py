@@ -1,4 +1,5 @@
 """The network description and the golden executor."""
+
 import numpy as np
 import pytest
 import torch
@@ -15,16 +16,21 @@ def small_bnn(rng, c=3, f=8, pad=1):
     """8x8 input with padding, 12x12 without: both end in a 2x2 or 1x1 map before Flatten."""
     pm = lambda *s: np.where(rng.random(s) < 0.5, -1, 1)  # noqa: E731
     size = 8 if pad else 12
-    return ir.Network((c, size, size), "uint8", [
-        ir.IntConv2d(weight=pm(f, c, 3, 3), bias=rng.integers(-1, 2, f), padding=pad),
-        ir.Step(threshold=rng.integers(-50, 50, f), direction=pm(f)),
-        ir.MaxPool2d(),
-        ir.BinConv2d(weight=pm(f, f, 3, 3), bias=rng.integers(-1, 2, f), padding=pad),
-        ir.Step(threshold=rng.integers(-5, 5, f), direction=pm(f)),
-        ir.MaxPool2d(),
-        ir.Flatten(),
-        ir.BinDense(weight=pm(10, f * (4 if pad else 1)), bias=rng.integers(-1, 2, 10)),
-    ], name="small_bnn")
+    return ir.Network(
+        (c, size, size),
+        "uint8",
+        [
+            ir.IntConv2d(weight=pm(f, c, 3, 3), bias=rng.integers(-1, 2, f), padding=pad),
+            ir.Step(threshold=rng.integers(-50, 50, f), direction=pm(f)),
+            ir.MaxPool2d(),
+            ir.BinConv2d(weight=pm(f, f, 3, 3), bias=rng.integers(-1, 2, f), padding=pad),
+            ir.Step(threshold=rng.integers(-5, 5, f), direction=pm(f)),
+            ir.MaxPool2d(),
+            ir.Flatten(),
+            ir.BinDense(weight=pm(10, f * (4 if pad else 1)), bias=rng.integers(-1, 2, 10)),
+        ],
+        name="small_bnn",
+    )
 
 
 @pytest.mark.parametrize("pad", [0, 1])
@@ -43,15 +49,24 @@ def test_bnn_network_equals_torch_float_pipeline(pad):
         one = torch.ones_like(v)
         return torch.where(d * (v - thr) >= 0, one, -one)
 
-    t = F.conv2d(t, torch.tensor(L[0].weight, dtype=torch.float64),
-                 torch.tensor(L[0].bias, dtype=torch.float64), padding=pad)
+    t = F.conv2d(
+        t,
+        torch.tensor(L[0].weight, dtype=torch.float64),
+        torch.tensor(L[0].bias, dtype=torch.float64),
+        padding=pad,
+    )
     assert np.array_equal(res.outputs[0], t.numpy())
     t = F.max_pool2d(step(t, L[1]), 2)
-    t = F.conv2d(t, torch.tensor(L[3].weight, dtype=torch.float64),
-                 torch.tensor(L[3].bias, dtype=torch.float64), padding=pad)
+    t = F.conv2d(
+        t,
+        torch.tensor(L[3].weight, dtype=torch.float64),
+        torch.tensor(L[3].bias, dtype=torch.float64),
+        padding=pad,
+    )
     t = torch.flatten(F.max_pool2d(step(t, L[4]), 2), 1)
-    t = F.linear(t, torch.tensor(L[7].weight, dtype=torch.float64),
-                 torch.tensor(L[7].bias, dtype=torch.float64))
+    t = F.linear(
+        t, torch.tensor(L[7].weight, dtype=torch.float64), torch.tensor(L[7].bias, dtype=torch.float64)
+    )
     assert np.array_equal(res.scores, t.numpy())
     assert np.array_equal(res.predictions, bnn.argmax(res.scores))
     assert res.outputs[1].dtype == np.int8 and res.scores.dtype == np.int32

@@ -7,6 +7,7 @@ paddings, the float32 and float64 paths, batches split into several chunks, wrap
 overflow and bad input), value for value and error message for error message. (Empty
 batches, on which some predecessors crashed in numpy's reshape, now give empty results.)
 """
+
 import numpy as np
 import pytest
 
@@ -37,8 +38,9 @@ def old_int_array(x, name, *, ndim=None, lo=None, hi=None):
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else ndim
         if a.ndim not in allowed:
-            raise NumericsError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, "
-                                f"got shape {a.shape}")
+            raise NumericsError(
+                f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {a.shape}"
+            )
     if a.size and lo is not None and a.min() < lo:
         raise NumericsError(f"{name} has value {int(a.min())} below the allowed minimum {lo}")
     if a.size and hi is not None and a.max() > hi:
@@ -50,16 +52,18 @@ def old_conv3x3(x, w, bias, padding):
     n, c, h, wd = x.shape
     ho, wo = h + 2 * padding - 2, wd + 2 * padding - 2
     if ho < 1 or wo < 1:
-        raise NumericsError(f"a 3x3 convolution with padding {padding} needs at least "
-                            f"{3 - 2 * padding}x{3 - 2 * padding} pixels, got {h}x{wd}")
+        raise NumericsError(
+            f"a 3x3 convolution with padding {padding} needs at least "
+            f"{3 - 2 * padding}x{3 - 2 * padding} pixels, got {h}x{wd}"
+        )
     bound = float(np.abs(x).max(initial=0)) * 9 * c + float(np.abs(bias).max(initial=0))
-    if bound >= 2.0 ** 52:
+    if bound >= 2.0**52:
         raise NumericsError("convolution input values are too large for an exact int sum")
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     cols = np.empty((n, ho, wo, c, 3, 3), dtype=np.float64)
     for dy in range(3):
         for dx in range(3):
-            cols[..., dy, dx] = xp[:, :, dy:dy + ho, dx:dx + wo].transpose(0, 2, 3, 1)
+            cols[..., dy, dx] = xp[:, :, dy : dy + ho, dx : dx + wo].transpose(0, 2, 3, 1)
     out = cols.reshape(n * ho * wo, c * 9) @ w.reshape(w.shape[0], c * 9).T.astype(np.float64)
     out = out.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2).astype(np.int64)
     return fit_int32(out + bias.astype(np.int64)[None, :, None, None], "convolution output")
@@ -100,7 +104,7 @@ def old_maxpool2x2(x):
     n, c, h, w = a.shape
     if h < 2 or w < 2:
         raise NumericsError(f"2x2 max pooling needs at least 2x2 pixels, got {h}x{w}")
-    a = a[:, :, :h // 2 * 2, :w // 2 * 2]
+    a = a[:, :, : h // 2 * 2, : w // 2 * 2]
     return a.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
 
 
@@ -181,12 +185,19 @@ def test_int_array_skips_only_passes_that_cannot_fail(dtype):
     rng = np.random.default_rng(SEED)
     info = np.iinfo(dtype)
     for lo, hi in [(0, 255), (INT32_MIN, INT32_MAX), (-5, 5), (None, 10), (3, None), (None, None)]:
-        for vals in (rng.integers(max(info.min, -300), min(info.max, 300), 50),
-                     [info.min, info.max], [], [0]):
+        for vals in (
+            rng.integers(max(info.min, -300), min(info.max, 300), 50),
+            [info.min, info.max],
+            [],
+            [0],
+        ):
             a = np.asarray(vals, dtype=np.int64 if dtype != np.uint64 else np.uint64)
             a = a.astype(dtype) if len(vals) else a.astype(dtype)
-            same(lambda v: checks.int_array(v, "t", lo=lo, hi=hi),
-                 lambda v: old_int_array(v, "t", lo=lo, hi=hi), a)
+            same(
+                lambda v, lo=lo, hi=hi: checks.int_array(v, "t", lo=lo, hi=hi),
+                lambda v, lo=lo, hi=hi: old_int_array(v, "t", lo=lo, hi=hi),
+                a,
+            )
 
 
 @pytest.mark.parametrize("padding", [0, 1])
@@ -201,28 +212,38 @@ def test_convolutions_equal_previous(small_chunks, padding, c):
         same(bnn.bin_conv3x3, old_bin_conv3x3, pm1(rng, (n, c, 6, 5)), w, bias, padding)
         for dtype in (np.uint8, np.int8, np.int32, np.int64):
             info = np.iinfo(dtype)
-            x = rng.integers(max(info.min, -2 ** 20), min(info.max, 2 ** 20) + 1,
-                             (n, c, 5, 6)).astype(dtype)
+            x = rng.integers(max(info.min, -(2**20)), min(info.max, 2**20) + 1, (n, c, 5, 6)).astype(dtype)
             same(bnn.int_conv3x3, old_int_conv3x3, x, w, bias, padding)
 
 
 def test_convolution_float64_path_overflow_and_errors(small_chunks):
     rng = np.random.default_rng(SEED + 1)
     w = pm1(rng, (4, 8, 3, 3))
-    big = rng.integers(INT32_MIN, INT32_MAX, (5, 8, 4, 4)).astype(np.int64)    # float64 path
+    big = rng.integers(INT32_MIN, INT32_MAX, (5, 8, 4, 4)).astype(np.int64)  # float64 path
     same(bnn.int_conv3x3, old_int_conv3x3, big // 1000, w, np.zeros(4, int), 1)
-    same(bnn.int_conv3x3, old_int_conv3x3, big, w, np.zeros(4, int), 1)        # overflows
-    same(bnn.int_conv3x3, old_int_conv3x3, np.full((3, 8, 4, 4), INT32_MIN), w,
-         np.zeros(4, int), 0)
+    same(bnn.int_conv3x3, old_int_conv3x3, big, w, np.zeros(4, int), 1)  # overflows
+    same(bnn.int_conv3x3, old_int_conv3x3, np.full((3, 8, 4, 4), INT32_MIN), w, np.zeros(4, int), 0)
     same(bnn.int_conv3x3, old_int_conv3x3, big[:, :, :2, :2], w, np.zeros(4, int), 0)
-    same(bnn.int_conv3x3, old_int_conv3x3, big, w, np.full(4, 2 ** 62), 1)     # bound
+    same(bnn.int_conv3x3, old_int_conv3x3, big, w, np.full(4, 2**62), 1)  # bound
     same(bnn.int_conv3x3, old_int_conv3x3, big.astype(float), w, np.zeros(4, int), 1)
     same(bnn.bin_conv3x3, old_bin_conv3x3, np.zeros((2, 8, 3, 3), np.int8), w, np.zeros(4), 1)
-    ones = np.ones((4, 8, 3, 3), np.int8)            # bias past int32, results inside it
-    same(bnn.int_conv3x3, old_int_conv3x3, np.full((2, 8, 5, 5), -1000), ones,
-         np.full(4, INT32_MAX + 50_000), 0)
-    same(bnn.int_conv3x3, old_int_conv3x3, np.full((2, 8, 5, 5), -1000), ones,
-         np.full(4, INT32_MAX + 50_000), 1)
+    ones = np.ones((4, 8, 3, 3), np.int8)  # bias past int32, results inside it
+    same(
+        bnn.int_conv3x3,
+        old_int_conv3x3,
+        np.full((2, 8, 5, 5), -1000),
+        ones,
+        np.full(4, INT32_MAX + 50_000),
+        0,
+    )
+    same(
+        bnn.int_conv3x3,
+        old_int_conv3x3,
+        np.full((2, 8, 5, 5), -1000),
+        ones,
+        np.full(4, INT32_MAX + 50_000),
+        1,
+    )
 
 
 def test_step_equals_previous(small_chunks):
@@ -234,7 +255,7 @@ def test_step_equals_previous(small_chunks):
         info = np.iinfo(dtype)
         x = rng.integers(max(info.min, -60), min(info.max, 60) + 1, (9, c, 4, 3)).astype(dtype)
         same(bnn.step, old_step, x, t, d)
-        same(bnn.step, old_step, x.reshape(9, c, 12)[..., 0], t, d)          # flat [N, C]
+        same(bnn.step, old_step, x.reshape(9, c, 12)[..., 0], t, d)  # flat [N, C]
     # uint64 at or above 2^63: the previous step read it as negative (an int64 copy); the
     # fixed one compares it exactly, pinned in tests/test_numerics_contracts.py
     same(bnn.step, old_step, np.zeros((0, c), np.int32), t, d)
@@ -258,37 +279,47 @@ def test_dense_equals_previous(small_chunks):
         w = pm1(rng, (11, k))
         same(bnn.bin_dense, old_bin_dense, pm1(rng, (n, k)), w, rng.integers(-99, 99, 11))
     x = pm1(rng, (4, 6))
-    same(bnn.bin_dense, old_bin_dense, x, pm1(rng, (3, 6)), np.full(3, INT32_MAX))    # overflow
+    same(bnn.bin_dense, old_bin_dense, x, pm1(rng, (3, 6)), np.full(3, INT32_MAX))  # overflow
     same(bnn.bin_dense, old_bin_dense, x, pm1(rng, (3, 5)), np.zeros(3, int))
 
 
 def test_dense_matmul_relu_and_activity_equal_previous():
     rng = np.random.default_rng(SEED + 4)
     lim = 1 << (MAX_CODE - 1)
-    for lead, k, p in [((), 8, 50), ((), 64, 7), ((5,), 8, 3), ((2, 3), 1, 4), ((), 1100, 9),
-                       ((4,), 1100, 2), ((0,), 3, 2)]:
+    for lead, k, p in [
+        ((), 8, 50),
+        ((), 64, 7),
+        ((5,), 8, 3),
+        ((2, 3), 1, 4),
+        ((), 1100, 9),
+        ((4,), 1100, 2),
+        ((0,), 3, 2),
+    ]:
         w = rng.integers(-lim, lim + 1, (6, k))
         w[rng.random(w.shape) < 0.3] = 0
         x = rng.integers(0, 256, lead + (k, p)).astype(np.uint8)
         x[rng.random(x.shape) < 0.3] = 0
-        for init in (rng.integers(-1000, 1000, 6),
-                     rng.integers(INT32_MIN, INT32_MAX, lead + (6, p), dtype=np.int64),
-                     np.full(6, INT32_MAX), np.full(6, INT32_MIN)):
+        for init in (
+            rng.integers(-1000, 1000, 6),
+            rng.integers(INT32_MIN, INT32_MAX, lead + (6, p), dtype=np.int64),
+            np.full(6, INT32_MAX),
+            np.full(6, INT32_MIN),
+        ):
             acc = same(sac.dense_matmul, old_dense_matmul, w, x, init)
             same(sac.relu_quant, old_relu_quant, acc)
         if x.size:
             same(sac.count_active_per_image, old_count_active_per_image, w, x)
     w = rng.integers(-4, 4, (3, 5))
     x = rng.integers(0, 256, (5, 4)).astype(np.int64)
-    same(sac.dense_matmul, old_dense_matmul, w, x, rng.integers(-9, 9, (2, 3, 4)))    # broadcast
-    same(sac.dense_matmul, old_dense_matmul, w, x, rng.integers(-9, 9, (2, 4)))       # mismatch
-    same(sac.dense_matmul, old_dense_matmul, w, x, rng.integers(-9, 9, 4))            # bias size
-    same(sac.dense_matmul, old_dense_matmul, w * 100, x, np.zeros(3, int))            # weights
-    same(sac.dense_matmul, old_dense_matmul, w, x + 300, np.zeros(3, int))            # data
-    same(sac.dense_matmul, old_dense_matmul, w, x, np.full(3, 2 ** 40))               # init
+    same(sac.dense_matmul, old_dense_matmul, w, x, rng.integers(-9, 9, (2, 3, 4)))  # broadcast
+    same(sac.dense_matmul, old_dense_matmul, w, x, rng.integers(-9, 9, (2, 4)))  # mismatch
+    same(sac.dense_matmul, old_dense_matmul, w, x, rng.integers(-9, 9, 4))  # bias size
+    same(sac.dense_matmul, old_dense_matmul, w * 100, x, np.zeros(3, int))  # weights
+    same(sac.dense_matmul, old_dense_matmul, w, x + 300, np.zeros(3, int))  # data
+    same(sac.dense_matmul, old_dense_matmul, w, x, np.full(3, 2**40))  # init
     same(sac.dense_matmul, old_dense_matmul, w, x.astype(np.uint64), np.zeros(3, np.uint64))
     same(sac.relu_quant, old_relu_quant, np.array([INT32_MAX, 70, 0], np.uint32))
-    same(sac.relu_quant, old_relu_quant, np.array([2 ** 31 + 5, 70], np.uint32))
+    same(sac.relu_quant, old_relu_quant, np.array([2**31 + 5, 70], np.uint32))
     same(sac.relu_quant, old_relu_quant, np.array([INT32_MIN, -65, 16319, 16320, INT32_MAX]))
-    same(sac.relu_quant, old_relu_quant, np.array([2 ** 40]))
+    same(sac.relu_quant, old_relu_quant, np.array([2**40]))
     same(sac.count_active_per_image, old_count_active_per_image, w, x[:4])

@@ -1,5 +1,6 @@
 """The benchmark scripts run end to end on tiny inputs (their numbers come from full runs, see
 docs/gpu.md); the GPU one through the emulation, whose timings are not GPU timings."""
+
 import json
 import subprocess
 import sys
@@ -18,34 +19,40 @@ SMALL = ["--backend", "emulation", "--repeats", "1", "--warmup", "0", "--launche
 
 
 def bench(*args, out):
-    return subprocess.run([sys.executable, "benchmarks/gpu_bnn.py", *SMALL, *args, "--out", str(out)],
-                          capture_output=True, text=True, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "benchmarks/gpu_bnn.py", *SMALL, *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
 
 
 def test_gpu_benchmark_smoke_on_emulation(tmp_path):
-    out = bench("--shapes", "fashion", "--images", "5", "--fashion-exp", "1", "2", "--check", "3",
-                out=tmp_path)
+    out = bench(
+        "--shapes", "fashion", "--images", "5", "--fashion-exp", "1", "2", "--check", "3", out=tmp_path
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads((tmp_path / "gpu_bnn.json").read_text())["shapes"]["fashion"]
     assert res == json.loads((tmp_path / "gpu_bnn_fashion.json").read_text())
     runs = {r["name"]: r for r in res["runs"]}
     assert {"algorithm1", "dp", "cpu-only", "all-X", "all-XYZ"} <= set(runs)
-    assert [r["name"] for r in res["runs"]][:3] == ["dp", "all-XYZ", "algorithm1"]   # priority
-    assert res["all_exact"] and res["target_met"] is None          # emulation: no verdict
+    assert [r["name"] for r in res["runs"]][:3] == ["dp", "all-XYZ", "algorithm1"]  # priority
+    assert res["all_exact"] and res["target_met"] is None  # emulation: no verdict
     assert res["dp_vs_all_xyz"] > 0 and runs["all-XYZ"]["gpu_host_s"] > 0
     assert runs["dp"]["accuracy"] is None and res["data"].startswith("random")
     # no GPU energy for emulated runs, and no energy window spent on them
     assert all(r["energy_j"] is None and r["energy_calls"] == 0 for r in runs.values() if "wall_s" in r)
     assert (tmp_path / "heatmap_fashion.png").exists() and (tmp_path / "mapping_fashion.json").exists()
     profile = json.loads((tmp_path / "mapping_fashion.json").read_text())["profile"]
-    assert set(profile["host_s"]) == {"2", "4"}                    # host issue times kept
+    assert set(profile["host_s"]) == {"2", "4"}  # host issue times kept
 
 
 def test_budget_leaves_out_batch_sizes_and_runs_then_stops(tmp_path):
     """A budget too small for anything but the first batch size: the larger one is left out,
     every full run is skipped for the budget, and the JSON says so."""
-    out = bench("--shapes", "fashion", "--images", "5", "--fashion-exp", "1", "2", "--budget-s", "0.2",
-                out=tmp_path)
+    out = bench(
+        "--shapes", "fashion", "--images", "5", "--fashion-exp", "1", "2", "--budget-s", "0.2", out=tmp_path
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads((tmp_path / "gpu_bnn_fashion.json").read_text())
     assert res["status"] == "done" and res["batch_sizes"] == [2] and res["batch_sizes_left_out"] == [4]
@@ -59,8 +66,26 @@ def test_real_images_report_accuracy(tmp_path):
     """--data: the Fashion-MNIST test images for both 1x28x28 networks (the random-parameter
     shape and the HEP-BNN ONNX model); accuracy over all images beside each run's time."""
     model = "tests/fixtures/hepbnn_fashion.onnx"
-    out = bench("--shapes", "fashion", model, "--images", "6", "--fashion-exp", "1", "1", "--exp", "1", "1",
-                "--check", "2", "--max-run-s", "0.05", "--data", str(FASHION_DIR), out=tmp_path)
+    out = bench(
+        "--shapes",
+        "fashion",
+        model,
+        "--images",
+        "6",
+        "--fashion-exp",
+        "1",
+        "1",
+        "--exp",
+        "1",
+        "1",
+        "--check",
+        "2",
+        "--max-run-s",
+        "0.05",
+        "--data",
+        str(FASHION_DIR),
+        out=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     shapes = json.loads((tmp_path / "gpu_bnn.json").read_text())["shapes"]
     assert set(shapes) == {"fashion", "hepbnn_fashion"}
@@ -75,9 +100,25 @@ def test_real_images_report_accuracy(tmp_path):
 
 
 def test_cpu_benchmark_smoke(tmp_path):
-    out = subprocess.run([sys.executable, "benchmarks/bnn_cpu.py", "--images", "60", "--batch", "25",
-                          "--repeats", "1", "--check", "20", "--json", str(tmp_path / "b.json")],
-                         capture_output=True, text=True, cwd=REPO)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/bnn_cpu.py",
+            "--images",
+            "60",
+            "--batch",
+            "25",
+            "--repeats",
+            "1",
+            "--check",
+            "20",
+            "--json",
+            str(tmp_path / "b.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "every layer equal" in out.stdout
     assert "PyTorch float32 scores vs golden on 20 images: equal" in out.stdout

@@ -5,6 +5,7 @@ JSON under OUT; and the whole path runs through a fake CuPy (tests/fake_cupy) wh
 the CPU emulation. Every run uses the Python of this venv with tests/import_blocker on
 PYTHONPATH, which refuses torch, onnx, onnxruntime, cocotb, scikit-learn, scipy, ray, ...:
 what the GPU machine's own Python (numpy, CuPy, pytest) sees."""
+
 import json
 import os
 import re
@@ -24,19 +25,26 @@ SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 def run_check(tmp_path, mode=None, env_extra=None, timeout=240):
     """gpu_check.sh OUT with a fake CuPy in `mode` (None: no CuPy at all)."""
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GPU_CHECK_", "FAKE_CUPY", "BLOCKED_IMPORTS", "PYTHONPATH"))}
-    env.update(GPU_CHECK_PYTHON=sys.executable, CUPY_CACHE_DIR=str(tmp_path / "cupy_cache"),
-               PYTHONPATH=os.pathsep.join(map(str, [BLOCKER] + ([FAKE_CUPY] if mode else []))),
-               BLOCKED_IMPORTS_LOG=str(tmp_path / "refused.txt"))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GPU_CHECK_", "FAKE_CUPY", "BLOCKED_IMPORTS", "PYTHONPATH"))
+    }
+    env.update(
+        GPU_CHECK_PYTHON=sys.executable,
+        CUPY_CACHE_DIR=str(tmp_path / "cupy_cache"),
+        PYTHONPATH=os.pathsep.join(map(str, [BLOCKER] + ([FAKE_CUPY] if mode else []))),
+        BLOCKED_IMPORTS_LOG=str(tmp_path / "refused.txt"),
+    )
     if mode:
         env["FAKE_CUPY_MODE"] = mode
     else:
-        env["BLOCKED_IMPORTS_EXTRA"] = "cupy"          # absent even where a real one is installed
+        env["BLOCKED_IMPORTS_EXTRA"] = "cupy"  # absent even where a real one is installed
     env.update(env_extra or {})
     t0 = time.monotonic()
-    proc = subprocess.run(["bash", str(SCRIPT), str(out)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
     return proc, out, time.monotonic() - t0
 
 
@@ -50,8 +58,11 @@ EARLY_EXITS = [
     ("no_nvrtc", 5, "NVRTC is not usable (RuntimeError: CuPy failed to load libnvrtc.so.13"),
     ("old_driver", 4, "the CUDA driver supports CUDA 12.4, older than CuPy's runtime (CUDA 13.0)"),
     ("no_device", 4, "no usable CUDA device: cudaErrorNoDevice"),
-    ("compile_error", 5, "the kernel module does not compile: NVRTC could not build the kernels "
-                         "(CompileException)"),
+    (
+        "compile_error",
+        5,
+        "the kernel module does not compile: NVRTC could not build the kernels (CompileException)",
+    ),
     ("few_threads", 6, "bin_conv3x3/w32, bin_conv3x3/w64 cannot run blocks of the default 256"),
     ("wrong_results", 6, "differs from the golden model"),
 ]
@@ -66,9 +77,12 @@ def test_early_exit_is_fast_clear_and_recorded(tmp_path, mode, code, reason):
     assert proc.returncode == code, text[-3000:] + proc.stderr[-2000:]
     assert seconds < 60
     assert "[preflight] python" in text
-    if mode:                                   # versions come first, whatever fails after
-        assert re.search(r"\[preflight\] CuPy 14\.2\.0\+fake, CUDA driver \S+ \(\d+\), CUDA runtime "
-                         r"13\.0 \(13000\), NVRTC ", text)
+    if mode:  # versions come first, whatever fails after
+        assert re.search(
+            r"\[preflight\] CuPy 14\.2\.0\+fake, CUDA driver \S+ \(\d+\), CUDA runtime "
+            r"13\.0 \(13000\), NVRTC ",
+            text,
+        )
     stop = [line for line in text.splitlines() if line.startswith("[preflight] STOP: ")]
     assert len(stop) == 1 and reason in stop[0], stop
     assert "Traceback" not in text + proc.stderr
@@ -99,19 +113,23 @@ def test_budgets_fit_eight_minutes():
     """Every phase's default budget fits the total, and the total (with each phase's kill grace
     and the summary's reserve) stays within 8 minutes."""
     text = SCRIPT.read_text()
-    default = lambda name: int(re.search(rf"\${{{name}:-(\d+)}}", text).group(1))   # noqa: E731
+    default = lambda name: int(re.search(rf"\${{{name}:-(\d+)}}", text).group(1))  # noqa: E731
     total = default("GPU_CHECK_TOTAL_S")
     reserve, grace = (int(re.search(rf"^{n}=(\d+)", text, re.M).group(1)) for n in ("RESERVE", "GRACE"))
     phases = [default(f"GPU_CHECK_{p}_S") for p in ("PREFLIGHT", "TESTS", "FASHION", "CIFAR10")]
     assert total <= 480 and sum(phases) <= total - reserve - grace
-    assert min(phases[2:]) >= 60                   # both benchmarks have time of their own
+    assert min(phases[2:]) >= 60  # both benchmarks have time of their own
 
 
 TRIAL = {
-    "GPU_CHECK_IMAGES": "4", "GPU_CHECK_FASHION_EXP": "1 2", "GPU_CHECK_CIFAR10_EXP": "0 0",
+    "GPU_CHECK_IMAGES": "4",
+    "GPU_CHECK_FASHION_EXP": "1 2",
+    "GPU_CHECK_CIFAR10_EXP": "0 0",
     "GPU_CHECK_BENCH_ARGS": "--repeats 1 --warmup 0 --launches 1 --check 2 --max-run-s 0.3",
-    "GPU_CHECK_PYTEST_K": ("bin_conv-XZ-32-partial-1-2 or dense-Y-64-few-0-5 or Z-dense-32 "
-                           "or test_fashion_network_on_gpu and X-32 or honour or largest or separates"),
+    "GPU_CHECK_PYTEST_K": (
+        "bin_conv-XZ-32-partial-1-2 or dense-Y-64-few-0-5 or Z-dense-32 "
+        "or test_fashion_network_on_gpu and X-32 or honour or largest or separates"
+    ),
 }
 
 
@@ -126,9 +144,18 @@ def test_whole_check_through_the_fake_gpu(tmp_path):
     first_test = text.index("phase exactness")
     resources = text.index("bin_conv3x3/w32                 80        0       768")
     assert text.index("NVRTC 13.0") < resources < first_test
-    for name in ("preflight.json", "pytest_gpu.xml", "gpu_bnn_fashion.json", "gpu_bnn_cifar10.json",
-                 "gpu_bnn.json", "gpu_check.json", "phases.tsv", "nvidia-smi.txt", "cupy_config.txt",
-                 "mapping_cifar10.json"):
+    for name in (
+        "preflight.json",
+        "pytest_gpu.xml",
+        "gpu_bnn_fashion.json",
+        "gpu_bnn_cifar10.json",
+        "gpu_bnn.json",
+        "gpu_check.json",
+        "phases.tsv",
+        "nvidia-smi.txt",
+        "cupy_config.txt",
+        "mapping_cifar10.json",
+    ):
         assert (out / name).exists(), name
     pre = load(out, "preflight.json")
     assert pre["status"] == "ready" and len(pre["kernels"]) == 17
@@ -136,14 +163,18 @@ def test_whole_check_through_the_fake_gpu(tmp_path):
     summary = load(out, "gpu_check.json")
     assert summary["exit_code"] == 0 and summary["status"] == "all exact"
     assert [(p["name"], p["status"]) for p in summary["phases"]] == [
-        ("preflight", "ok"), ("exactness", "ok"), ("fashion", "ok"), ("cifar10", "ok")]
+        ("preflight", "ok"),
+        ("exactness", "ok"),
+        ("fashion", "ok"),
+        ("cifar10", "ok"),
+    ]
     assert all(p["seconds"] <= p["limit_s"] for p in summary["phases"])
     ex = summary["exactness"]
     assert ex["passed"] >= 8 and ex["failed"] == ex["errors"] == 0
     for shape in ("fashion", "cifar10"):
         b = summary["benchmarks"][shape]
         assert b["all_exact"] and b["best_wall_s"] > 0 and b["dp_wall_s"] > 0, (shape, b)
-        assert b["target_met"] is None                 # 4 images: no verdict on the target
+        assert b["target_met"] is None  # 4 images: no verdict on the target
     fashion = load(out, "gpu_bnn_fashion.json")
     assert [r["name"] for r in fashion["runs"]][:2] == ["dp", "all-XYZ"]
     assert any(r.get("gpu_kernel_s", 0) > 0 and r["gpu_host_s"] > 0 for r in fashion["runs"])
@@ -156,7 +187,12 @@ def test_make_gpu_check_runs_no_setup():
     """`make gpu-check` on the GPU machine must not run `make setup` (apt-get, a venv, pip: no
     network there) nor need the venv."""
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    proc = subprocess.run(["make", "--no-print-directory", "-n", "gpu-check", "OUT=/tmp/somewhere"],
-                          cwd=ROOT, capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "-n", "gpu-check", "OUT=/tmp/somewhere"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "scripts/gpu_check.sh /tmp/somewhere"

@@ -1,5 +1,6 @@
 """The CPU implementation (gpu_kernels/cpu/bnn_cpu.cpp, the mapper's "cpu" choice) equals the
 golden models for every layer type x word size x channel count x padding x batch size."""
+
 import numpy as np
 import pytest
 
@@ -43,6 +44,7 @@ def test_cpu_implementation_large_batch_threads(threads):
     """Enough work for the OpenMP path (the small cases above run on one thread)."""
     from gpu_kernels.cpu_impl import cpu_impl
     from models.random_networks import fashion_bnn, random_images
+
     lib = cpu_impl()
     before = lib.max_threads
     lib.set_threads(threads)
@@ -51,21 +53,25 @@ def test_cpu_implementation_large_batch_threads(threads):
         x = random_images(6, 40, net.input_shape)
         res = run_network(net, x, backend="cpu", word_bits=64, batch=25)
         ref = golden.run(net, x)
-        for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
+        for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
             assert_same(a, b, f"layer {i}")
         assert np.array_equal(res.predictions, ref.predictions)
     finally:
         lib.set_threads(before)
 
 
-PORTABLE_CASES = [c for c in CASES if c[0] in ("int_conv_u8", "int_conv_i32", "step_spatial",
-                                               "step_flat", "bin_conv", "dense") and c[5] == 2]
+PORTABLE_CASES = [
+    c
+    for c in CASES
+    if c[0] in ("int_conv_u8", "int_conv_i32", "step_spatial", "step_flat", "bin_conv", "dense") and c[5] == 2
+]
 
 
 @pytest.mark.parametrize("case", PORTABLE_CASES, ids=["-".join(map(str, c)) for c in PORTABLE_CASES])
 def test_portable_build_equals_golden(case):
     """The library built without AVX-512 (the code a machine without it runs) is exact too."""
     from gpu_kernels.cpu_impl import cpu_impl
+
     kind, _, bits, variant, pad, batch = case
     seed = case_seed(kind, bits, variant, pad, batch)
     print(f"seed {seed}")
@@ -73,8 +79,9 @@ def test_portable_build_equals_golden(case):
     op = Runner(net, "cpu", backend="cpu", word_bits=bits).ops[0]
     out = np.empty(op.fout.host_shape(batch), op.fout.dtype)
     op.run_cpu(cpu_impl(portable=True), op.fin.from_golden(x), out, op.consts)
-    assert_same(op.fout.to_golden(out, net.shapes[1][1]), golden.run(net, x).outputs[0],
-                "-".join(map(str, case)))
+    assert_same(
+        op.fout.to_golden(out, net.shapes[1][1]), golden.run(net, x).outputs[0], "-".join(map(str, case))
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,6 +99,7 @@ FUSED_SHAPES = {
 def _extreme_steps(net, rng):
     """Some thresholds far outside any sum: channels always or never +1."""
     from models import ir
+
     for layer in net.layers:
         if isinstance(layer, ir.Step):
             pick = rng.random(layer.threshold.shape) < 0.15
@@ -101,6 +109,7 @@ def _extreme_steps(net, rng):
 
 def _fused_case(name: str, seed: int):
     from models.random_networks import build_bnn, random_images
+
     rng = np.random.default_rng(seed)
     in_shape, stages, dense, pad = FUSED_SHAPES[name]
     net = _extreme_steps(build_bnn(rng, in_shape, stages, dense, classes=7, padding=pad), rng)
@@ -111,6 +120,7 @@ def _fused_case(name: str, seed: int):
 @pytest.mark.parametrize("name", list(FUSED_SHAPES))
 def test_fused_network_equals_golden(name, portable):
     from gpu_kernels.cpu_impl import FusedCpuNetwork
+
     seed = case_seed("fused", name)
     print(f"seed {seed}")
     net, x = _fused_case(name, seed)
@@ -129,15 +139,22 @@ def test_fused_network_binary_input_and_wide_channels():
     dense layer on binary input."""
     from gpu_kernels.cpu_impl import FusedCpuNetwork
     from models import ir
+
     seed = case_seed("fused binary input")
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     pm1 = lambda *s: np.where(rng.random(s) < 0.5, -1, 1).astype(np.int8)  # noqa: E731
-    net = ir.Network((70, 5, 6), "binary", [
-        ir.BinConv2d(weight=pm1(130, 70, 3, 3), bias=rng.integers(-9, 9, 130), padding=1),
-        ir.Step(threshold=rng.integers(-30, 30, 130), direction=pm1(130)),
-        ir.MaxPool2d(), ir.Flatten(),
-        ir.BinDense(weight=pm1(5, 130 * 2 * 3), bias=rng.integers(-9, 9, 5))])
+    net = ir.Network(
+        (70, 5, 6),
+        "binary",
+        [
+            ir.BinConv2d(weight=pm1(130, 70, 3, 3), bias=rng.integers(-9, 9, 130), padding=1),
+            ir.Step(threshold=rng.integers(-30, 30, 130), direction=pm1(130)),
+            ir.MaxPool2d(),
+            ir.Flatten(),
+            ir.BinDense(weight=pm1(5, 130 * 2 * 3), bias=rng.integers(-9, 9, 5)),
+        ],
+    )
     x = pm1(9, 70, 5, 6)
     for portable in (False, True):
         res = FusedCpuNetwork(net, portable=portable).run(x, keep_outputs=True)
@@ -154,6 +171,7 @@ def test_fused_network_threads(threads):
     """Enough images for the OpenMP path."""
     from gpu_kernels.cpu_impl import FusedCpuNetwork, cpu_impl
     from models.random_networks import fashion_bnn, random_images
+
     lib = cpu_impl()
     before = lib.max_threads
     try:
@@ -171,15 +189,19 @@ def test_fused_network_refuses_other_patterns():
     from gpu_kernels.cpu_impl import FusedCpuNetwork
     from gpu_kernels.errors import GpuKernelError
     from models import ir
+
     rng = np.random.default_rng(0)
     pm1 = lambda *s: np.where(rng.random(s) < 0.5, -1, 1).astype(np.int8)  # noqa: E731
     conv = ir.IntConv2d(weight=pm1(4, 1, 3, 3), bias=np.zeros(4, int), padding=1)
-    pooled_first = ir.Network((1, 6, 6), "uint8", [conv, ir.MaxPool2d(),
-                                                   ir.Step(threshold=np.zeros(4, int),
-                                                           direction=np.ones(4, int))])
+    pooled_first = ir.Network(
+        (1, 6, 6),
+        "uint8",
+        [conv, ir.MaxPool2d(), ir.Step(threshold=np.zeros(4, int), direction=np.ones(4, int))],
+    )
     with pytest.raises(GpuKernelError, match="needs a Step after every convolution"):
         FusedCpuNetwork(pooled_first)
-    int_input = ir.Network((1, 6, 6), "int", [conv, ir.Step(threshold=np.zeros(4, int),
-                                                            direction=np.ones(4, int))])
+    int_input = ir.Network(
+        (1, 6, 6), "int", [conv, ir.Step(threshold=np.zeros(4, int), direction=np.ones(4, int))]
+    )
     with pytest.raises(GpuKernelError, match="uint8 or binary input"):
         FusedCpuNetwork(int_input)

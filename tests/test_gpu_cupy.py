@@ -3,6 +3,7 @@ emulation, whole networks, the emulation's launch plans, the compiled kernels' l
 launch timing. Marked `gpu`; skipped where CuPy or a CUDA device is missing (run by
 scripts/gpu_check.sh on a GPU machine, whose Python has numpy, CuPy and pytest only: tests
 that also need the g++ builds skip when those cannot be built there)."""
+
 import numpy as np
 import pytest
 
@@ -14,8 +15,10 @@ from models import golden
 from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 from tests.helpers import assert_same
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a CUDA device")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a CUDA device"),
+]
 
 
 def needs_build(what: str) -> None:
@@ -23,11 +26,13 @@ def needs_build(what: str) -> None:
     try:
         if what == "cpu":
             from gpu_kernels.cpu_impl import cpu_impl
+
             cpu_impl()
         else:
             get_gpu("emulation")
     except BuildError as exc:
         pytest.skip(f"the {what} build is not available here: {str(exc)[:200]}")
+
 
 CASES = all_cases(CONFIGS)
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
@@ -67,7 +72,7 @@ def test_fashion_network_on_gpu(mapping, bits):
     x = random_images(32, 37, net.input_shape)
     ref = golden.run(net, x)
     res = run_network(net, x, mapping, backend="cupy", word_bits=bits, batch=16)
-    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
+    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
         assert_same(a, b, f"layer {i}")
     assert np.array_equal(res.predictions, ref.predictions)
     assert all(r.seconds > 0 for r in res.layers if r.device == "gpu")
@@ -80,7 +85,7 @@ def test_cifar10_network_on_gpu(config):
     x = random_images(34, 3, net.input_shape)
     ref = golden.run(net, x)
     res = run_network(net, x, config, backend="cupy", word_bits=64)
-    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
+    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
         assert_same(a, b, f"layer {i}")
 
 
@@ -91,11 +96,12 @@ def test_gpu_and_emulation_agree_on_everything():
     x = random_images(36, 4, net.input_shape)
     a = run_network(net, x, MIXED, backend="cupy", batch=3)
     b = run_network(net, x, MIXED, backend="emulation", batch=3)
-    for i, (u, v) in enumerate(zip(a.outputs, b.outputs)):
+    for i, (u, v) in enumerate(zip(a.outputs, b.outputs, strict=True)):
         assert_same(u, v, f"layer {i}")
     assert [r.launch for r in a.layers] == [r.launch for r in b.layers]
-    assert [(t.boundary, t.direction, t.bytes) for t in a.transfers] == \
-           [(t.boundary, t.direction, t.bytes) for t in b.transfers]
+    assert [(t.boundary, t.direction, t.bytes) for t in a.transfers] == [
+        (t.boundary, t.direction, t.bytes) for t in b.transfers
+    ]
 
 
 def test_compiled_kernels_honour_the_launch_bound():

@@ -2,6 +2,7 @@
 reversed or shuffled (every kernel must give the golden result in each), the AddressSanitizer
 build whose poisoned guard zones catch out-of-bounds reads, and the refusal to emulate what a
 sequential emulation cannot (barriers, shared memory, warp intrinsics)."""
+
 import ctypes
 import os
 import subprocess
@@ -41,8 +42,11 @@ EMU_EXPORT(emu_visit_sequence, visit_sequence)
 def sequence_lib(tmp_path_factory):
     d = tmp_path_factory.mktemp("emu_order")
     (d / "seq.cpp").write_text(SEQUENCE_KERNEL)
-    subprocess.run(["g++", *EMU_FLAGS, f"-I{CUDA_DIR}", str(d / "seq.cpp"), "-o", str(d / "seq.so")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["g++", *EMU_FLAGS, f"-I{CUDA_DIR}", str(d / "seq.cpp"), "-o", str(d / "seq.so")],
+        check=True,
+        capture_output=True,
+    )
     lib = ctypes.CDLL(str(d / "seq.so"))
     lib.emu_visit_sequence.restype = ctypes.c_int
     return lib
@@ -53,10 +57,11 @@ def visits(lib, order: str, seed: int, grid=(3, 2, 1), block=(4, 2, 2)) -> np.nd
     out = np.zeros(n + 1, np.int32)
     lib.emu_set_order(("in-order", "reversed", "shuffled").index(order), ctypes.c_ulonglong(seed))
     ptr, count = ctypes.c_void_p(out.ctypes.data), ctypes.c_int(n)
-    params = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.pointer(ptr), ctypes.c_void_p),
-                                   ctypes.cast(ctypes.pointer(count), ctypes.c_void_p))
+    params = (ctypes.c_void_p * 2)(
+        ctypes.cast(ctypes.pointer(ptr), ctypes.c_void_p), ctypes.cast(ctypes.pointer(count), ctypes.c_void_p)
+    )
     assert lib.emu_visit_sequence((ctypes.c_uint * 6)(*grid, *block), params) == 0
-    assert out[n] == n                    # every thread ran exactly once
+    assert out[n] == n  # every thread ran exactly once
     return out[:n]
 
 
@@ -66,17 +71,17 @@ def test_order_switch_visits_blocks_and_threads_in_the_chosen_order(sequence_lib
     assert np.array_equal(visits(sequence_lib, "reversed", 0), np.arange(n)[::-1])
     a, b = visits(sequence_lib, "shuffled", 7), visits(sequence_lib, "shuffled", 8)
     print("seeds 7 and 8")
-    assert np.array_equal(a, visits(sequence_lib, "shuffled", 7))       # the seed replays
+    assert np.array_equal(a, visits(sequence_lib, "shuffled", 7))  # the seed replays
     assert not np.array_equal(a, b) and sorted(a) == list(range(n))
     for v in (a, b):
-        blocks = v.reshape(-1, per_block)           # rows: blocks in id order
+        blocks = v.reshape(-1, per_block)  # rows: blocks in id order
         # a block runs all its threads before the next starts; both blocks and threads permuted
         assert all(r.max() - r.min() == per_block - 1 for r in blocks)
         assert not np.array_equal(np.argsort(blocks.min(1)), np.arange(len(blocks)))
         assert any(not np.array_equal(np.argsort(r), np.arange(per_block)) for r in blocks)
 
 
-SUBSET = all_cases(CONFIGS)[::9]           # ~145 of the 1302 cases: every kind and configuration
+SUBSET = all_cases(CONFIGS)[::9]  # ~145 of the 1302 cases: every kind and configuration
 
 
 @pytest.mark.parametrize("order", ["reversed", "shuffled:20240"])
@@ -98,7 +103,7 @@ def test_whole_network_in_shuffled_order():
     x = random_images(42, 3, net.input_shape)
     ref = golden.run(net, x)
     res = run_network(net, x, "XYZ", backend=EmulatedGpu("shuffled", 5), batch=2)
-    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
+    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
         assert_same(a, b, f"layer {i} shuffled")
 
 
@@ -112,20 +117,25 @@ def test_order_comes_from_the_environment(monkeypatch):
     assert parse_order(None) == ("in-order", 0) and parse_order("reversed") == ("reversed", 0)
 
 
-@pytest.mark.parametrize("snippet, reason", [
-    ("__shared__ int tile[32]; tile[threadIdx.x] = 1; out[0] = tile[0];", "shared_memory"),
-    ("out[threadIdx.x] = 1; __syncthreads(); out[0] += out[1];", "syncthreads"),
-    ("out[threadIdx.x] = __ballot_sync(0xffffffffu, threadIdx.x & 1);", "warp_intrinsics"),
-    ("out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, (int)threadIdx.x, 1);", "warp_intrinsics"),
-])
+@pytest.mark.parametrize(
+    "snippet, reason",
+    [
+        ("__shared__ int tile[32]; tile[threadIdx.x] = 1; out[0] = tile[0];", "shared_memory"),
+        ("out[threadIdx.x] = 1; __syncthreads(); out[0] += out[1];", "syncthreads"),
+        ("out[threadIdx.x] = __ballot_sync(0xffffffffu, threadIdx.x & 1);", "warp_intrinsics"),
+        ("out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, (int)threadIdx.x, 1);", "warp_intrinsics"),
+    ],
+)
 def test_emulation_refuses_barriers_shared_memory_and_warp_intrinsics(tmp_path, snippet, reason):
     """A kernel the sequential emulation cannot run faithfully does not compile for it, and the
     compiler's message says why."""
     src = tmp_path / "k.cpp"
-    src.write_text('#include "emu_shim.h"\n#include "common.cuh"\n'
-                   f"BNN_KERNEL k(int* out) {{ {snippet} }}\n")
-    proc = subprocess.run(["g++", *EMU_FLAGS, f"-I{CUDA_DIR}", str(src), "-o", str(tmp_path / "k.so")],
-                          capture_output=True, text=True)
+    src.write_text(f'#include "emu_shim.h"\n#include "common.cuh"\nBNN_KERNEL k(int* out) {{ {snippet} }}\n')
+    proc = subprocess.run(
+        ["g++", *EMU_FLAGS, f"-I{CUDA_DIR}", str(src), "-o", str(tmp_path / "k.so")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0
     assert f"EMU_REFUSES_{reason}" in proc.stderr
 
@@ -158,18 +168,24 @@ def _asan_env():
         runtime = asan_runtime()
     except BuildError as exc:
         pytest.skip(str(exc))
-    emulation_library(sanitize=True)              # built here, not inside the child's timing
+    emulation_library(sanitize=True)  # built here, not inside the child's timing
     return dict(os.environ, LD_PRELOAD=str(runtime), ASAN_OPTIONS="detect_leaks=0")
 
 
 def test_asan_guard_zones_catch_an_out_of_bounds_read():
     """A kernel reading past its input: the plain emulation cannot see it (reads leave the
     guards intact), the ASan build stops at the faulting load and names the kernel."""
-    plain = subprocess.run([sys.executable, "-c", OOB_READ.format(sanitize=False)], cwd=ROOT,
-                           capture_output=True, text=True)
+    plain = subprocess.run(
+        [sys.executable, "-c", OOB_READ.format(sanitize=False)], cwd=ROOT, capture_output=True, text=True
+    )
     assert plain.returncode == 0 and "launch returned" in plain.stdout
-    asan = subprocess.run([sys.executable, "-c", OOB_READ.format(sanitize=True)], cwd=ROOT,
-                          capture_output=True, text=True, env=_asan_env())
+    asan = subprocess.run(
+        [sys.executable, "-c", OOB_READ.format(sanitize=True)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=_asan_env(),
+    )
     assert asan.returncode != 0 and "launch returned" not in asan.stdout
     assert "AddressSanitizer: use-after-poison" in asan.stderr
     assert "READ of size 4" in asan.stderr and "bin_dense<unsigned int>" in asan.stderr
@@ -179,10 +195,27 @@ def test_asan_shuffled_selfcheck_subset_is_clean():
     """A subset of the exactness matrix plus whole networks under the ASan build, shuffled:
     no out-of-bounds access, every result golden (the full matrix: selfcheck --every 1)."""
     env = _asan_env()
-    env.pop("LD_PRELOAD")                          # selfcheck --asan re-executes itself with it
-    proc = subprocess.run([sys.executable, "-m", "gpu_kernels.selfcheck", "--backend", "emulation",
-                           "--asan", "--order", "shuffled:3", "--every", "23", "--maxfail", "1"],
-                          cwd=ROOT, capture_output=True, text=True, env=env)
+    env.pop("LD_PRELOAD")  # selfcheck --asan re-executes itself with it
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpu_kernels.selfcheck",
+            "--backend",
+            "emulation",
+            "--asan",
+            "--order",
+            "shuffled:3",
+            "--every",
+            "23",
+            "--maxfail",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "AddressSanitizer, 0 failures" in proc.stdout or "0 failures" in proc.stdout
     assert "AddressSanitizer" in proc.stdout and "shuffled, seed 3" in proc.stdout

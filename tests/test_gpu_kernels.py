@@ -1,6 +1,7 @@
 """Every BNN kernel in every configuration, through the CPU emulation of the CUDA source, equal
 to the golden models: layer type x configuration x word size x channel count (multiple of the
 word size or not) x padding x batch size (gpu_kernels/layer_cases.py builds the cases)."""
+
 import numpy as np
 import pytest
 
@@ -56,6 +57,7 @@ def test_argmax_kernel_first_max(config):
     scores = np.random.default_rng(seed).integers(-2, 3, size=(9, 10)).astype(np.int32)
     gpu = get_gpu("emulation")
     from gpu_kernels.layer_ops import ArgmaxOp, Fmt
+
     op = ArgmaxOp(0, Fmt("int", (10,), 32))
     out = gpu.empty((9, 1), np.int32)
     gpu.launch(op.kernel, plan(op.work(9), config), op.kernel_args(gpu.upload(scores), out, {}))
@@ -66,6 +68,7 @@ def test_argmax_kernel_first_max(config):
 def test_dense_with_more_than_1024_neurons(config):
     """HEP-BNN gave such a layer an illegal block size; here threads stride over neurons."""
     from models import ir
+
     rng = np.random.default_rng(case_seed("wide dense", config))
     w = np.where(rng.random((1100, 40)) < 0.5, -1, 1)
     net = ir.Network((40,), "binary", [ir.BinDense(weight=w, bias=rng.integers(-3, 4, 1100))])
@@ -82,7 +85,7 @@ def test_emulation_catches_writes_outside_a_buffer():
     w = gpu.upload(np.zeros((3, 8), np.uint32))
     bias = gpu.upload(np.zeros(8, np.int32))
     out = gpu.empty((4, 8), np.int32)
-    bad = plan(Work(6, 1, 8), "X")                   # 6 images into a buffer of 4
+    bad = plan(Work(6, 1, 8), "X")  # 6 images into a buffer of 4
     with pytest.raises(GpuKernelError, match="wrote outside"):
         gpu.launch("bin_dense/w32", bad, [x, w, bias, out, 70])
 
@@ -116,7 +119,7 @@ def test_padding_bits_never_count(config, kind, bits):
     words = op.fin.from_golden(x)
     c = op.fin.channels
     garbage = ~np.array(0, dtype=words.dtype) << np.array(c % bits, dtype=words.dtype)
-    words[..., -1] |= garbage                    # every bit past channel c set
+    words[..., -1] |= garbage  # every bit past channel c set
     out = runner.run_op_gpu(op, runner.gpu.upload(words), config)
     got = op.fout.to_golden(runner.gpu.download(out), "int")
     assert_same(got, golden.run(net, x).outputs[0], f"{kind} {config} w{bits} garbage padding")
@@ -127,6 +130,7 @@ def test_padding_bits_never_count(config, kind, bits):
 def test_input_reorder_kernel(config, kind):
     """NCHW -> NHWC of the network input on the device equals the host-side layout."""
     from gpu_kernels.layer_ops import Fmt, ReorderOp
+
     rng = np.random.default_rng(case_seed("reorder", config, kind))
     fmt = Fmt(kind, (5, 3, 7), 32)
     x = rng.integers(0, 256 if kind == "uint8" else 10**6, size=(4, 5, 3, 7)).astype(fmt.dtype)

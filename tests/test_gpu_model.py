@@ -2,6 +2,7 @@
 (docs/measurements/h200_2026-12-04/layer_times.json): the calibration constants are the fit of
 those measurements, and with them whole runs land within 2x of what was measured (without them
 5-12x short)."""
+
 import json
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def test_calibrated_runs_are_within_2x_of_the_measured_ones_and_raw_ones_are_not
     assert len(calibrated) >= 40
     off = {k: r for k, r in calibrated.items() if not 0.5 <= r <= 2.0}
     assert not off, f"measured / modelled outside 0.5..2: {off}"
-    assert all(r > 4 for r in raw.values())          # what the calibration corrected
+    assert all(r > 4 for r in raw.values())  # what the calibration corrected
 
 
 @pytest.mark.parametrize("spec", ["fashion", "cifar10"])
@@ -67,13 +68,12 @@ def test_an_unmeasured_kernel_family_gets_the_overall_factor(monkeypatch):
     pool = next(op for op in ops if op.kernel and gpu_model.kernel_family(op) == "maxpool2x2")
     raw = gpu_model.raw_kernel_s(pool, 256, "XY")
     assert gpu_model.kernel_s(pool, 256, "XY") == pytest.approx(raw * gpu_model.CALIBRATION["maxpool2x2"])
-    monkeypatch.delitem(gpu_model.CALIBRATION, "maxpool2x2")     # as if never measured
+    monkeypatch.delitem(gpu_model.CALIBRATION, "maxpool2x2")  # as if never measured
     assert gpu_model.kernel_s(pool, 256, "XY") == pytest.approx(raw * gpu_model.CALIBRATION_OTHER)
 
 
 def test_the_benchmark_reports_and_agrees_with_the_code():
-    out = subprocess.run([sys.executable, str(BENCH)], capture_output=True, text=True, cwd=ROOT,
-                         timeout=300)
+    out = subprocess.run([sys.executable, str(BENCH)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr
     assert "calibrated whole runs: measured / modelled" in out.stdout
 
@@ -82,25 +82,55 @@ def test_adding_a_run_refits_and_bad_input_is_one_line(tmp_path):
     data = tmp_path / "times.json"
     run = tmp_path / "gpu_bnn_fashion.json"
     layers = [{"device": "gpu", "impl": "XY", "seconds": 0.002, "layer": "x"}] * 10
-    run.write_text(json.dumps({
-        "images": 1000, "profile_source": "measured: cupy (NVIDIA H200)",
-        "runs": [{"name": "dp", "batch": 512, "wall_s": 0.01,
-                  "result": {"backend": "cupy", "word_bits": 64, "layers": layers}}]}))
-    out = subprocess.run([sys.executable, str(BENCH), "--data", str(data), "--add", "fashion",
-                          "64", str(run)], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert out.returncode == 1                        # one made-up run: not the code's fit
+    run.write_text(
+        json.dumps(
+            {
+                "images": 1000,
+                "profile_source": "measured: cupy (NVIDIA H200)",
+                "runs": [
+                    {
+                        "name": "dp",
+                        "batch": 512,
+                        "wall_s": 0.01,
+                        "result": {"backend": "cupy", "word_bits": 64, "layers": layers},
+                    }
+                ],
+            }
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--data", str(data), "--add", "fashion", "64", str(run)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert out.returncode == 1  # one made-up run: not the code's fit
     assert "added 10 layer times of 1 runs" in out.stdout and "CALIBRATION = {" in out.stdout
     assert len(gpu_model.load_samples(data)) == 10
-    for args, message in [(["--add", "fashion", "16", str(run)], "WORD_BITS must be 32 or 64"),
-                          (["--add", "fashion", "64", str(tmp_path / "none.json")], "none.json"),
-                          (["--data", str(tmp_path / "missing.json")], "no measurements")]:
-        bad = subprocess.run([sys.executable, str(BENCH), "--data", str(data), *args]
-                             if "--data" not in args else [sys.executable, str(BENCH), *args],
-                             capture_output=True, text=True, cwd=ROOT, timeout=300)
+    for args, message in [
+        (["--add", "fashion", "16", str(run)], "WORD_BITS must be 32 or 64"),
+        (["--add", "fashion", "64", str(tmp_path / "none.json")], "none.json"),
+        (["--data", str(tmp_path / "missing.json")], "no measurements"),
+    ]:
+        bad = subprocess.run(
+            [sys.executable, str(BENCH), "--data", str(data), *args]
+            if "--data" not in args
+            else [sys.executable, str(BENCH), *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
         assert bad.returncode == 2, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and message in bad.stderr
     emulated = tmp_path / "emulated.json"
     emulated.write_text(run.read_text().replace("measured: cupy", "measured: emulation"))
-    bad = subprocess.run([sys.executable, str(BENCH), "--data", str(data), "--add", "fashion",
-                          "64", str(emulated)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    bad = subprocess.run(
+        [sys.executable, str(BENCH), "--data", str(data), "--add", "fashion", "64", str(emulated)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "not measured on a GPU" in bad.stderr

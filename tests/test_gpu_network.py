@@ -1,6 +1,7 @@
 """Whole networks through the runner: the HEP-BNN Fashion-MNIST shape under a mixed per-layer
 mapping equals the golden executor layer by layer; copies happen only where the mapping
 switches device; bad requests get clear errors."""
+
 import numpy as np
 import pytest
 
@@ -26,13 +27,14 @@ def fashion():
 
 
 @pytest.mark.parametrize("bits", [32, 64])
-@pytest.mark.parametrize("mapping", [MIXED, MIXED[::-1], "XYZ", "cpu"],
-                         ids=["mixed", "mixed-reversed", "all-XYZ", "all-cpu"])
+@pytest.mark.parametrize(
+    "mapping", [MIXED, MIXED[::-1], "XYZ", "cpu"], ids=["mixed", "mixed-reversed", "all-XYZ", "all-cpu"]
+)
 def test_fashion_network_equals_golden(fashion, mapping, bits):
     net, x, ref = fashion
     res = run_network(net, x, mapping, backend="emulation", word_bits=bits, batch=2)
     assert len(res.outputs) == len(ref.outputs) == 10
-    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
+    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
         assert_same(a, b, f"layer {i} {net.layers[i].describe()}")
     assert np.array_equal(res.predictions, ref.predictions)
     assert res.n_images == 5 and res.batch == 2
@@ -40,15 +42,19 @@ def test_fashion_network_equals_golden(fashion, mapping, bits):
 
 def test_transfers_only_where_the_mapping_switches_device(fashion):
     net, x, _ = fashion
-    res = run_network(net, x, MIXED, backend="emulation", batch=2)      # 3 batches
+    res = run_network(net, x, MIXED, backend="emulation", batch=2)  # 3 batches
     seen = {(t.boundary, t.direction, t.tensor): t.count for t in res.transfers}
     # cpu | XYZ Y Z XY XZ YZ | cpu | X XYZ -> up at 1, down at 7, up at 8, down at the end
-    assert seen == {(1, "h2d", "activation"): 3, (7, "d2h", "activation"): 3,
-                    (8, "h2d", "activation"): 3, (10, "d2h", "activation"): 3,
-                    (10, "d2h", "predictions"): 3}
+    assert seen == {
+        (1, "h2d", "activation"): 3,
+        (7, "d2h", "activation"): 3,
+        (8, "h2d", "activation"): 3,
+        (10, "d2h", "activation"): 3,
+        (10, "d2h", "predictions"): 3,
+    }
     fmt = Runner(net, MIXED, backend="emulation").ops
     up1 = next(t for t in res.transfers if t.boundary == 1)
-    assert up1.bytes == fmt[1].fin.nbytes(2) * 2 + fmt[1].fin.nbytes(1)   # int32 NHWC conv output
+    assert up1.bytes == fmt[1].fin.nbytes(2) * 2 + fmt[1].fin.nbytes(1)  # int32 NHWC conv output
     assert [r.device for r in res.layers] == ["host"] + ["gpu"] * 6 + ["host", "gpu", "gpu"]
 
 
@@ -62,8 +68,7 @@ def test_all_gpu_copies_only_input_and_scores(fashion):
 
 def test_all_cpu_copies_nothing(fashion):
     net, x, _ = fashion
-    for res in (run_network(net, x, "cpu", backend="emulation"),
-                run_network(net, x, MIXED, backend="cpu")):
+    for res in (run_network(net, x, "cpu", backend="emulation"), run_network(net, x, MIXED, backend="cpu")):
         assert res.transfers == [] and set(res.impls) == {"cpu"}
 
 
@@ -76,6 +81,7 @@ def test_dict_mapping_and_defaults(fashion):
 
 def test_result_summary_and_json(fashion):
     import json
+
     net, x, _ = fashion
     res = run_network(net, x, MIXED, backend="emulation")
     d = json.loads(json.dumps(res.as_dict()))
@@ -92,9 +98,9 @@ def test_other_shapes_and_odd_sizes():
     net = build_bnn(rng, (3, 13, 11), [[40, 33]], [20], classes=7)
     x = random_images(42, 3, net.input_shape)
     ref = golden.run(net, x)
-    impls = ["YZ", "cpu", "XY", "X", "Z", "XZ", "cpu", "XYZ", "Y", "X", "Z", "XY"][:len(net.layers)]
+    impls = ["YZ", "cpu", "XY", "X", "Z", "XZ", "cpu", "XYZ", "Y", "X", "Z", "XY"][: len(net.layers)]
     res = run_network(net, x, impls, backend="emulation", word_bits=64)
-    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
+    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
         assert_same(a, b, f"layer {i}")
     # colour images are copied as they come (NCHW uint8) and reordered on the device
     assert res.transfers[0].boundary == 0 and res.transfers[0].bytes == x.size
@@ -122,6 +128,7 @@ def test_bad_requests_get_clear_errors(fashion):
 
 def test_sac_layers_are_refused():
     from models.random_networks import random_sac_network
+
     net = random_sac_network(np.random.default_rng(0))
     with pytest.raises(GpuKernelError, match="implement IntConv2d"):
         Runner(net, backend="emulation")
@@ -133,5 +140,5 @@ def test_sums_beyond_int32_are_refused():
     x = np.full((1, 3, 4, 4), 10**8, np.int32)
     with pytest.raises(GpuKernelError, match="beyond int32"):
         run_network(net, x, backend="emulation")
-    with pytest.raises(NumericsError):          # the golden model refuses it too
+    with pytest.raises(NumericsError):  # the golden model refuses it too
         golden.run(net, x)

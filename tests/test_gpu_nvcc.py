@@ -1,5 +1,6 @@
 """nvcc compile check: what CuPy compiles (the same translation unit, NVRTC's options) compiles
 for sm_90, every kernel fits the launch bound with its registers, and none spills."""
+
 import shutil
 
 import pytest
@@ -19,11 +20,11 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 
 def test_nvcc_compiles_the_text_and_options_cupy_hands_nvrtc():
     src = build.nvcc_instantiation_source()
-    assert src.startswith(translation_unit())             # the very text of CupyGpu's RawModule
-    assert "#include" not in translation_unit()           # headers inlined: nothing else read
+    assert src.startswith(translation_unit())  # the very text of CupyGpu's RawModule
+    assert "#include" not in translation_unit()  # headers inlined: nothing else read
     flags = build.NVCC_FLAGS
-    assert flags[:len(NVRTC_OPTIONS) + len(CUPY_APPENDED_OPTIONS)] == NVRTC_OPTIONS + CUPY_APPENDED_OPTIONS
-    assert f"-arch={build.NVCC_ARCH}" in flags and build.NVCC_ARCH == "sm_90"   # H200
+    assert flags[: len(NVRTC_OPTIONS) + len(CUPY_APPENDED_OPTIONS)] == NVRTC_OPTIONS + CUPY_APPENDED_OPTIONS
+    assert f"-arch={build.NVCC_ARCH}" in flags and build.NVCC_ARCH == "sm_90"  # H200
 
 
 @needs_nvcc
@@ -52,7 +53,12 @@ ptxas info    : Used 8 registers, used 0 barriers
     if shutil.which("c++filt") is None:
         pytest.skip("c++filt (binutils) is not installed")
     res = build.ptxas_resources(log)
-    assert res["bin_conv3x3<unsigned int>"] == {"arch": "sm_90", "stack_bytes": 32, "spill_stores": 28,
-                                                "spill_loads": 52, "registers": 72}
+    assert res["bin_conv3x3<unsigned int>"] == {
+        "arch": "sm_90",
+        "stack_bytes": 32,
+        "spill_stores": 28,
+        "spill_loads": 52,
+        "registers": 72,
+    }
     assert res["busy_wait_ns"]["registers"] == 8
     assert max_threads_for_registers(res["bin_conv3x3<unsigned int>"]["registers"]) == 896

@@ -27,23 +27,34 @@ def model():
     return net, x, golden.run(net, x)
 
 
-@pytest.mark.parametrize("backend, mapping", [
-    ("emulation", ["XYZ", "cpu", "X", "Y", "cpu", "Z", "XY", "XZ", "YZ", "cpu"]),
-    ("emulation", "XZ"),
-    ("cpu", None),
-])
+@pytest.mark.parametrize(
+    "backend, mapping",
+    [
+        ("emulation", ["XYZ", "cpu", "X", "Y", "cpu", "Z", "XY", "XZ", "YZ", "cpu"]),
+        ("emulation", "XZ"),
+        ("cpu", None),
+    ],
+)
 def test_hepbnn_fashion_onnx_equals_golden(model, backend, mapping):
     net, x, ref = model
-    assert [layer.type_name for layer in net.layers] == ["IntConv2d", "Step", "MaxPool2d", "BinConv2d",
-                                                 "Step", "MaxPool2d", "Flatten", "BinDense",
-                                                 "Step", "BinDense"]
+    assert [layer.type_name for layer in net.layers] == [
+        "IntConv2d",
+        "Step",
+        "MaxPool2d",
+        "BinConv2d",
+        "Step",
+        "MaxPool2d",
+        "Flatten",
+        "BinDense",
+        "Step",
+        "BinDense",
+    ]
     res = run_network(str(FIXTURE), x, mapping, backend=backend, word_bits=32, batch=2)
-    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs)):
+    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
         assert_same(a, b, f"layer {i}")
     assert np.array_equal(res.predictions, ref.predictions)
 
 
 def test_mapper_accepts_the_onnx_file():
-    m = map_network(str(FIXTURE), [1], MeasuredProfile(backend="emulation", repeats=1, warmup=0),
-                    n_images=2)
+    m = map_network(str(FIXTURE), [1], MeasuredProfile(backend="emulation", repeats=1, warmup=0), n_images=2)
     assert len(m.dp.impls) == 10 and m.network

@@ -2,6 +2,7 @@
 at a time, gives exactly what one batch gives (every layer, every instruction's cycles and
 per-image activity), for a SAC network (channel shift, pixel sums) and a BNN lowered onto the
 array (host layers between segments), and equals the golden executor."""
+
 import numpy as np
 import pytest
 
@@ -16,12 +17,19 @@ SEED = 1200
 
 def networks():
     rng = np.random.default_rng(SEED)
-    sac = random_sac_network(rng, in_shape=(7, 5, 4), widths=(11,), groups=(3, 2), shift=True,
-                             final="pixel_sum", classes=6, s2d=1)
+    sac = random_sac_network(
+        rng, in_shape=(7, 5, 4), widths=(11,), groups=(3, 2), shift=True, final="pixel_sum", classes=6, s2d=1
+    )
     bnn = random_bnn_network(rng)
-    return {"sac": (sac, ArrayConfig(rows=4, cols=3, cmax=32, ddepth=256, pdepth=64)),
-            "bnn": (bnn, ArrayConfig(rows=4, cols=3, cmax=32, ddepth=512, pdepth=64,
-                                     wdepth=2048, bdepth=512, imem_depth=2048))}
+    return {
+        "sac": (sac, ArrayConfig(rows=4, cols=3, cmax=32, ddepth=256, pdepth=64)),
+        "bnn": (
+            bnn,
+            ArrayConfig(
+                rows=4, cols=3, cmax=32, ddepth=512, pdepth=64, wdepth=2048, bdepth=512, imem_depth=2048
+            ),
+        ),
+    }
 
 
 @pytest.mark.parametrize("name", ["sac", "bnn"])
@@ -38,10 +46,12 @@ def test_batches_equal_one_batch_and_golden(name):
         assert part.outputs.keys() == whole.outputs.keys()
         for i in whole.outputs:
             assert np.array_equal(part.outputs[i], whole.outputs[i]), (batch, i)
-        for a, b in zip(part.segments, whole.segments):
+        for a, b in zip(part.segments, whole.segments, strict=True):
             assert a.cycles == b.cycles
             # per instruction: an int (the same for every image) or one count per image
-            assert all(np.array_equal(np.broadcast_to(p, (7,)), np.broadcast_to(q, (7,)))
-                       for p, q in zip(a.activity, b.activity)), batch
+            assert all(
+                np.array_equal(np.broadcast_to(p, (7,)), np.broadcast_to(q, (7,)))
+                for p, q in zip(a.activity, b.activity, strict=True)
+            ), batch
     single = interpret(prog, x[:1])
     assert all(isinstance(a, int) for st in single.segments for a in st.activity)

@@ -2,6 +2,7 @@
 encodings (+-1 as 0/2, padded taps as 1, binary outputs as 0/1), the folded steps and biases,
 and the array's matrix product give every array-run layer's golden output exactly, without the
 compiler or the interpreter in the way."""
+
 import numpy as np
 import pytest
 
@@ -15,23 +16,31 @@ SEED = 1702
 
 
 def test_pm1_inputs_are_stored_as_0_and_2_and_padded_taps_as_1():
-    conv = ir.BinConv2d(weight=np.ones((1, 1, 3, 3), np.int8), bias=np.zeros(1, np.int32),
-                        padding=1)
+    conv = ir.BinConv2d(weight=np.ones((1, 1, 3, 3), np.int8), bias=np.zeros(1, np.int32), padding=1)
     net = ir.Network((1, 2, 2), "binary", [conv], name="one_conv")
     op = next(o for o in lower(net) if isinstance(o, ArrayOp))
     assert op.in_code == CODE_PM1 and op.pad_value == 1
     x = np.array([[[[1, -1], [-1, 1]]]], dtype=np.int8)
-    data = encode_input(op, x)                      # [1, 9 taps, 2, 2]
+    data = encode_input(op, x)  # [1, 9 taps, 2, 2]
     assert data.shape == (1, 9, 2, 2)
-    assert data[0, 4].tolist() == [[2, 0], [0, 2]]          # centre tap: the pixel itself
-    assert data[0, 0, 0, 0] == 1 and data[0, 8, 1, 1] == 1   # out of frame: padding
+    assert data[0, 4].tolist() == [[2, 0], [0, 2]]  # centre tap: the pixel itself
+    assert data[0, 0, 0, 0] == 1 and data[0, 8, 1, 1] == 1  # out of frame: padding
     assert set(np.unique(data)) <= {0, 1, 2}
 
 
 def test_binary_outputs_are_read_as_pm1():
-    op = ArrayOp(first=0, last=0, weights=sac.combine_columns(np.ones((2, 1), np.int32), 1),
-                 bias=np.zeros(2, np.int32), mode=OutputMode.BINARY, in_code=CODE_PM1,
-                 out_code=CODE_BIT, height=1, width=1, im2col_pad=None)
+    op = ArrayOp(
+        first=0,
+        last=0,
+        weights=sac.combine_columns(np.ones((2, 1), np.int32), 1),
+        bias=np.zeros(2, np.int32),
+        mode=OutputMode.BINARY,
+        in_code=CODE_PM1,
+        out_code=CODE_BIT,
+        height=1,
+        width=1,
+        im2col_pad=None,
+    )
     out = decode_output(op, np.array([[[[0]], [[1]]]], dtype=np.uint8), (2, 1, 1))
     assert out.tolist() == [[[[-1]], [[1]]]] and out.dtype == np.int8
 
@@ -45,12 +54,11 @@ def test_array_arithmetic_gives_every_golden_layer(padding, seed):
     # negative directions exercise the folded sign of the step
     for layer in net.layers:
         if isinstance(layer, ir.Step):
-            layer.direction = np.where(rng.random(layer.direction.size) < 0.5, -1, 1) \
-                .astype(np.int8)
+            layer.direction = np.where(rng.random(layer.direction.size) < 0.5, -1, 1).astype(np.int8)
     x = random_images(rng, 3, net.input_shape)
     ref = golden.run(net, x).outputs
     ops = lower(net)
-    assert any(o.in_code == CODE_BIT for o in ops if isinstance(o, ArrayOp))    # 2w weights
+    assert any(o.in_code == CODE_BIT for o in ops if isinstance(o, ArrayOp))  # 2w weights
     assert any(isinstance(o, HostOp) for o in ops)
     for op in ops:
         if not isinstance(op, ArrayOp):
@@ -79,8 +87,11 @@ def test_padded_taps_without_a_step(kind):
     rng = np.random.default_rng(SEED + 50 + (kind == "binary"))
     print("seed", SEED + 50 + (kind == "binary"))
     cls = ir.IntConv2d if kind == "uint8" else ir.BinConv2d
-    conv = cls(weight=np.where(rng.random((3, 2, 3, 3)) < 0.5, -1, 1).astype(np.int8),
-               bias=rng.integers(-2, 3, size=3), padding=1)
+    conv = cls(
+        weight=np.where(rng.random((3, 2, 3, 3)) < 0.5, -1, 1).astype(np.int8),
+        bias=rng.integers(-2, 3, size=3),
+        padding=1,
+    )
     net = ir.Network((2, 5, 4), kind, [conv], name=f"raw_{kind}_conv")
     (op,) = lower(net)
     assert op.mode == OutputMode.RAW and op.im2col_pad == 1
@@ -106,5 +117,5 @@ def test_steps_outside_the_reachable_range():
     (op,) = lower(net)
     x = np.concatenate([[w, -w], np.where(rng.random((4, k)) < 0.5, -1, 1)]).astype(np.int8)
     ref = golden.run(net, x).outputs[1]
-    assert (ref == ref[:1]).all()                   # constant channels, as intended
+    assert (ref == ref[:1]).all()  # constant channels, as intended
     assert np.array_equal(array_result(net, op, x), ref)

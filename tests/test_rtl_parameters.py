@@ -1,5 +1,6 @@
 """Parameter constraints of rtl/ are checked at elaboration: a bad size stops Verilator (and every
 other tool) with an error naming the constraint, instead of building a broken array."""
+
 import subprocess
 from pathlib import Path
 
@@ -11,8 +12,11 @@ RTL = Path(__file__).resolve().parents[1] / "rtl"
 
 BAD = [
     ("systolic_array", {"ROWS": 16, "ROW_BITS": 3}, "ROW_BITS_must_be_at_least_clog2_ROWS"),
-    ("systolic_array", {"ROWS": 16, "COLS": 16, "COUNT_BITS": 8},
-     "COUNT_BITS_must_be_at_least_clog2_ROWS_x_COLS_plus_1"),
+    (
+        "systolic_array",
+        {"ROWS": 16, "COLS": 16, "COUNT_BITS": 8},
+        "COUNT_BITS_must_be_at_least_clog2_ROWS_x_COLS_plus_1",
+    ),
     ("sac_cell", {"SLOTS": 9}, "SLOTS_must_be_1_to_8"),
     ("sdp_ram", {"DEPTH": 300, "AW": 8}, "AW_must_be_at_least_clog2_DEPTH"),
     ("data_feeder", {"BANKS": 65, "BKW": 6}, "BKW_must_be_at_least_clog2_BANKS"),
@@ -26,9 +30,20 @@ BAD = [
 
 def lint(module: str, params: dict) -> subprocess.CompletedProcess:
     verilator_on_path()
-    return subprocess.run(["verilator", "--lint-only", "-Wall", f"-I{RTL}", "--top-module", module,
-                           str(RTL / f"{module}.v"), *[f"-G{k}={v}" for k, v in params.items()]],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [
+            "verilator",
+            "--lint-only",
+            "-Wall",
+            f"-I{RTL}",
+            "--top-module",
+            module,
+            str(RTL / f"{module}.v"),
+            *[f"-G{k}={v}" for k, v in params.items()],
+        ],
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("module,params,constraint", BAD, ids=[b[2] for b in BAD])

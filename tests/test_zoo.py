@@ -3,6 +3,7 @@ model, onnxruntime and the golden executor give the same pre-softmax scores on r
 images and on real test images; the compiled costs on the cards are what the compiler, the
 cycle model and the GPU mapper give today; the SAC models compile for an 8x8 array. Nothing here
 retrains a model (the cards say how)."""
+
 import hashlib
 
 import numpy as np
@@ -22,9 +23,13 @@ SEED = 4711
 # test-accuracy targets (percent) and the largest gap to the float twin (points)
 # bnn_fashion: the target is >= 90% and a gap <= 2.0 points: 91.38%, gap 1.89 (met).
 # sac_fashion: the target is >= 91% and a gap <= 2.0 points: 91.44%, gap 0.78 (met).
-TARGET = {"bnn_digits": (97.0, 1.5), "sac_digits": (98.0, 1.5), "bnn_fashion": (90.0, 2.0),
-          "sac_fashion": (91.0, 2.0)}
-SMALL_DATA = 200        # real images through onnxruntime and PyTorch per model
+TARGET = {
+    "bnn_digits": (97.0, 1.5),
+    "sac_digits": (98.0, 1.5),
+    "bnn_fashion": (90.0, 2.0),
+    "sac_fashion": (91.0, 2.0),
+}
+SMALL_DATA = 200  # real images through onnxruntime and PyTorch per model
 
 
 @pytest.fixture(scope="module", params=zoo.MODELS)
@@ -46,8 +51,9 @@ def test_card_describes_the_file(entry):
     for key in ("command", "seed", "seconds"):
         assert key in card["training"]
     command = card["training"]["command"]
-    assert command.startswith(f"python scripts/train.py --family {card['family']} --data "
-                              f"{card['dataset']['spec']} ")
+    assert command.startswith(
+        f"python scripts/train.py --family {card['family']} --data {card['dataset']['spec']} "
+    )
     assert f"--seed {card['training']['seed']}" in command
     assert f"--out models/zoo/{name}.onnx" in command
     assert net.input_kind == "uint8"
@@ -81,7 +87,7 @@ def test_golden_equals_onnxruntime_and_torch(entry, data):
         x = load_for_network(card["dataset"]["spec"], net, "test")[0][:SMALL_DATA]
     ref = golden.run(net, x)
     outs = onnx_ort.layer_outputs(model, net, x)
-    for i, (o, r) in enumerate(zip(outs, ref.outputs)):
+    for i, (o, r) in enumerate(zip(outs, ref.outputs, strict=True)):
         assert np.array_equal(np.asarray(o).reshape(r.shape), r.astype(np.float32)), f"layer {i}"
     for optimized in (False, True):
         scores = onnx_ort.run(model, net, x, optimized=optimized)[0]
@@ -123,6 +129,7 @@ def test_sac_zoo_model_compiles_for_an_8x8_array(name):
 
 def test_sac_digits_fits_the_default_array():
     from fpga.arch import ArrayConfig
+
     prog = compile_network(zoo.load("sac_digits"), ArrayConfig())
     assert prog.wmem.shape[0] <= ArrayConfig().wdepth
     assert zoo.card("sac_digits")["compiled"]["default_8x8"]["fits"] is True

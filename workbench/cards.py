@@ -11,6 +11,7 @@ Besides accuracy and the training command, a card holds what the model costs onc
   machine; measured profiles (``scripts/map_bnn.py``) vary from run to run and, without a GPU,
   time the CPU emulation rather than a GPU.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,13 +31,13 @@ from models.train.recipes import GOLDEN_CHUNK, golden_scores
 from safeio import atomic_path, write_json_atomic
 from safeio.staged import signals_deferred
 
-CLOCK_MHZ = 170.0                    # the seed design's FPGA clock (latency on the card)
+CLOCK_MHZ = 170.0  # the seed design's FPGA clock (latency on the card)
 # (rows, cols, data-buffer banks): the RTL's default 8x8 and the seed paper's 128x64 (with as
 # many banks as benchmarks/cifar_cycles.py gives it: 64 banks cannot hold 128-row tiles)
 ARRAYS = ((8, 8, 64), (128, 64, 1024))
 GPU_BATCHES = (64, 128, 256, 512, 1024)
 GPU_IMAGES = 10_000
-SUBSET = 1000                        # tests recompute the golden hits on these test images
+SUBSET = 1000  # tests recompute the golden hits on these test images
 
 
 def _pct(x: float) -> float:
@@ -50,39 +51,56 @@ def cycles_per_image(prog) -> int:
     """Cycles of one image on the array: every segment's instructions up to its HALT, from the
     cycle model (host layers between segments are not array cycles)."""
     from fpga.cycle_model import total_cycles
-    return sum(total_cycles(prog.instructions[s.start_pc:s.start_pc + s.n_instr], prog.config)
-               for s in prog.segments)
+
+    return sum(
+        total_cycles(prog.instructions[s.start_pc : s.start_pc + s.n_instr], prog.config)
+        for s in prog.segments
+    )
 
 
 def array_cost(net, rows: int, cols: int, cmax: int = 64) -> dict:
     """Compile `net` for a rows x cols array with fitted memories: sizes, program and cycles."""
     from fpga.compiler import CompileError, compile_network, fitted_config
+
     try:
         cfg = fitted_config(net, rows, cols, cmax)
         prog = compile_network(net, cfg)
     except CompileError as exc:
         return {"array": f"{rows}x{cols}", "error": str(exc)}
     cycles = cycles_per_image(prog)
-    return {"array": f"{rows}x{cols}", "config": dict(cfg.__dict__),
-            "instructions": len(prog.instructions), "segments": len(prog.segments),
-            "weight_words": int(prog.wmem.shape[0]), "biases": int(prog.bmem.shape[0]),
-            "dbuf_entries": int(prog.dbuf_used), "pbuf_entries": int(prog.pbuf_used),
-            "host_layers": list(prog.host_layers), "cycles_per_image": int(cycles),
-            "latency_ms_at_170mhz": round(cycles / (CLOCK_MHZ * 1e3), 4)}
+    return {
+        "array": f"{rows}x{cols}",
+        "config": dict(cfg.__dict__),
+        "instructions": len(prog.instructions),
+        "segments": len(prog.segments),
+        "weight_words": int(prog.wmem.shape[0]),
+        "biases": int(prog.bmem.shape[0]),
+        "dbuf_entries": int(prog.dbuf_used),
+        "pbuf_entries": int(prog.pbuf_used),
+        "host_layers": list(prog.host_layers),
+        "cycles_per_image": int(cycles),
+        "latency_ms_at_170mhz": round(cycles / (CLOCK_MHZ * 1e3), 4),
+    }
 
 
 def default_array_fit(net) -> dict:
     """Whether the default ArrayConfig (8x8 and its default memories) holds the network."""
     from fpga.arch import ArrayConfig
     from fpga.compiler import CompileError, compile_network
+
     try:
         prog = compile_network(net, ArrayConfig())
     except CompileError as exc:
         return {"array": "default ArrayConfig (8x8)", "fits": False, "error": str(exc)}
-    return {"array": "default ArrayConfig (8x8)", "fits": True,
-            "instructions": len(prog.instructions), "weight_words": int(prog.wmem.shape[0]),
-            "biases": int(prog.bmem.shape[0]), "dbuf_entries": int(prog.dbuf_used),
-            "pbuf_entries": int(prog.pbuf_used)}
+    return {
+        "array": "default ArrayConfig (8x8)",
+        "fits": True,
+        "instructions": len(prog.instructions),
+        "weight_words": int(prog.wmem.shape[0]),
+        "biases": int(prog.bmem.shape[0]),
+        "dbuf_entries": int(prog.dbuf_used),
+        "pbuf_entries": int(prog.pbuf_used),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,20 +116,24 @@ class ModelledGpuProfile:
     moves per output), the rate the vectorised CPU implementation reached on this machine's 2
     cores (docs/gpu.md: about 5e9 word operations per second)."""
 
-    def __init__(self, word_bits: int = 32, cpu_ops_per_s: float = 5e9,
-                 cpu_overhead_s: float = 1e-5):
+    def __init__(self, word_bits: int = 32, cpu_ops_per_s: float = 5e9, cpu_overhead_s: float = 1e-5):
         self.word_bits = word_bits
         self.cpu_ops_per_s, self.cpu_overhead_s = cpu_ops_per_s, cpu_overhead_s
 
     def constants(self) -> dict:
         from gpu_kernels import gpu_model
-        return {**self.__dict__, "gpu": gpu_model.ModelledProfile.source,
-                "gpu_calibration": dict(gpu_model.CALIBRATION),
-                "gpu_calibration_other": gpu_model.CALIBRATION_OTHER}
+
+        return {
+            **self.__dict__,
+            "gpu": gpu_model.ModelledProfile.source,
+            "gpu_calibration": dict(gpu_model.CALIBRATION),
+            "gpu_calibration_other": gpu_model.CALIBRATION_OTHER,
+        }
 
     def _ops_per_output(self, op) -> int:
         from models import ir
         from models.numerics.bnn import words_for
+
         layer, b = op.layer, self.word_bits
         if isinstance(layer, ir.IntConv2d):
             return 9 * op.fin.channels
@@ -134,41 +156,62 @@ class ModelledGpuProfile:
         from gpu_kernels.configs import CONFIGS, CPU, IMPLS
         from gpu_kernels.layer_ops import prepare
         from gpu_kernels.profiling import Profile
+
         ops = prepare(net, self.word_bits)
         gpu = gpu_model.ModelledProfile(self.word_bits).profile(net, batch_sizes, ops)
         layer_s, host_s = {}, {}
         for b in batch_sizes:
-            layer_s[b] = [[self._cpu_s(op, b) if m == CPU else row[CONFIGS.index(m)] for m in IMPLS]
-                          for op, row in zip(ops, gpu.layer_s[b])]
-            host_s[b] = [[None if m == CPU else row[CONFIGS.index(m)] for m in IMPLS]
-                         for row in gpu.host_s[b]]
-        return Profile(net.name, gpu.layers, list(batch_sizes), layer_s, gpu.h2d_s, gpu.d2h_s,
-                       list(IMPLS), "modelled (workbench.cards.ModelledGpuProfile)",
-                       {"word_bits": self.word_bits, "model": self.constants()}, host_s)
+            layer_s[b] = [
+                [self._cpu_s(op, b) if m == CPU else row[CONFIGS.index(m)] for m in IMPLS]
+                for op, row in zip(ops, gpu.layer_s[b], strict=True)
+            ]
+            host_s[b] = [
+                [None if m == CPU else row[CONFIGS.index(m)] for m in IMPLS] for row in gpu.host_s[b]
+            ]
+        return Profile(
+            net.name,
+            gpu.layers,
+            list(batch_sizes),
+            layer_s,
+            gpu.h2d_s,
+            gpu.d2h_s,
+            list(IMPLS),
+            "modelled (workbench.cards.ModelledGpuProfile)",
+            {"word_bits": self.word_bits, "model": self.constants()},
+            host_s,
+        )
 
 
 def gpu_mapping(net) -> dict:
     """The mapper's two choices for the BNN over the modelled profile (10,000 images)."""
     from gpu_kernels.mapper import map_network
+
     source = ModelledGpuProfile()
     mapping = map_network(net, list(GPU_BATCHES), source, n_images=GPU_IMAGES)
 
     def choice(ch):
-        return {"batch": ch.batch, "impls": list(ch.impls),
-                "predicted_ms_for_10000_images": round(1e3 * ch.total_s, 3)}
-    return {"profile": "modelled, not measured (workbench.cards.ModelledGpuProfile: "
-                       "gpu_kernels.gpu_model's calibrated H200 model, the CPU from operation "
-                       "counts; docs/models.md)",
-            "model": source.constants(), "batch_sizes": list(GPU_BATCHES),
-            "images": GPU_IMAGES, "algorithm1": choice(mapping.algorithm1),
-            "dp": choice(mapping.dp),
-            "layers": [layer.describe() for layer in net.layers]}
+        return {
+            "batch": ch.batch,
+            "impls": list(ch.impls),
+            "predicted_ms_for_10000_images": round(1e3 * ch.total_s, 3),
+        }
+
+    return {
+        "profile": "modelled, not measured (workbench.cards.ModelledGpuProfile: "
+        "gpu_kernels.gpu_model's calibrated H200 model, the CPU from operation "
+        "counts; docs/models.md)",
+        "model": source.constants(),
+        "batch_sizes": list(GPU_BATCHES),
+        "images": GPU_IMAGES,
+        "algorithm1": choice(mapping.algorithm1),
+        "dp": choice(mapping.dp),
+        "layers": [layer.describe() for layer in net.layers],
+    }
 
 
 def compiled_cost(net, family: str) -> dict:
     """The card's "compiled" section."""
-    cost = {"clock_mhz": CLOCK_MHZ,
-            "sac_array": {f"{r}x{c}": array_cost(net, r, c, m) for r, c, m in ARRAYS}}
+    cost = {"clock_mhz": CLOCK_MHZ, "sac_array": {f"{r}x{c}": array_cost(net, r, c, m) for r, c, m in ARRAYS}}
     if family == "sac":
         cost["default_8x8"] = default_array_fit(net)
     if family == "bnn":
@@ -182,8 +225,9 @@ def compiled_cost(net, family: str) -> dict:
 def onnxruntime_scores(model, net, images, chunk: int = GOLDEN_CHUNK) -> np.ndarray:
     """onnxruntime's scores, `chunk` images at a time (10,000 Fashion images at once through a
     64-channel 28x28 first layer hold about 8 GB of intermediate tensors)."""
-    return np.concatenate([ort_run(model, net, images[i:i + chunk])[0]
-                           for i in range(0, len(images), chunk)])
+    return np.concatenate(
+        [ort_run(model, net, images[i : i + chunk])[0] for i in range(0, len(images), chunk)]
+    )
 
 
 def _machine(settings: dict) -> str:
@@ -211,6 +255,7 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
     ort_scores = onnxruntime_scores(model, result.net, test.images)
     agree = bool(np.array_equal(ort_scores, ref_scores.astype(np.float32)))
     from models.numerics.bnn import argmax
+
     hits = argmax(ref_scores.reshape(len(test), -1)) == test.labels
     acc = result.accuracy
     card = {
@@ -218,8 +263,11 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
         "family": result.family,
         "file": out.name,
         "sha256": hashlib.sha256(data).hexdigest(),
-        "dataset": {"spec": result.settings["data"], "test_images": len(test),
-                    "input": f"uint8 pixels {list(result.net.input_shape)} (NCHW)"},
+        "dataset": {
+            "spec": result.settings["data"],
+            "test_images": len(test),
+            "input": f"uint8 pixels {list(result.net.input_shape)} (NCHW)",
+        },
         "architecture": {"summary": result.net.summary().splitlines(), "config": result.config},
         "accuracy_percent": {
             "quantized_test": _pct(acc["quantized_test"]),
@@ -229,16 +277,27 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
             "float_twin_val": _pct(acc["float_val"]),
             "golden_test": _pct(acc["golden_test"]),
         },
-        "test_subset": {"images": f"the first {min(SUBSET, len(test))} test images",
-                        "golden_correct": int(hits[:SUBSET].sum())},   # as subset_hits
-        "exactness": {"onnxruntime_equals_golden_on_test_scores": agree,
-                      "scores": "pre-softmax integers: the last layer's int32 outputs"},
-        "training": {"command": command, "seed": result.settings["seed"],
-                     "seconds": round(result.seconds, 1),
-                     "settings": result.settings,
-                     "machine": _machine(result.settings)},
-        "onnx": {"opset": model.opset_import[0].version, "ir_version": model.ir_version,
-                 "nodes": len(model.graph.node), "bytes": len(data)},
+        "test_subset": {
+            "images": f"the first {min(SUBSET, len(test))} test images",
+            "golden_correct": int(hits[:SUBSET].sum()),
+        },  # as subset_hits
+        "exactness": {
+            "onnxruntime_equals_golden_on_test_scores": agree,
+            "scores": "pre-softmax integers: the last layer's int32 outputs",
+        },
+        "training": {
+            "command": command,
+            "seed": result.settings["seed"],
+            "seconds": round(result.seconds, 1),
+            "settings": result.settings,
+            "machine": _machine(result.settings),
+        },
+        "onnx": {
+            "opset": model.opset_import[0].version,
+            "ir_version": model.ir_version,
+            "nodes": len(model.graph.node),
+            "bytes": len(data),
+        },
     }
     if result.family == "sac":
         card["column_combining"] = result.extra.get("column_combining")
@@ -248,10 +307,10 @@ def write_model_and_card(result, out: Path, command: str) -> dict:
     if not agree:
         raise RuntimeError(f"{out}: onnxruntime scores differ from the golden executor")
     onnx.checker.check_model(model)
-    with signals_deferred():           # both on disk first; then the two renames together
-        with atomic_path(out) as model_tmp, atomic_path(out.with_suffix(".json")) as card_tmp:
-            _write_synced(model_tmp, data)
-            _write_synced(card_tmp, (json.dumps(card, indent=2) + "\n").encode())
+    # both on disk first; then the two renames together, no signal between them
+    with signals_deferred(), atomic_path(out) as model_tmp, atomic_path(out.with_suffix(".json")) as card_tmp:
+        _write_synced(model_tmp, data)
+        _write_synced(card_tmp, (json.dumps(card, indent=2) + "\n").encode())
     return card
 
 
@@ -270,8 +329,12 @@ def card_of(onnx_path) -> dict | None:
         card = json.loads(onnx_path.with_suffix(".json").read_text())
     except (OSError, ValueError):
         return None
-    if not (isinstance(card, dict) and card.get("file") == onnx_path.name
-            and isinstance(card.get("sha256"), str) and "family" in card):
+    if not (
+        isinstance(card, dict)
+        and card.get("file") == onnx_path.name
+        and isinstance(card.get("sha256"), str)
+        and "family" in card
+    ):
         return None
     return card
 
@@ -280,6 +343,7 @@ def subset_hits(net, spec: str) -> dict:
     """The card's "test_subset": golden hits on the first SUBSET test images."""
     from models.datasets import load_for_network
     from models.numerics.bnn import argmax
+
     x, labels = load_for_network(spec, net, "test")
     scores = golden_scores(net, x[:SUBSET])
     hits = argmax(scores.reshape(len(scores), -1)) == labels[:SUBSET]
@@ -291,16 +355,19 @@ def refresh_card(onnx_path) -> dict:
     retraining: for cards written before a section existed, or after the compiler or cycle model
     changed. Accuracy and training fields stay as trained. Refuses a card of another file."""
     from models.onnx.importer import import_onnx
+
     onnx_path = Path(onnx_path)
     card_path = onnx_path.with_suffix(".json")
     card = json.loads(card_path.read_text())
     digest = hashlib.sha256(onnx_path.read_bytes()).hexdigest()
     if card.get("sha256") != digest:
-        raise ValueError(f"{card_path}: its sha256 {card.get('sha256')} is not that of "
-                         f"{onnx_path} ({digest}); retrain instead")
+        raise ValueError(
+            f"{card_path}: its sha256 {card.get('sha256')} is not that of "
+            f"{onnx_path} ({digest}); retrain instead"
+        )
     net = import_onnx(onnx_path)
     card["test_subset"] = subset_hits(net, card["dataset"]["spec"])
-    card.pop("compile", None)          # the section "compiled" replaced it
+    card.pop("compile", None)  # the section "compiled" replaced it
     card["compiled"] = compiled_cost(net, card["family"])
     write_json_atomic(card_path, card)
     return card
@@ -310,8 +377,10 @@ def main(argv=None) -> int:
     """python -m workbench.cards MODEL.onnx ...: refresh the cards of trained models."""
     import argparse
     import sys
-    ap = argparse.ArgumentParser(prog="python -m workbench.cards",
-                                 description=refresh_card.__doc__.split("\n")[0])
+
+    ap = argparse.ArgumentParser(
+        prog="python -m workbench.cards", description=refresh_card.__doc__.split("\n")[0]
+    )
     ap.add_argument("models", nargs="+", type=Path, help="ONNX files with a card next to them")
     args = ap.parse_args(argv)
     for path in args.models:

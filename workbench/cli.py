@@ -10,6 +10,7 @@
 `sacbench <command> --help` shows each command's options; the exit status of every command is
 workbench/commands/args.py's EXIT_STATUS (README "Exit status").
 """
+
 from __future__ import annotations
 
 import importlib
@@ -45,8 +46,7 @@ def main(argv=None) -> int:
         print(f"sacbench: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
     prog = f"sacbench {name}"
-    return run_guarded(prog, lambda a: importlib.import_module(f"workbench.commands.{name}").main(a),
-                       rest)
+    return run_guarded(prog, lambda a: importlib.import_module(f"workbench.commands.{name}").main(a), rest)
 
 
 if __name__ == "__main__":

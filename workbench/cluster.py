@@ -3,13 +3,14 @@
 HOST:PORT within a few seconds (it speaks gRPC: a web server or a database there is refused
 too). ray.init retries an address nobody answers at for minutes; a typo or a stopped cluster
 is bad input (exit 2), said in one line at once."""
+
 from __future__ import annotations
 
 import os
 import socket
 
 CONNECT_TIMEOUT_S = 5.0
-PROBE_S = 3.0          # a GCS answers the HTTP/2 preface with its settings within milliseconds
+PROBE_S = 3.0  # a GCS answers the HTTP/2 preface with its settings within milliseconds
 
 
 class AddressError(ValueError):
@@ -38,9 +39,10 @@ def check_speaks_grpc(target: tuple[str, int], timeout_s: float = PROBE_S) -> No
             conn.settimeout(timeout_s)
             conn.sendall(_H2_PREFACE)
             head = conn.recv(9)
-    except OSError as exc:                     # refused, reset, silent past timeout_s
-        raise NotRay(f"{host}:{port} does not answer as a Ray cluster does "
-                     f"({exc.strerror or exc or 'no answer'})") from None
+    except OSError as exc:  # refused, reset, silent past timeout_s
+        raise NotRay(
+            f"{host}:{port} does not answer as a Ray cluster does ({exc.strerror or exc or 'no answer'})"
+        ) from None
     if len(head) < 4 or head[3] != 4:
         raise NotRay(f"{host}:{port} does not answer as a Ray cluster does (not gRPC)")
 
@@ -53,8 +55,9 @@ def host_port(address: str | None) -> tuple[str, int] | None:
     return (host.strip("[]"), int(port)) if host and port.isdigit() else None
 
 
-def check_address(address: str, flag: str = "--address", allow_local: bool = False,
-                  timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+def check_address(
+    address: str, flag: str = "--address", allow_local: bool = False, timeout_s: float = CONNECT_TIMEOUT_S
+) -> None:
     """Raises AddressError unless `address` is `auto` (a cluster started on this machine, found
     by Ray), `local` (when the command starts one itself: `allow_local`) or HOST:PORT (also
     ray://HOST:PORT) with a Ray cluster (a gRPC server) answering there."""
@@ -64,15 +67,15 @@ def check_address(address: str, flag: str = "--address", allow_local: bool = Fal
     hostport = text.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
     forms = "HOST:PORT (or ray://HOST:PORT, or auto" + (", or local)" if allow_local else ")")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c.isspace()
-                                                                            for c in host):
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c.isspace() for c in host):
         raise AddressError(f"{flag} must look like {forms}, got {address!r}")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
             pass
     except OSError as exc:
-        raise AddressError(f"{flag} {address}: cannot reach a Ray cluster there "
-                           f"({exc.strerror or exc})") from None
+        raise AddressError(
+            f"{flag} {address}: cannot reach a Ray cluster there ({exc.strerror or exc})"
+        ) from None
     try:
         check_speaks_grpc((host.strip("[]"), int(port)))
     except NotRay as exc:

@@ -16,6 +16,7 @@
 * every layer a path materialises is compared with golden: mismatching elements per layer and
   path, the first differing index printed. Any mismatch makes the run fail (exit 1).
 """
+
 from __future__ import annotations
 
 import math
@@ -67,17 +68,17 @@ class Options:
     save_outputs: bool = False
     cmax: int = 64
     seed: int = 0
-    inject_fault: str | None = None     # "gpu" or "fpga": self-test of the mismatch report
-    rtl_jobs: int | None = None         # simulator processes for the RTL images (None: cores)
-    address: str | None = None          # Ray cluster for them ("local": start one here)
+    inject_fault: str | None = None  # "gpu" or "fpga": self-test of the mismatch report
+    rtl_jobs: int | None = None  # simulator processes for the RTL images (None: cores)
+    address: str | None = None  # Ray cluster for them ("local": start one here)
     progress: bool = True
-    rtl_timeout: float | None = None    # wall-clock seconds per RTL shard (None: from the
+    rtl_timeout: float | None = None  # wall-clock seconds per RTL shard (None: from the
     #                                     cycle model's estimate, workbench/rtl_shards.py)
 
 
 @dataclass
 class PathResult:
-    outputs: dict                       # layer index -> [N, ...] golden format
+    outputs: dict  # layer index -> [N, ...] golden format
     info: dict = field(default_factory=dict)
 
 
@@ -86,6 +87,7 @@ class PathResult:
 # ---------------------------------------------------------------------------------------------
 def load_model(path: Path) -> ir.Network:
     from models.onnx.importer import import_onnx
+
     path = Path(path)
     if path.is_dir():
         raise CompareError(f"--model {path} is a directory; give an .onnx file")
@@ -111,8 +113,7 @@ def random_seed(data: str, default: int = 0) -> int | None:
             raise CompareError("--data random: needs a seed after the colon (random:SEED)")
         return default
     if not text.isdigit():
-        raise CompareError(f"--data {data!r}: the seed must be a whole number 0 or more, got "
-                           f"{text!r}")
+        raise CompareError(f"--data {data!r}: the seed must be a whole number 0 or more, got {text!r}")
     return int(text)
 
 
@@ -127,8 +128,7 @@ BASE_BYTES = 512 << 20
 
 def memory_estimate(net: ir.Network, images: int, random_images: bool) -> int:
     """Bytes a compare run of `images` images of `net` needs at its peak (see above)."""
-    outputs = sum(math.prod(shape) * np.dtype(ir.KIND_DTYPE[kind]).itemsize
-                  for shape, kind in net.shapes[1:])
+    outputs = sum(math.prod(shape) * np.dtype(ir.KIND_DTYPE[kind]).itemsize for shape, kind in net.shapes[1:])
     inputs = math.prod(net.input_shape) * (9 if random_images else 4)
     return BASE_BYTES + images * (BYTES_PER_OUTPUT_BYTE * outputs + inputs)
 
@@ -139,9 +139,11 @@ def check_memory(net: ir.Network, images: int, random_images: bool) -> None:
     need, have = memory_estimate(net, images, random_images), available_memory_bytes()
     if need > have:
         fit = max(0, (have - BASE_BYTES) // max(1, (need - BASE_BYTES) // images))
-        raise CompareError(f"--images {images:,}: {net.name} needs about {gib(need)} for them "
-                           f"(every layer's outputs on three paths), this machine has {gib(have)} "
-                           f"available; give --images {fit:,} or fewer")
+        raise CompareError(
+            f"--images {images:,}: {net.name} needs about {gib(need)} for them "
+            f"(every layer's outputs on three paths), this machine has {gib(have)} "
+            f"available; give --images {fit:,} or fewer"
+        )
 
 
 def load_data(opts: Options, net: ir.Network):
@@ -154,8 +156,11 @@ def load_data(opts: Options, net: ir.Network):
         lo, hi = (0, 255) if net.input_kind == "uint8" else (-128, 127)
         rng = np.random.default_rng(seed)
         x = rng.integers(lo, hi + 1, size=(n, *net.input_shape))
-        return x.astype(np.uint8 if net.input_kind == "uint8" else np.int32), None, \
-            f"random {net.input_kind} images (seed {seed})"
+        return (
+            x.astype(np.uint8 if net.input_kind == "uint8" else np.int32),
+            None,
+            f"random {net.input_kind} images (seed {seed})",
+        )
     try:
         x, labels = load_for_network(opts.data, net, split="test")
     except DatasetError as exc:
@@ -181,6 +186,7 @@ def run_golden(net: ir.Network, x: np.ndarray) -> PathResult:
 def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     """GPU kernels with the mapper's choice; None for networks with non-BNN layers."""
     from gpu_kernels.layer_ops import supports
+
     if not supports(net):
         return None
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -194,38 +200,61 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     if backend == "cupy":
         impls = IMPLS
         profile = MeasuredProfile(backend, 32, repeats=3, warmup=2, impls=impls)
-    else:       # emulation wall times cannot rank configurations: a deterministic model does
+    else:  # emulation wall times cannot rank configurations: a deterministic model does
         from gpu_kernels.gpu_model import ModelledProfile
+
         impls, profile = CONFIGS, ModelledProfile(32)
     mapping = map_network(net, [batch], profile, n_images=len(x))
     choice = mapping.dp
     runner = Runner(net, mapping=choice, backend=backend, batch=batch)
     res = runner.run(x, progress=opts.progress)
     # board energy over repeats of the run (NVML's counter moves in steps; nvml_energy.py)
-    energy = (energy_per_call(lambda: runner.run(x, keep_outputs=False, predictions=False))
-              if backend == "cupy" else NO_READING)
+    energy = (
+        energy_per_call(lambda: runner.run(x, keep_outputs=False, predictions=False))
+        if backend == "cupy"
+        else NO_READING
+    )
     n_batches = -(-len(x) // batch)
     info = {
-        "backend": res.backend, "device": res.device_name, "batch": batch,
-        "energy_uj_per_image": (None if energy.joules_per_call is None
-                                else 1e6 * energy.joules_per_call / len(x)),
-        "impls": res.impls, "profile": mapping.profile.source,
-        "mapping": {"algorithm1": mapping.algorithm1.as_dict(), "dp": choice.as_dict(),
-                    "candidates": list(impls)},
+        "backend": res.backend,
+        "device": res.device_name,
+        "batch": batch,
+        "energy_uj_per_image": (
+            None if energy.joules_per_call is None else 1e6 * energy.joules_per_call / len(x)
+        ),
+        "impls": res.impls,
+        "profile": mapping.profile.source,
+        "mapping": {
+            "algorithm1": mapping.algorithm1.as_dict(),
+            "dp": choice.as_dict(),
+            "candidates": list(impls),
+        },
     }
-    if backend == "cupy":                       # measured on the GPU
-        info.update({
-            "times": "measured", "latency_ms_per_batch": 1e3 * res.wall_s / n_batches,
-            "images_per_s": len(x) / res.wall_s if res.wall_s > 0 else None,
-            "wall_s": res.wall_s, "timing": res.timing, "layer_s": res.layer_s,
-            "transfers": [t.__dict__ for t in res.transfers]})
-    else:                                       # the model's prediction for this mapping
-        info.update({
-            "times": "modelled", "latency_ms_per_batch": 1e3 * choice.total_s / n_batches,
-            "images_per_s": len(x) / choice.total_s if choice.total_s > 0 else None,
-            "wall_s": choice.total_s, "timing": "modelled (gpu_kernels/gpu_model.py)",
-            "layer_s": list(choice.layer_s), "transfers": choice.transfers,
-            "emulation_wall_s": res.wall_s})
+    if backend == "cupy":  # measured on the GPU
+        info.update(
+            {
+                "times": "measured",
+                "latency_ms_per_batch": 1e3 * res.wall_s / n_batches,
+                "images_per_s": len(x) / res.wall_s if res.wall_s > 0 else None,
+                "wall_s": res.wall_s,
+                "timing": res.timing,
+                "layer_s": res.layer_s,
+                "transfers": [t.__dict__ for t in res.transfers],
+            }
+        )
+    else:  # the model's prediction for this mapping
+        info.update(
+            {
+                "times": "modelled",
+                "latency_ms_per_batch": 1e3 * choice.total_s / n_batches,
+                "images_per_s": len(x) / choice.total_s if choice.total_s > 0 else None,
+                "wall_s": choice.total_s,
+                "timing": "modelled (gpu_kernels/gpu_model.py)",
+                "layer_s": list(choice.layer_s),
+                "transfers": choice.transfers,
+                "emulation_wall_s": res.wall_s,
+            }
+        )
     return PathResult({i: o for i, o in enumerate(res.outputs)}, info)
 
 
@@ -236,11 +265,12 @@ def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) ->
     process's whole job (program load, every image's transfers, host layers and runs)."""
     from workbench import rtl_shards  # cocotb and the simulators: imported when used
 
-    workdir = workdir.resolve()          # the simulators run in directories of their own
+    workdir = workdir.resolve()  # the simulators run in directories of their own
     jobs = opts.rtl_jobs or rtl_shards.default_jobs()
     try:
-        run = rtl_shards.run(prog, images, opts.sim, jobs, workdir, opts.address, opts.progress,
-                             opts.rtl_timeout)
+        run = rtl_shards.run(
+            prog, images, opts.sim, jobs, workdir, opts.address, opts.progress, opts.rtl_timeout
+        )
     except rtl_shards.ShardError as exc:
         raise RtlFailure(str(exc), exc.log) from None
     results = run["results"]
@@ -249,8 +279,12 @@ def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) ->
     job_s = sum(sh["job_s"] for sh in run["shards"])
     sim_s = sum(sh["sim_s"] for sh in run["shards"])
     return {
-        "results": results, "cycles": cycles, "jobs": run["jobs"], "address": opts.address,
-        "shards": run["shards"], "wall_s": run["wall_s"],
+        "results": results,
+        "cycles": cycles,
+        "jobs": run["jobs"],
+        "address": opts.address,
+        "shards": run["shards"],
+        "wall_s": run["wall_s"],
         "images_per_s": len(images) / run["wall_s"],
         "sim_s_per_image": [r["wall_s"] for r in results],
         "sim_cycles_per_s": total / sim_s if sim_s > 0 else None,
@@ -272,13 +306,14 @@ def run_fpga(net: ir.Network, x: np.ndarray, opts: Options, workdir: Path) -> Pa
     outputs = {i: o.copy() for i, o in interp.outputs.items()}
     _, act_pc = interp.instruction_stats(prog)
     activity = sum(np.asarray(a, dtype=np.int64) * np.ones(len(x), np.int64) for a in act_pc)
-    model_cycles = sum(st.total_cycles for st in interp.segments)   # the cycle model's count
+    model_cycles = sum(st.total_cycles for st in interp.segments)  # the cycle model's count
     rtl = {"images": n_rtl, "sim": opts.sim if n_rtl else None}
     if n_rtl:
         rtl.update(_rtl_run(prog, x[:n_rtl], opts, workdir))
         results = rtl.pop("results")
-        rtl["cycles_match_model"] = all(   # every instruction of every segment
-            [c for c, _ in r["segments"]] == [st.cycles for st in interp.segments] for r in results)
+        rtl["cycles_match_model"] = all(  # every instruction of every segment
+            [c for c, _ in r["segments"]] == [st.cycles for st in interp.segments] for r in results
+        )
         for k, r in enumerate(results):
             for i, o in r["outputs"].items():
                 outputs[i][k] = o[0]
@@ -288,22 +323,39 @@ def run_fpga(net: ir.Network, x: np.ndarray, opts: Options, workdir: Path) -> Pa
     per_layer = []
     for lp in prog.layers:
         span = range(lp.first_instr, lp.first_instr + lp.n_instr)
-        per_layer.append({
-            "layer": lp.layer_index, "first": lp.op.first, "tiles": lp.n_tiles * lp.k_tiles,
-            "n_tiles": lp.n_tiles, "k_tiles": lp.k_tiles, "segment": lp.segment,
-            "load_cycles": sum(cycles_pc[i] for i in span if kinds[i] == "LoadWeights"),
-            "matmul_cycles": sum(cycles_pc[i] for i in span if kinds[i] == "Matmul")})
+        per_layer.append(
+            {
+                "layer": lp.layer_index,
+                "first": lp.op.first,
+                "tiles": lp.n_tiles * lp.k_tiles,
+                "n_tiles": lp.n_tiles,
+                "k_tiles": lp.k_tiles,
+                "segment": lp.segment,
+                "load_cycles": sum(cycles_pc[i] for i in span if kinds[i] == "LoadWeights"),
+                "matmul_cycles": sum(cycles_pc[i] for i in span if kinds[i] == "Matmul"),
+            }
+        )
     halt_cycles = sum(cycles_pc[s.start_pc + s.n_instr - 1] for s in prog.segments)
     energy_uj, energy = energy_uj_per_image(prog, activity)
     latency_ms = model_cycles / (opts.clock_mhz * 1e3)
     info = {
-        "array": opts.array, "config": cfg.__dict__, "clock_mhz": opts.clock_mhz,
-        "instructions": len(prog.words), "segments": len(prog.segments),
-        "cycles_per_image": model_cycles, "latency_ms": latency_ms,
-        "images_per_s": 1e3 / latency_ms, "energy_uj_per_image": energy_uj, "energy": energy,
-        "activity_per_image": float(np.mean(activity)), "rtl": rtl,
-        "host_layers": prog.host_layers, "layers": per_layer, "halt_cycles": halt_cycles,
-        "interpreter_s": interp_s, "host_s": interp.host_seconds,
+        "array": opts.array,
+        "config": cfg.__dict__,
+        "clock_mhz": opts.clock_mhz,
+        "instructions": len(prog.words),
+        "segments": len(prog.segments),
+        "cycles_per_image": model_cycles,
+        "latency_ms": latency_ms,
+        "images_per_s": 1e3 / latency_ms,
+        "energy_uj_per_image": energy_uj,
+        "energy": energy,
+        "activity_per_image": float(np.mean(activity)),
+        "rtl": rtl,
+        "host_layers": prog.host_layers,
+        "layers": per_layer,
+        "halt_cycles": halt_cycles,
+        "interpreter_s": interp_s,
+        "host_s": interp.host_seconds,
     }
     return PathResult(outputs, info)
 
@@ -330,14 +382,20 @@ def mismatches(ref: PathResult, path: PathResult | None, n_layers: int) -> list:
             continue
         got, want = np.asarray(path.outputs[i]), ref.outputs[i]
         if got.shape != want.shape:
-            out.append({"count": int(want.size), "first": None,
-                        "note": f"shape {got.shape} != golden {want.shape}"})
+            out.append(
+                {"count": int(want.size), "first": None, "note": f"shape {got.shape} != golden {want.shape}"}
+            )
             continue
         bad = got != want
         first = [int(v) for v in np.argwhere(bad)[0]] if bad.any() else None
-        out.append({"count": int(bad.sum()), "first": first,
-                    "got": None if first is None else int(got[tuple(first)]),
-                    "want": None if first is None else int(want[tuple(first)])})
+        out.append(
+            {
+                "count": int(bad.sum()),
+                "first": first,
+                "got": None if first is None else int(got[tuple(first)]),
+                "want": None if first is None else int(want[tuple(first)]),
+            }
+        )
     return out
 
 
@@ -376,24 +434,22 @@ def check_options(opts: Options) -> None:
     if opts.sim not in ("verilator", "icarus"):
         raise CompareError(f"--sim must be verilator or icarus, got {opts.sim!r}")
     if not (math.isfinite(opts.clock_mhz) and MIN_CLOCK_MHZ <= opts.clock_mhz <= MAX_CLOCK_MHZ):
-        raise CompareError(f"--clock-mhz must lie in {MIN_CLOCK_MHZ:g}..{MAX_CLOCK_MHZ:g} (MHz), "
-                           f"got {opts.clock_mhz}")
+        raise CompareError(
+            f"--clock-mhz must lie in {MIN_CLOCK_MHZ:g}..{MAX_CLOCK_MHZ:g} (MHz), got {opts.clock_mhz}"
+        )
     if opts.batch < 1:
         raise CompareError("--batch must be at least 1")
-    if opts.rtl_timeout is not None and not (math.isfinite(opts.rtl_timeout)
-                                             and opts.rtl_timeout > 0):
-        raise CompareError(f"--rtl-timeout must be a positive number of seconds, got "
-                           f"{opts.rtl_timeout}")
+    if opts.rtl_timeout is not None and not (math.isfinite(opts.rtl_timeout) and opts.rtl_timeout > 0):
+        raise CompareError(f"--rtl-timeout must be a positive number of seconds, got {opts.rtl_timeout}")
     cap = os.environ.get("RTL_WATCHDOG_CYCLES", "").strip()
     if cap and not (cap.isdigit() and int(cap) > 0):
-        raise CompareError(f"RTL_WATCHDOG_CYCLES (environment) must be a positive whole number "
-                           f"of cycles, got {cap!r}")
+        raise CompareError(
+            f"RTL_WATCHDOG_CYCLES (environment) must be a positive whole number of cycles, got {cap!r}"
+        )
     _parse_array(opts.array)
     random_seed(opts.data, opts.seed)
     if not opts.data.strip():
         raise CompareError("--data is empty; give digits, a dataset path or random[:SEED]")
-
-
 
 
 def run(opts: Options) -> tuple[dict, int]:
@@ -417,22 +473,35 @@ def run(opts: Options) -> tuple[dict, int]:
     mm_gpu, mm_fpga = mismatches(ref, gpu, n_layers), mismatches(ref, fpga, n_layers)
     last = n_layers - 1
     report = {
-        "model": str(opts.model), "network": net.name, "data": data_desc,
-        "images": len(x), "rtl_images": fpga.info["rtl"]["images"],
-        "accuracy": {"golden": accuracy(ref.outputs[last], labels),
-                     "gpu": accuracy(gpu.outputs.get(last), labels) if gpu else None,
-                     "fpga": accuracy(fpga.outputs.get(last), labels)},
+        "model": str(opts.model),
+        "network": net.name,
+        "data": data_desc,
+        "images": len(x),
+        "rtl_images": fpga.info["rtl"]["images"],
+        "accuracy": {
+            "golden": accuracy(ref.outputs[last], labels),
+            "gpu": accuracy(gpu.outputs.get(last), labels) if gpu else None,
+            "fpga": accuracy(fpga.outputs.get(last), labels),
+        },
         "gpu_backend": gpu.info["backend"] if gpu else "n/a",
         "mismatches": {
             "gpu": sum(m["count"] for m in mm_gpu if m) if gpu else None,
             "fpga": sum(m["count"] for m in mm_fpga if m),
-            "layers": [{"index": i, "layer": net.layers[i].describe(),
-                        "gpu": mm_gpu[i], "fpga": mm_fpga[i]} for i in range(n_layers)],
+            "layers": [
+                {"index": i, "layer": net.layers[i].describe(), "gpu": mm_gpu[i], "fpga": mm_fpga[i]}
+                for i in range(n_layers)
+            ],
         },
         "fpga": fpga.info,
-        "gpu": gpu.info if gpu else {"batch": None, "latency_ms_per_batch": None,
-                                     "images_per_s": None, "energy_uj_per_image": None,
-                                     "note": "n/a: the GPU kernels cover BNN layers only"},
+        "gpu": gpu.info
+        if gpu
+        else {
+            "batch": None,
+            "latency_ms_per_batch": None,
+            "images_per_s": None,
+            "energy_uj_per_image": None,
+            "note": "n/a: the GPU kernels cover BNN layers only",
+        },
         "golden": {"layer_s": ref.info["layer_s"]},
         "mapping": mapping_table(net, fpga, gpu),
     }
@@ -453,12 +522,16 @@ def mapping_table(net: ir.Network, fpga: PathResult, gpu: PathResult | None) -> 
     on_array = {}
     for lay in fpga.info["layers"]:
         for i in range(lay["first"], lay["layer"] + 1):
-            how = (f"fused into layer {lay['layer']}" if i != lay["layer"]
-                   else f"tiles {lay['tiles']}")
+            how = f"fused into layer {lay['layer']}" if i != lay["layer"] else f"tiles {lay['tiles']}"
             on_array[i] = f"array ({how})"
     rows = []
     for i, layer in enumerate(net.layers):
-        rows.append({"index": i, "layer": layer.describe(),
-                     "fpga": on_array.get(i, "host" if i in fpga.info["host_layers"] else "-"),
-                     "gpu": (gpu.info["impls"][i] if gpu else "n/a")})
+        rows.append(
+            {
+                "index": i,
+                "layer": layer.describe(),
+                "fpga": on_array.get(i, "host" if i in fpga.info["host_layers"] else "-"),
+                "gpu": (gpu.info["impls"][i] if gpu else "n/a"),
+            }
+        )
     return rows

@@ -3,8 +3,10 @@ what it starts in turn (a simulator, a compiler, mutmut's workers) belongs to it
 with it, whatever ends the supervisor's wait (a failure, a timeout, Ctrl-C, SIGTERM). Read from
 /proc: the scheduler states of a group's processes (a stopped one, state T, would hang a job).
 Used by the RTL shards (workbench/rtl_shards.py) and by mutation testing (scripts/mutants.py)."""
+
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-GROUP_GONE_S = 10.0        # how long kill_group waits for a killed group's last process to end
+GROUP_GONE_S = 10.0  # how long kill_group waits for a killed group's last process to end
 
 
 def group_states(pgid: int) -> list[str]:
@@ -30,7 +32,7 @@ def group_states(pgid: int) -> list[str]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()      # state, ppid, pgrp, ...
+        fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, ...
         if len(fields) > 2 and fields[2] == str(pgid):
             states.append(fields[0])
     return states
@@ -51,10 +53,8 @@ def wait_group_gone(pgid: int, limit_s: float = GROUP_GONE_S) -> None:
 def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
     """Ends the process group `proc` leads (stopped processes too) and reaps `proc`; with
     SIGKILL, waits until the group's last process is gone."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
     proc.wait()
     if sig == signal.SIGKILL:
         wait_group_gone(proc.pid)
@@ -63,8 +63,9 @@ def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
 def start_group(cmd: list[str], log: Path, **popen) -> subprocess.Popen:
     """`cmd` as the leader of a new process group, its output to `log` (stdin closed)."""
     with open(log, "wb") as f:  # log: the group's output
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=f,
-                                stderr=subprocess.STDOUT, start_new_session=True, **popen)
+        return subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, **popen
+        )
 
 
 def wait_group(proc: subprocess.Popen, limit_s: float | None = None) -> int | None:

@@ -30,6 +30,7 @@ What Ray does to a command, and what the session does about it:
   local Ray's processes end with their parent).
 * `ray.shutdown` is bounded (SHUTDOWN_S): an unreachable cluster does not hold up the exit.
 """
+
 from __future__ import annotations
 
 import _thread
@@ -43,8 +44,8 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from workbench.cluster import check_speaks_grpc, host_port
 
@@ -62,15 +63,15 @@ RAY_ENV = {
 }
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-CONNECT_S = 60.0       # ray.init starting a local instance: seconds, more on a loaded machine
-JOIN_S = 30.0          # ray.init joining a cluster (with the search's working directory, a few
+CONNECT_S = 60.0  # ray.init starting a local instance: seconds, more on a loaded machine
+JOIN_S = 30.0  # ray.init joining a cluster (with the search's working directory, a few
 #                        MB to upload): longer only when something is wrong (a stuck head)
-HEAD_POLL_S = 2.0      # the watchdog connects to the GCS port this often (and this long)
-HEAD_LOST_S = 20.0     # no connection for this long: the head is lost (a GCS restart with
+HEAD_POLL_S = 2.0  # the watchdog connects to the GCS port this often (and this long)
+HEAD_LOST_S = 20.0  # no connection for this long: the head is lost (a GCS restart with
 #                        fault tolerance takes seconds)
-STUCK_S = 10.0         # after a signal or the loss, the main thread has this long to begin the
+STUCK_S = 10.0  # after a signal or the loss, the main thread has this long to begin the
 #                        clean-ups before the watchdog ends the process (20 + 10 < Ray's 60 s)
-SHUTDOWN_S = 15.0      # ray.shutdown: a local instance ends in a few seconds, a lost cluster
+SHUTDOWN_S = 15.0  # ray.shutdown: a local instance ends in a few seconds, a lost cluster
 #                        in about 5
 
 
@@ -112,7 +113,7 @@ class _MainThreadOnly:
         self._stream.flush()
         self._log.flush()
 
-    def __getattr__(self, name):            # isatty, fileno, encoding: the console's
+    def __getattr__(self, name):  # isatty, fileno, encoding: the console's
         return getattr(self._stream, name)
 
 
@@ -131,9 +132,12 @@ class RaySession:
     command's one line and exit status for either, which the watchdog uses itself when the
     main thread is stuck in Ray."""
 
-    def __init__(self, log_file: Path, what: str = "the Ray cluster",
-                 final_words: Callable[[int | None, str | None, bool], tuple[str, int]]
-                 = _default_words):
+    def __init__(
+        self,
+        log_file: Path,
+        what: str = "the Ray cluster",
+        final_words: Callable[[int | None, str | None, bool], tuple[str, int]] = _default_words,
+    ):
         self.log_file, self.what, self.final_words = Path(log_file), what, final_words
         self.received: int | None = None
         self.lost: str | None = None
@@ -141,12 +145,12 @@ class RaySession:
         self._cleaning = False
         self._stop = threading.Event()
         self._watch: threading.Thread | None = None
-        self._wake = None                        # the wake-up fd's socket pair, and the old fd
-        self._deadline: float | None = None     # ray.init must be done by then
+        self._wake = None  # the wake-up fd's socket pair, and the old fd
+        self._deadline: float | None = None  # ray.init must be done by then
         self._limit = CONNECT_S
         self._joining = self._lost_joining = False
         self._gcs: tuple[str, int] | None = None
-        self._pending: tuple[int | None, float] | None = None   # (signal or None, since)
+        self._pending: tuple[int | None, float] | None = None  # (signal or None, since)
         self._ray = None
         self._env_set: list = []
 
@@ -161,6 +165,7 @@ class RaySession:
         try:
             # first: importing Ray sets up its loggers' handlers, which the log replaces
             import ray
+
             self._ray = ray
             self._open_log()
             self._start_watchdog()
@@ -182,7 +187,7 @@ class RaySession:
             self._shutdown()
         self._stop.set()
         if self._watch is not None:
-            self._watch.join(2.0)                   # it wakes every 0.25 s
+            self._watch.join(2.0)  # it wakes every 0.25 s
         self._close_log()
         for signum, handler in self._saved.items():
             signal.signal(signum, handler)
@@ -204,8 +209,7 @@ class RaySession:
         honoured meanwhile and the processes it starts deaf to SIGHUP; then the watchdog
         watches the GCS. Returns the ray module."""
         ray = self._ray
-        kwargs = {"include_dashboard": False, "log_to_driver": False,
-                  "configure_logging": False, **kwargs}
+        kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False, **kwargs}
         target = host_port(kwargs.get("address"))
         if target is not None:
             check_speaks_grpc(target)
@@ -228,16 +232,16 @@ class RaySession:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             self._deadline = None
             self._joining = False
-            if signal.SIGTERM in self._saved:          # ray.init replaced it
+            if signal.SIGTERM in self._saved:  # ray.init replaced it
                 signal.signal(signal.SIGTERM, self._on_signal)
-            self._own_ray_logger()                      # and removed this
+            self._own_ray_logger()  # and removed this
         self._gcs = host_port(_gcs_address(ray, kwargs.get("address")))
         return ray
 
     # -- signals ----------------------------------------------------------------------------
     def _install_signals(self) -> None:
         if threading.current_thread() is not threading.main_thread():
-            return                                  # only the main thread may set handlers
+            return  # only the main thread may set handlers
         for signum in STOP_SIGNALS:
             self._saved[signum] = signal.getsignal(signum)
             signal.signal(signum, self._on_signal)
@@ -272,8 +276,7 @@ class RaySession:
     # -- the watchdog ---------------------------------------------------------------------
     def _start_watchdog(self) -> None:
         if threading.current_thread() is threading.main_thread():
-            self._watch = threading.Thread(target=self._watchdog, name="ray-session-watchdog",
-                                           daemon=True)
+            self._watch = threading.Thread(target=self._watchdog, name="ray-session-watchdog", daemon=True)
             self._watch.start()
 
     def _watchdog(self) -> None:
@@ -296,8 +299,10 @@ class RaySession:
             unreachable_since = unreachable_since or now
             if now - unreachable_since >= HEAD_LOST_S:
                 host, port = self._gcs
-                self._fire(f"{self.what} stopped answering: its head (GCS at {host}:{port}) "
-                           f"accepted no connection for {HEAD_LOST_S:.0f} s")
+                self._fire(
+                    f"{self.what} stopped answering: its head (GCS at {host}:{port}) "
+                    f"accepted no connection for {HEAD_LOST_S:.0f} s"
+                )
 
     def _read_signals(self, timeout_s: float) -> None:
         """Waits up to timeout_s for the wake-up fd: the signals that arrived, even while the
@@ -309,11 +314,11 @@ class RaySession:
         try:
             ready, _, _ = select.select([r], [], [], timeout_s)
             data = r.recv(64) if ready else b""
-        except (OSError, ValueError):               # closed by _close meanwhile
+        except (OSError, ValueError):  # closed by _close meanwhile
             return
         for signum in data:
             if signum in STOP_SIGNALS and self._stops(signum) and self._pending is None:
-                self._pending = (signum, time.monotonic())      # the main thread has STUCK_S
+                self._pending = (signum, time.monotonic())  # the main thread has STUCK_S
 
     def _fire(self, why: str) -> None:
         if self._stop.is_set() or self._pending is not None:
@@ -322,7 +327,7 @@ class RaySession:
         self.lost = why
         self._pending = (None, time.monotonic())
         if signal.SIGINT in self._saved:
-            _thread.interrupt_main(signal.SIGINT)   # lands in _on_signal: ClusterLost
+            _thread.interrupt_main(signal.SIGINT)  # lands in _on_signal: ClusterLost
 
     def _end_process(self) -> None:
         """The main thread is stuck in Ray: the command's one line, its exit status, now."""
@@ -330,13 +335,12 @@ class RaySession:
         joining = signum is None and self._lost_joining
         try:
             line, status = self.final_words(signum, self.lost, joining)
-        except Exception:   # noqa: BLE001 - the line must come out whatever
+        except Exception:  # noqa: BLE001 - the line must come out whatever
             line, status = _default_words(signum, self.lost, joining)
         try:
-            self._log.write(f"main thread stuck in Ray for {STUCK_S:.0f} s: ending the "
-                            f"process\n")
+            self._log.write(f"main thread stuck in Ray for {STUCK_S:.0f} s: ending the process\n")
             (self._streams[0] if hasattr(self, "_streams") else sys.stdout).flush()
-        except Exception:   # noqa: BLE001 - best effort: the exit matters more
+        except Exception:  # noqa: BLE001 - best effort: the exit matters more
             pass
         os.write(getattr(self, "_console_fd", 2), (line + "\n").encode(errors="replace"))
         os._exit(status)
@@ -351,17 +355,16 @@ class RaySession:
         done.join(SHUTDOWN_S)
         if done.is_alive():
             atexit.unregister(ray.shutdown)
-            logging.getLogger("ray").error("ray.shutdown did not finish within %.0f s",
-                                           SHUTDOWN_S)
+            logging.getLogger("ray").error("ray.shutdown did not finish within %.0f s", SHUTDOWN_S)
 
     def _open_log(self) -> None:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_file, "a", buffering=1)  # log: Ray's output for the session
+        # open for the session's lifetime, closed in close()
+        self._log = open(self.log_file, "a", buffering=1)  # noqa: SIM115 # log: Ray's output
         logger = logging.getLogger("ray")
         self._logger_state = (logger.handlers[:], logger.level, logger.propagate)
         self._handler = logging.StreamHandler(self._log)
-        self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: "
-                                                     "%(message)s"))
+        self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         self._own_ray_logger()
         # ray.init(configure_logging=False) removes the ray logger's handlers, and a record
         # without one goes to logging's last resort, stderr: the log's during the session
@@ -383,14 +386,20 @@ class RaySession:
         os.dup2(self._log.fileno(), 2)
         try:
             writes_fd2 = sys.stderr.fileno() == 2
-        except (AttributeError, OSError, ValueError):     # a StringIO, pytest's capture
+        except (AttributeError, OSError, ValueError):  # a StringIO, pytest's capture
             writes_fd2 = False
         if not writes_fd2:
             self._console = None
             return sys.stderr
         old = sys.stderr
-        self._console = open(os.dup(self._fd2), "w", buffering=1,  # log: the console itself
-                             encoding=old.encoding, errors=old.errors)
+        # open while the session lasts, closed in close()
+        self._console = open(  # noqa: SIM115 # log: the console itself
+            os.dup(self._fd2),
+            "w",
+            buffering=1,
+            encoding=old.encoding,
+            errors=old.errors,
+        )
         return self._console
 
     def _restore_fd2(self) -> None:
@@ -424,7 +433,6 @@ class RaySession:
         self._log.close()
         del self._log
 
-
     def log_tail(self, lines: int = 40) -> str:
         """The end of the session's log (for a failure's log file)."""
         try:
@@ -436,7 +444,7 @@ class RaySession:
 def _quiet_shutdown(ray) -> None:
     try:
         ray.shutdown()
-    except Exception as exc:   # noqa: BLE001 - a failed shutdown is logged, the command ends
+    except Exception as exc:  # noqa: BLE001 - a failed shutdown is logged, the command ends
         logging.getLogger("ray").error("ray.shutdown failed: %s", exc)
 
 
@@ -445,7 +453,7 @@ def _gcs_address(ray, address: str | None) -> str | None:
     say: a Ray Client connection)."""
     try:
         return ray.get_runtime_context().gcs_address
-    except Exception:   # noqa: BLE001 - Ray Client and older Rays
+    except Exception:  # noqa: BLE001 - Ray Client and older Rays
         return address
 
 

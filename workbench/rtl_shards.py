@@ -8,6 +8,7 @@ processes, or as tasks on a Ray cluster (`address`: "local" starts a Ray instanc
 machine, anything else is handed to ``ray.init(address=...)``; the project must be installed at
 the same path on every node, where each node builds the simulator once).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ from workbench.process_groups import (
 )
 from workbench.ray_session import signal_name
 
-if TYPE_CHECKING:               # the worker process (`python -m`) imports no more than it needs
+if TYPE_CHECKING:  # the worker process (`python -m`) imports no more than it needs
     import numpy as np
 
     from fpga.compiler import Program
@@ -84,11 +85,16 @@ def estimate_s(prog: Program, sim: str, images: int, jobs: int) -> float:
 
 def build(prog: Program, sim: str, log_file: Path | None = None) -> Path:
     from tb.sim import is_built
+
     cfg = prog.config
     if not is_built(TOPLEVEL, sim, cfg.hdl_parameters()):
-        print(f"building the {sim} model of the {cfg.rows}x{cfg.cols} accelerator (first time "
-              f"for this configuration: a few minutes{'' if log_file is None else '; log: '}"
-              f"{log_file or ''})", file=sys.stderr, flush=True)
+        print(
+            f"building the {sim} model of the {cfg.rows}x{cfg.cols} accelerator (first time "
+            f"for this configuration: a few minutes{'' if log_file is None else '; log: '}"
+            f"{log_file or ''})",
+            file=sys.stderr,
+            flush=True,
+        )
     return _supervised_build(TOPLEVEL, sim, cfg.hdl_parameters(), log_file)
 
 
@@ -99,26 +105,29 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
     here) ends the whole group, not only the direct child. The child ends its group too if
     this process dies first."""
     from tb import sim as tb_sim
+
     with tempfile.TemporaryDirectory(prefix="rtl_build_") as tmp:
-        spec = {"toplevel": toplevel, "sim": sim, "parameters": parameters,
-                "log": str(log_file) if log_file else None,
-                "build_root": str(tb_sim.BUILD),        # a caller's choice of build root
-                "result": str(Path(tmp) / "result.json")}
+        spec = {
+            "toplevel": toplevel,
+            "sim": sim,
+            "parameters": parameters,
+            "log": str(log_file) if log_file else None,
+            "build_root": str(tb_sim.BUILD),  # a caller's choice of build root
+            "result": str(Path(tmp) / "result.json"),
+        }
         (Path(tmp) / "spec.json").write_text(json.dumps(spec))  # scratch: in a temporary directory
         with open(Path(tmp) / "worker.log", "wb") as wlog:  # log: the build worker's output
             proc = subprocess.Popen(
-                [sys.executable, "-m", "workbench.rtl_shards", "--build",
-                 str(Path(tmp) / "spec.json")],
-                stdin=subprocess.DEVNULL, stdout=wlog, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                [sys.executable, "-m", "workbench.rtl_shards", "--build", str(Path(tmp) / "spec.json")],
+                stdin=subprocess.DEVNULL,
+                stdout=wlog,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         try:
             code = _wait_unless_stopped(proc, f"the {sim} build of {toplevel}")
         finally:
-            try:                           # whatever is left of the group: make, g++, ...
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
+            kill_group(proc)  # whatever is left of the group: make, g++, ...
         result = Path(spec["result"])
         done = json.loads(result.read_text()) if result.exists() else {}
         if code == 0 and "bdir" in done:
@@ -127,11 +136,13 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
             why = done["error"]
         elif code < 0:
             why = f"the build process was killed by {signal_name(-code)}"
-        else:                      # the child failed before it could say why: its last line
+        else:  # the child failed before it could say why: its last line
             tail = _log_text(Path(tmp) / "worker.log").strip().splitlines()
             why = tail[-1] if tail else f"the build process exited with status {code}"
-        raise ShardError(f"building the {sim} simulator of {toplevel} failed ({why})",
-                         _log_text(log_file) if log_file else "")
+        raise ShardError(
+            f"building the {sim} simulator of {toplevel} failed ({why})",
+            _log_text(log_file) if log_file else "",
+        )
 
 
 def _wait_unless_stopped(proc: subprocess.Popen, what: str) -> int:
@@ -144,8 +155,9 @@ def _wait_unless_stopped(proc: subprocess.Popen, what: str) -> int:
         except subprocess.TimeoutExpired:
             pass
         if stop.too_long():
-            raise ShardError(f"{what} is stopped (SIGSTOP?) and did not continue within "
-                             f"{STOPPED_GRACE_S:.0f} s")
+            raise ShardError(
+                f"{what} is stopped (SIGSTOP?) and did not continue within {STOPPED_GRACE_S:.0f} s"
+            )
 
 
 def _build_worker(spec_path: str) -> int:
@@ -153,12 +165,18 @@ def _build_worker(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     end_group_when_orphaned()
     from tb import sim as tb_sim
+
     tb_sim.BUILD = Path(spec["build_root"])
     try:
-        bdir = tb_sim.build(spec["toplevel"], spec["sim"], spec["parameters"], waves=False,
-                            log_file=Path(spec["log"]) if spec["log"] else None)
+        bdir = tb_sim.build(
+            spec["toplevel"],
+            spec["sim"],
+            spec["parameters"],
+            waves=False,
+            log_file=Path(spec["log"]) if spec["log"] else None,
+        )
         done, code = {"bdir": str(bdir)}, 0
-    except (SystemExit, Exception) as exc:    # the runner exits on a failed tool run
+    except (SystemExit, Exception) as exc:  # the runner exits on a failed tool run
         done, code = {"error": " ".join(str(exc).split()) or type(exc).__name__}, 1
     Path(spec["result"]).write_text(json.dumps(done))  # scratch: the worker's answer, in the build's temp dir
     return code
@@ -183,8 +201,7 @@ def scratch_dir() -> tempfile.TemporaryDirectory:
     `discard` and microseconds in RAM. The name holds this process's id: a run killed with
     SIGKILL cannot remove its directory (RAM it keeps until a reboot), the next run does
     (remove_stale_scratch, at the start of run and of every Ray shard)."""
-    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}.",
-                                       dir=_scratch_root())
+    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}.", dir=_scratch_root())
 
 
 def remove_stale_scratch(where: Path | None = None) -> list[Path]:
@@ -212,9 +229,9 @@ def remove_stale_scratch(where: Path | None = None) -> list[Path]:
 
 
 # -- supervision: the wall-clock limit of a shard and a stopped simulator ----------------------
-START_S = 300.0            # allowance for a simulator's start-up on a loaded machine
-TIMEOUT_FACTOR = 10        # times the estimate (estimate_s) of the shard's images
-STOPPED_GRACE_S = 10.0     # a simulator stopped (SIGSTOP) this long fails its shard
+START_S = 300.0  # allowance for a simulator's start-up on a loaded machine
+TIMEOUT_FACTOR = 10  # times the estimate (estimate_s) of the shard's images
+STOPPED_GRACE_S = 10.0  # a simulator stopped (SIGSTOP) this long fails its shard
 POLL_S = 0.25
 
 
@@ -245,37 +262,57 @@ class ShardProcess:
     SIGTERM of the compare job (:meth:`kill`, from a `finally`). The child ends the group
     itself if this process dies first."""
 
-    def __init__(self, prog: Program, images: np.ndarray, sim: str, bdir: Path, workdir: Path,
-                 label: str, first_image: int = 0, timeout_s: float | None = None):
+    def __init__(
+        self,
+        prog: Program,
+        images: np.ndarray,
+        sim: str,
+        bdir: Path,
+        workdir: Path,
+        label: str,
+        first_image: int = 0,
+        timeout_s: float | None = None,
+    ):
         self.sim, self.label, self.first = sim, label, first_image
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
-        self.timeout_s = (shard_timeout_s(prog, sim, len(images)) if timeout_s is None
-                          else timeout_s)
+        self.timeout_s = shard_timeout_s(prog, sim, len(images)) if timeout_s is None else timeout_s
         self._scratch = scratch_dir()
         self.job, self.out = workdir / "rtl_job.pkl", workdir / "rtl_out.pkl"
         self.log, self.error_file = workdir / "sim.log", workdir / "worker_error.txt"
         with open(self.job, "wb") as f:  # scratch: in the shard's work dir
             pickle.dump({"program": prog, "images": images}, f)  # scratch: in the shard's work dir
-        env = {"RTL_JOB": str(self.job), "RTL_OUT": str(self.out),
-               "RTL_PROGRESS": str(workdir / "progress"),
-               **{k: os.environ[k] for k in ("RTL_PROFILE", "RTL_WATCHDOG_CYCLES")
-                  if os.environ.get(k)},
-               "COCOTB_LOG_LEVEL": "WARNING",
-               # one thread for the little numpy work of a shard: N shards share the cores
-               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        spec = {"toplevel": TOPLEVEL, "sim": sim, "bdir": str(bdir),
-                "parameters": prog.config.hdl_parameters(), "env": env,
-                "run_dir": self._scratch.name, "log": str(self.log),
-                "error_file": str(self.error_file)}
+        env = {
+            "RTL_JOB": str(self.job),
+            "RTL_OUT": str(self.out),
+            "RTL_PROGRESS": str(workdir / "progress"),
+            **{k: os.environ[k] for k in ("RTL_PROFILE", "RTL_WATCHDOG_CYCLES") if os.environ.get(k)},
+            "COCOTB_LOG_LEVEL": "WARNING",
+            # one thread for the little numpy work of a shard: N shards share the cores
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        }
+        spec = {
+            "toplevel": TOPLEVEL,
+            "sim": sim,
+            "bdir": str(bdir),
+            "parameters": prog.config.hdl_parameters(),
+            "env": env,
+            "run_dir": self._scratch.name,
+            "log": str(self.log),
+            "error_file": str(self.error_file),
+        }
         (workdir / "worker.json").write_text(json.dumps(spec))  # scratch: in the shard's work dir
         self.t0 = time.perf_counter()
         try:
             with open(workdir / "worker.log", "wb") as wlog:  # log: the shard worker's output
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "workbench.rtl_shards", str(workdir / "worker.json")],
-                    stdin=subprocess.DEVNULL, stdout=wlog, stderr=subprocess.STDOUT,
-                    start_new_session=True)
+                    stdin=subprocess.DEVNULL,
+                    stdout=wlog,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         except BaseException:
             self._scratch.cleanup()
             raise
@@ -294,7 +331,7 @@ class ShardProcess:
         when it failed, ran past its wall-clock limit or stays stopped."""
         code = self.proc.poll()
         if code is not None:
-            self.kill()                        # anything of its group still alive
+            self.kill()  # anything of its group still alive
             if code == 0 and self.out.exists():
                 return True
             log = _log_text(self.log)
@@ -302,17 +339,24 @@ class ShardProcess:
             detail = worker if "killed by" in worker else (_error_line(log) or worker)
             if code < 0:
                 detail = f"its process was killed by {signal_name(-code)}"
-            raise ShardError(f"RTL simulation ({self.sim}) of {self.label} failed at image "
-                             f"{self.image()}" + (f": {detail}" if detail else ""), log)
+            raise ShardError(
+                f"RTL simulation ({self.sim}) of {self.label} failed at image "
+                f"{self.image()}" + (f": {detail}" if detail else ""),
+                log,
+            )
         now = time.perf_counter()
         if now - self.t0 > self.timeout_s:
-            self._fail(f"RTL simulation ({self.sim}) of {self.label} did not finish within "
-                       f"{self.timeout_s:,.0f} s (the wall-clock limit, --rtl-timeout); it was "
-                       f"at image {self.image()}")
+            self._fail(
+                f"RTL simulation ({self.sim}) of {self.label} did not finish within "
+                f"{self.timeout_s:,.0f} s (the wall-clock limit, --rtl-timeout); it was "
+                f"at image {self.image()}"
+            )
         if self._stop.too_long():
-            self._fail(f"the {self.sim} simulator of {self.label} is stopped (SIGSTOP?) "
-                       f"at image {self.image()} and did not continue within "
-                       f"{STOPPED_GRACE_S:.0f} s")
+            self._fail(
+                f"the {self.sim} simulator of {self.label} is stopped (SIGSTOP?) "
+                f"at image {self.image()} and did not continue within "
+                f"{STOPPED_GRACE_S:.0f} s"
+            )
         return False
 
     def result(self) -> dict:
@@ -346,12 +390,18 @@ def supervise(shards: list, bar=None, total: int | None = None) -> list[dict]:
             sh.kill()
 
 
-def run_shard(prog: Program, images: np.ndarray, sim: str, bdir: Path, workdir: Path,
-              label: str = "shard", timeout_s: float | None = None) -> dict:
+def run_shard(
+    prog: Program,
+    images: np.ndarray,
+    sim: str,
+    bdir: Path,
+    workdir: Path,
+    label: str = "shard",
+    timeout_s: float | None = None,
+) -> dict:
     """Run `images` through `prog` in one supervised simulator process; returns rtl_job's
     output. `workdir` keeps the job, the results and the simulator's log."""
-    return supervise([ShardProcess(prog, images, sim, bdir, workdir, label,
-                                   timeout_s=timeout_s)])[0]
+    return supervise([ShardProcess(prog, images, sim, bdir, workdir, label, timeout_s=timeout_s)])[0]
 
 
 def _worker(spec_path: str) -> int:
@@ -360,19 +410,31 @@ def _worker(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     end_group_when_orphaned()
     from tb.sim import failures, test
+
     try:
-        results = test(spec["toplevel"], "rtl_job", spec["sim"], Path(spec["bdir"]),
-                       spec["parameters"], extra_env=spec["env"], waves=False,
-                       test_dir=Path(spec["run_dir"]), log_file=Path(spec["log"]))
+        results = test(
+            spec["toplevel"],
+            "rtl_job",
+            spec["sim"],
+            Path(spec["bdir"]),
+            spec["parameters"],
+            extra_env=spec["env"],
+            waves=False,
+            test_dir=Path(spec["run_dir"]),
+            log_file=Path(spec["log"]),
+        )
         tests, failed = failures(results)
         if tests >= 1 and not failed:
             return 0
         why = f"{failed} of {tests} cocotb test(s) failed"
-    except SystemExit as exc:            # the runner exits with the simulator's status
+    except SystemExit as exc:  # the runner exits with the simulator's status
         code = exc.code if isinstance(exc.code, int) else 1
-        why = (f"the simulator was killed by {signal_name(-code)}" if code < 0 else
-               f"the simulator exited with status {code}")
-    except Exception as exc:   # noqa: BLE001 - reported to the supervisor in one line
+        why = (
+            f"the simulator was killed by {signal_name(-code)}"
+            if code < 0
+            else f"the simulator exited with status {code}"
+        )
+    except Exception as exc:  # noqa: BLE001 - reported to the supervisor in one line
         why = " ".join(str(exc).split())
         m = re.search(r"return code: (-?\d+)", why)
         if m and int(m.group(1)) < 0:
@@ -397,8 +459,15 @@ def _progress_of(workdir: Path) -> float:
         return 0.0
 
 
-def run_local(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
-              bar=None, timeout_s: float | None = None) -> list[dict]:
+def run_local(
+    prog: Program,
+    images: np.ndarray,
+    sim: str,
+    jobs: int,
+    workdir: Path,
+    bar=None,
+    timeout_s: float | None = None,
+) -> list[dict]:
     """Shards as local simulator processes, all at once (min(jobs, images) of them),
     supervised together."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -406,8 +475,18 @@ def run_local(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: P
     shards = []
     try:
         for k, (lo, hi) in enumerate(shard_bounds(len(images), jobs)):
-            shards.append(ShardProcess(prog, images[lo:hi], sim, bdir, workdir / f"shard{k}",
-                                       f"shard {k} (images {lo}..{hi - 1})", lo, timeout_s))
+            shards.append(
+                ShardProcess(
+                    prog,
+                    images[lo:hi],
+                    sim,
+                    bdir,
+                    workdir / f"shard{k}",
+                    f"shard {k} (images {lo}..{hi - 1})",
+                    lo,
+                    timeout_s,
+                )
+            )
     except BaseException:
         for sh in shards:
             sh.kill()
@@ -419,11 +498,12 @@ def run_local(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: P
     return results
 
 
-def _ray_shard(prog: Program, images: np.ndarray, sim: str, label: str,
-               timeout_s: float | None = None) -> dict:
+def _ray_shard(
+    prog: Program, images: np.ndarray, sim: str, label: str, timeout_s: float | None = None
+) -> dict:
     """One shard as a Ray task: builds the simulator on its node if needed (cached, locked),
     runs it supervised in a temporary directory there, returns the results."""
-    remove_stale_scratch()                  # of this node's earlier runs, killed
+    remove_stale_scratch()  # of this node's earlier runs, killed
     with scratch_dir() as tmp:
         bdir = build(prog, sim, Path(tmp) / "build.log")
         return run_shard(prog, images, sim, bdir, Path(tmp) / "run", label, timeout_s)
@@ -434,9 +514,9 @@ def _ray_shard(prog: Program, images: np.ndarray, sim: str, label: str,
 # those of an undisturbed run. A ShardError (the simulator failed, hung or timed out) is not
 # retried: it ends the job (exit 3), as it does without Ray.
 SHARD_RETRIES = 3
-WAIT_S = 1.0            # ray.wait's timeout: the main thread stays in Python, where signals and
+WAIT_S = 1.0  # ray.wait's timeout: the main thread stays in Python, where signals and
 #                         the session's watchdog reach it
-PROG = "compare_gpu_fpga"    # the compare job's name in its one-line messages
+PROG = "compare_gpu_fpga"  # the compare job's name in its one-line messages
 
 
 def _final_words(signum: int | None, lost: str | None, joining: bool) -> tuple[str, int]:
@@ -448,8 +528,16 @@ def _final_words(signum: int | None, lost: str | None, joining: bool) -> tuple[s
     return f"{PROG}: error: RTL shards on Ray: {lost}", 3
 
 
-def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str,
-            workdir: Path, bar=None, timeout_s: float | None = None) -> tuple[list[dict], float]:
+def run_ray(
+    prog: Program,
+    images: np.ndarray,
+    sim: str,
+    jobs: int,
+    address: str,
+    workdir: Path,
+    bar=None,
+    timeout_s: float | None = None,
+) -> tuple[list[dict], float]:
     """Shards as Ray tasks (one CPU each) on the cluster at `address` ("local": a Ray
     instance started here with `jobs` CPUs); returns the shards' results and the seconds
     spent connecting to (or starting) the cluster. Inside a RaySession: Ray's output goes to
@@ -460,9 +548,10 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
     except ImportError as exc:
         raise ShardError(f"--address needs Ray (pip package ray[tune]): {exc}") from None
     from workbench.ray_session import ClusterLost, RaySession
+
     workdir.mkdir(parents=True, exist_ok=True)
-    build(prog, sim, workdir / "build.log")            # once here; other nodes build their own
-    if ray.is_initialized():                            # the caller's own Ray: used as it is
+    build(prog, sim, workdir / "build.log")  # once here; other nodes build their own
+    if ray.is_initialized():  # the caller's own Ray: used as it is
         return _ray_tasks(ray, prog, images, sim, jobs, bar, timeout_s), 0.0
     where = "local Ray" if address == "local" else f"the Ray cluster at {address}"
     session = RaySession(workdir / "ray.log", where, final_words=_final_words)
@@ -473,10 +562,12 @@ def run_ray(prog: Program, images: np.ndarray, sim: str, jobs: int, address: str
             connect_s = time.perf_counter() - t0
             try:
                 return _ray_tasks(ray, prog, images, sim, jobs, bar, timeout_s), connect_s
-            except OSError as exc:    # ConnectionError, BrokenPipeError included
+            except OSError as exc:  # ConnectionError, BrokenPipeError included
                 # the node this process is connected through died (its raylet's socket)
-                raise ShardError(f"RTL shards on Ray: lost the connection to {where} "
-                                 f"({type(exc).__name__}: {exc})", session.log_tail()) from None
+                raise ShardError(
+                    f"RTL shards on Ray: lost the connection to {where} ({type(exc).__name__}: {exc})",
+                    session.log_tail(),
+                ) from None
     except ClusterLost as exc:
         raise ShardError(f"RTL shards on Ray: {exc}", session.log_tail()) from None
 
@@ -485,28 +576,32 @@ def _join(session, address: str, jobs: int) -> None:
     """ray.init in `session`: a local instance with `jobs` CPUs, or the cluster at
     `address`."""
     from workbench.ray_session import ClusterLost
+
     # "local" said to Ray too: without an address ray.init joins the cluster named in
     # /tmp/ray/ray_current_cluster (the last `ray start` here), even a stopped one
     kw = {"address": "local", "num_cpus": jobs} if address == "local" else {"address": address}
     try:
         session.init(**kw)
     except ClusterLost as exc:
-        raise ShardError(f"cannot reach the Ray cluster at {address!r}: {exc}",
-                         session.log_tail()) from None
-    except Exception as exc:   # ConnectionError and Ray's own errors: one clear line
+        raise ShardError(f"cannot reach the Ray cluster at {address!r}: {exc}", session.log_tail()) from None
+    except Exception as exc:  # ConnectionError and Ray's own errors: one clear line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ShardError(f"cannot reach the Ray cluster at {address!r}: {first}",
-                         session.log_tail()) from None
+        raise ShardError(
+            f"cannot reach the Ray cluster at {address!r}: {first}", session.log_tail()
+        ) from None
 
 
-def _ray_tasks(ray, prog: Program, images: np.ndarray, sim: str, jobs: int, bar,
-               timeout_s: float | None) -> list[dict]:
+def _ray_tasks(
+    ray, prog: Program, images: np.ndarray, sim: str, jobs: int, bar, timeout_s: float | None
+) -> list[dict]:
     """The shards as Ray tasks, waited for in steps of WAIT_S; their results in order."""
     task = ray.remote(num_cpus=1, max_retries=SHARD_RETRIES, retry_exceptions=False)(_ray_shard)
     bounds = shard_bounds(len(images), jobs)
     labels = [f"shard {k} (images {lo}..{hi - 1})" for k, (lo, hi) in enumerate(bounds)]
-    refs = [task.remote(prog, images[lo:hi], sim, label, timeout_s)
-            for label, (lo, hi) in zip(labels, bounds)]
+    refs = [
+        task.remote(prog, images[lo:hi], sim, label, timeout_s)
+        for label, (lo, hi) in zip(labels, bounds, strict=True)
+    ]
     # each result as it comes: a failed shard ends the job at once (an interruption or a
     # failure needs no cancelling: the tasks of a driver that disconnects are ended)
     results, pending = {}, list(refs)
@@ -530,13 +625,14 @@ def _shard_result(ray, ref, label: str) -> dict:
         if cause is not None:
             raise ShardError(str(cause).splitlines()[0], cause.log) from None
         first = str(exc.cause or exc).strip().splitlines()
-        raise ShardError(f"the Ray task of {label} failed: {first[0] if first else exc}",
-                         str(exc)) from None
+        raise ShardError(f"the Ray task of {label} failed: {first[0] if first else exc}", str(exc)) from None
     except ray.exceptions.RayError as exc:
         first = str(exc).strip().splitlines()
-        raise ShardError(f"the Ray task of {label} failed ({type(exc).__name__}, "
-                         f"{SHARD_RETRIES} retries spent): {first[0] if first else ''}",
-                         str(exc)) from None
+        raise ShardError(
+            f"the Ray task of {label} failed ({type(exc).__name__}, "
+            f"{SHARD_RETRIES} retries spent): {first[0] if first else ''}",
+            str(exc),
+        ) from None
 
 
 class _CurrentStderr:
@@ -553,29 +649,44 @@ class _CurrentStderr:
         return getattr(sys.stderr, name)
 
 
-def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
-        address: str | None = None, progress: bool = True,
-        timeout_s: float | None = None) -> dict:
+def run(
+    prog: Program,
+    images: np.ndarray,
+    sim: str,
+    jobs: int,
+    workdir: Path,
+    address: str | None = None,
+    progress: bool = True,
+    timeout_s: float | None = None,
+) -> dict:
     """Run `images` on the RTL in shards; returns {"results": per image in order, "shards":
     per shard {images, load_s, job_s, sim_s, process_s, ...}, "wall_s": the whole run with
     process start-ups and the build check, "jobs": shards run, "connect_s": of wall_s, the
     time to reach (or start) the Ray cluster}."""
     from tqdm import tqdm
 
-    remove_stale_scratch()                  # of earlier runs, killed (SIGKILL) on this machine
+    remove_stale_scratch()  # of earlier runs, killed (SIGKILL) on this machine
     n_shards = min(jobs, len(images))
     if progress:
         est = estimate_s(prog, sim, len(images), n_shards)
-        print(f"RTL: {len(images)} image(s) of ~{prog.cycles_per_image():,} cycles each on {sim}"
-              f" in {n_shards} job(s): about {_duration(est)} once the simulator runs",
-              file=sys.stderr, flush=True)
-    bar = tqdm(total=len(images), desc=f"RTL ({sim}, {n_shards} job{'s' * (n_shards > 1)})",
-               unit="image", disable=not progress, leave=False, file=_CurrentStderr())
+        print(
+            f"RTL: {len(images)} image(s) of ~{prog.cycles_per_image():,} cycles each on {sim}"
+            f" in {n_shards} job(s): about {_duration(est)} once the simulator runs",
+            file=sys.stderr,
+            flush=True,
+        )
+    bar = tqdm(
+        total=len(images),
+        desc=f"RTL ({sim}, {n_shards} job{'s' * (n_shards > 1)})",
+        unit="image",
+        disable=not progress,
+        leave=False,
+        file=_CurrentStderr(),
+    )
     t0, connect_s = time.perf_counter(), 0.0
     try:
         if address:
-            shards, connect_s = run_ray(prog, images, sim, jobs, address, workdir, bar,
-                                        timeout_s)
+            shards, connect_s = run_ray(prog, images, sim, jobs, address, workdir, bar, timeout_s)
         else:
             shards = run_local(prog, images, sim, jobs, workdir, bar, timeout_s)
     finally:
@@ -583,13 +694,26 @@ def run(prog: Program, images: np.ndarray, sim: str, jobs: int, workdir: Path,
     wall = time.perf_counter() - t0
     results = [r for sh in shards for r in sh["results"]]
     assert len(results) == len(images), (len(results), len(images))
-    return {"results": results, "wall_s": wall, "jobs": len(shards), "connect_s": connect_s,
-            "shards": [{"images": len(sh["results"]), "load_s": sh["load_s"],
-                        "load_words": sh["load_words"], "job_s": sh["job_s"],
-                        "sim_s": sh["sim_s"], "process_s": sh["process_s"],
-                        "bulk_load_s": sh["bulk_load_s"], "bulk_read_s": sh["bulk_read_s"]}
-                       for sh in shards]}
+    return {
+        "results": results,
+        "wall_s": wall,
+        "jobs": len(shards),
+        "connect_s": connect_s,
+        "shards": [
+            {
+                "images": len(sh["results"]),
+                "load_s": sh["load_s"],
+                "load_words": sh["load_words"],
+                "job_s": sh["job_s"],
+                "sim_s": sh["sim_s"],
+                "process_s": sh["process_s"],
+                "bulk_load_s": sh["bulk_load_s"],
+                "bulk_read_s": sh["bulk_read_s"],
+            }
+            for sh in shards
+        ],
+    }
 
 
-if __name__ == "__main__":          # the worker of a ShardProcess, or of a supervised build
+if __name__ == "__main__":  # the worker of a ShardProcess, or of a supervised build
     sys.exit(_build_worker(sys.argv[2]) if sys.argv[1] == "--build" else _worker(sys.argv[1]))

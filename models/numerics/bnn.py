@@ -14,6 +14,7 @@ Conventions (docs/conventions.md; pinned by tests/test_bnn_numerics.py):
 * Flatten is NCHW order: index c * H * W + y * W + x (what ONNX Reshape/PyTorch flatten do).
 * Argmax returns the first index of the maximum.
 """
+
 from __future__ import annotations
 
 import math
@@ -75,8 +76,9 @@ def unpack_bits(words, channels: int, strict: bool = True) -> np.ndarray:
     word_bits = w.dtype.itemsize * 8
     nw = words_for(channels, word_bits)
     if w.ndim < 1 or w.shape[-1] != nw:
-        raise NumericsError(f"{channels} channels need {nw} words of {word_bits} bits in the "
-                            f"last axis, got shape {w.shape}")
+        raise NumericsError(
+            f"{channels} channels need {nw} words of {word_bits} bits in the last axis, got shape {w.shape}"
+        )
     # the words' bytes in little-endian order, each unpacked least significant bit first: bit k
     # of word j lands at j * B + k (one byte per bit: the uint64 shift of every bit needed 8x the
     # memory, ~4 GB for 10,000 Fashion images of layer 1, and 27x the time)
@@ -113,9 +115,9 @@ def xnor_dot(a_words, b_words, n_bits: int) -> np.ndarray:
     b = np.asarray(b_words)
     word_bits = a.dtype.itemsize * 8
     nw = a.shape[-1]
-    mask = ~np.zeros(nw, dtype=a.dtype)         # all bits set
-    rem = n_bits - (nw - 1) * word_bits        # bits used in the last word; a full one keeps all
-    mask[-1:] = a.dtype.type((1 << min(rem, word_bits)) - 1)     # (no word: nothing to mask)
+    mask = ~np.zeros(nw, dtype=a.dtype)  # all bits set
+    rem = n_bits - (nw - 1) * word_bits  # bits used in the last word; a full one keeps all
+    mask[-1:] = a.dtype.type((1 << min(rem, word_bits)) - 1)  # (no word: nothing to mask)
     # int64 only guards against a uint64 wrap that the final astype would undo: equivalent mutants
     diff = popcount((a ^ b) & mask).sum(axis=-1, dtype=np.int64)  # pragma: no mutate (dtype)
     return (n_bits - 2 * diff).astype(np.int64)
@@ -149,24 +151,26 @@ def _chunks(n: int, bytes_per_image: int):
 def _exact_dtype(bound: float):
     """float32 where every partial sum (at most `bound`) is an integer below 2^24, else
     float64 (exact below 2^53): products of integers summed exactly, at BLAS speed."""
-    return np.float32 if bound < 2.0 ** 24 else np.float64
+    return np.float32 if bound < 2.0**24 else np.float64
 
 
 def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np.ndarray:
     n, c, h, wd = x.shape
     ho, wo = h + 2 * padding - 2, wd + 2 * padding - 2
     if ho < 1 or wo < 1:
-        raise NumericsError(f"a 3x3 convolution with padding {padding} needs at least "
-                            f"{3 - 2 * padding}x{3 - 2 * padding} pixels, got {h}x{wd}")
+        raise NumericsError(
+            f"a 3x3 convolution with padding {padding} needs at least "
+            f"{3 - 2 * padding}x{3 - 2 * padding} pixels, got {h}x{wd}"
+        )
     # `pragma: no mutate` below (docs/verification.md, mutation testing): (chunk) sizes a chunk,
     # (dtype) is the float type of an exact product or a wider int, (pad) builds padding never
     # read, (fast path) guards the int32 path, taken only where it is exact: memory and speed,
     # never a value
     spans = _chunks(n, ho * wo * max(9 * c, w.shape[0]) * 8)  # pragma: no mutate (chunk)
     x_max = max((float(np.abs(x[lo:hi]).max(initial=0)) for lo, hi in spans), default=0.0)
-    reach = x_max * 9 * c        # the largest |sum of products| before the bias
+    reach = x_max * 9 * c  # the largest |sum of products| before the bias
     bound = reach + float(np.abs(bias).max(initial=0))
-    if bound >= 2.0 ** 52:
+    if bound >= 2.0**52:
         raise NumericsError("convolution input values are too large for an exact int sum")
     ft = _exact_dtype(reach)
     f = w.shape[0]
@@ -174,28 +178,28 @@ def _conv3x3(x: np.ndarray, w: np.ndarray, bias: np.ndarray, padding: int) -> np
     # [(dy, dx, channel), filter]; one matrix product per chunk
     wmat = w.transpose(2, 3, 1, 0).reshape(9 * c, f).astype(ft)  # pragma: no mutate (dtype)
     out = np.empty((n, f, ho, wo), dtype=np.int32)
-    if not out.size:             # no image or no filter: nothing to compute or to range-check
+    if not out.size:  # no image or no filter: nothing to compute or to range-check
         return out
     b64 = bias.astype(np.int64)  # pragma: no mutate (dtype: |bias| < 2^52, exact in float64 too)
     bias_fits = bool(b64.min() >= INT32_MIN and b64.max() <= INT32_MAX)  # pragma: no mutate (fast path)
-    lo_all, hi_all = math.inf, -math.inf     # the real extremes, even all beyond int32
+    lo_all, hi_all = math.inf, -math.inf  # the real extremes, even all beyond int32
     for lo, hi in spans:
         m = hi - lo
         xp = np.zeros((m, h + 2 * padding, wd + 2 * padding, c), dtype=ft)  # pragma: no mutate (pad)
-        xp[:, padding:padding + h, padding:padding + wd] = x[lo:hi].transpose(0, 2, 3, 1)
+        xp[:, padding : padding + h, padding : padding + wd] = x[lo:hi].transpose(0, 2, 3, 1)
         cols = np.empty((m, ho, wo, 3, 3, c), dtype=ft)  # pragma: no mutate (dtype)
         for dy in range(3):
             for dx in range(3):
-                cols[:, :, :, dy, dx] = xp[:, dy:dy + ho, dx:dx + wo]
+                cols[:, :, :, dy, dx] = xp[:, dy : dy + ho, dx : dx + wo]
         acc = (cols.reshape(m * ho * wo, 9 * c) @ wmat).reshape(m, ho, wo, f)
         # the range of acc + bias from each filter's extremes (exact integers in float: acc plus
         # the int64 bias is float64, exact below 2^53, which the bound above guarantees)
         c_lo = int((acc.min(axis=(0, 1, 2)) + b64).min())
         c_hi = int((acc.max(axis=(0, 1, 2)) + b64).max())
         lo_all, hi_all = min(lo_all, c_lo), max(hi_all, c_hi)
-        fits = INT32_MIN <= c_lo and c_hi <= INT32_MAX  # pragma: no mutate (fast path)
+        fits = c_lo >= INT32_MIN and c_hi <= INT32_MAX  # pragma: no mutate (fast path)
         if ft is np.float32 and bias_fits and fits:  # pragma: no mutate (fast path)
-            out[lo:hi] = acc.transpose(0, 3, 1, 2)       # integers below 2^24: exact
+            out[lo:hi] = acc.transpose(0, 3, 1, 2)  # integers below 2^24: exact
             out[lo:hi] += bias.astype(np.int32)[None, :, None, None]  # pragma: no mutate (dtype)
         else:
             out[lo:hi] = acc.transpose(0, 3, 1, 2).astype(np.int64) + b64[None, :, None, None]
@@ -229,8 +233,10 @@ def maxpool2x2(x) -> np.ndarray:
     out = np.empty((n, c, h // 2, w // 2), dtype=a.dtype)
     for lo, hi in _chunks(n, a[:1].nbytes):  # pragma: no mutate (chunk)
         v = a[lo:hi]
-        out[lo:hi] = np.maximum(np.maximum(v[:, :, 0:h - 1:2, 0:w - 1:2], v[:, :, 0:h - 1:2, 1::2]),
-                                np.maximum(v[:, :, 1::2, 0:w - 1:2], v[:, :, 1::2, 1::2]))
+        out[lo:hi] = np.maximum(
+            np.maximum(v[:, :, 0 : h - 1 : 2, 0 : w - 1 : 2], v[:, :, 0 : h - 1 : 2, 1::2]),
+            np.maximum(v[:, :, 1::2, 0 : w - 1 : 2], v[:, :, 1::2, 1::2]),
+        )
     return out
 
 
@@ -238,14 +244,14 @@ def maxpool2x2_packed(words) -> np.ndarray:
     """2x2 max pooling on packed NHWC words: the max of +-1 values is the OR of their bits."""
     w = np.asarray(words)
     if w.dtype not in (np.uint32, np.uint64) or w.ndim != 4:
-        raise NumericsError(f"packed maxpool input must be uint32/uint64 [N, H, W, words], got "
-                            f"{w.dtype} {w.shape}")
+        raise NumericsError(
+            f"packed maxpool input must be uint32/uint64 [N, H, W, words], got {w.dtype} {w.shape}"
+        )
     n, h, wd, nw = w.shape
     if h < 2 or wd < 2:
         raise NumericsError(f"2x2 max pooling needs at least 2x2 pixels, got {h}x{wd}")
-    w = w[:, :h // 2 * 2, :wd // 2 * 2]
-    return np.bitwise_or.reduce(
-        np.bitwise_or.reduce(w.reshape(n, h // 2, 2, wd // 2, 2, nw), axis=4), axis=2)
+    w = w[:, : h // 2 * 2, : wd // 2 * 2]
+    return np.bitwise_or.reduce(np.bitwise_or.reduce(w.reshape(n, h // 2, 2, wd // 2, 2, nw), axis=4), axis=2)
 
 
 def step(x, threshold, direction) -> np.ndarray:
@@ -301,9 +307,9 @@ def bin_dense(x, w, bias) -> np.ndarray:
     # and speed only (docs/verification.md, mutation testing)
     wmat = wt.T.astype(ft)  # pragma: no mutate (dtype)
     out = np.empty((n, wt.shape[0]), dtype=np.int32)
-    if not out.size:             # no image or no filter: nothing to compute or to range-check
+    if not out.size:  # no image or no filter: nothing to compute or to range-check
         return out
-    lo_all, hi_all = math.inf, -math.inf     # the real extremes, even all beyond int32
+    lo_all, hi_all = math.inf, -math.inf  # the real extremes, even all beyond int32
     for lo, hi in _chunks(n, k * 8):  # pragma: no mutate (chunk)
         res = (a[lo:hi].astype(ft) @ wmat).astype(np.int64) + b.astype(np.int64)  # pragma: no mutate (dtype)
         lo_all, hi_all = min(lo_all, int(res.min())), max(hi_all, int(res.max()))
@@ -332,15 +338,16 @@ def step_from_table(lo: int, on, name: str = "step") -> tuple[int, int]:
     if (d > 0).any() and (d < 0).any():
         turn = int(np.flatnonzero(d)[1]) + lo + 1
         raise NumericsError(f"{name}: output is not monotone in the input (turns at x={turn})")
-    if (d < 0).any():                # non-increasing: on for x <= the last True
+    if (d < 0).any():  # non-increasing: on for x <= the last True
         return int(lo + np.flatnonzero(on)[-1]), -1
     if on.any():
         return int(lo + np.flatnonzero(on)[0]), 1
-    return int(lo + on.size), 1      # never on inside the range
+    return int(lo + on.size), 1  # never on inside the range
 
 
-def bn_step_params(gamma, beta, mean, var, eps: float, lo: int, hi: int,
-                   strict: bool = False, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+def bn_step_params(
+    gamma, beta, mean, var, eps: float, lo: int, hi: int, strict: bool = False, dtype=np.float64
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel (threshold, direction) equal to ``batchnorm(x) >= 0`` (``> 0`` if `strict`)
     evaluated in `dtype` for every integer x in [lo, hi]. Exact by construction: the step is
     read off the evaluated table, so float rounding near the threshold is reproduced."""

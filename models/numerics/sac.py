@@ -13,6 +13,7 @@ Conventions (docs/conventions.md is the prose version; tests/test_sac_numerics.p
 * Output modes: ReLU & quantize ``clip(acc >> shift, 0, 255)`` with an arithmetic shift
   (shift = -emin = 6); binary ``acc >= 0``; raw int32.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,10 +23,10 @@ import numpy as np
 
 from models.checks import INT32_MAX, INT32_MIN, NumericsError, check_shape, int_array, wrap_int32
 
-EMIN = -6           # smallest representable weight 2^EMIN
-EMAX = 0            # largest representable weight 2^EMAX
-MAX_CODE = 7        # the array has 7 register-chain taps: exponent codes 1..7
-MAX_GROUP = 8       # 3-bit channel index: up to 8 channels combined per column
+EMIN = -6  # smallest representable weight 2^EMIN
+EMAX = 0  # largest representable weight 2^EMAX
+MAX_CODE = 7  # the array has 7 register-chain taps: exponent codes 1..7
+MAX_GROUP = 8  # 3-bit channel index: up to 8 channels combined per column
 DATA_BITS = 8
 ACC_BITS = 32
 QUANT_SHIFT = -EMIN  # ReLU & quantize drops the 6 fraction bits of the accumulator
@@ -33,16 +34,19 @@ QUANT_SHIFT = -EMIN  # ReLU & quantize drops the 6 fraction bits of the accumula
 
 class OutputMode(IntEnum):
     """What the array writes for each row result (values are the ISA encoding)."""
-    RELU_QUANT = 0   # clip(acc >> 6, 0, 255) -> uint8
-    BINARY = 1       # acc >= 0 -> uint8 0/1
-    RAW = 2          # int32 accumulator (partial sums, final scores)
-    PIXEL_SUM = 3    # raw results summed over all pixels by the output accumulator
+
+    RELU_QUANT = 0  # clip(acc >> 6, 0, 255) -> uint8
+    BINARY = 1  # acc >= 0 -> uint8 0/1
+    RAW = 2  # int32 accumulator (partial sums, final scores)
+    PIXEL_SUM = 3  # raw results summed over all pixels by the output accumulator
 
 
 def _check_window(emin: int, emax: int) -> None:
     if emax < emin or emax - emin + 1 > MAX_CODE:
-        raise NumericsError(f"exponent window 2^{emin}..2^{emax} must hold 1..{MAX_CODE} "
-                            f"exponents (the array has {MAX_CODE} taps)")
+        raise NumericsError(
+            f"exponent window 2^{emin}..2^{emax} must hold 1..{MAX_CODE} "
+            f"exponents (the array has {MAX_CODE} taps)"
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -51,17 +55,18 @@ def _check_window(emin: int, emax: int) -> None:
 @dataclass
 class Pow2Weights:
     """Result of :func:`quantize_pow2`. ``w_int`` is the integer form used everywhere else."""
-    w_int: np.ndarray        # int32, sign * 2**(e - emin), 0 for zero weights
+
+    w_int: np.ndarray  # int32, sign * 2**(e - emin), 0 for zero weights
     emin: int
     emax: int
-    n_below: int             # nonzero inputs that fell below the window (became 0)
-    n_above: int             # inputs above the window, handled by `overflow`
+    n_below: int  # nonzero inputs that fell below the window (became 0)
+    n_above: int  # inputs above the window, handled by `overflow`
     overflow: str
 
     @property
     def values(self) -> np.ndarray:
         """The real value each quantized weight stands for (float64, exact)."""
-        return self.w_int.astype(np.float64) * 2.0 ** self.emin
+        return self.w_int.astype(np.float64) * 2.0**self.emin
 
 
 def quantize_pow2(w, emin: int = EMIN, emax: int = EMAX, overflow: str = "error") -> Pow2Weights:
@@ -84,15 +89,17 @@ def quantize_pow2(w, emin: int = EMIN, emax: int = EMAX, overflow: str = "error"
         raise NumericsError("weights contain NaN or infinity")
     mag = np.abs(a)
     nz = mag > 0
-    e = np.zeros(a.shape, dtype=np.int64)      # zero weights: never read (masked by nz)
-    e[nz] = np.floor(np.log2(mag[nz]) + 0.5)   # integral floats, stored as int64
+    e = np.zeros(a.shape, dtype=np.int64)  # zero weights: never read (masked by nz)
+    e[nz] = np.floor(np.log2(mag[nz]) + 0.5)  # integral floats, stored as int64
     above = nz & (e > emax)
     below = nz & (e < emin)
     n_above = int(above.sum())
     if n_above and overflow == "error":
         idx = tuple(int(i) for i in np.argwhere(above)[0])
-        raise NumericsError(f"{n_above} weight(s) above the window 2^{emin}..2^{emax}, first "
-                            f"{a[idx]!r} at index {idx}; pass overflow='saturate' or 'zero'")
+        raise NumericsError(
+            f"{n_above} weight(s) above the window 2^{emin}..2^{emax}, first "
+            f"{a[idx]!r} at index {idx}; pass overflow='saturate' or 'zero'"
+        )
     keep = nz & ~below & (~above | (overflow == "saturate"))
     # the lower bound only keeps the shifts of masked-out weights (where() drops them) >= 0
     e = np.clip(e, emin, emax)  # pragma: no mutate (lower bound never reaches a result)
@@ -110,8 +117,10 @@ def int_to_sign_code(w_int, emin: int = EMIN, emax: int = EMAX, name: str = "w_i
     bad = (mag > limit) | ~is_pow2
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise NumericsError(f"{name}[{', '.join(map(str, idx))}] = {int(w[idx])} is not 0 or "
-                            f"+-2^k with 0 <= k <= {emax - emin}")
+        raise NumericsError(
+            f"{name}[{', '.join(map(str, idx))}] = {int(w[idx])} is not 0 or "
+            f"+-2^k with 0 <= k <= {emax - emin}"
+        )
     code = np.zeros(w.shape, dtype=np.uint8)
     nz = mag > 0
     # log2 of an exact power of two is exact in float64 (stored into the uint8 array as it is)
@@ -128,8 +137,9 @@ def encode_byte(index, sign, code):
     index = int_array(index, "index", lo=0, hi=MAX_GROUP - 1)
     sign = int_array(sign, "sign", lo=0, hi=1)
     code = int_array(code, "exponent code", lo=0, hi=MAX_CODE)
-    return ((index.astype(np.uint8) << 5) | (sign.astype(np.uint8) << 4)
-            | code.astype(np.uint8)).astype(np.uint8)
+    return ((index.astype(np.uint8) << 5) | (sign.astype(np.uint8) << 4) | code.astype(np.uint8)).astype(
+        np.uint8
+    )
 
 
 def decode_byte(byte):
@@ -157,10 +167,11 @@ def cell_weight(byte, emin: int = EMIN):
 @dataclass
 class CombinedWeights:
     """A dense N x K power-of-two weight matrix packed into N x ceil(K/G) cell bytes."""
-    packed: np.ndarray       # uint8 [N, ceil(K / group)]
+
+    packed: np.ndarray  # uint8 [N, ceil(K / group)]
     group: int
     in_channels: int
-    n_dropped: int = 0       # nonzeros removed by policy="keep_largest"
+    n_dropped: int = 0  # nonzeros removed by policy="keep_largest"
 
     @property
     def out_channels(self) -> int:
@@ -173,8 +184,9 @@ def _check_group(group: int) -> int:
     return int(group)
 
 
-def combine_columns(w_int, group: int, policy: str = "error", emin: int = EMIN,
-                    emax: int = EMAX) -> CombinedWeights:
+def combine_columns(
+    w_int, group: int, policy: str = "error", emin: int = EMIN, emax: int = EMAX
+) -> CombinedWeights:
     """Column-combine integer power-of-two weights [N, K] into packed bytes [N, ceil(K/G)].
 
     Each group of G consecutive input channels becomes one array column; a filter (row) may keep
@@ -198,12 +210,15 @@ def combine_columns(w_int, group: int, policy: str = "error", emin: int = EMIN,
     if crowded.size and policy == "error":
         r, g = (int(v) for v in crowded[0])
         chans = [int(c) + g * group for c in np.flatnonzero(mag[r, g])]
-        raise NumericsError(f"row {r}, group {g} (channels {g * group}..{min(k, (g + 1) * group) - 1}) "
-                            f"holds {int(nnz[r, g])} nonzero weights at channels {chans}; column "
-                            f"combining with G={group} allows one (use policy='keep_largest')")
-    index = np.argmax(mag, axis=2)             # first maximum: lowest channel on ties
+        raise NumericsError(
+            f"row {r}, group {g} (channels {g * group}..{min(k, (g + 1) * group) - 1}) "
+            f"holds {int(nnz[r, g])} nonzero weights at channels {chans}; column "
+            f"combining with G={group} allows one (use policy='keep_largest')"
+        )
+    index = np.argmax(mag, axis=2)  # first maximum: lowest channel on ties
     take = lambda a: np.take_along_axis(  # noqa: E731
-        np.pad(a, ((0, 0), (0, pad))).reshape(n, kc, group), index[..., None], axis=2)[..., 0]
+        np.pad(a, ((0, 0), (0, pad))).reshape(n, kc, group), index[..., None], axis=2
+    )[..., 0]
     sel_code = take(code)
     sel_sign = take(sign)
     index = np.where(sel_code == 0, 0, index)  # canonical zero byte 0x00
@@ -223,19 +238,23 @@ def decode_packed(packed, group: int, in_channels: int, emin: int = EMIN) -> np.
     p = int_array(packed, "packed weights", ndim=2, lo=0, hi=255).astype(np.uint8)
     n, kc = p.shape
     if kc != -(-in_channels // group):
-        raise NumericsError(f"packed weights have {kc} columns; {in_channels} channels in "
-                            f"groups of {group} need {-(-in_channels // group)}")
+        raise NumericsError(
+            f"packed weights have {kc} columns; {in_channels} channels in "
+            f"groups of {group} need {-(-in_channels // group)}"
+        )
     index, sign, code = decode_byte(p)
     chan = np.arange(kc)[None, :] * group + index
     bad = (code > MAX_CODE) | ((code > 0) & ((index >= group) | (chan >= in_channels)))
     if bad.any():
         r, c = (int(v) for v in np.argwhere(bad)[0])
-        raise NumericsError(f"packed byte 0x{int(p[r, c]):02x} at row {r}, column {c} is invalid "
-                            f"for group size {group} and {in_channels} channels (index "
-                            f"{int(index[r, c])}, exponent code {int(code[r, c])})")
+        raise NumericsError(
+            f"packed byte 0x{int(p[r, c]):02x} at row {r}, column {c} is invalid "
+            f"for group size {group} and {in_channels} channels (index "
+            f"{int(index[r, c])}, exponent code {int(code[r, c])})"
+        )
     dense = np.zeros((n, kc * group), dtype=np.int32)
     rows, cols = np.nonzero(code)
-    dense[rows, chan[rows, cols]] = cell_weight(p[rows, cols])     # (the weight is integer: no emin)
+    dense[rows, chan[rows, cols]] = cell_weight(p[rows, cols])  # (the weight is integer: no emin)
     return dense[:, :in_channels]
 
 
@@ -252,8 +271,7 @@ def array_weights(cells, group: int, emin: int = EMIN) -> np.ndarray:
     w = cell_weight(p)
     w = np.where(index < group, w, 0)
     dense = np.zeros((n, kc, group), dtype=np.int32)
-    np.put_along_axis(dense, np.minimum(index, group - 1)[..., None].astype(np.int64),
-                      w[..., None], axis=2)
+    np.put_along_axis(dense, np.minimum(index, group - 1)[..., None].astype(np.int64), w[..., None], axis=2)
     return dense.reshape(n, kc * group)
 
 
@@ -286,7 +304,7 @@ def dense_matmul(dense, data, init) -> np.ndarray:
     else:
         low = (acc.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
     try:
-        total = low + b.view(np.uint32)          # uint32 + uint32: wraps mod 2^32
+        total = low + b.view(np.uint32)  # uint32 + uint32: wraps mod 2^32
     except ValueError:
         raise NumericsError(f"init shape {b.shape} does not match result shape {acc.shape}") from None
     return total.view(np.int32)
@@ -294,8 +312,7 @@ def dense_matmul(dense, data, init) -> np.ndarray:
 
 def sac_matmul(weights: CombinedWeights, data, init) -> np.ndarray:
     """What the array computes for a column-combined layer: see :func:`dense_matmul`."""
-    return dense_matmul(decode_packed(weights.packed, weights.group, weights.in_channels),
-                        data, init)
+    return dense_matmul(decode_packed(weights.packed, weights.group, weights.in_channels), data, init)
 
 
 def cell_step(byte, data, psum_in, emin: int = EMIN) -> np.ndarray:
@@ -321,7 +338,7 @@ def mac_cell_step(weight, data, psum_in) -> np.ndarray:
 def relu_quant(acc, shift: int = QUANT_SHIFT) -> np.ndarray:
     """ReLU & quantize: clip(acc >> shift, 0, 255) with an arithmetic shift, as uint8."""
     a = int_array(acc, "acc", lo=INT32_MIN, hi=INT32_MAX)
-    return np.clip(a >> shift, 0, 255).astype(np.uint8)     # >> is arithmetic on signed ints
+    return np.clip(a >> shift, 0, 255).astype(np.uint8)  # >> is arithmetic on signed ints
 
 
 def binarize(acc) -> np.ndarray:
@@ -360,7 +377,7 @@ def count_active_per_image(dense, data) -> np.ndarray:
     # sum over cells n, channels k, pixels p of [w(n,k) != 0] [x(b,k,p) != 0], summed over n
     # and p first: (nonzero data per channel) . (nonzero weights per channel)
     x3 = x.reshape(-1, x.shape[-2], x.shape[-1])  # pragma: no mutate (numpy reads -2 as -1 too)
-    per_channel = np.count_nonzero(x3, axis=2).astype(np.int64)      # [B, K]
+    per_channel = np.count_nonzero(x3, axis=2).astype(np.int64)  # [B, K]
     return per_channel @ np.count_nonzero(w, axis=0).astype(np.int64)
 
 
@@ -396,12 +413,15 @@ def channel_shift(x, directions, fill: int = 0) -> np.ndarray:
         raise NumericsError(f"{d.shape[0]} shift directions for {c} channels")
     int_array(fill, "fill", lo=0, hi=255)
     # (a mutant that pads more after the last channel, row or column is equivalent: never read)
-    padded = np.pad(a, [(0, 0)] * (a.ndim - 3) + [(0, 0), (1, 1), (1, 1)],  # pragma: no mutate (pad)
-                    constant_values=fill)
+    padded = np.pad(
+        a,
+        [(0, 0)] * (a.ndim - 3) + [(0, 0), (1, 1), (1, 1)],  # pragma: no mutate (pad)
+        constant_values=fill,
+    )
     out = np.empty_like(a)
     for ch in range(c):
         dy, dx = shift_offset(int(d[ch]))
-        out[..., ch, :, :] = padded[..., ch, 1 + dy:1 + dy + h, 1 + dx:1 + dx + w]
+        out[..., ch, :, :] = padded[..., ch, 1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
     return out
 
 

@@ -14,14 +14,19 @@ Importing this package does not import `onnx` itself: the names below load their
 first use, so code that only passes ir.Network objects around (the GPU path on a machine with
 numpy alone) can call :func:`load_network`.
 """
+
 from __future__ import annotations
 
 import importlib
 
 from models import ir
 
-_LAZY = {"import_onnx": "importer", "export_onnx": "export", "ExportError": "export",
-         "OnnxImportError": "graph"}
+_LAZY = {
+    "import_onnx": "importer",
+    "export_onnx": "export",
+    "ExportError": "export",
+    "OnnxImportError": "graph",
+}
 
 __all__ = sorted(_LAZY) + ["load_network"]
 
@@ -38,4 +43,5 @@ def load_network(net) -> ir.Network:
     if isinstance(net, ir.Network):
         return net
     from models.onnx.importer import import_onnx  # noqa: PLC0415
+
     return import_onnx(str(net) if not hasattr(net, "graph") else net)

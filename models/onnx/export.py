@@ -24,6 +24,7 @@ Every value and partial sum is an integer; the exporter proves from per-channel 
 holds them exactly whatever the summation order, and raises :class:`ExportError` otherwise.
 Column-combining group sizes travel in the model's metadata (``workbench.sac_groups``).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,8 @@ from models.onnx.ranges import network_ranges
 from safeio import write_bytes_atomic
 
 OPSET = 17
-F32_EXACT = 1 << 24          # every integer of magnitude <= 2^24 is a float32
-STEP_INPUT_LIMIT = 1 << 21   # keeps BN(x) at a half-integer crossing far from rounding
+F32_EXACT = 1 << 24  # every integer of magnitude <= 2^24 is a float32
+STEP_INPUT_LIMIT = 1 << 21  # keeps BN(x) at a half-integer crossing far from rounding
 
 
 class ExportError(ValueError):
@@ -81,8 +82,16 @@ def _conv3x3(b: _Builder, x: str, layer, p: str) -> str:
     w = b.pm1_const(f"{p}.weight", layer.weight)
     bias = b.const(f"{p}.bias", layer.bias)
     pad = int(layer.padding)
-    return b.node("Conv", [x, w, bias], p, kernel_shape=[3, 3], pads=[pad] * 4,
-                  strides=[1, 1], dilations=[1, 1], group=1)
+    return b.node(
+        "Conv",
+        [x, w, bias],
+        p,
+        kernel_shape=[3, 3],
+        pads=[pad] * 4,
+        strides=[1, 1],
+        dilations=[1, 1],
+        group=1,
+    )
 
 
 def _step(b: _Builder, x: str, layer: ir.Step, p: str) -> str:
@@ -91,10 +100,18 @@ def _step(b: _Builder, x: str, layer: ir.Step, p: str) -> str:
     c = t.shape[0]
     # x >= t  <=>  (x - (t - 1/2)) > 0 ;  x <= t  <=>  -(x - (t + 1/2)) > 0
     mean = t - 0.5 * d
-    bn = b.node("BatchNormalization",
-                [x, b.const(f"{p}.scale", d), b.const(f"{p}.bias", np.zeros(c)),
-                 b.const(f"{p}.mean", mean), b.const(f"{p}.var", np.ones(c))],
-                f"{p}.bn", epsilon=1e-5)
+    bn = b.node(
+        "BatchNormalization",
+        [
+            x,
+            b.const(f"{p}.scale", d),
+            b.const(f"{p}.bias", np.zeros(c)),
+            b.const(f"{p}.mean", mean),
+            b.const(f"{p}.var", np.ones(c)),
+        ],
+        f"{p}.bn",
+        epsilon=1e-5,
+    )
     gt = b.node("Greater", [bn, b.const(f"{p}.zero", 0.0)], f"{p}.gt")
     return b.node("Where", [gt, b.const(f"{p}.plus", [1.0]), b.const(f"{p}.minus", [-1.0])], p)
 
@@ -106,19 +123,31 @@ def _shift(b: _Builder, x: str, layer: ir.ChannelShift, p: str) -> str:
     kernel = b.const(f"{p}.kernel", k.reshape(c, 1, 3, 3))
     pads = [1] * 4
     if int(layer.fill) != 0:
-        x = b.node("Pad", [x, b.const(f"{p}.pads", [0, 0, 1, 1, 0, 0, 1, 1], np.int64),
-                           b.const(f"{p}.fill", float(layer.fill))], f"{p}.pad", mode="constant")
+        x = b.node(
+            "Pad",
+            [
+                x,
+                b.const(f"{p}.pads", [0, 0, 1, 1, 0, 0, 1, 1], np.int64),
+                b.const(f"{p}.fill", float(layer.fill)),
+            ],
+            f"{p}.pad",
+            mode="constant",
+        )
         pads = [0] * 4
-    return b.node("Conv", [x, kernel], p, kernel_shape=[3, 3], pads=pads, strides=[1, 1],
-                  group=c)
+    return b.node("Conv", [x, kernel], p, kernel_shape=[3, 3], pads=pads, strides=[1, 1], group=c)
 
 
 def _pointwise(b: _Builder, x: str, layer: ir.PointwiseConv, p: str) -> str:
     w = layer.dense()
-    acc = b.node("Conv", [x, b.const(f"{p}.weight", w[:, :, None, None]),
-                          b.const(f"{p}.bias", layer.bias)],
-                 f"{p}.acc" if layer.mode != OutputMode.RAW else p,
-                 kernel_shape=[1, 1], pads=[0] * 4, strides=[1, 1], group=1)
+    acc = b.node(
+        "Conv",
+        [x, b.const(f"{p}.weight", w[:, :, None, None]), b.const(f"{p}.bias", layer.bias)],
+        f"{p}.acc" if layer.mode != OutputMode.RAW else p,
+        kernel_shape=[1, 1],
+        pads=[0] * 4,
+        strides=[1, 1],
+        group=1,
+    )
     if layer.mode == OutputMode.RELU_QUANT:
         q = b.node("Div", [acc, b.const(f"{p}.unit", float(1 << QUANT_SHIFT))], f"{p}.div")
         q = b.node("Floor", [q], f"{p}.floor")
@@ -133,11 +162,15 @@ def _check_exact(net: ir.Network, ranges) -> None:
     for i, layer in enumerate(net.layers):
         r = ranges[i + 1]
         if r.bound >= F32_EXACT:
-            raise ExportError(f"{layer.label(i)}: values or partial sums reach {r.bound}, not "
-                              f"exact in float32 (limit 2^24 = {F32_EXACT})")
+            raise ExportError(
+                f"{layer.label(i)}: values or partial sums reach {r.bound}, not "
+                f"exact in float32 (limit 2^24 = {F32_EXACT})"
+            )
         if isinstance(layer, ir.Step) and ranges[i].bound >= STEP_INPUT_LIMIT:
-            raise ExportError(f"{layer.label(i)}: step inputs reach {ranges[i].bound}; the "
-                              f"exported batch norm is exact only below 2^21")
+            raise ExportError(
+                f"{layer.label(i)}: step inputs reach {ranges[i].bound}; the "
+                f"exported batch norm is exact only below 2^21"
+            )
 
 
 def build_model(net: ir.Network, input_range=None) -> onnx.ModelProto:
@@ -145,7 +178,7 @@ def build_model(net: ir.Network, input_range=None) -> onnx.ModelProto:
     if not isinstance(net, ir.Network):
         raise ExportError(f"export_onnx needs an ir.Network, got {type(net).__name__}")
     if input_range is None and net.input_kind == "int" and "input_range" in net.meta:
-        input_range = net.meta["input_range"]      # an imported integer-input network
+        input_range = net.meta["input_range"]  # an imported integer-input network
     try:
         ranges = network_ranges(net, input_range)
     except ValueError as exc:
@@ -165,8 +198,12 @@ def build_model(net: ir.Network, input_range=None) -> onnx.ModelProto:
         elif isinstance(layer, ir.Flatten):
             x = b.node("Reshape", [x, b.const(f"{p}.shape", [0, -1], np.int64)], p)
         elif isinstance(layer, ir.BinDense):
-            x = b.node("Gemm", [x, b.pm1_const(f"{p}.weight", layer.weight),
-                                b.const(f"{p}.bias", layer.bias)], p, transB=1)
+            x = b.node(
+                "Gemm",
+                [x, b.pm1_const(f"{p}.weight", layer.weight), b.const(f"{p}.bias", layer.bias)],
+                p,
+                transB=1,
+            )
         elif isinstance(layer, ir.SpaceToDepth):
             x = b.node("SpaceToDepth", [x], p, blocksize=int(layer.factor))
         elif isinstance(layer, ir.ChannelShift):
@@ -183,11 +220,15 @@ def build_model(net: ir.Network, input_range=None) -> onnx.ModelProto:
     inp = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", *net.input_shape])
     out = helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["N", *net.output_shape])
     graph = helper.make_graph(b.nodes, net.name, [inp], [out], initializer=b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="sacbnn-workbench")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="sacbnn-workbench"
+    )
     model.ir_version = 8
-    meta = {"workbench.network": net.name, "workbench.input_kind": net.input_kind,
-            "workbench.layer_outputs": json.dumps(b.layer_outputs)}
+    meta = {
+        "workbench.network": net.name,
+        "workbench.input_kind": net.input_kind,
+        "workbench.layer_outputs": json.dumps(b.layer_outputs),
+    }
     if groups:
         meta["workbench.sac_groups"] = json.dumps(groups)
     if input_range is not None:

@@ -1,6 +1,7 @@
 """A small mutable view of an ONNX graph for the import passes (models/onnx/passes.py):
 nodes in topological order, constant tensors as numpy arrays, producer/consumer look-ups, and
 the error type that names the offending node."""
+
 from __future__ import annotations
 
 import math
@@ -29,11 +30,21 @@ MAX_IMAGE_ELEMENTS = 1 << 24
 # protobuf file holds at most 2 GB, i.e. 2^29 float32 values.
 MAX_TENSOR_ELEMENTS = 1 << 29
 # Element types a constant may have: numbers numpy holds (no strings, complex or packed types).
-TENSOR_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
-                onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT8, onnx.TensorProto.UINT8,
-                onnx.TensorProto.INT16, onnx.TensorProto.UINT16, onnx.TensorProto.INT32,
-                onnx.TensorProto.UINT32, onnx.TensorProto.INT64, onnx.TensorProto.UINT64,
-                onnx.TensorProto.BOOL)
+TENSOR_TYPES = (
+    onnx.TensorProto.FLOAT,
+    onnx.TensorProto.DOUBLE,
+    onnx.TensorProto.FLOAT16,
+    onnx.TensorProto.BFLOAT16,
+    onnx.TensorProto.INT8,
+    onnx.TensorProto.UINT8,
+    onnx.TensorProto.INT16,
+    onnx.TensorProto.UINT16,
+    onnx.TensorProto.INT32,
+    onnx.TensorProto.UINT32,
+    onnx.TensorProto.INT64,
+    onnx.TensorProto.UINT64,
+    onnx.TensorProto.BOOL,
+)
 
 
 class OnnxImportError(ValueError):
@@ -52,7 +63,7 @@ def attrs(node) -> dict:
     """Attribute name -> value; an attribute onnx cannot decode names the node."""
     try:
         return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    except ValueError as exc:      # an attribute of type UNDEFINED or an unknown type
+    except ValueError as exc:  # an attribute of type UNDEFINED or an unknown type
         raise node_error(node, f"unreadable attribute ({exc})") from None
 
 
@@ -61,12 +72,12 @@ def int_list(node, arr, what: str, max_len: int = 64) -> list[int]:
     else (a scalar, a matrix, fractions, NaN, thousands of values) names the node."""
     a = np.asarray(arr)
     if a.ndim != 1 or a.size > max_len:
-        raise node_error(node, f"{what} must be a list of at most {max_len} integers, got shape "
-                               f"{list(a.shape)}")
+        raise node_error(
+            node, f"{what} must be a list of at most {max_len} integers, got shape {list(a.shape)}"
+        )
     if a.dtype.kind not in "iub":
         f = a.astype(np.float64)
-        if not (np.isfinite(f).all() and (f == np.round(f)).all() and
-                (np.abs(f) < 2.0 ** 62).all()):
+        if not (np.isfinite(f).all() and (f == np.round(f)).all() and (np.abs(f) < 2.0**62).all()):
             raise node_error(node, f"{what} {f.tolist()} are not all integers")
     return [int(v) for v in a]
 
@@ -87,15 +98,18 @@ def tensor_array(t: onnx.TensorProto, what: str) -> np.ndarray:
     if t.data_location == onnx.TensorProto.EXTERNAL:
         raise OnnxImportError(f"{what}: its data is in an external file that was not loaded")
     if t.data_type not in TENSOR_TYPES:
-        raise OnnxImportError(f"{what}: element type {type_name(t.data_type)} is not supported "
-                              f"(the importer reads number tensors)")
+        raise OnnxImportError(
+            f"{what}: element type {type_name(t.data_type)} is not supported "
+            f"(the importer reads number tensors)"
+        )
     dims = list(t.dims)
     if any(d < 0 for d in dims):
         raise OnnxImportError(f"{what}: shape {dims} has a negative dimension")
     count = math.prod(dims)
     if count > MAX_TENSOR_ELEMENTS:
-        raise OnnxImportError(f"{what}: shape {dims} declares {count} elements, more than "
-                              f"{MAX_TENSOR_ELEMENTS}")
+        raise OnnxImportError(
+            f"{what}: shape {dims} declares {count} elements, more than {MAX_TENSOR_ELEMENTS}"
+        )
     if t.HasField("raw_data"):
         itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
         held, unit = len(t.raw_data), f"bytes of {itemsize}-byte elements"
@@ -130,15 +144,14 @@ def load_model(path_or_model) -> tuple[onnx.ModelProto, str]:
         try:
             model = onnx.load(str(path))
         except Exception as exc:  # noqa: BLE001 - protobuf raises several types for bad files
-            raise OnnxImportError(f"{path}: not a readable ONNX file ({type(exc).__name__}: "
-                                  f"{exc})") from None
+            raise OnnxImportError(f"{path}: not a readable ONNX file ({type(exc).__name__}: {exc})") from None
         source = str(path)
     if not model.graph.node:
         raise OnnxImportError(f"{source}: not an ONNX model with a graph (no nodes)")
-    check_opsets(model, source)      # first: the clearer message for a file too new
+    check_opsets(model, source)  # first: the clearer message for a file too new
     try:
         onnx.checker.check_model(model)
-    except (onnx.checker.ValidationError, ValueError) as exc:   # ValueError: over 2 GB
+    except (onnx.checker.ValidationError, ValueError) as exc:  # ValueError: over 2 GB
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid"
         raise OnnxImportError(f"{source}: onnx.checker rejects the model: {first}") from None
     return model, source
@@ -153,26 +166,28 @@ def check_opsets(model: onnx.ModelProto, source: str) -> None:
         domain = o.domain or ""
         if domain in DEFAULT_DOMAINS:
             if not OPSET_MIN <= o.version <= OPSET_MAX:
-                raise OnnxImportError(f"{source}: opset {o.version} of the default domain "
-                                      f"{domain or 'ai.onnx'!r} is not supported (the importer "
-                                      f"and onnxruntime read opsets {OPSET_MIN}..{OPSET_MAX})")
+                raise OnnxImportError(
+                    f"{source}: opset {o.version} of the default domain "
+                    f"{domain or 'ai.onnx'!r} is not supported (the importer "
+                    f"and onnxruntime read opsets {OPSET_MIN}..{OPSET_MAX})"
+                )
             domain = ""
         versions[domain] = o.version
     if "" not in versions:
-        raise OnnxImportError(f"{source}: the model imports no opset of the default domain "
-                              f"'ai.onnx'")
+        raise OnnxImportError(f"{source}: the model imports no opset of the default domain 'ai.onnx'")
     for n in model.graph.node:
         if (n.domain or "") not in DEFAULT_DOMAINS:
             version = versions.get(n.domain, "not imported")
-            raise OnnxImportError(f"{source}: {node_label(n)}: domain {n.domain!r} (opset "
-                                  f"{version}) is not supported; the importer reads standard "
-                                  f"ONNX operators (domain 'ai.onnx', opsets "
-                                  f"{OPSET_MIN}..{OPSET_MAX})")
+            raise OnnxImportError(
+                f"{source}: {node_label(n)}: domain {n.domain!r} (opset "
+                f"{version}) is not supported; the importer reads standard "
+                f"ONNX operators (domain 'ai.onnx', opsets "
+                f"{OPSET_MIN}..{OPSET_MAX})"
+            )
 
 
 def _dims(value_info) -> list:
-    return [d.dim_value if d.HasField("dim_value") else None
-            for d in value_info.type.tensor_type.shape.dim]
+    return [d.dim_value if d.HasField("dim_value") else None for d in value_info.type.tensor_type.shape.dim]
 
 
 def check_input_shape(value_info, source: str) -> None:
@@ -184,6 +199,7 @@ def check_input_shape(value_info, source: str) -> None:
 
     def refuse(why):
         return OnnxImportError(f"{source}: input {value_info.name!r} has shape {shown}: {why}")
+
     if not value_info.type.tensor_type.HasField("shape") or len(dims) < 2:
         raise refuse("the importer needs [N, C, H, W] (or [N, K]) with known sizes")
     if dims[0] is not None and dims[0] <= 0:
@@ -205,25 +221,31 @@ class Graph:
         g = model.graph
         self.nodes = [n for n in g.node]
         self.consts: dict[str, np.ndarray] = {
-            t.name: tensor_array(t, f"{source}: initializer {t.name!r}") for t in g.initializer}
+            t.name: tensor_array(t, f"{source}: initializer {t.name!r}") for t in g.initializer
+        }
         inputs = [i for i in g.input if i.name not in self.consts]
         if len(inputs) != 1:
-            raise OnnxImportError(f"{source}: the graph must have exactly one data input, has "
-                                  f"{[i.name for i in inputs]}")
+            raise OnnxImportError(
+                f"{source}: the graph must have exactly one data input, has {[i.name for i in inputs]}"
+            )
         if len(g.output) != 1:
-            raise OnnxImportError(f"{source}: the graph must have exactly one output, has "
-                                  f"{[o.name for o in g.output]}")
+            raise OnnxImportError(
+                f"{source}: the graph must have exactly one output, has {[o.name for o in g.output]}"
+            )
         self.input = inputs[0]
         elem = self.input.type.tensor_type.elem_type
         if elem != onnx.TensorProto.FLOAT:
-            raise OnnxImportError(f"{source}: the input {self.input.name!r} is "
-                                  f"{type_name(elem)}; the importer reads "
-                                  f"FLOAT inputs (integers held in float32, as exported)")
+            raise OnnxImportError(
+                f"{source}: the input {self.input.name!r} is "
+                f"{type_name(elem)}; the importer reads "
+                f"FLOAT inputs (integers held in float32, as exported)"
+            )
         self.output = g.output[0].name
         check_input_shape(self.input, source)
         self.meta = {p.key: p.value for p in model.metadata_props}
-        self.opset = max((o.version for o in model.opset_import
-                          if (o.domain or "") in DEFAULT_DOMAINS), default=0)
+        self.opset = max(
+            (o.version for o in model.opset_import if (o.domain or "") in DEFAULT_DOMAINS), default=0
+        )
         self.record: dict = {"dropped": []}
 
     # -- look-ups ------------------------------------------------------------------------------
@@ -268,7 +290,9 @@ class Graph:
             where = node_label(prod) if prod is not None else f"tensor {name!r}"
             if not cons:
                 raise OnnxImportError(f"{where}: its output {name!r} is not used, expected {what}")
-            raise OnnxImportError(f"{where}: its output {name!r} feeds {len(cons)} nodes "
-                                  f"({', '.join(node_label(c) for c in cons)}); only a chain of "
-                                  f"layers is supported")
+            raise OnnxImportError(
+                f"{where}: its output {name!r} feeds {len(cons)} nodes "
+                f"({', '.join(node_label(c) for c in cons)}); only a chain of "
+                f"layers is supported"
+            )
         return cons[0]

@@ -32,6 +32,7 @@ written by models/onnx/export.py for another input (its metadata records the ran
 hi)`` integer input of that range (kind "int", or "uint8" for (0, 255)); ``"binary"`` +-1
 input. Step thresholds are exact for every input inside that range.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,18 +60,45 @@ from models.onnx.passes import run_passes
 from models.onnx.ranges import Range, propagate
 from models.onnx.steps import StepEvaluator, derive_steps
 
-SUPPORTED = ("Conv", "BatchNormalization", "Greater", "GreaterOrEqual", "Less", "LessOrEqual",
-             "Where", "MaxPool", "Reshape", "Flatten", "Gemm", "SpaceToDepth", "Pad", "Div",
-             "Mul", "Floor", "Clip", "Cast", "ReduceSum", "LogSoftmax", "Softmax", "Identity",
-             "Dropout", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat",
-             "Slice")
+SUPPORTED = (
+    "Conv",
+    "BatchNormalization",
+    "Greater",
+    "GreaterOrEqual",
+    "Less",
+    "LessOrEqual",
+    "Where",
+    "MaxPool",
+    "Reshape",
+    "Flatten",
+    "Gemm",
+    "SpaceToDepth",
+    "Pad",
+    "Div",
+    "Mul",
+    "Floor",
+    "Clip",
+    "Cast",
+    "ReduceSum",
+    "LogSoftmax",
+    "Softmax",
+    "Identity",
+    "Dropout",
+    "Constant",
+    "Shape",
+    "Gather",
+    "Unsqueeze",
+    "Squeeze",
+    "Concat",
+    "Slice",
+)
 COMPARE = ("Greater", "GreaterOrEqual", "Less", "LessOrEqual")
 # metadata written by models/onnx/export.py (docs/models.md)
 META_GROUPS, META_RANGE = "workbench.sac_groups", "workbench.input_range"
 META_KIND, META_NETWORK = "workbench.input_kind", "workbench.network"
 META_OUTPUTS = "workbench.layer_outputs"
-MAX_META_CHARS = 1 << 20      # a metadata value longer than this is not one we wrote
-MAX_NAME_CHARS = 200          # the network name appears in one-line messages and reports
+MAX_META_CHARS = 1 << 20  # a metadata value longer than this is not one we wrote
+MAX_NAME_CHARS = 200  # the network name appears in one-line messages and reports
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,8 +123,10 @@ def _pm1(g, node, idx, what) -> np.ndarray:
     w = _const(g, node, idx, what)
     bad = (w != 1) & (w != -1)
     if bad.any():
-        raise node_error(node, f"{what} {node.input[idx]!r}{_first_bad(w, bad)} is not +-1 "
-                               f"(binary layers need +-1 weights)")
+        raise node_error(
+            node,
+            f"{what} {node.input[idx]!r}{_first_bad(w, bad)} is not +-1 (binary layers need +-1 weights)",
+        )
     return w.astype(np.int8)
 
 
@@ -104,10 +134,13 @@ def _ints(g, node, idx, what, n: int) -> np.ndarray:
     if idx >= len(node.input) or not node.input[idx]:
         return np.zeros(n, dtype=np.int64)
     b = _const(g, node, idx, what).astype(np.float64)
-    bad = (b != np.round(b)) | (np.abs(b) >= 2 ** 31)
+    bad = (b != np.round(b)) | (np.abs(b) >= 2**31)
     if bad.any():
-        raise node_error(node, f"{what} {node.input[idx]!r}{_first_bad(b, bad)} is not an "
-                               f"int32 integer (the golden layers hold integer biases)")
+        raise node_error(
+            node,
+            f"{what} {node.input[idx]!r}{_first_bad(b, bad)} is not an "
+            f"int32 integer (the golden layers hold integer biases)",
+        )
     if b.size != n:
         raise node_error(node, f"{what} has shape {list(b.shape)}, expected [{n}]")
     return b.reshape(n).astype(np.int64)
@@ -118,9 +151,12 @@ def _pow2(g, node, idx, what) -> np.ndarray:
     mag = np.abs(w)
     ok = (mag == 0) | np.isin(mag, [float(1 << k) for k in range(-sac.EMIN + 1)])
     if not ok.all():
-        raise node_error(node, f"{what} {node.input[idx]!r}{_first_bad(w, ~ok)} is not 0 or "
-                               f"+-2^k with k = 0..{-sac.EMIN} (SAC layers need power-of-two "
-                               f"weights in units of 2^{sac.EMIN})")
+        raise node_error(
+            node,
+            f"{what} {node.input[idx]!r}{_first_bad(w, ~ok)} is not 0 or "
+            f"+-2^k with k = 0..{-sac.EMIN} (SAC layers need power-of-two "
+            f"weights in units of 2^{sac.EMIN})",
+        )
     return w.astype(np.int32)
 
 
@@ -149,7 +185,8 @@ def _check_attrs(node, allowed: dict) -> dict:
 @dataclass
 class Metadata:
     """The workbench.* metadata, checked: each value has the JSON type export_onnx writes."""
-    groups: dict = field(default_factory=dict)     # accumulator tensor -> column group G
+
+    groups: dict = field(default_factory=dict)  # accumulator tensor -> column group G
     input_range: tuple | None = None
     input_kind: str | None = None
     network: str | None = None
@@ -169,7 +206,7 @@ def _meta_json(g: Graph, key: str):
         raise _meta_error(g, key, f"longer than {MAX_META_CHARS} characters")
     try:
         return json.loads(text)
-    except (ValueError, RecursionError) as exc:   # ValueError: JSONDecodeError, 4300+ digits
+    except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, 4300+ digits
         raise _meta_error(g, key, f"not valid JSON ({exc})") from None
 
 
@@ -183,8 +220,9 @@ def _meta_groups(g: Graph) -> dict:
         raise _meta_error(g, META_GROUPS, "not a JSON object of tensor name -> group size")
     for name, grp in groups.items():
         if not _is_int(grp) or not 1 <= grp <= MAX_GROUP:
-            raise _meta_error(g, META_GROUPS, f"group size of {name!r} is {grp!r}, not an "
-                                              f"integer in 1..{MAX_GROUP}")
+            raise _meta_error(
+                g, META_GROUPS, f"group size of {name!r} is {grp!r}, not an integer in 1..{MAX_GROUP}"
+            )
     return groups
 
 
@@ -224,8 +262,7 @@ def read_metadata(g: Graph) -> Metadata:
         if m.input_kind not in ir.KINDS:
             raise _meta_error(g, META_KIND, f"not one of {', '.join(ir.KINDS)}")
         if m.input_kind == "int" and m.input_range is None:
-            raise _meta_error(g, META_KIND, f"integer input needs {META_RANGE} (export_onnx "
-                                            f"writes both)")
+            raise _meta_error(g, META_KIND, f"integer input needs {META_RANGE} (export_onnx writes both)")
     if META_NETWORK in g.meta:
         m.network = _meta_text(g, META_NETWORK)
     if META_OUTPUTS in g.meta:
@@ -249,17 +286,21 @@ class _Lowering:
 
     def add(self, layer: ir.Layer, out: str) -> None:
         if self.kind not in layer.accepts:
-            raise OnnxImportError(f"node {layer.name!r}: lowered to {layer.type_name}, which "
-                                  f"takes {'/'.join(layer.accepts)} input, but its input is "
-                                  f"{self.kind}")
+            raise OnnxImportError(
+                f"node {layer.name!r}: lowered to {layer.type_name}, which "
+                f"takes {'/'.join(layer.accepts)} input, but its input is "
+                f"{self.kind}"
+            )
         try:
             shape, kind = layer.infer(self.shape, self.kind)
         except (ir.NetworkError, NumericsError) as exc:
             raise OnnxImportError(f"node {layer.name!r}: {exc}") from None
         size = math.prod(shape)
-        if size == 0 or size > MAX_IMAGE_ELEMENTS:     # before propagate allocates its ranges
-            raise OnnxImportError(f"node {layer.name!r}: its output {list(shape)} holds {size} "
-                                  f"elements per image, not 1..{MAX_IMAGE_ELEMENTS}")
+        if size == 0 or size > MAX_IMAGE_ELEMENTS:  # before propagate allocates its ranges
+            raise OnnxImportError(
+                f"node {layer.name!r}: its output {list(shape)} holds {size} "
+                f"elements per image, not 1..{MAX_IMAGE_ELEMENTS}"
+            )
         self.range = propagate(layer, self.range, self.shape)
         self.layers.append(layer)
         self.outputs.append(out)
@@ -267,8 +308,17 @@ class _Lowering:
 
     # -- BNN ---------------------------------------------------------------------------------------
     def conv3x3(self, node) -> str:
-        a = _check_attrs(node, {"kernel_shape": [3, 3], "strides": [1, 1], "dilations": [1, 1],
-                                "group": 1, "auto_pad": (b"NOTSET", "NOTSET"), "pads": None})
+        a = _check_attrs(
+            node,
+            {
+                "kernel_shape": [3, 3],
+                "strides": [1, 1],
+                "dilations": [1, 1],
+                "group": 1,
+                "auto_pad": (b"NOTSET", "NOTSET"),
+                "pads": None,
+            },
+        )
         pads = list(a.get("pads", [0, 0, 0, 0]))
         if pads not in ([0] * 4, [1] * 4):
             raise node_error(node, f"pads {pads} are not supported (all 0 or all 1)")
@@ -288,19 +338,22 @@ class _Lowering:
         for i, what in enumerate(("scale", "bias", "mean", "var"), start=1):
             v = _const(g, bn, i, what).astype(np.float64)
             if v.shape != (self.shape[0],):
-                raise node_error(bn, f"{what} has shape {list(v.shape)}, expected "
-                                     f"[{self.shape[0]}] (one per channel)")
+                raise node_error(
+                    bn, f"{what} has shape {list(v.shape)}, expected [{self.shape[0]}] (one per channel)"
+                )
             if not np.all(np.isfinite(v)):
                 raise node_error(bn, f"{what} {_first_bad(v, ~np.isfinite(v))} is not finite")
             if what == "var" and np.any(v < 0):
                 raise node_error(bn, f"variance {_first_bad(v, v < 0)} is negative")
         cmp = g.sole_consumer(bn.output[0], "a comparison (Greater/Less) after the batch norm")
         if cmp.op_type not in COMPARE:
-            raise node_error(cmp, f"follows batch norm {bn.name!r}; expected one of {COMPARE} "
-                                  f"(the step pattern BatchNormalization -> Greater -> Where)")
+            raise node_error(
+                cmp,
+                f"follows batch norm {bn.name!r}; expected one of {COMPARE} "
+                f"(the step pattern BatchNormalization -> Greater -> Where)",
+            )
         if len(cmp.input) != 2 or bn.output[0] not in cmp.input:
-            raise node_error(cmp, f"expected a comparison of batch norm {bn.name!r}'s output "
-                                  f"with a constant")
+            raise node_error(cmp, f"expected a comparison of batch norm {bn.name!r}'s output with a constant")
         other = 1 if cmp.input[0] == bn.output[0] else 0
         _scalar(g, cmp, other, "comparison constant")
         where = g.sole_consumer(cmp.output[0], "Where(+1, -1)")
@@ -308,13 +361,20 @@ class _Lowering:
             raise node_error(where, f"follows {cmp.name!r}; expected Where(cond, +1, -1)")
         hi_v, lo_v = (_scalar(g, where, i, f"Where value {i}") for i in (1, 2))
         if {hi_v, lo_v} != {1.0, -1.0}:
-            raise node_error(where, f"selects ({hi_v!r}, {lo_v!r}); a binary step needs +1 and "
-                                    f"-1")
+            raise node_error(where, f"selects ({hi_v!r}, {lo_v!r}); a binary step needs +1 and -1")
         if self.kind not in ("int", "uint8"):
             raise node_error(bn, f"its input is {self.kind}; a step needs integer pre-activations")
         rank = len(self.shape) + 1
-        ev = StepEvaluator(g, bn, cmp, bn.input[0], bn.output[0], plus_when_true=hi_v == 1.0,
-                           rank=rank, channels=self.shape[0])
+        ev = StepEvaluator(
+            g,
+            bn,
+            cmp,
+            bn.input[0],
+            bn.output[0],
+            plus_when_true=hi_v == 1.0,
+            rank=rank,
+            channels=self.shape[0],
+        )
         if self.range.lo.shape[0] != self.shape[0]:
             raise node_error(bn, "per-channel ranges do not match the channel count")
         t, d = derive_steps(ev, self.range.lo, self.range.hi)
@@ -322,9 +382,18 @@ class _Lowering:
         return where.output[0]
 
     def maxpool(self, node) -> str:
-        _check_attrs(node, {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 0, 0],
-                            "ceil_mode": 0, "dilations": [1, 1], "storage_order": 0,
-                            "auto_pad": (b"NOTSET", "NOTSET")})
+        _check_attrs(
+            node,
+            {
+                "kernel_shape": [2, 2],
+                "strides": [2, 2],
+                "pads": [0, 0, 0, 0],
+                "ceil_mode": 0,
+                "dilations": [1, 1],
+                "storage_order": 0,
+                "auto_pad": (b"NOTSET", "NOTSET"),
+            },
+        )
         if "kernel_shape" not in attrs(node) or attrs(node).get("strides") != [2, 2]:
             raise node_error(node, "only 2x2 max pooling with stride 2 is supported")
         if len([o for o in node.output if o]) > 1:
@@ -342,9 +411,12 @@ class _Lowering:
             size = int(np.prod(self.shape))
             keeps_batch = (0, -1) if not attrs(node).get("allowzero", 0) else (-1,)
             if len(target) != 2 or target[0] not in keeps_batch or target[1] not in (-1, size):
-                raise node_error(node, f"reshape to {target} (allowzero="
-                                       f"{attrs(node).get('allowzero', 0)}) is not a flatten to "
-                                       f"[N, {size}]")
+                raise node_error(
+                    node,
+                    f"reshape to {target} (allowzero="
+                    f"{attrs(node).get('allowzero', 0)}) is not a flatten to "
+                    f"[N, {size}]",
+                )
         self.add(ir.Flatten(name=node.name), node.output[0])
         return node.output[0]
 
@@ -367,23 +439,41 @@ class _Lowering:
 
     def shift(self, node, fill: int | None = None) -> str:
         """Depthwise one-hot 3x3 Conv; `fill` is set when a Pad node already added the border."""
-        a = _check_attrs(node, {"kernel_shape": [3, 3], "strides": [1, 1], "dilations": [1, 1],
-                                "group": None, "auto_pad": (b"NOTSET", "NOTSET"), "pads": None})
+        a = _check_attrs(
+            node,
+            {
+                "kernel_shape": [3, 3],
+                "strides": [1, 1],
+                "dilations": [1, 1],
+                "group": None,
+                "auto_pad": (b"NOTSET", "NOTSET"),
+                "pads": None,
+            },
+        )
         pads = list(a.get("pads", [0] * 4))
         if pads != ([1] * 4 if fill is None else [0] * 4):
-            raise node_error(node, f"pads {pads}: a channel shift pads by one pixel (in the Conv "
-                                   f"or in a Pad before it, not both)")
+            raise node_error(
+                node,
+                f"pads {pads}: a channel shift pads by one pixel (in the Conv "
+                f"or in a Pad before it, not both)",
+            )
         k = _const(self.g, node, 1, "kernel").astype(np.float64)
         c = self.shape[0] if len(self.shape) == 3 else 0
         if k.shape != (c, 1, 3, 3) or a.get("group", 1) != c:
-            raise node_error(node, f"kernel shape {list(k.shape)} with group {a.get('group', 1)} "
-                                   f"is not a depthwise 3x3 kernel [{c}, 1, 3, 3] of group {c}")
+            raise node_error(
+                node,
+                f"kernel shape {list(k.shape)} with group {a.get('group', 1)} "
+                f"is not a depthwise 3x3 kernel [{c}, 1, 3, 3] of group {c}",
+            )
         flat = k.reshape(c, 9)
         one_hot = ((flat == 0) | (flat == 1)).all(1) & ((flat == 1).sum(1) == 1)
         if not one_hot.all():
             ch = int(np.flatnonzero(~one_hot)[0])
-            raise node_error(node, f"kernel of channel {ch} is {flat[ch].tolist()}, not one-hot "
-                                   f"(a channel shift moves each channel by one pixel)")
+            raise node_error(
+                node,
+                f"kernel of channel {ch} is {flat[ch].tolist()}, not one-hot "
+                f"(a channel shift moves each channel by one pixel)",
+            )
         if len(node.input) > 2 and node.input[2]:
             bias = _const(self.g, node, 2, "bias")
             if np.any(bias != 0):
@@ -399,15 +489,19 @@ class _Lowering:
         if mode not in (b"constant", "constant"):
             raise node_error(node, f"mode {mode!r}: only constant padding is supported")
         if len(node.input) > 3 and node.input[3]:
-            raise node_error(node, "an axes input is not supported (pads must cover all four "
-                                   "axes)")
+            raise node_error(node, "an axes input is not supported (pads must cover all four axes)")
         # opset < 11: pads and the fill value are attributes; from 11 on, inputs
         pads = int_list(node, a["pads"] if "pads" in a else _const(g, node, 1, "pads"), "pads")
         if pads != [0, 0, 1, 1, 0, 0, 1, 1]:
             raise node_error(node, f"pads {pads}: only the one-pixel border of a channel shift")
         has_fill = len(node.input) > 2 and node.input[2]
-        fill = (float(a.get("value", 0.0)) if "pads" in a
-                else _scalar(g, node, 2, "constant value") if has_fill else 0.0)
+        fill = (
+            float(a.get("value", 0.0))
+            if "pads" in a
+            else _scalar(g, node, 2, "constant value")
+            if has_fill
+            else 0.0
+        )
         if not 0 <= fill <= 255 or fill != int(fill):
             raise node_error(node, f"fill value {fill!r} is not an integer in 0..255")
         conv = g.sole_consumer(node.output[0], "a depthwise Conv (channel shift)")
@@ -417,8 +511,17 @@ class _Lowering:
 
     def pointwise(self, node) -> str:
         g = self.g
-        _check_attrs(node, {"kernel_shape": [1, 1], "strides": [1, 1], "dilations": [1, 1],
-                            "group": 1, "pads": [0, 0, 0, 0], "auto_pad": (b"NOTSET", "NOTSET")})
+        _check_attrs(
+            node,
+            {
+                "kernel_shape": [1, 1],
+                "strides": [1, 1],
+                "dilations": [1, 1],
+                "group": 1,
+                "pads": [0, 0, 0, 0],
+                "auto_pad": (b"NOTSET", "NOTSET"),
+            },
+        )
         w = _pow2(g, node, 1, "weight")
         if w.ndim != 4 or w.shape[2:] != (1, 1):
             raise node_error(node, f"weight shape {list(w.shape)} is not [F, C, 1, 1]")
@@ -430,10 +533,12 @@ class _Lowering:
         if len(cons) == 1 and cons[0].op_type in ("Div", "Mul"):
             div = cons[0]
             k = _scalar(g, div, 1, "divisor" if div.op_type == "Div" else "factor")
-            want = float(1 << QUANT_SHIFT) if div.op_type == "Div" else 2.0 ** -QUANT_SHIFT
+            want = float(1 << QUANT_SHIFT) if div.op_type == "Div" else 2.0**-QUANT_SHIFT
             if k != want:
-                raise node_error(div, f"{div.op_type} by {k!r}; ReLU & quantize divides the "
-                                      f"accumulator by {1 << QUANT_SHIFT}")
+                raise node_error(
+                    div,
+                    f"{div.op_type} by {k!r}; ReLU & quantize divides the accumulator by {1 << QUANT_SHIFT}",
+                )
             fl = g.sole_consumer(div.output[0], "Floor")
             if fl.op_type != "Floor":
                 raise node_error(fl, "expected Floor after the division (ReLU & quantize)")
@@ -444,8 +549,7 @@ class _Lowering:
             lo = ca.get("min", _scalar(g, clip, 1, "min") if len(clip.input) > 1 else None)
             hi = ca.get("max", _scalar(g, clip, 2, "max") if len(clip.input) > 2 else None)
             if (lo, hi) != (0.0, 255.0):
-                raise node_error(clip, f"clips to ({lo!r}, {hi!r}); ReLU & quantize clips to "
-                                       f"(0, 255)")
+                raise node_error(clip, f"clips to ({lo!r}, {hi!r}); ReLU & quantize clips to (0, 255)")
             mode, out = OutputMode.RELU_QUANT, clip.output[0]
         elif len(cons) == 1 and cons[0].op_type == "GreaterOrEqual":
             ge = cons[0]
@@ -457,8 +561,7 @@ class _Lowering:
             mode, out = OutputMode.BINARY, cast.output[0]
         group = self.groups.get(acc)
         try:
-            combined = (sac.combine_columns(w, int(group)) if group is not None
-                        else _best_combination(w))
+            combined = sac.combine_columns(w, int(group)) if group is not None else _best_combination(w)
         except NumericsError as exc:
             raise node_error(node, f"column combining with G={group}: {exc}") from None
         self.add(ir.PointwiseConv(weights=combined, bias=b, mode=mode, name=node.name), out)
@@ -471,8 +574,9 @@ class _Lowering:
         if axes is None:
             axes = int_list(node, _const(g, node, 1, "axes"), "axes")
         if sorted(int(v) % 4 for v in axes) != [2, 3]:
-            raise node_error(node, f"sums over axes {list(axes)}; PixelSum sums over H and W "
-                                   f"(axes [2, 3]) with keepdims=0")
+            raise node_error(
+                node, f"sums over axes {list(axes)}; PixelSum sums over H and W (axes [2, 3]) with keepdims=0"
+            )
         self.add(ir.PixelSum(name=node.name), node.output[0])
         return node.output[0]
 
@@ -480,18 +584,27 @@ class _Lowering:
     def lower_node(self, node) -> str:
         op = node.op_type
         pattern = self._conv_kind(node) if op == "Conv" else op
-        handlers = {"PointwiseConv": self.pointwise, "ChannelShift": self.shift,
-                    "Conv3x3": self.conv3x3, "BatchNormalization": self.step,
-                    "MaxPool": self.maxpool, "Reshape": self.flatten, "Flatten": self.flatten,
-                    "Gemm": self.gemm, "SpaceToDepth": self.space_to_depth, "Pad": self.pad,
-                    "ReduceSum": self.pixel_sum}
+        handlers = {
+            "PointwiseConv": self.pointwise,
+            "ChannelShift": self.shift,
+            "Conv3x3": self.conv3x3,
+            "BatchNormalization": self.step,
+            "MaxPool": self.maxpool,
+            "Reshape": self.flatten,
+            "Flatten": self.flatten,
+            "Gemm": self.gemm,
+            "SpaceToDepth": self.space_to_depth,
+            "Pad": self.pad,
+            "ReduceSum": self.pixel_sum,
+        }
         if pattern not in handlers:
-            where = "" if op in SUPPORTED else " (supported operators: " + ", ".join(
-                s for s in SUPPORTED) + ")"
+            where = (
+                "" if op in SUPPORTED else " (supported operators: " + ", ".join(s for s in SUPPORTED) + ")"
+            )
             raise node_error(node, f"operator {op} is not supported here{where}")
         try:
             return handlers[pattern](node)
-        except (ir.NetworkError, NumericsError) as exc:   # a layer refuses its parameters
+        except (ir.NetworkError, NumericsError) as exc:  # a layer refuses its parameters
             raise node_error(node, str(exc)) from None
 
     def _conv_kind(self, node) -> str:
@@ -534,8 +647,7 @@ def _input_spec(input_range) -> tuple[str, tuple]:
         return "uint8", (0, 255)
     if isinstance(input_range, str):
         if input_range != "binary":
-            raise OnnxImportError(f"input_range must be None, (lo, hi) or 'binary', got "
-                                  f"{input_range!r}")
+            raise OnnxImportError(f"input_range must be None, (lo, hi) or 'binary', got {input_range!r}")
         return "binary", (-1, 1)
     try:
         values = list(input_range)
@@ -543,8 +655,9 @@ def _input_spec(input_range) -> tuple[str, tuple]:
             raise ValueError
         lo, hi = (int(v) for v in values)
     except (TypeError, ValueError, OverflowError):
-        raise OnnxImportError(f"input_range must be None, (lo, hi) with integer bounds or "
-                              f"'binary', got {input_range!r}") from None
+        raise OnnxImportError(
+            f"input_range must be None, (lo, hi) with integer bounds or 'binary', got {input_range!r}"
+        ) from None
     if lo > hi or lo < INT32_MIN or hi > INT32_MAX:
         raise OnnxImportError(f"input_range ({lo}, {hi}) is not an int32 interval")
     return ("uint8" if (lo, hi) == (0, 255) else "int"), (lo, hi)
@@ -567,7 +680,7 @@ def _import(model, source: str, path_or_model, input_range) -> ir.Network:
     g = Graph(model, source)
     meta = read_metadata(g)
     run_passes(g)
-    if input_range is None:      # files from export_onnx record a non-pixel input range
+    if input_range is None:  # files from export_onnx record a non-pixel input range
         if meta.input_kind == "binary":
             input_range = "binary"
         elif meta.input_range is not None:
@@ -577,15 +690,29 @@ def _import(model, source: str, path_or_model, input_range) -> ir.Network:
     low.run()
     if not low.layers:
         raise OnnxImportError(f"{source}: no layers between the input and the output")
-    family = "sac" if any(isinstance(layer, (ir.PointwiseConv, ir.ChannelShift, ir.SpaceToDepth,
-                                            ir.PixelSum)) for layer in low.layers) else "bnn"
-    info = {"family": family, "source": source, "input_range": list(value_range),
-            "onnx": {"input_name": g.input.name, "input_shape": g.record["onnx_input_shape"],
-                     "output_name": g.model.graph.output[0].name,
-                     "dropped": list(g.record["dropped"]), "layer_outputs": low.outputs}}
+    family = (
+        "sac"
+        if any(
+            isinstance(layer, (ir.PointwiseConv, ir.ChannelShift, ir.SpaceToDepth, ir.PixelSum))
+            for layer in low.layers
+        )
+        else "bnn"
+    )
+    info = {
+        "family": family,
+        "source": source,
+        "input_range": list(value_range),
+        "onnx": {
+            "input_name": g.input.name,
+            "input_shape": g.record["onnx_input_shape"],
+            "output_name": g.model.graph.output[0].name,
+            "dropped": list(g.record["dropped"]),
+            "layer_outputs": low.outputs,
+        },
+    }
     # a file from elsewhere is named after the file (HEP-BNN's graph is "torch-jit-export")
     from_file = not isinstance(path_or_model, onnx.ModelProto)
-    graph_name = source if source != "<model>" else ""      # load_model's label of a proto
+    graph_name = source if source != "<model>" else ""  # load_model's label of a proto
     name = meta.network or (Path(source).stem if from_file else graph_name) or "onnx_model"
     try:
         return ir.Network(low.input_shape, low.input_kind, low.layers, name=name, meta=info)

@@ -7,6 +7,7 @@ threshold the fused and unfused graphs can disagree. Every equality claim of the
 against this session; files written by models/onnx/export.py give the same numbers with the
 default optimizations too (their thresholds sit half-way between integers).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,9 @@ from onnx import TensorProto, helper
 def session(model, optimized: bool = False) -> ort.InferenceSession:
     """An onnxruntime CPU session; `optimized=False` (the reference) disables graph fusions."""
     so = ort.SessionOptions()
-    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
-                                   else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    so.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
@@ -42,8 +44,7 @@ def with_outputs(model: onnx.ModelProto, names: list[str]) -> onnx.ModelProto:
     have = {o.name for o in m.graph.output}
     for n in names:
         if n not in have:
-            m.graph.output.append(helper.make_tensor_value_info(
-                n, types.get(n) or TensorProto.FLOAT, None))
+            m.graph.output.append(helper.make_tensor_value_info(n, types.get(n) or TensorProto.FLOAT, None))
             have.add(n)
     return m
 
@@ -62,8 +63,7 @@ def run(model, net, x, outputs: list[str] | None = None, optimized: bool = False
     """Run `model` on the golden-convention batch `x`; returns the graph output(s) or the named
     tensors."""
     if outputs:
-        model = with_outputs(model if isinstance(model, onnx.ModelProto) else onnx.load(model),
-                             outputs)
+        model = with_outputs(model if isinstance(model, onnx.ModelProto) else onnx.load(model), outputs)
     sess = session(model, optimized)
     feed = {sess.get_inputs()[0].name: onnx_input(net, x)}
     return sess.run(outputs or None, feed)

@@ -16,6 +16,7 @@ In order (:data:`PIPELINE`):
 7. ``absorb_input_reshape``  a Reshape of the flat input to [N, C, H, W] becomes the network's
                              input shape; the ONNX input shape is recorded for callers
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,8 @@ from models.onnx.graph import (
     tensor_array,
 )
 
-BATCH = "N"          # symbol for the batch dimension inside folded shape arithmetic
-MAX_SHAPE_VALUES = 64   # a constant read by shape arithmetic holds at most this many values
+BATCH = "N"  # symbol for the batch dimension inside folded shape arithmetic
+MAX_SHAPE_VALUES = 64  # a constant read by shape arithmetic holds at most this many values
 
 
 def name_nodes(g: Graph) -> None:
@@ -76,7 +77,7 @@ def fold_constant_casts(g: Graph) -> None:
         if n.op_type != "Cast" or g.const(n.input[0]) is None:
             continue
         to = attrs(n).get("to")
-        if to not in TENSOR_TYPES:     # strings, complex and packed types have no numpy twin
+        if to not in TENSOR_TYPES:  # strings, complex and packed types have no numpy twin
             raise node_error(n, f"Cast to unsupported type {to!r}")
         dtype = helper.tensor_dtype_to_np_dtype(to)
         g.consts[n.output[0]] = g.const(n.input[0]).astype(dtype)
@@ -141,7 +142,7 @@ def _eval_shape_op_np(node, vals: list, shapes: dict):
         axes = np.atleast_1d(vals[3]) if len(vals) > 3 and vals[3] is not None else [0]
         steps = np.atleast_1d(vals[4]) if len(vals) > 4 and vals[4] is not None else [1]
         sl = [slice(None)] * x.ndim
-        for s, e, ax, st in zip(starts, ends, axes, steps):
+        for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
             sl[int(ax)] = slice(int(s), int(e), int(st))
         return x[tuple(sl)]
     raise node_error(node, "unsupported shape operator")
@@ -202,13 +203,14 @@ def _reshape_target(user, name: str, val) -> np.ndarray:
     for i, v in enumerate(flat):
         if isinstance(v, str):
             if i != 0:
-                raise OnnxImportError(f"shape value {name!r} puts the batch at position "
-                                      f"{i}; only a leading batch dimension is supported")
+                raise OnnxImportError(
+                    f"shape value {name!r} puts the batch at position "
+                    f"{i}; only a leading batch dimension is supported"
+                )
             target.append(0)
         else:
             target.append(v)
-    return np.array(int_list(user, np.array(target, dtype=np.float64), f"shape {name!r}"),
-                    dtype=np.int64)
+    return np.array(int_list(user, np.array(target, dtype=np.float64), f"shape {name!r}"), dtype=np.int64)
 
 
 def remove_identities(g: Graph) -> None:
@@ -263,15 +265,23 @@ def absorb_input_reshape(g: Graph) -> None:
             g.remove(r)
             return
     if any(d is None for d in dims[1:]) or len(dims) < 2:
-        raise OnnxImportError(f"{g.source}: input {g.input.name!r} has shape {dims}; the "
-                              f"importer needs [N, C, H, W] (or [N, K]) with known sizes")
+        raise OnnxImportError(
+            f"{g.source}: input {g.input.name!r} has shape {dims}; the "
+            f"importer needs [N, C, H, W] (or [N, K]) with known sizes"
+        )
     g.record["net_input_shape"] = tuple(dims[1:])
     g.record["first_tensor"] = g.input.name
 
 
-PIPELINE = [name_nodes, inline_constants, fold_constant_casts, fold_shape_arithmetic,
-            remove_identities,
-            strip_output_softmax, absorb_input_reshape]
+PIPELINE = [
+    name_nodes,
+    inline_constants,
+    fold_constant_casts,
+    fold_shape_arithmetic,
+    remove_identities,
+    strip_output_softmax,
+    absorb_input_reshape,
+]
 
 
 def run_passes(g: Graph, passes=PIPELINE) -> Graph:

@@ -5,6 +5,7 @@ below 2^24 (so float32 evaluation is exact), and the importer evaluates each bat
 on every integer a step's input can reach. Ranges are intervals per channel (per feature for flat
 tensors), as int64 arrays; they may be wider than what is reachable, never narrower.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,12 +20,12 @@ INPUT_RANGES = {"uint8": (0, 255), "binary": (-1, 1)}
 
 @dataclass
 class Range:
-    lo: np.ndarray          # int64 [C] (or [K] for flat tensors)
+    lo: np.ndarray  # int64 [C] (or [K] for flat tensors)
     hi: np.ndarray
-    abs_sum: np.ndarray     # bound on |partial sums| while computing this tensor (int64 [C])
+    abs_sum: np.ndarray  # bound on |partial sums| while computing this tensor (int64 [C])
 
     @classmethod
-    def uniform(cls, channels: int, lo: int, hi: int) -> "Range":
+    def uniform(cls, channels: int, lo: int, hi: int) -> Range:
         lo_a = np.full(channels, lo, dtype=np.int64)
         hi_a = np.full(channels, hi, dtype=np.int64)
         return cls(lo_a, hi_a, np.maximum(np.abs(lo_a), np.abs(hi_a)))
@@ -32,8 +33,9 @@ class Range:
     @property
     def bound(self) -> int:
         """Largest magnitude of any value or partial sum."""
-        return int(max(np.abs(self.lo).max(initial=0), np.abs(self.hi).max(initial=0),
-                       self.abs_sum.max(initial=0)))
+        return int(
+            max(np.abs(self.lo).max(initial=0), np.abs(self.hi).max(initial=0), self.abs_sum.max(initial=0))
+        )
 
 
 def input_range(net: ir.Network, value_range=None) -> Range:
@@ -45,7 +47,7 @@ def input_range(net: ir.Network, value_range=None) -> Range:
     return Range.uniform(net.input_shape[0], lo, hi)
 
 
-ROW_BLOCK = 1 << 22     # weights per block of rows in _linear (its int64 temporaries)
+ROW_BLOCK = 1 << 22  # weights per block of rows in _linear (its int64 temporaries)
 
 
 def _linear(w: np.ndarray, bias: np.ndarray, r: Range, padded=False) -> Range:
@@ -90,12 +92,15 @@ def propagate(layer: ir.Layer, r: Range, in_shape: tuple) -> Range:
     if isinstance(layer, ir.BinDense):
         return _linear(layer.weight, layer.bias, r)
     if isinstance(layer, ir.SpaceToDepth):
-        k = layer.factor ** 2
+        k = layer.factor**2
         return Range(np.tile(r.lo, k), np.tile(r.hi, k), np.tile(r.abs_sum, k))
     if isinstance(layer, ir.ChannelShift):
         fill = int(layer.fill)
-        return Range(np.minimum(r.lo, fill), np.maximum(r.hi, fill),
-                     np.maximum(np.maximum(np.abs(r.lo), np.abs(r.hi)), abs(fill)))
+        return Range(
+            np.minimum(r.lo, fill),
+            np.maximum(r.hi, fill),
+            np.maximum(np.maximum(np.abs(r.lo), np.abs(r.hi)), abs(fill)),
+        )
     if isinstance(layer, ir.PointwiseConv):
         acc = _linear(layer.dense(), layer.bias, r)
         if layer.mode == OutputMode.RELU_QUANT:

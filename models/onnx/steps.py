@@ -19,6 +19,7 @@ onnxruntime call), so the int64 and float32 copies of the points stay small what
 count; only the bool table itself is whole. onnxruntime refusing the two-node model (a batch
 norm it cannot run) names the batch norm.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,23 +33,27 @@ from models.onnx.ort import session
 
 FULL_TABLE = 1 << 16
 SAMPLES = 1025
-MAX_EVAL = 1 << 22      # points per onnxruntime call (channels x columns)
+MAX_EVAL = 1 << 22  # points per onnxruntime call (channels x columns)
 # what onnxruntime raises for a model it cannot load or run (its errors derive from Exception)
-ORT_ERRORS = (ort_state.Fail, ort_state.InvalidArgument, ort_state.InvalidGraph,
-              ort_state.NotImplemented, ort_state.RuntimeException, ort_state.InvalidProtobuf)
+ORT_ERRORS = (
+    ort_state.Fail,
+    ort_state.InvalidArgument,
+    ort_state.InvalidGraph,
+    ort_state.NotImplemented,
+    ort_state.RuntimeException,
+    ort_state.InvalidProtobuf,
+)
 
 
 def _ort_error(node, exc) -> Exception:
     first = (str(exc).strip().splitlines() or ["error"])[0]
-    return node_error(node, f"onnxruntime cannot evaluate the step ({type(exc).__name__}: "
-                            f"{first[-300:]})")
+    return node_error(node, f"onnxruntime cannot evaluate the step ({type(exc).__name__}: {first[-300:]})")
 
 
 class StepEvaluator:
     """Evaluates `on = where_true_is_plus == compare(bn(x), const)` with onnxruntime."""
 
-    def __init__(self, g, bn, cmp, x_name: str, bn_out: str, plus_when_true: bool, rank: int,
-                 channels: int):
+    def __init__(self, g, bn, cmp, x_name: str, bn_out: str, plus_when_true: bool, rank: int, channels: int):
         self.bn, self.rank, self.channels = bn, rank, channels
         self.plus_when_true = plus_when_true
         inits, nodes = [], []
@@ -58,9 +63,15 @@ class StepEvaluator:
                 if name and name != x_name and name != bn_out and name not in names:
                     inits.append(numpy_helper.from_array(np.asarray(g.consts[name]), name))
                     names.add(name)
-        nodes.append(helper.make_node(bn.op_type, list(bn.input), [bn_out], name=bn.name,
-                                      **{a.name: helper.get_attribute_value(a)
-                                         for a in bn.attribute}))
+        nodes.append(
+            helper.make_node(
+                bn.op_type,
+                list(bn.input),
+                [bn_out],
+                name=bn.name,
+                **{a.name: helper.get_attribute_value(a) for a in bn.attribute},
+            )
+        )
         nodes.append(helper.make_node(cmp.op_type, list(cmp.input), ["on"], name=cmp.name))
         x = helper.make_tensor_value_info(x_name, TensorProto.FLOAT, None)
         y = helper.make_tensor_value_info("on", TensorProto.BOOL, None)
@@ -77,10 +88,8 @@ class StepEvaluator:
         """values int64 [C, L] (row c for channel c) -> bool [C, L] step output is +1."""
         v = values.astype(np.float32)
         c, n = v.shape
-        if self.rank == 2:
-            feed = v.T.copy()                                # [L, C]
-        else:
-            feed = v.reshape(1, c, n, *([1] * (self.rank - 3)))
+        # rank 2: [L, C]; otherwise [1, C, L, 1, ...]
+        feed = v.T.copy() if self.rank == 2 else v.reshape(1, c, n, *([1] * (self.rank - 3)))
         try:
             out = self.sess.run(None, {self.x_name: feed})[0]
         except ORT_ERRORS as exc:
@@ -104,8 +113,11 @@ def _evaluate(ev: StepEvaluator, columns, n: int) -> np.ndarray:
 def _check_exact_ints(node, lo, hi):
     big = max(abs(int(lo.min(initial=0))), abs(int(hi.max(initial=0))))
     if big >= 1 << 24:
-        raise node_error(node, f"pre-activations reach {big}: beyond 2^24 float32 cannot hold "
-                               f"every integer, so no exact integer step exists")
+        raise node_error(
+            node,
+            f"pre-activations reach {big}: beyond 2^24 float32 cannot hold "
+            f"every integer, so no exact integer step exists",
+        )
 
 
 def derive_steps(ev: StepEvaluator, lo: np.ndarray, hi: np.ndarray):
@@ -116,10 +128,10 @@ def derive_steps(ev: StepEvaluator, lo: np.ndarray, hi: np.ndarray):
         raise node_error(ev.bn, "has no channels")
     width = int((hi - lo).max()) + 1
     if width <= FULL_TABLE:
-        table = _evaluate(ev, lambda j0, j1: np.minimum(lo[:, None] + np.arange(j0, j1)[None, :],
-                                                        hi[:, None]), width)
-        return _from_tables(ev, [(int(lo[i]), table[i, :int(hi[i] - lo[i]) + 1]) for i in range(c)],
-                            lo, hi)
+        table = _evaluate(
+            ev, lambda j0, j1: np.minimum(lo[:, None] + np.arange(j0, j1)[None, :], hi[:, None]), width
+        )
+        return _from_tables(ev, [(int(lo[i]), table[i, : int(hi[i] - lo[i]) + 1]) for i in range(c)], lo, hi)
     return _bracketed(ev, lo, hi)
 
 
@@ -128,9 +140,9 @@ def _from_tables(ev, tables, lo, hi):
     d = np.empty(len(tables), dtype=np.int8)
     for i, (start, table) in enumerate(tables):
         if table.all():
-            t[i], d[i] = int(lo[i]), 1          # always +1 on the range
+            t[i], d[i] = int(lo[i]), 1  # always +1 on the range
         elif not table.any():
-            t[i], d[i] = int(hi[i]) + 1, 1      # never +1 on the range
+            t[i], d[i] = int(hi[i]) + 1, 1  # never +1 on the range
         else:
             try:
                 t[i], d[i] = step_from_table(start, table, f"channel {i}")
@@ -170,21 +182,25 @@ def _bracketed(ev, lo, hi):
                 continue
             ch = np.flatnonzero(on[i, 1:] != on[i, :-1])
             if ch.size > 1:
-                raise node_error(ev.bn, f"channel {i}: output is not monotone in the input "
-                                        f"(changes near x={pts.point(i, ch[0] + 1)} and "
-                                        f"x={pts.point(i, ch[1] + 1)}): not a threshold")
+                raise node_error(
+                    ev.bn,
+                    f"channel {i}: output is not monotone in the input "
+                    f"(changes near x={pts.point(i, ch[0] + 1)} and "
+                    f"x={pts.point(i, ch[1] + 1)}): not a threshold",
+                )
             if ch.size == 0:
-                b[i] = a[i]                      # constant: one point decides
+                b[i] = a[i]  # constant: one point decides
                 continue
             a[i], b[i] = pts.point(i, ch[0]), pts.point(i, ch[0] + 1)
     width = int((b - a).max()) + 1
-    table = _evaluate(ev, lambda j0, j1: np.minimum(a[:, None] + np.arange(j0, j1)[None, :],
-                                                    b[:, None]), width)
+    table = _evaluate(
+        ev, lambda j0, j1: np.minimum(a[:, None] + np.arange(j0, j1)[None, :], b[:, None]), width
+    )
     # the ends of the full range are on the known sides of the bracket (monotone)
     ends = ev(np.stack([lo, hi], axis=1))
     tables = []
     for i in range(c):
-        seg = table[i, :int(b[i] - a[i]) + 1]
+        seg = table[i, : int(b[i] - a[i]) + 1]
         if seg[0] != ends[i, 0] and a[i] != lo[i]:
             raise node_error(ev.bn, f"channel {i}: output changes more than once: not a threshold")
         if seg[-1] != ends[i, 1] and b[i] != hi[i]:
@@ -197,4 +213,3 @@ def _bracketed(ev, lo, hi):
             tables.append((int(a[i]), seg))
     t, d = _from_tables(ev, tables, lo, hi)
     return t, d
-

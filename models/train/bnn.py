@@ -15,6 +15,7 @@ for every reachable integer pre-activation, so eval outputs equal the golden exe
 The float twin (``binary=False``) has the same layers with float weights, ReLU activations and
 a float bias: the baseline the quantized accuracy is compared with.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -29,13 +30,13 @@ from models.numerics import bnn as bnn_num
 from models.train.ste import RoundSTE, SignSTE
 
 
-@dataclass(frozen=True)      # a shared default instance: immutable
+@dataclass(frozen=True)  # a shared default instance: immutable
 class BnnConfig:
     input_shape: tuple = (1, 8, 8)
-    channels: tuple = (64, 128)     # conv widths; each conv is followed by a 2x2 max pool
-    hidden: int = 256               # hidden BinDense width (0: none)
+    channels: tuple = (64, 128)  # conv widths; each conv is followed by a 2x2 max pool
+    hidden: int = 256  # hidden BinDense width (0: none)
     classes: int = 10
-    input_max: int = 255            # largest input pixel (uint8 pixels)
+    input_max: int = 255  # largest input pixel (uint8 pixels)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -69,7 +70,7 @@ class BnnNet(nn.Module):
         self.log_scale = nn.Parameter(torch.tensor(float(-np.log(k) / 2)))
         if not binary:
             for p in list(self.convs) + list(self.dense) + [self.out_w]:
-                nn.init.kaiming_uniform_(p, a=5 ** 0.5)
+                nn.init.kaiming_uniform_(p, a=5**0.5)
         self._frozen = None
 
     # -- weights -------------------------------------------------------------------------------
@@ -89,12 +90,12 @@ class BnnNet(nn.Module):
                     bn.weight.clamp_(min=0.0)
 
     def train(self, mode: bool = True):
-        if mode:                 # weights may change: re-derive integer parameters at eval
+        if mode:  # weights may change: re-derive integer parameters at eval
             self._frozen = None
         return super().train(mode)
 
     def load_state_dict(self, *args, **kwargs):
-        self._frozen = None      # new weights and batch norms: new integer parameters
+        self._frozen = None  # new weights and batch norms: new integer parameters
         return super().load_state_dict(*args, **kwargs)
 
     # -- float / training forward ---------------------------------------------------------------
@@ -102,13 +103,13 @@ class BnnNet(nn.Module):
         return SignSTE.apply(z) if self.binary else F.relu(z)
 
     def _forward_train(self, x):
-        for wp, bn in zip(self.convs, self.bns):
+        for wp, bn in zip(self.convs, self.bns, strict=True):
             # pool before the sign: equal to sign-then-pool (the exported order) while the
             # batch norm is non-decreasing (gamma >= 0, kept by clip_latent), and the max
             # routes the gradient to the strongest response instead of the first of many ties
             x = self._act(F.max_pool2d(bn(F.conv2d(x, self._w(wp), padding=1)), 2))
         x = torch.flatten(x, 1)
-        for wp, bn in zip(self.dense, self.dense_bns):
+        for wp, bn in zip(self.dense, self.dense_bns, strict=True):
             x = self._act(bn(F.linear(x, self._w(wp))))
         bias = RoundSTE.apply(self.out_b) if self.binary else self.out_b
         return (F.linear(x, self._w(self.out_w)) + bias) * self.log_scale.exp()
@@ -123,20 +124,20 @@ class BnnNet(nn.Module):
         sgn = lambda p: np.where(p.detach().cpu().numpy() >= 0, 1, -1).astype(np.int8)  # noqa: E731
         layers = []
         in_max = self.cfg.input_max
-        for i, (wp, bn) in enumerate(zip(self.convs, self.bns)):
+        for i, (wp, bn) in enumerate(zip(self.convs, self.bns, strict=True)):
             w = sgn(wp)
             per_f = w.reshape(w.shape[0], -1)
-            if i == 0:   # pixels 0..in_max: the sum lies between the negative and positive taps
+            if i == 0:  # pixels 0..in_max: the sum lies between the negative and positive taps
                 lo = -int((per_f == -1).sum(1).max()) * in_max
                 hi = int((per_f == 1).sum(1).max()) * in_max
             else:
                 lo, hi = -per_f.shape[1], per_f.shape[1]
-            layers.append(("conv", w, np.zeros(w.shape[0], np.int64),
-                           self._steps(bn, lo, hi)))
-        for wp, bn in zip(self.dense, self.dense_bns):
+            layers.append(("conv", w, np.zeros(w.shape[0], np.int64), self._steps(bn, lo, hi)))
+        for wp, bn in zip(self.dense, self.dense_bns, strict=True):
             w = sgn(wp)
-            layers.append(("dense", w, np.zeros(w.shape[0], np.int64),
-                           self._steps(bn, -w.shape[1], w.shape[1])))
+            layers.append(
+                ("dense", w, np.zeros(w.shape[0], np.int64), self._steps(bn, -w.shape[1], w.shape[1]))
+            )
         w = sgn(self.out_w)
         b = np.round(self.out_b.detach().cpu().numpy().astype(np.float64)).astype(np.int64)
         layers.append(("dense", w, b, None))
@@ -145,9 +146,10 @@ class BnnNet(nn.Module):
 
     @staticmethod
     def _steps(bn, lo, hi):
-        host = lambda v: v.detach().cpu().double().numpy()       # noqa: E731
-        t, d = bnn_num.bn_step_params(host(bn.weight), host(bn.bias), host(bn.running_mean),
-                                      host(bn.running_var), bn.eps, lo, hi)
+        host = lambda v: v.detach().cpu().double().numpy()  # noqa: E731
+        t, d = bnn_num.bn_step_params(
+            host(bn.weight), host(bn.bias), host(bn.running_mean), host(bn.running_var), bn.eps, lo, hi
+        )
         return t, d
 
     def _forward_int(self, x):
@@ -157,6 +159,7 @@ class BnnNet(nn.Module):
             t = torch.as_tensor(t, dtype=z.dtype, device=z.device).view(shape)
             d = torch.as_tensor(d, dtype=z.dtype, device=z.device).view(shape)
             return torch.where(d * (z - t) >= 0, 1.0, -1.0).to(z.dtype)
+
         # every sum is an integer far below 2^24, exact in float32 when added directly; the
         # rounding undoes what a transform-based convolution (Winograd, FFT: cuDNN may choose
         # them on a GPU) adds, and is the identity on exact sums
@@ -188,8 +191,11 @@ class BnnNet(nn.Module):
         for kind, w, b, td in self.integer_params():
             if kind == "conv":
                 cls = ir.IntConv2d if first else ir.BinConv2d
-                layers += [cls(weight=w, bias=b, padding=1, name=f"conv{len(layers)}"),
-                           ir.Step(threshold=td[0], direction=td[1]), ir.MaxPool2d()]
+                layers += [
+                    cls(weight=w, bias=b, padding=1, name=f"conv{len(layers)}"),
+                    ir.Step(threshold=td[0], direction=td[1]),
+                    ir.MaxPool2d(),
+                ]
             else:
                 if not any(isinstance(layer, ir.Flatten) for layer in layers):
                     layers.append(ir.Flatten())
@@ -197,11 +203,10 @@ class BnnNet(nn.Module):
                 if td is not None:
                     layers.append(ir.Step(threshold=td[0], direction=td[1]))
             first = False
-        return ir.Network(self.cfg.input_shape, "uint8", layers, name=name,
-                          meta={"family": "bnn"})
+        return ir.Network(self.cfg.input_shape, "uint8", layers, name=name, meta={"family": "bnn"})
 
     @classmethod
-    def from_network(cls, net: ir.Network) -> "BnnNet":
+    def from_network(cls, net: ir.Network) -> BnnNet:
         """The quantized eval model holding the integer parameters of a network of this
         architecture (conv blocks of IntConv/BinConv -> Step -> MaxPool with padding 1, Flatten,
         BinDense [-> Step] ... BinDense), e.g. one imported from a zoo ONNX file."""
@@ -209,13 +214,13 @@ class BnnNet(nn.Module):
         params, convs, dense = [], [], []
         i = 0
         while i < len(layers) and isinstance(layers[i], (ir.IntConv2d, ir.BinConv2d)):
-            conv, st, pool = layers[i:i + 3]
+            conv, st, pool = layers[i : i + 3]
             block = isinstance(st, ir.Step) and isinstance(pool, ir.MaxPool2d)
             if not block or conv.padding != 1:
-                raise ValueError(f"{net.name}: layer {i} is not a conv -> step -> maxpool block "
-                                 f"with padding 1")
-            params.append(("conv", conv.weight, conv.bias.astype(np.int64),
-                           (st.threshold, st.direction)))
+                raise ValueError(
+                    f"{net.name}: layer {i} is not a conv -> step -> maxpool block with padding 1"
+                )
+            params.append(("conv", conv.weight, conv.bias.astype(np.int64), (st.threshold, st.direction)))
             convs.append(conv.weight.shape[0])
             i += 3
         if i >= len(layers) or not isinstance(layers[i], ir.Flatten):
@@ -232,8 +237,12 @@ class BnnNet(nn.Module):
             i += 2 if td is not None else 1
         if len(dense) > 2:
             raise ValueError(f"{net.name}: at most one hidden BinDense is supported")
-        cfg = BnnConfig(input_shape=tuple(net.input_shape), channels=tuple(convs),
-                        hidden=dense[0] if len(dense) == 2 else 0, classes=dense[-1])
+        cfg = BnnConfig(
+            input_shape=tuple(net.input_shape),
+            channels=tuple(convs),
+            hidden=dense[0] if len(dense) == 2 else 0,
+            classes=dense[-1],
+        )
         model = cls(cfg, binary=True)
         model.eval()
         model._frozen = params

@@ -1,4 +1,5 @@
 """Shared training machinery: determinism, data tensors, a tqdm training loop, evaluation."""
+
 from __future__ import annotations
 
 import os
@@ -73,15 +74,17 @@ def training_session(seed: int, threads: int = 1, device: str = "cpu"):
             torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = prev_tf32
 
 
-def to_tensors(ds: Dataset, device: torch.device | str = "cpu") -> tuple[torch.Tensor,
-                                                                        torch.Tensor]:
+def to_tensors(ds: Dataset, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """uint8 pixels -> float32 tensor holding the same integers; labels -> int64; on `device`."""
-    return (torch.from_numpy(ds.images.astype(np.float32)).to(device),
-            torch.from_numpy(ds.labels.astype(np.int64)).to(device))
+    return (
+        torch.from_numpy(ds.images.astype(np.float32)).to(device),
+        torch.from_numpy(ds.labels.astype(np.int64)).to(device),
+    )
 
 
-def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1,
-                 prob: float = 1.0) -> torch.Tensor:
+def random_shift(
+    x: torch.Tensor, gen: torch.Generator, max_shift: int = 1, prob: float = 1.0
+) -> torch.Tensor:
     """Augmentation: move each image (each with probability `prob`) by up to `max_shift`
     pixels in each direction (zero fill). The random numbers come from the CPU generator `gen`
     whatever device `x` is on, so a seed draws the same shifts on every device."""
@@ -90,8 +93,8 @@ def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1,
     padded = torch.nn.functional.pad(x, (p, p, p, p))
     dy = torch.randint(0, 2 * p + 1, (n,), generator=gen)
     dx = torch.randint(0, 2 * p + 1, (n,), generator=gen)
-    rows = (dy[:, None] + torch.arange(h)[None, :]).to(x.device)            # [n, h]
-    cols = (dx[:, None] + torch.arange(w)[None, :]).to(x.device)            # [n, w]
+    rows = (dy[:, None] + torch.arange(h)[None, :]).to(x.device)  # [n, h]
+    cols = (dx[:, None] + torch.arange(w)[None, :]).to(x.device)  # [n, w]
     idx_n = torch.arange(n, device=x.device)[:, None, None]
     out = padded.permute(0, 2, 3, 1)[idx_n, rows[:, :, None], cols[:, None, :]]
     out = out.permute(0, 3, 1, 2).contiguous()
@@ -103,7 +106,7 @@ def random_shift(x: torch.Tensor, gen: torch.Generator, max_shift: int = 1,
 
 @dataclass
 class History:
-    epochs: list = field(default_factory=list)      # (epoch, loss, train_acc, val_acc, val_loss)
+    epochs: list = field(default_factory=list)  # (epoch, loss, train_acc, val_acc, val_loss)
     best_val: float = -1.0
     best_val_loss: float = float("inf")
     best_epoch: int = -1
@@ -118,11 +121,10 @@ def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> tuple
     hits, loss = 0, 0.0
     to_logits = getattr(model, "logits", None)
     for i in range(0, len(x), batch):
-        out = model(x[i:i + batch])
-        hits += int((out.argmax(1) == y[i:i + batch]).sum())
+        out = model(x[i : i + batch])
+        hits += int((out.argmax(1) == y[i : i + batch]).sum())
         lg = to_logits(out) if to_logits is not None else out
-        loss += float(torch.nn.functional.cross_entropy(lg.float(), y[i:i + batch],
-                                                        reduction="sum"))
+        loss += float(torch.nn.functional.cross_entropy(lg.float(), y[i : i + batch], reduction="sum"))
     n = max(1, len(x))
     return hits / n, loss / n
 
@@ -131,13 +133,32 @@ def accuracy(model, x: torch.Tensor, y: torch.Tensor, batch: int = 512) -> float
     return evaluate(model, x, y, batch)[0]
 
 
-def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batch: int = 64,
-        augment: float = 1.0, max_shift: int = 1, desc: str = "train",
-        weight_decay: float = 0.0,
-        on_epoch_start=None, after_step=None, before_eval=None, select_from: int = 0,
-        teacher=None, kd_alpha: float = 0.7, kd_temperature: float = 2.0,
-        select_best: bool = True, progress: bool = True, log_epochs: bool = False,
-        on_epoch_end=None, checkpoint=None) -> History:
+def fit(
+    model,
+    train,
+    val,
+    *,
+    epochs: int,
+    lr: float,
+    gen: torch.Generator,
+    batch: int = 64,
+    augment: float = 1.0,
+    max_shift: int = 1,
+    desc: str = "train",
+    weight_decay: float = 0.0,
+    on_epoch_start=None,
+    after_step=None,
+    before_eval=None,
+    select_from: int = 0,
+    teacher=None,
+    kd_alpha: float = 0.7,
+    kd_temperature: float = 2.0,
+    select_best: bool = True,
+    progress: bool = True,
+    log_epochs: bool = False,
+    on_epoch_end=None,
+    checkpoint=None,
+) -> History:
     """Adam + cosine learning rate, cross-entropy (plus distillation from `teacher`'s logits
     on the same batch when given), random shifts by up to `max_shift` pixels of a fraction
     `augment` of the images. With `select_best` it keeps the state with the best validation
@@ -160,7 +181,7 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
     best_state = None
     start, seconds_before = 0, 0.0
     if checkpoint is not None and Path(checkpoint).exists():
-        ck = torch.load(checkpoint, map_location=x.device, weights_only=False)   # our own file
+        ck = torch.load(checkpoint, map_location=x.device, weights_only=False)  # our own file
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["schedule"])
@@ -168,8 +189,15 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         hist, best_state = ck["history"], ck["best_state"]
         start, seconds_before = ck["epoch"] + 1, hist.seconds
     t0 = time.perf_counter() - seconds_before
-    bar = tqdm(range(start, epochs), desc=desc, unit="ep", disable=not progress, leave=False,
-               initial=start, total=epochs)
+    bar = tqdm(
+        range(start, epochs),
+        desc=desc,
+        unit="ep",
+        disable=not progress,
+        leave=False,
+        initial=start,
+        total=epochs,
+    )
     for ep in bar:
         if on_epoch_start is not None:
             on_epoch_start(ep)
@@ -177,7 +205,7 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         perm = torch.randperm(len(x), generator=gen).to(x.device)
         tot, hits, seen = 0.0, 0, 0
         for i in range(0, len(x), batch):
-            idx = perm[i:i + batch]
+            idx = perm[i : i + batch]
             xb, yb = x[idx], y[idx]
             if augment:
                 xb = random_shift(xb, gen, max_shift=max_shift, prob=float(augment))
@@ -187,8 +215,9 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
                 with torch.no_grad():
                     soft = torch.softmax(teacher(xb) / kd_temperature, dim=1)
                 kd = torch.nn.functional.kl_div(
-                    torch.log_softmax(out / kd_temperature, dim=1), soft, reduction="batchmean")
-                loss = (1 - kd_alpha) * loss + kd_alpha * kd_temperature ** 2 * kd
+                    torch.log_softmax(out / kd_temperature, dim=1), soft, reduction="batchmean"
+                )
+                loss = (1 - kd_alpha) * loss + kd_alpha * kd_temperature**2 * kd
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -210,18 +239,36 @@ def fit(model, train, val, *, epochs: int, lr: float, gen: torch.Generator, batc
         bar.set_postfix(loss=f"{tot / seen:.3f}", val=f"{val_acc:.3f}")
         if checkpoint is not None:
             hist.seconds = time.perf_counter() - t0
-            save_checkpoint(checkpoint, {
-                "epoch": ep, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                "schedule": sched.state_dict(), "generator": gen.get_state(), "history": hist,
-                "best_state": best_state})
+            save_checkpoint(
+                checkpoint,
+                {
+                    "epoch": ep,
+                    "model": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "schedule": sched.state_dict(),
+                    "generator": gen.get_state(),
+                    "history": hist,
+                    "best_state": best_state,
+                },
+            )
         if on_epoch_end is not None:
-            on_epoch_end({"desc": desc, "epoch": ep + 1, "epochs": epochs,
-                          "train_loss": tot / seen, "val_accuracy": val_acc,
-                          "seconds": time.perf_counter() - t0})
+            on_epoch_end(
+                {
+                    "desc": desc,
+                    "epoch": ep + 1,
+                    "epochs": epochs,
+                    "train_loss": tot / seen,
+                    "val_accuracy": val_acc,
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
         if progress and log_epochs:
-            bar.write(f"{desc}: epoch {ep + 1}/{epochs} loss {tot / seen:.4f} train "
-                      f"{100 * hits / seen:.2f}% val {100 * val_acc:.2f}% (val loss "
-                      f"{val_loss:.4f}) {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            bar.write(
+                f"{desc}: epoch {ep + 1}/{epochs} loss {tot / seen:.4f} train "
+                f"{100 * hits / seen:.2f}% val {100 * val_acc:.2f}% (val loss "
+                f"{val_loss:.4f}) {time.perf_counter() - t0:.0f} s",
+                file=sys.stderr,
+            )
     if select_best and best_state is not None:
         model.load_state_dict(best_state)
     hist.seconds = time.perf_counter() - t0
@@ -248,7 +295,7 @@ def recalibrate_batchnorm(model, x: torch.Tensor, batch: int = 256) -> None:
         m.reset_running_stats()
         m.momentum = None
     for i in range(0, len(x), batch):
-        model(x[i:i + batch])
-    for m, (mom, _) in zip(bns, saved):
+        model(x[i : i + batch])
+    for m, (mom, _) in zip(bns, saved, strict=True):
         m.momentum = mom
     model.train(was_training)

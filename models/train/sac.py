@@ -24,6 +24,7 @@ Two phases share one module:
 In eval mode the quantized module computes in float64 with integer-valued weights and data, so
 its scores equal the golden executor's on :meth:`SacNet.to_network` exactly.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -39,17 +40,17 @@ from models.numerics.sac import EMIN, OutputMode
 from models.train.ste import FloorSTE, Pow2STE
 
 
-@dataclass(frozen=True)      # a shared default instance: immutable
+@dataclass(frozen=True)  # a shared default instance: immutable
 class SacConfig:
     input_shape: tuple = (1, 8, 8)
-    s2d: int = 1                    # input reshaping factor (2 was less robust on 8x8 digits)
+    s2d: int = 1  # input reshaping factor (2 was less robust on 8x8 digits)
     widths: tuple = (32, 64, 64, 64)
-    groups: tuple = (1, 2, 4, 4)    # column-combining group size of each hidden layer
+    groups: tuple = (1, 2, 4, 4)  # column-combining group size of each hidden layer
     final_group: int = 2
     final_shift: bool = True
     classes: int = 10
-    act_percentile: float = 99.9    # calibration of the power-of-two activation scales
-    pools: tuple = ()               # hidden layers (0-based) followed by a 2x2 max pooling
+    act_percentile: float = 99.9  # calibration of the power-of-two activation scales
+    pools: tuple = ()  # hidden layers (0-based) followed by a 2x2 max pooling
     # index of the first 1x1 layer (len(widths) = the final one) that reads the whole remaining
     # map folded into channels by a SpaceToDepth (a dense layer on the flattened features, run
     # on the host); it and the layers after it have no shift. None: average pooling only.
@@ -90,7 +91,7 @@ def channel_shift(x: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
 
 def round_to_grid(b: torch.Tensor) -> torch.Tensor:
     """Bias on the 2^-6 grid of the accumulator (straight-through)."""
-    scale = 2.0 ** -EMIN
+    scale = 2.0**-EMIN
     return b + (torch.round(b * scale) / scale - b).detach()
 
 
@@ -111,7 +112,7 @@ def combine_mask(w: torch.Tensor, mask: torch.Tensor, group: int) -> torch.Tenso
 # Activation scales are calibrated on at most this many images (the first of the training set):
 # all 54,000 Fashion-MNIST training images would hold gigabytes of activations.
 CALIBRATION_IMAGES = 10_000
-QUANTILE_LIMIT = 1 << 24          # torch.quantile refuses larger inputs
+QUANTILE_LIMIT = 1 << 24  # torch.quantile refuses larger inputs
 
 
 def quantile(values: torch.Tensor, q: float) -> float:
@@ -153,14 +154,14 @@ class SacNet(nn.Module):
                 break
             f = cfg.widths[i]
             self.weights.append(nn.Parameter(torch.empty(f, c)))
-            nn.init.kaiming_uniform_(self.weights[-1], a=5 ** 0.5)
+            nn.init.kaiming_uniform_(self.weights[-1], a=5**0.5)
             self.bns.append(nn.BatchNorm1d(f))
             c = f
             if i in cfg.pools:
                 h, w = h // 2, w // 2
         self.pixels = h * w
         self.out_w = nn.Parameter(torch.empty(cfg.classes, c))
-        nn.init.kaiming_uniform_(self.out_w, a=5 ** 0.5)
+        nn.init.kaiming_uniform_(self.out_w, a=5**0.5)
         self.out_b = nn.Parameter(torch.zeros(cfg.classes))
         # quantized phase parameters (filled by quantize_from_float)
         self.quantized = False
@@ -173,7 +174,7 @@ class SacNet(nn.Module):
         # shift directions of the input of each 1x1 layer (None: no shift before it)
         self.directions = [None] + [shift_directions(k) for k in self.in_channels[1:-1]]
         self.directions.append(shift_directions(c) if cfg.final_shift else None)
-        if flat is not None:                  # a shift of a 1x1 map would only zero channels
+        if flat is not None:  # a shift of a 1x1 map would only zero channels
             self.directions[flat:] = [None] * (len(self.directions) - flat)
         self.shift_kernels = [None if d is None else shift_kernel(d) for d in self.directions]
 
@@ -202,7 +203,7 @@ class SacNet(nn.Module):
     # -- float twin ------------------------------------------------------------------------------
     def _forward_float(self, x, collect=None):
         x = space_to_depth(x, self.cfg.s2d)
-        for i, (w, bn) in enumerate(zip(self.weights, self.bns)):
+        for i, (w, bn) in enumerate(zip(self.weights, self.bns, strict=True)):
             z = self._pointwise(self._pre(x, i), w)
             n, f, h, wd = z.shape
             z = bn(z.reshape(n, f, h * wd)).reshape(n, f, h, wd)
@@ -221,7 +222,7 @@ class SacNet(nn.Module):
 
     def _forward_quant(self, x):
         exact = not self.training
-        if exact:          # float64: every value is an integer multiple of 2^-6 below 2^40
+        if exact:  # float64: every value is an integer multiple of 2^-6 below 2^40
             x = x.double()
         x = space_to_depth(x, self.cfg.s2d)
         last = len(self.in_channels) - 1
@@ -234,7 +235,7 @@ class SacNet(nn.Module):
                 x = torch.clamp(FloorSTE.apply(z), 0, 255)
                 if i in self.cfg.pools:
                     x = F.max_pool2d(x, 2)
-        scores = z.sum(dim=(2, 3))              # PixelSum, in units of 1 (= acc / 64)
+        scores = z.sum(dim=(2, 3))  # PixelSum, in units of 1 (= acc / 64)
         if exact:
             return scores
         return scores * self.log_tau.exp() / self.pixels
@@ -257,14 +258,13 @@ class SacNet(nn.Module):
         self.eval()
         acts = []
         self._forward_float(calib_x[:CALIBRATION_IMAGES], collect=acts)
-        scales = [1.0]                                # pixels are already integers
+        scales = [1.0]  # pixels are already integers
         for a in acts:
             positive = a.flatten()[a.flatten() > 0].float()
-            hi = (quantile(positive, self.cfg.act_percentile / 100) if positive.numel()
-                  else 1.0)
+            hi = quantile(positive, self.cfg.act_percentile / 100) if positive.numel() else 1.0
             scales.append(2.0 ** np.floor(np.log2(255.0 / max(hi, 1e-6))))
         new_w, new_b = [], []
-        for i, (w, bn) in enumerate(zip(self.weights, self.bns)):
+        for i, (w, bn) in enumerate(zip(self.weights, self.bns, strict=True)):
             s = bn.weight / torch.sqrt(bn.running_var + bn.eps)
             c = bn.bias - bn.running_mean * s
             new_w.append(w * s[:, None] * (scales[i + 1] / scales[i]))
@@ -275,7 +275,7 @@ class SacNet(nn.Module):
         kappa = 2.0 ** -np.ceil(np.log2(float(wl.abs().max())))
         new_w.append(wl * kappa)
         new_b.append(self.out_b * kappa)
-        for p, w in zip(self._all_weights(), new_w):
+        for p, w in zip(self._all_weights(), new_w, strict=True):
             p.copy_(w)
         self.biases = nn.ParameterList([nn.Parameter(b.clone()) for b in new_b])
         self.log_tau = nn.Parameter(torch.tensor(float(-np.log(kappa))))
@@ -296,7 +296,7 @@ class SacNet(nn.Module):
         c[floor((k+1) (len(c)-1) / n)] (1, 2, 4, 8 for G = 8 and 4 stages); masks only shrink."""
         groups = []
         with torch.no_grad():
-            for i, (w, target) in enumerate(zip(self._all_weights(), self.group_targets)):
+            for i, (w, target) in enumerate(zip(self._all_weights(), self.group_targets, strict=True)):
                 chain = self.group_chain(int(target))
                 g = chain[(stage + 1) * (len(chain) - 1) // n_stages]
                 if g > 1:
@@ -318,8 +318,8 @@ class SacNet(nn.Module):
         out = []
         for i, g in enumerate(self.group_targets):
             w, b = self.quantized_params(i)
-            w_int = torch.round(w.double() * 2.0 ** -EMIN).to(torch.int64).numpy()
-            b_int = torch.round(b.double() * 2.0 ** -EMIN).to(torch.int64).numpy()
+            w_int = torch.round(w.double() * 2.0**-EMIN).to(torch.int64).numpy()
+            b_int = torch.round(b.double() * 2.0**-EMIN).to(torch.int64).numpy()
             out.append((w_int.astype(np.int32), b_int, g))
         return out
 
@@ -335,15 +335,18 @@ class SacNet(nn.Module):
                 layers.append(ir.SpaceToDepth(factor=self.flatten_factor, name=f"flatten{i}"))
             if self.directions[i] is not None:
                 layers.append(ir.ChannelShift(directions=self.directions[i], name=f"shift{i}"))
-            layers.append(ir.PointwiseConv(
-                weights=sac_num.combine_columns(w_int, g), bias=b_int,
-                mode=OutputMode.RAW if final else OutputMode.RELU_QUANT,
-                name="final" if final else f"conv{i}"))
+            layers.append(
+                ir.PointwiseConv(
+                    weights=sac_num.combine_columns(w_int, g),
+                    bias=b_int,
+                    mode=OutputMode.RAW if final else OutputMode.RELU_QUANT,
+                    name="final" if final else f"conv{i}",
+                )
+            )
             if i in self.cfg.pools:
                 layers.append(ir.MaxPool2d(name=f"pool{i}"))
         layers.append(ir.PixelSum())
-        return ir.Network(self.cfg.input_shape, "uint8", layers, name=name,
-                          meta={"family": "sac"})
+        return ir.Network(self.cfg.input_shape, "uint8", layers, name=name, meta={"family": "sac"})
 
     @torch.no_grad()
     def combining_stats(self) -> list:
@@ -353,15 +356,21 @@ class SacNet(nn.Module):
         for i, (w_int, _, g) in enumerate(self.integer_layers()):
             mask = self._mask(i)
             f, k = w_int.shape
-            stats.append({"layer": i, "shape": [f, k], "group": g,
-                          "removed_by_combining": float(1 - mask.sum() / mask.numel()),
-                          "nonzero_after_quantization": int((w_int != 0).sum()),
-                          "zero_fraction": float((w_int == 0).mean()),
-                          "columns": [k, -(-k // g)]})
+            stats.append(
+                {
+                    "layer": i,
+                    "shape": [f, k],
+                    "group": g,
+                    "removed_by_combining": float(1 - mask.sum() / mask.numel()),
+                    "nonzero_after_quantization": int((w_int != 0).sum()),
+                    "zero_fraction": float((w_int == 0).mean()),
+                    "columns": [k, -(-k // g)],
+                }
+            )
         return stats
 
     @classmethod
-    def from_network(cls, net: ir.Network) -> "SacNet":
+    def from_network(cls, net: ir.Network) -> SacNet:
         """The quantized eval model holding the integer parameters of a network of this
         architecture ([SpaceToDepth] PointwiseConv relu_quant [MaxPool], ([ChannelShift]
         PointwiseConv relu_quant [MaxPool])*, [SpaceToDepth to 1x1, (PointwiseConv relu_quant)*]
@@ -375,8 +384,12 @@ class SacNet(nn.Module):
         convs, dirs, pools = [], [], []
         pending, flat, flat_factor = None, None, None
         for layer in layers[:-1]:
-            if isinstance(layer, ir.MaxPool2d) and convs and pending is None \
-                    and (not pools or pools[-1] != len(convs) - 1):
+            if (
+                isinstance(layer, ir.MaxPool2d)
+                and convs
+                and pending is None
+                and (not pools or pools[-1] != len(convs) - 1)
+            ):
                 pools.append(len(convs) - 1)
             elif isinstance(layer, ir.SpaceToDepth) and convs and pending is None and flat is None:
                 flat, flat_factor = len(convs), int(layer.factor)
@@ -391,32 +404,45 @@ class SacNet(nn.Module):
             else:
                 raise ValueError(f"{net.name}: unexpected {layer.type_name} {layer.name!r}")
         end = len(convs) - 1 if flat is None else flat
-        if dirs[0] is not None or any(d is None for d in dirs[1:end]) or \
-                (flat is not None and any(d is not None for d in dirs[flat:])):
-            raise ValueError(f"{net.name}: expected shifts before every hidden layer but the first "
-                             f"(and none after a flattening SpaceToDepth)")
-        cfg = SacConfig(input_shape=tuple(net.input_shape), s2d=s2d,
-                        widths=tuple(c.weights.out_channels for c in convs[:-1]),
-                        groups=tuple(c.weights.group for c in convs[:-1]),
-                        final_group=convs[-1].weights.group, final_shift=dirs[-1] is not None,
-                        classes=convs[-1].weights.out_channels, pools=tuple(pools),
-                        flatten_at=flat)
+        if (
+            dirs[0] is not None
+            or any(d is None for d in dirs[1:end])
+            or (flat is not None and any(d is not None for d in dirs[flat:]))
+        ):
+            raise ValueError(
+                f"{net.name}: expected shifts before every hidden layer but the first "
+                f"(and none after a flattening SpaceToDepth)"
+            )
+        cfg = SacConfig(
+            input_shape=tuple(net.input_shape),
+            s2d=s2d,
+            widths=tuple(c.weights.out_channels for c in convs[:-1]),
+            groups=tuple(c.weights.group for c in convs[:-1]),
+            final_group=convs[-1].weights.group,
+            final_shift=dirs[-1] is not None,
+            classes=convs[-1].weights.out_channels,
+            pools=tuple(pools),
+            flatten_at=flat,
+        )
         if pools and pools[-1] == len(convs) - 1:
             raise ValueError(f"{net.name}: no max pooling after the final layer")
         model = cls(cfg)
         if flat is not None and model.flatten_factor != flat_factor:
-            raise ValueError(f"{net.name}: SpaceToDepth x{flat_factor} before layer {flat} does "
-                             f"not fold the whole map into channels")
+            raise ValueError(
+                f"{net.name}: SpaceToDepth x{flat_factor} before layer {flat} does "
+                f"not fold the whole map into channels"
+            )
         model.directions = list(dirs)
         model.shift_kernels = [None if d is None else shift_kernel(d) for d in dirs]
-        unit = 2.0 ** EMIN
+        unit = 2.0**EMIN
         with torch.no_grad():
-            for i, (p, conv) in enumerate(zip(model._all_weights(), convs)):
+            for i, (p, conv) in enumerate(zip(model._all_weights(), convs, strict=True)):
                 w = conv.dense().astype(np.float64)
                 p.copy_(torch.from_numpy(w * unit))
                 model._mask(i).copy_(torch.from_numpy((w != 0).astype(np.float32)))
-            model.biases = nn.ParameterList([nn.Parameter(torch.from_numpy(
-                c.bias.astype(np.float64) * unit)) for c in convs])
+            model.biases = nn.ParameterList(
+                [nn.Parameter(torch.from_numpy(c.bias.astype(np.float64) * unit)) for c in convs]
+            )
         model.quantized = True
         model.eval()
         return model

@@ -1,6 +1,7 @@
 """Straight-through estimators shared by the quantization-aware models (BNN, SAC CNN and the
 co-design search's super networks): the forward pass is the hardware's exact quantizer, the
 backward pass lets the gradient through (unchanged, or clipped for the sign)."""
+
 from __future__ import annotations
 
 import torch
@@ -26,11 +27,13 @@ class _IdentityGradient(torch.autograd.Function):
 
 class RoundSTE(_IdentityGradient):
     """torch.round (half to even) with an identity gradient."""
+
     quantize = staticmethod(torch.round)
 
 
 class FloorSTE(_IdentityGradient):
     """torch.floor with an identity gradient (the ReLU & quantize block drops fraction bits)."""
+
     quantize = staticmethod(torch.floor)
 
 

@@ -5,6 +5,7 @@ cards.
     net = zoo.load("sac_digits")          # golden network description (via the ONNX importer)
     card = zoo.card("sac_digits")         # accuracy, float baseline, training command, seed
 """
+
 from __future__ import annotations
 
 import json
@@ -33,4 +34,5 @@ def card(name: str) -> dict:
 def load(name: str):
     """The zoo model as a golden network description (models/ir.py)."""
     from models.onnx.importer import import_onnx
+
     return import_onnx(path(name))

@@ -15,6 +15,7 @@ network: program load, the plan's segments and host layers, outputs read back) a
   asks the golden executor (models.golden.run) for every layer's output and fpga.cycle_model /
   the interpreter for every instruction's retire cycle and activity.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,7 +37,7 @@ from tb.host_port import R_CTRL, R_DBUF, R_PBUF, R_TRACE, RtlDevice
 from tb.tlm.scoreboard import Scoreboard
 
 REGION_SHIFT = 28
-RUN_WRITES = (R_CTRL, R_DBUF, R_PBUF, R_TRACE)    # regions a run (or its counters) may change
+RUN_WRITES = (R_CTRL, R_DBUF, R_PBUF, R_TRACE)  # regions a run (or its counters) may change
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,13 @@ class BusWrite:
 @dataclass(frozen=True)
 class BusRead:
     addr: int
-    data: int = -1            # -1 in a request; the monitor fills it in
+    data: int = -1  # -1 in a request; the monitor fills it in
 
 
 @dataclass
 class ImageJob:
     """One image through a network compiled for the bench's array."""
+
     net: object
     image: np.ndarray
     label: str = ""
@@ -62,32 +64,36 @@ class ImageJob:
 @dataclass
 class ImageResult:
     label: str
-    outputs: object                             # layer index -> golden-format batch (dict or list)
-    ends: dict = field(default_factory=dict)    # segment start pc -> retire cycles (trace)
-    activity: list = field(default_factory=list)    # per segment, per instruction
+    outputs: object  # layer index -> golden-format batch (dict or list)
+    ends: dict = field(default_factory=dict)  # segment start pc -> retire cycles (trace)
+    activity: list = field(default_factory=list)  # per segment, per instruction
 
 
 def decode_commands(tdata: bytes):
     """The 64-bit command beats of a frame as (is_read, address, data) arrays."""
     beats = np.frombuffer(bytes(tdata), dtype="<u8")
-    return ((beats >> np.uint64(63)).astype(bool),
-            ((beats >> np.uint64(32)) & np.uint64(0x7FFFFFFF)).astype(np.int64),
-            (beats & np.uint64(0xFFFFFFFF)).astype(np.int64))
+    return (
+        (beats >> np.uint64(63)).astype(bool),
+        ((beats >> np.uint64(32)) & np.uint64(0x7FFFFFFF)).astype(np.int64),
+        (beats & np.uint64(0xFFFFFFFF)).astype(np.int64),
+    )
 
 
 class StreamMonitor:
     """Both AXI4-Stream ports, as bus transactions: callbacks get BusWrite and BusRead."""
 
     def __init__(self, dut, on_write, on_read, quiet: bool = True):
-        self.cmd = AxiStreamMonitor(AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk,
-                                    dut.aresetn, reset_active_level=False)
-        self.rsp = AxiStreamMonitor(AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk,
-                                    dut.aresetn, reset_active_level=False)
+        self.cmd = AxiStreamMonitor(
+            AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk, dut.aresetn, reset_active_level=False
+        )
+        self.rsp = AxiStreamMonitor(
+            AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk, dut.aresetn, reset_active_level=False
+        )
         if quiet:
             self.cmd.log.setLevel(logging.WARNING)
             self.rsp.log.setLevel(logging.WARNING)
         self.on_write, self.on_read = on_write, on_read
-        self.pending: deque = deque()           # addresses of read commands not answered yet
+        self.pending: deque = deque()  # addresses of read commands not answered yet
         self.writes = self.reads = 0
         self._tasks = []
 
@@ -103,7 +109,7 @@ class StreamMonitor:
         while True:
             frame = await self.cmd.recv()
             is_read, addr, data = decode_commands(frame.tdata)
-            for r, a, v in zip(is_read.tolist(), addr.tolist(), data.tolist()):
+            for r, a, v in zip(is_read.tolist(), addr.tolist(), data.tolist(), strict=True):
                 if r:
                     self.pending.append(a)
                 else:
@@ -134,7 +140,7 @@ class MemoryScoreboard:
     def write(self, t: BusWrite) -> None:
         region = t.addr >> REGION_SHIFT
         if region in (R_CTRL, R_TRACE):
-            return                               # not memory words the host owns
+            return  # not memory words the host owns
         self.shadow[t.addr] = t.data & 0xFF if region == R_DBUF else t.data
 
     def read(self, t: BusRead) -> None:
@@ -142,21 +148,21 @@ class MemoryScoreboard:
         if want is None:
             self.learned += 1
         elif want != t.data:
-            self.errors.append(f"read of 0x{t.addr:08x} returned 0x{t.data:08x}, last written "
-                               f"0x{want:08x}")
+            self.errors.append(f"read of 0x{t.addr:08x} returned 0x{t.data:08x}, last written 0x{want:08x}")
         else:
             self.checked += 1
 
     def forget_run(self) -> None:
-        self.shadow = {a: v for a, v in self.shadow.items()
-                       if (a >> REGION_SHIFT) not in RUN_WRITES}
+        self.shadow = {a: v for a, v in self.shadow.items() if (a >> REGION_SHIFT) not in RUN_WRITES}
 
     def check(self) -> int:
         if self.errors:
             raise AssertionError(f"{len(self.errors)} bus reads differ, first: {self.errors[0]}")
         if self.log is not None:
-            self.log.info(f"memory scoreboard: {self.checked} reads equal the last write, "
-                          f"{self.learned} reads of unwritten words")
+            self.log.info(
+                f"memory scoreboard: {self.checked} reads equal the last write, "
+                f"{self.learned} reads of unwritten words"
+            )
         return self.checked
 
 
@@ -165,10 +171,14 @@ def expected_image(job: ImageJob, prog: Program) -> ImageResult:
     cycles (fpga.cycle_model.program_timeline) and activity (the interpreter's golden count)."""
     ref = golden.run(job.net, job.image[None])
     model = interpret(prog, job.image[None])
-    ends = {s.start_pc: [st.end for st in program_timeline(
-        prog.instructions[s.start_pc:s.start_pc + s.n_instr], prog.config)] for s in prog.segments}
-    return ImageResult(job.label, ref.outputs, ends,
-                       [st.activity for st in model.segments])
+    ends = {
+        s.start_pc: [
+            st.end
+            for st in program_timeline(prog.instructions[s.start_pc : s.start_pc + s.n_instr], prog.config)
+        ]
+        for s in prog.segments
+    }
+    return ImageResult(job.label, ref.outputs, ends, [st.activity for st in model.segments])
 
 
 def compare_images(want: ImageResult, got: ImageResult) -> list[str]:
@@ -177,8 +187,7 @@ def compare_images(want: ImageResult, got: ImageResult) -> list[str]:
         bad = np.argwhere(out != want.outputs[i])
         if bad.size:
             at = tuple(bad[0])
-            diffs.append(f"{got.label}: layer {i} differs at {at}: got {out[at]}, "
-                         f"want {want.outputs[i][at]}")
+            diffs.append(f"{got.label}: layer {i} differs at {at}: got {out[at]}, want {want.outputs[i][at]}")
     if got.ends != want.ends:
         diffs.append(f"{got.label}: retire cycles {got.ends} != cycle model {want.ends}")
     if got.activity != want.activity:
@@ -207,8 +216,8 @@ class ImageDriver:
     def __init__(self, port: AxiPort, cfg: ArrayConfig):
         self.port = port
         self.cfg = cfg
-        self._loaded = None                     # (network, program) now in the memories
-        self._fresh = False                     # compiled, not loaded yet
+        self._loaded = None  # (network, program) now in the memories
+        self._fresh = False  # compiled, not loaded yet
 
     def program(self, job: ImageJob) -> Program:
         if self._loaded is None or self._loaded[0] is not job.net:
@@ -223,8 +232,7 @@ class ImageDriver:
             self._fresh = False
         device = RtlDevice(self.port, prog)
         res = await execute(prog, device, job.image[None])
-        return ImageResult(job.label, res.outputs, dict(device.ends),
-                           [st.activity for st in res.segments])
+        return ImageResult(job.label, res.outputs, dict(device.ends), [st.activity for st in res.segments])
 
 
 class AxiEnv:
@@ -250,7 +258,7 @@ class AxiEnv:
     async def read(self, items: list[BusRead]) -> list[BusRead]:
         data = await self.port.read_words([t.addr for t in items])
         self.sent_reads += len(items)
-        return [BusRead(t.addr, v) for t, v in zip(items, data)]
+        return [BusRead(t.addr, v) for t, v in zip(items, data, strict=True)]
 
     async def image(self, job: ImageJob) -> ImageResult:
         self.images.expect(expected_image(job, self.driver.program(job)))
@@ -262,6 +270,10 @@ class AxiEnv:
         """Let the monitors take the last beats, then the scoreboards' verdicts."""
         await ClockCycles(self.port.dut.aclk, 4)
         self.monitor.stop()
-        counts = {"images": self.images.check(), "reads checked": self.memory.check(),
-                  "writes seen": self.monitor.writes, "reads seen": self.monitor.reads}
+        counts = {
+            "images": self.images.check(),
+            "reads checked": self.memory.check(),
+            "writes seen": self.monitor.writes,
+            "reads seen": self.monitor.reads,
+        }
         return counts

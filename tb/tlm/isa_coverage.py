@@ -20,6 +20,7 @@ Cover points and crosses (under "isa."):
   in_code uint8 / pm1 (0/2 activations) / bit, out_code uint8 / bit / int, im2col_pad 0 / 1,
   chunked input layouts, in-place inputs, segments starting at pc 0 and later.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,40 +39,62 @@ def size_bin(n: int, most: int) -> str:
     return "1" if n == 1 else "max" if n == most else "mid"
 
 
-@CoverPoint("isa.opcode", xf=lambda op: op, bins=[Opcode.LOAD_WEIGHTS, Opcode.MATMUL, Opcode.HALT],
-            bins_labels=["LOAD_WEIGHTS", "MATMUL", "HALT"])
+@CoverPoint(
+    "isa.opcode",
+    xf=lambda op: op,
+    bins=[Opcode.LOAD_WEIGHTS, Opcode.MATMUL, Opcode.HALT],
+    bins_labels=["LOAD_WEIGHTS", "MATMUL", "HALT"],
+)
 def sample_opcode(op) -> None:
     pass
 
 
-@CoverPoint("isa.matmul.mode", xf=lambda m, rows, cols, most_r, most_c: int(m.mode),
-            bins=[0, 1, 2, 3], bins_labels=["relu_quant", "binary", "raw", "pixel_sum"])
-@CoverPoint("isa.matmul.shift", xf=lambda m, rows, cols, most_r, most_c: bool(m.shift_en),
-            bins=[False, True])
-@CoverPoint("isa.matmul.acc_in", xf=lambda m, rows, cols, most_r, most_c: bool(m.acc_in),
-            bins=[False, True])
-@CoverCross("isa.matmul.mode_shift_acc",
-            items=["isa.matmul.mode", "isa.matmul.shift", "isa.matmul.acc_in"])
+@CoverPoint(
+    "isa.matmul.mode",
+    xf=lambda m, rows, cols, most_r, most_c: int(m.mode),
+    bins=[0, 1, 2, 3],
+    bins_labels=["relu_quant", "binary", "raw", "pixel_sum"],
+)
+@CoverPoint("isa.matmul.shift", xf=lambda m, rows, cols, most_r, most_c: bool(m.shift_en), bins=[False, True])
+@CoverPoint("isa.matmul.acc_in", xf=lambda m, rows, cols, most_r, most_c: bool(m.acc_in), bins=[False, True])
+@CoverCross("isa.matmul.mode_shift_acc", items=["isa.matmul.mode", "isa.matmul.shift", "isa.matmul.acc_in"])
 @CoverPoint("isa.matmul.group", xf=lambda m, rows, cols, most_r, most_c: m.group, bins=GROUPS)
-@CoverPoint("isa.matmul.tile_rows", xf=lambda m, rows, cols, most_r, most_c: size_bin(rows, most_r),
-            bins=SIZES)
-@CoverPoint("isa.matmul.tile_cols", xf=lambda m, rows, cols, most_r, most_c: size_bin(cols, most_c),
-            bins=SIZES)
-@CoverPoint("isa.matmul.in_ch", xf=lambda m, rows, cols, most_r, most_c: m.in_ch > 0,
-            bins=[False, True], bins_labels=["0", ">0"])
-@CoverPoint("isa.matmul.out_ch", xf=lambda m, rows, cols, most_r, most_c: m.out_ch > 0,
-            bins=[False, True], bins_labels=["0", ">0"])
-@CoverPoint("isa.matmul.fill", xf=lambda m, rows, cols, most_r, most_c: (m.shift_en, m.fill > 0),
-            bins=[(True, False), (True, True)], bins_labels=["shift, fill 0", "shift, fill > 0"])
-@CoverPoint("isa.matmul.pixels", xf=lambda m, rows, cols, most_r, most_c: m.height * m.width > 1,
-            bins=[False, True], bins_labels=["1", ">1"])
+@CoverPoint(
+    "isa.matmul.tile_rows", xf=lambda m, rows, cols, most_r, most_c: size_bin(rows, most_r), bins=SIZES
+)
+@CoverPoint(
+    "isa.matmul.tile_cols", xf=lambda m, rows, cols, most_r, most_c: size_bin(cols, most_c), bins=SIZES
+)
+@CoverPoint(
+    "isa.matmul.in_ch",
+    xf=lambda m, rows, cols, most_r, most_c: m.in_ch > 0,
+    bins=[False, True],
+    bins_labels=["0", ">0"],
+)
+@CoverPoint(
+    "isa.matmul.out_ch",
+    xf=lambda m, rows, cols, most_r, most_c: m.out_ch > 0,
+    bins=[False, True],
+    bins_labels=["0", ">0"],
+)
+@CoverPoint(
+    "isa.matmul.fill",
+    xf=lambda m, rows, cols, most_r, most_c: (m.shift_en, m.fill > 0),
+    bins=[(True, False), (True, True)],
+    bins_labels=["shift, fill 0", "shift, fill > 0"],
+)
+@CoverPoint(
+    "isa.matmul.pixels",
+    xf=lambda m, rows, cols, most_r, most_c: m.height * m.width > 1,
+    bins=[False, True],
+    bins_labels=["1", ">1"],
+)
 def sample_matmul(m: Matmul, rows: int, cols: int, most_r: int, most_c: int) -> None:
     pass
 
 
 @CoverPoint("isa.weights.code", xf=lambda code, sign: code, bins=list(range(1, 8)))
-@CoverPoint("isa.weights.sign", xf=lambda code, sign: sign, bins=[0, 1],
-            bins_labels=["negative", "positive"])
+@CoverPoint("isa.weights.sign", xf=lambda code, sign: sign, bins=[0, 1], bins_labels=["negative", "positive"])
 @CoverCross("isa.weights.code_sign", items=["isa.weights.code", "isa.weights.sign"])
 def sample_weight(code: int, sign: int) -> None:
     pass
@@ -87,8 +110,12 @@ def sample_data(kind: str) -> None:
     pass
 
 
-@CoverPoint("isa.error", xf=lambda code: int(code), bins=[int(c) for c in ErrorCode if c],
-            bins_labels=[c.name for c in ErrorCode if c])
+@CoverPoint(
+    "isa.error",
+    xf=lambda code: int(code),
+    bins=[int(c) for c in ErrorCode if c],
+    bins_labels=[c.name for c in ErrorCode if c],
+)
 def sample_error(code) -> None:
     pass
 
@@ -108,7 +135,7 @@ def sample_wraps(net: ir.Network, image) -> None:
     model by the bench; this only finds out whether wrapping happened)."""
     x = np.asarray(image)[None]
     ref = golden.run(net, x)
-    for layer, xin in zip(net.layers, [x] + ref.outputs[:-1]):
+    for layer, xin in zip(net.layers, [x] + ref.outputs[:-1], strict=True):
         n, c = xin.shape[:2]
         if isinstance(layer, ir.PointwiseConv):
             # products alone (small: exact in int32), then the bias added in int64
@@ -126,13 +153,25 @@ def sample_wraps(net: ir.Network, image) -> None:
 
 @CoverPoint("lowering.in_code", xf=lambda lp, seg_start: lp.op.in_code, bins=["uint8", "pm1", "bit"])
 @CoverPoint("lowering.out_code", xf=lambda lp, seg_start: lp.op.out_code, bins=["uint8", "bit", "int"])
-@CoverPoint("lowering.im2col_pad", xf=lambda lp, seg_start: lp.op.im2col_pad, bins=[0, 1],
-            bins_labels=["3x3, pad 0", "3x3, pad 1"])
-@CoverPoint("lowering.chunked", xf=lambda lp, seg_start: lp.input.chunk > 0, bins=[False, True],
-            bins_labels=["one chunk", "chunked"])
+@CoverPoint(
+    "lowering.im2col_pad",
+    xf=lambda lp, seg_start: lp.op.im2col_pad,
+    bins=[0, 1],
+    bins_labels=["3x3, pad 0", "3x3, pad 1"],
+)
+@CoverPoint(
+    "lowering.chunked",
+    xf=lambda lp, seg_start: lp.input.chunk > 0,
+    bins=[False, True],
+    bins_labels=["one chunk", "chunked"],
+)
 @CoverPoint("lowering.in_place", xf=lambda lp, seg_start: lp.op.in_place, bins=[False, True])
-@CoverPoint("lowering.segment_start", xf=lambda lp, seg_start: seg_start > 0, bins=[False, True],
-            bins_labels=["pc 0", "pc > 0"])
+@CoverPoint(
+    "lowering.segment_start",
+    xf=lambda lp, seg_start: seg_start > 0,
+    bins=[False, True],
+    bins_labels=["pc 0", "pc > 0"],
+)
 def sample_layer(lp, seg_start: int) -> None:
     pass
 
@@ -149,13 +188,13 @@ def sample_program(prog, start_pc: int, n_instr: int) -> int:
     """Sample the instructions of one segment that ran; returns how many were sampled."""
     cfg = prog.config
     rows = cols = 0
-    for ins in prog.instructions[start_pc:start_pc + n_instr]:
+    for ins in prog.instructions[start_pc : start_pc + n_instr]:
         if isinstance(ins, LoadWeights):
             sample_opcode(Opcode.LOAD_WEIGHTS)
             rows, cols = ins.rows, ins.cols
-            tile = np.asarray(prog.wmem[ins.w_addr:ins.w_addr + ins.rows, :ins.cols])
+            tile = np.asarray(prog.wmem[ins.w_addr : ins.w_addr + ins.rows, : ins.cols])
             _, sign, code = decode_byte(tile.reshape(-1))
-            for c, s in set(zip(code.tolist(), sign.tolist())):
+            for c, s in set(zip(code.tolist(), sign.tolist(), strict=True)):
                 if 1 <= c <= 7:
                     sample_weight(c, s)
             if (code == 0).any():
@@ -183,9 +222,12 @@ def summary(exclude: tuple = ()) -> dict:
             continue
         detail = item.detailed_coverage
         missing = [str(b) for b, hits in detail.items() if hits < 1]
-        items[name] = {"hit": item.coverage, "size": item.size,
-                       "percent": 100.0 * item.coverage / item.size if item.size else 100.0,
-                       "missing": missing}
+        items[name] = {
+            "hit": item.coverage,
+            "size": item.size,
+            "percent": 100.0 * item.coverage / item.size if item.size else 100.0,
+            "missing": missing,
+        }
     hit = sum(i["hit"] for i in items.values())
     size = sum(i["size"] for i in items.values())
     return {"items": items, "hit": hit, "size": size, "percent": 100.0 * hit / size if size else 0.0}

@@ -9,6 +9,7 @@ exactly once per word; the monitor reports every `valid`; the scoreboard asks
 models.numerics.sac (apply_mode) for the result and holds the latency to the documented one:
 `valid` rises at the clock edge that takes bit 31 and stays high for that one cycle (word p of
 a burst: at edge 8p + 31, counting the edge that takes the burst's first bit as 0)."""
+
 from __future__ import annotations
 
 import math
@@ -25,13 +26,14 @@ from tb.bitserial import LaneStreams, pack_bits
 from tb.tlm.scoreboard import Scoreboard
 
 PERIOD_NS = 10
-LATENCY = 31                 # word p of a burst: valid from edge 8p + LATENCY
+LATENCY = 31  # word p of a burst: valid from edge 8p + LATENCY
 
 
 @dataclass(frozen=True)
 class AccWord:
     """Input transaction: the row's finished accumulator `acc` (int32), the initial value
     `init` (int32) presented when it completes, the output mode (0..3)."""
+
     acc: int
     init: int
     mode: int
@@ -41,6 +43,7 @@ class AccWord:
 class RowResult:
     """Output transaction: `raw` (int32), `result` (the output byte of modes 0 and 1), the
     rising edge after which `valid` was high (edges counted from the clock's start)."""
+
     raw: int
     result: int
     cycle: int
@@ -57,7 +60,7 @@ class ReluQuantDriver:
 
     def __init__(self, dut, rng: np.random.Generator):
         self.dut = dut
-        self.rng = rng                  # junk on `init` between words
+        self.rng = rng  # junk on `init` between words
         dut.phase.value = 0
         dut.mode.value = 0
         dut.init.value = 0
@@ -68,7 +71,7 @@ class ReluQuantDriver:
         d = self.dut
         acc = np.array([w.acc for w in words], dtype=np.int64)
         init = np.array([w.init for w in words], dtype=np.int64)
-        serial = (acc - init + 2 ** 31) % 2 ** 32 - 2 ** 31
+        serial = (acc - init + 2**31) % 2**32 - 2**31
         lanes = LaneStreams(serial, 0)
         await FallingEdge(d.clk)
         start = cycle_now()
@@ -80,7 +83,7 @@ class ReluQuantDriver:
             real = rem == 0 and 0 <= p < len(words)
             # the lane of word p shows bit 31 at phase (8p + 31) % 32; 0 completes no lane
             d.phase.value = c % 32 if real else 0
-            junk = int(self.rng.integers(-2 ** 31, 2 ** 31))
+            junk = int(self.rng.integers(-(2**31), 2**31))
             d.init.value = (words[p].init if real else junk) & 0xFFFFFFFF
             if real:
                 d.mode.value = words[p].mode
@@ -112,8 +115,7 @@ class ReluQuantMonitor:
             await ReadOnly()
             if str(d.valid.value) == "1":
                 self.seen += 1
-                self.callback(RowResult(d.raw.value.to_signed(), int(d.result.value),
-                                        cycle_now()))
+                self.callback(RowResult(d.raw.value.to_signed(), int(d.result.value), cycle_now()))
 
 
 def expected_result(word: AccWord, cycle: int) -> RowResult:
@@ -153,6 +155,7 @@ class ReluQuantEnv:
         def expect(start: int) -> None:
             for p, w in enumerate(words):
                 self.scoreboard.expect(expected_result(w, start + 8 * p + LATENCY))
+
         await self.driver.send(words, on_start=expect)
         self.sent += words
 

@@ -1,10 +1,11 @@
 """An in-order scoreboard: expected transactions come from a model of the input transactions
 (a golden model, never a second implementation), actual ones from a monitor; each actual one
 is compared with the oldest expected one by a comparison that returns the differences."""
+
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 
 class ScoreboardError(AssertionError):
@@ -14,7 +15,7 @@ class ScoreboardError(AssertionError):
 class Scoreboard:
     def __init__(self, name: str, compare: Callable[[object, object], list[str]], log=None):
         self.name = name
-        self.compare = compare           # (expected, actual) -> list of differences
+        self.compare = compare  # (expected, actual) -> list of differences
         self.expected: deque = deque()
         self.matched = 0
         self.errors: list[str] = []
@@ -32,8 +33,9 @@ class Scoreboard:
         want = self.expected.popleft()
         diffs = self.compare(want, actual)
         if diffs:
-            self.errors.append(f"{self.name}: transaction {self.matched + len(self.errors)}: "
-                               + "; ".join(diffs))
+            self.errors.append(
+                f"{self.name}: transaction {self.matched + len(self.errors)}: " + "; ".join(diffs)
+            )
         else:
             self.matched += 1
 
@@ -41,8 +43,10 @@ class Scoreboard:
         """Raise if anything differed or an expected transaction never came; return the number
         of matched transactions."""
         if self.expected:
-            self.errors.append(f"{self.name}: {len(self.expected)} expected transactions never "
-                               f"seen, first {self.expected[0]}")
+            self.errors.append(
+                f"{self.name}: {len(self.expected)} expected transactions never "
+                f"seen, first {self.expected[0]}"
+            )
         if self.errors:
             raise ScoreboardError(f"{len(self.errors)} scoreboard errors, first: {self.errors[0]}")
         if self.log is not None:

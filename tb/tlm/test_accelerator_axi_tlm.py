@@ -14,21 +14,31 @@ from tb.sim import SIMULATORS, run
 from tb.test_accelerator_axi import CONFIGS, random_writes
 from tb.tlm.axi import AxiEnv, BusRead, BusWrite, ImageJob, TrackedAxiPort
 
-SEED = 1414    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 1414  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 
 
 @cocotb.test()
 async def random_transactions(dut):
     from fpga.arch import ArrayConfig
+
     cfg = ArrayConfig.from_env()
     rng = seeded_rng(dut._log)
     port = await TrackedAxiPort.create(dut, cfg)
     env = AxiEnv(dut, port, cfg)
     env.start()
-    nets = [random_sac_network(rng, in_shape=(2 * cfg.cols + 1, 3, 3), widths=(cfg.rows + 1,),
-                               groups=(2, 1), shift=shift, final=final, classes=cfg.rows + 1,
-                               s2d=1)
-            for shift, final in ((True, "relu_quant"), (False, "pixel_sum"))]
+    nets = [
+        random_sac_network(
+            rng,
+            in_shape=(2 * cfg.cols + 1, 3, 3),
+            widths=(cfg.rows + 1,),
+            groups=(2, 1),
+            shift=shift,
+            final=final,
+            classes=cfg.rows + 1,
+            s2d=1,
+        )
+        for shift, final in ((True, "relu_quant"), (False, "pixel_sum"))
+    ]
     nets.append(random_bnn_network(rng))
     for step in range(6):
         writes = [BusWrite(a, v) for a, v, _ in random_writes(rng, cfg, int(rng.integers(1, 200)))]
@@ -43,13 +53,17 @@ async def random_transactions(dut):
         await env.read(again + again)
     counts = await env.check()
     assert counts["images"] == 6
-    assert counts["writes seen"] == port.words_written and counts["reads seen"] == port.words_read, \
-        (counts, port.words_written, port.words_read)
+    assert counts["writes seen"] == port.words_written and counts["reads seen"] == port.words_read, (
+        counts,
+        port.words_written,
+        port.words_read,
+    )
     dut._log.info(f"transactions: {counts}")
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_accelerator_axi_tlm(sim):
     cfg, _ = CONFIGS[sim]
-    run("accelerator_axi", "tb.tlm.test_accelerator_axi_tlm", sim, cfg.hdl_parameters(),
-        seed=bench_seed(SEED))
+    run(
+        "accelerator_axi", "tb.tlm.test_accelerator_axi_tlm", sim, cfg.hdl_parameters(), seed=bench_seed(SEED)
+    )

@@ -16,6 +16,7 @@ TB_COVERAGE_PROGRAMS sets the most programs (`make test`: a smoke of 3; `make co
 stopping early once every program bin is hit); with TB_COVERAGE_OUT set, the covergroups are
 written there as functional.xml and functional.yml (cocotb-coverage's formats) plus
 functional.json (the table scripts/coverage.py prints)."""
+
 import dataclasses
 import json
 import os
@@ -40,7 +41,7 @@ from tb.sim import SIMULATORS, run
 from tb.test_accelerator import CONFIGS, run_and_check
 from tb.tlm import isa_coverage as cov
 
-SEED = 8128    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+SEED = 8128  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 FINALS = ("relu_quant", "binary", "raw", "pixel_sum")
 
 
@@ -55,8 +56,11 @@ def random_program_spec(rng, cfg: ArrayConfig, i: int) -> dict:
         "channels": int(rng.integers(1, 3 * cfg.cols + 2)),
         # every other round of the 8 (mode, shift) pairs: hidden width past COLS x group, so
         # the final layer takes several channel tiles (acc_in)
-        "width": (4 * cfg.cols + 1 if (i // 8) % 2 else
-                  int(rng.choice([1, cfg.rows // 2 + 1, cfg.rows, cfg.rows + 1, 2 * cfg.rows + 1]))),
+        "width": (
+            4 * cfg.cols + 1
+            if (i // 8) % 2
+            else int(rng.choice([1, cfg.rows // 2 + 1, cfg.rows, cfg.rows + 1, 2 * cfg.rows + 1]))
+        ),
         "classes": int(rng.choice([1, cfg.rows // 2 + 1, cfg.rows, cfg.rows + 2])),
         "frame": (int(rng.choice([1, 2, 3])), int(rng.choice([1, 2, 4]))),
         "zeros": float(rng.choice([0.0, 0.5, 1.0], p=[0.3, 0.5, 0.2])),
@@ -73,8 +77,9 @@ def shift_everywhere(rng, net, fill: int):
         if isinstance(layer, ir.ChannelShift):
             layer = ir.ChannelShift(directions=layer.directions, fill=fill)
         if isinstance(layer, ir.PointwiseConv) and layer.name == "final":
-            layers.append(ir.ChannelShift(
-                directions=rng.integers(0, 9, size=layer.weights.in_channels), fill=fill))
+            layers.append(
+                ir.ChannelShift(directions=rng.integers(0, 9, size=layer.weights.in_channels), fill=fill)
+            )
         layers.append(layer)
     return ir.Network(net.input_shape, "uint8", layers, name="random_sac_shifted")
 
@@ -105,15 +110,26 @@ def malformed_programs(cfg: ArrayConfig) -> dict:
         ErrorCode.BAD_TILE: [encode(LoadWeights(rows=cfg.rows + 1, cols=1)), halt],
         ErrorCode.WEIGHT_RANGE: [encode(LoadWeights(rows=2, cols=1, w_addr=cfg.wdepth - 1)), halt],
         ErrorCode.NO_WEIGHTS: [encode(mm), halt],
-        ErrorCode.BAD_SHAPE: [encode(lw), encode(Matmul(height=0, width=2, in_addr=0,
-                                                         out_addr=8, out_ch=1)), halt],
-        ErrorCode.DBUF_RANGE: [encode(lw), encode(Matmul(height=2, width=2, in_addr=0,
-                                                          out_addr=cfg.ddepth - 1, out_ch=1)), halt],
-        ErrorCode.PBUF_RANGE: [encode(lw), encode(Matmul(height=2, width=2, in_addr=0,
-                                                          out_addr=cfg.pdepth - 1,
-                                                          mode=OutputMode.RAW)), halt],
-        ErrorCode.OVERLAP: [encode(lw), encode(Matmul(height=2, width=2, in_addr=0, out_addr=2,
-                                                       out_ch=0)), halt],
+        ErrorCode.BAD_SHAPE: [
+            encode(lw),
+            encode(Matmul(height=0, width=2, in_addr=0, out_addr=8, out_ch=1)),
+            halt,
+        ],
+        ErrorCode.DBUF_RANGE: [
+            encode(lw),
+            encode(Matmul(height=2, width=2, in_addr=0, out_addr=cfg.ddepth - 1, out_ch=1)),
+            halt,
+        ],
+        ErrorCode.PBUF_RANGE: [
+            encode(lw),
+            encode(Matmul(height=2, width=2, in_addr=0, out_addr=cfg.pdepth - 1, mode=OutputMode.RAW)),
+            halt,
+        ],
+        ErrorCode.OVERLAP: [
+            encode(lw),
+            encode(Matmul(height=2, width=2, in_addr=0, out_addr=2, out_ch=0)),
+            halt,
+        ],
         ErrorCode.PC_OVERFLOW: [encode(lw)] * cfg.imem_depth,
     }
 
@@ -130,29 +146,44 @@ async def constrained_random_programs(dut):
     for i in range(n_programs):
         bins = cov.summary(exclude=("isa.error",))
         if i >= 8 and bins["hit"] == bins["size"]:
-            break                                   # every bin closed (errors come below)
-        if i % 4 == 3:                              # a BNN lowered onto the array
-            spec = {"bnn": True, "padding": int(rng.integers(2)),
-                    "channels": (int(rng.integers(2, 11)), int(rng.integers(2, 11))),
-                    "zeros": 0.2}
-            side = 6 if spec["padding"] else 10         # pad 0 shrinks each 3x3 conv
-            net = random_bnn_network(rng, in_shape=(1, side, side), channels=spec["channels"],
-                                     hidden=int(rng.integers(3, 12)), padding=spec["padding"])
+            break  # every bin closed (errors come below)
+        if i % 4 == 3:  # a BNN lowered onto the array
+            spec = {
+                "bnn": True,
+                "padding": int(rng.integers(2)),
+                "channels": (int(rng.integers(2, 11)), int(rng.integers(2, 11))),
+                "zeros": 0.2,
+            }
+            side = 6 if spec["padding"] else 10  # pad 0 shrinks each 3x3 conv
+            net = random_bnn_network(
+                rng,
+                in_shape=(1, side, side),
+                channels=spec["channels"],
+                hidden=int(rng.integers(3, 12)),
+                padding=spec["padding"],
+            )
         else:
-            k = i - i // 4                                      # SAC programs count 0, 1, 2..
+            k = i - i // 4  # SAC programs count 0, 1, 2..
             spec = random_program_spec(rng, cfg, k)
             c = spec["channels"]
-            net = random_sac_network(rng, in_shape=(c, *spec["frame"]), widths=(spec["width"],),
-                                     groups=spec["groups"], shift=spec["shift"],
-                                     final=spec["final"], classes=spec["classes"], s2d=1)
+            net = random_sac_network(
+                rng,
+                in_shape=(c, *spec["frame"]),
+                widths=(spec["width"],),
+                groups=spec["groups"],
+                shift=spec["shift"],
+                final=spec["final"],
+                classes=spec["classes"],
+                s2d=1,
+            )
             if spec["shift"]:
                 net = shift_everywhere(rng, net, spec["fill"])
-            if k % 3 == 2:                     # int32 wrap-around in the accumulators
+            if k % 3 == 2:  # int32 wrap-around in the accumulators
                 spec["bias"] = "int32 extremes"
                 net = extreme_biases(net)
         try:
             prog = compile_network(net, cfg)
-        except (ValueError, IsaError) as e:        # does not fit this array's memories
+        except (ValueError, IsaError) as e:  # does not fit this array's memories
             skipped += 1
             dut._log.info(f"program {i}: {spec} does not compile for {cfg}: {e}")
             continue
@@ -181,9 +212,11 @@ async def constrained_random_programs(dut):
             assert st["pc"] == want.index, (code.name, st, want.index)
         cov.sample_error(ErrorCode(st["error_code"]))
     summary = cov.summary()
-    dut._log.info(f"{ran} programs ran ({skipped} did not fit), {instructions} instructions "
-                  f"sampled; functional coverage {summary['hit']}/{summary['size']} bins "
-                  f"({summary['percent']:.1f} %)")
+    dut._log.info(
+        f"{ran} programs ran ({skipped} did not fit), {instructions} instructions "
+        f"sampled; functional coverage {summary['hit']}/{summary['size']} bins "
+        f"({summary['percent']:.1f} %)"
+    )
     for name, item in summary["items"].items():
         if item["missing"]:
             dut._log.info(f"  {name}: missing {item['missing']}")
@@ -193,9 +226,21 @@ async def constrained_random_programs(dut):
         out.mkdir(parents=True, exist_ok=True)
         xml, yaml = out / "functional.xml", out / "functional.yml"
         cov.export(str(xml), str(yaml))
-        write_text_atomic(out / "functional.json", json.dumps(
-            {**summary, "seed": simulation_seed(), "programs": ran, "skipped": skipped,
-             "instructions": instructions, "xml": str(xml), "yaml": str(yaml)}, indent=1))
+        write_text_atomic(
+            out / "functional.json",
+            json.dumps(
+                {
+                    **summary,
+                    "seed": simulation_seed(),
+                    "programs": ran,
+                    "skipped": skipped,
+                    "instructions": instructions,
+                    "xml": str(xml),
+                    "yaml": str(yaml),
+                },
+                indent=1,
+            ),
+        )
     assert ran >= 1 and skipped <= ran, f"{ran} programs ran, {skipped} did not compile"
 
 
@@ -204,5 +249,11 @@ async def constrained_random_programs(dut):
 def test_isa_coverage(sim):
     cfg = CONFIGS["8x8" if sim == "verilator" else "4x3"]
     env = {} if sim == "verilator" else {"TB_COVERAGE_PROGRAMS": "1"}
-    run("accelerator", "tb.tlm.test_isa_coverage", sim, cfg.hdl_parameters(), extra_env=env,
-        seed=bench_seed(SEED))
+    run(
+        "accelerator",
+        "tb.tlm.test_isa_coverage",
+        sim,
+        cfg.hdl_parameters(),
+        extra_env=env,
+        seed=bench_seed(SEED),
+    )

@@ -13,9 +13,26 @@ from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 from tb.tlm.relu_quant import AccWord, ReluQuantEnv
 
-SEED = 2718    # the default seed (plus an offset per parameter set, if any); tb/seeds.py
-EDGES = [INT32_MIN, INT32_MIN + 1, -65, -64, -63, -1, 0, 1, 63, 64, 65, 16319, 16320, 16383,
-         16384, INT32_MAX - 1, INT32_MAX]
+SEED = 2718  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
+EDGES = [
+    INT32_MIN,
+    INT32_MIN + 1,
+    -65,
+    -64,
+    -63,
+    -1,
+    0,
+    1,
+    63,
+    64,
+    65,
+    16319,
+    16320,
+    16383,
+    16384,
+    INT32_MAX - 1,
+    INT32_MAX,
+]
 # one set bit at every position: the saturation test must look at every bit above the byte
 # (a mutant reading bits 29..14 instead of 30..14 passed words drawn at random)
 SINGLE_BITS = [1 << k for k in range(31)] + [-(1 << k) for k in range(32)]
@@ -25,11 +42,18 @@ def random_words(rng, n: int) -> list[AccWord]:
     words = []
     for _ in range(n):
         kind = int(rng.integers(3))
-        acc = (int(rng.choice(EDGES)) if kind == 0 else
-               int(rng.integers(-20000, 20000)) if kind == 1 else
-               int(rng.integers(INT32_MIN, INT32_MAX + 1)))
-        init = int(rng.choice([INT32_MIN, INT32_MAX, -1, 0])) if rng.random() < 0.2 else \
-            int(rng.integers(INT32_MIN, INT32_MAX + 1))
+        acc = (
+            int(rng.choice(EDGES))
+            if kind == 0
+            else int(rng.integers(-20000, 20000))
+            if kind == 1
+            else int(rng.integers(INT32_MIN, INT32_MAX + 1))
+        )
+        init = (
+            int(rng.choice([INT32_MIN, INT32_MAX, -1, 0]))
+            if rng.random() < 0.2
+            else int(rng.integers(INT32_MIN, INT32_MAX + 1))
+        )
         words.append(AccWord(acc, init, int(rng.integers(4))))
     return words
 
@@ -49,5 +73,10 @@ async def random_bursts(dut):
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_relu_quant_tlm(sim):
-    run("relu_quant", "tb.tlm.test_relu_quant_tlm", sim, {"LANES": 4, "ACC_BITS": 32, "SHIFT": 6},
-        seed=bench_seed(SEED))
+    run(
+        "relu_quant",
+        "tb.tlm.test_relu_quant_tlm",
+        sim,
+        {"LANES": 4, "ACC_BITS": 32, "SHIFT": 6},
+        seed=bench_seed(SEED),
+    )

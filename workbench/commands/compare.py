@@ -12,12 +12,13 @@ cannot be built, a simulation fails, runs past its wall-clock limit (--rtl-timeo
 stopped, the run ends with one line and exit status 3, and the simulator's log is kept next to
 DIR as DIR.rtl_failure.log. See README ("Your own model and data", "Exit status").
 """
+
 import argparse
 import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")     # before torch or the CPU kernels load
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch or the CPU kernels load
 
 from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ  # noqa: E402
 from safeio import OutputPathError, StagedDirectory, write_text_atomic  # noqa: E402
@@ -43,41 +44,70 @@ REPORT_FILES = ("report.json", "report.md", "layer_times.png", "fpga_cycles.png"
 
 
 def build_parser() -> ArgumentParser:
-    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                        epilog=__doc__.split("\n\n", 1)[1])
+    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--model", required=True, type=Path, help="ONNX file (BNN or SAC CNN)")
-    ap.add_argument("--data", default="digits",
-                    help="digits (embedded), a dataset path (MNIST/Fashion-MNIST IDX, "
-                         "CIFAR-10 batches, HEP-BNN CSV), or random[:SEED]")
-    ap.add_argument("--images", type=int_at_least("--images", 1), default=100,
-                    help="images through golden/GPU/FPGA model")
-    ap.add_argument("--rtl-images", type=int_at_least("--rtl-images", 0), default=2,
-                    help="of those, how many through the RTL")
-    ap.add_argument("--rtl-jobs", type=int_at_least("--rtl-jobs", 1), default=None, metavar="N",
-                    help="simulator processes the RTL images are sharded over (default: the "
-                         "number of cores); results are merged in image order")
-    ap.add_argument("--rtl-timeout", type=finite_float("--rtl-timeout", positive=True),
-                    default=None, metavar="SECONDS",
-                    help="wall-clock limit of one RTL shard (default: 5 min plus 10 times the "
-                         "cycle model's time estimate); past it the run ends with exit 3")
-    ap.add_argument("--address", default=None, metavar="ADDR",
-                    help="run the RTL shards as tasks on the Ray cluster at ADDR (host:port or "
-                         "auto); 'local' starts a Ray instance on this machine")
-    ap.add_argument("--sim", default="verilator", choices=["verilator", "icarus"],
-                    help="RTL simulator")
+    ap.add_argument(
+        "--data",
+        default="digits",
+        help="digits (embedded), a dataset path (MNIST/Fashion-MNIST IDX, "
+        "CIFAR-10 batches, HEP-BNN CSV), or random[:SEED]",
+    )
+    ap.add_argument(
+        "--images", type=int_at_least("--images", 1), default=100, help="images through golden/GPU/FPGA model"
+    )
+    ap.add_argument(
+        "--rtl-images",
+        type=int_at_least("--rtl-images", 0),
+        default=2,
+        help="of those, how many through the RTL",
+    )
+    ap.add_argument(
+        "--rtl-jobs",
+        type=int_at_least("--rtl-jobs", 1),
+        default=None,
+        metavar="N",
+        help="simulator processes the RTL images are sharded over (default: the "
+        "number of cores); results are merged in image order",
+    )
+    ap.add_argument(
+        "--rtl-timeout",
+        type=finite_float("--rtl-timeout", positive=True),
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock limit of one RTL shard (default: 5 min plus 10 times the "
+        "cycle model's time estimate); past it the run ends with exit 3",
+    )
+    ap.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="run the RTL shards as tasks on the Ray cluster at ADDR (host:port or "
+        "auto); 'local' starts a Ray instance on this machine",
+    )
+    ap.add_argument("--sim", default="verilator", choices=["verilator", "icarus"], help="RTL simulator")
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS")
-    ap.add_argument("--clock-mhz", default=170.0,
-                    type=finite_float("--clock-mhz", positive=True, at_least=MIN_CLOCK_MHZ,
-                                      at_most=MAX_CLOCK_MHZ),
-                    help="FPGA clock in MHz, the seed design's")
+    ap.add_argument(
+        "--clock-mhz",
+        default=170.0,
+        type=finite_float("--clock-mhz", positive=True, at_least=MIN_CLOCK_MHZ, at_most=MAX_CLOCK_MHZ),
+        help="FPGA clock in MHz, the seed design's",
+    )
     ap.add_argument("--batch", type=int_at_least("--batch", 1), default=64, help="GPU batch size")
-    ap.add_argument("--out", type=Path, default=Path("out/compare"), metavar="DIR",
-                    help="report directory (written as a whole)")
-    ap.add_argument("--force", action="store_true",
-                    help="replace an existing report directory DIR, one this command wrote and "
-                         "that holds nothing else")
-    ap.add_argument("--save-outputs", action="store_true",
-                    help="write DIR/outputs/{golden,gpu,fpga}.npy (final scores)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/compare"),
+        metavar="DIR",
+        help="report directory (written as a whole)",
+    )
+    ap.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing report directory DIR, one this command wrote and that holds nothing else",
+    )
+    ap.add_argument(
+        "--save-outputs", action="store_true", help="write DIR/outputs/{golden,gpu,fpga}.npy (final scores)"
+    )
     ap.add_argument("--inject-fault", choices=["gpu", "fpga"], help=argparse.SUPPRESS)
     return ap
 
@@ -93,15 +123,27 @@ def main(argv=None) -> int:
     from workbench.report import summary_lines, write_all
 
     args = build_parser().parse_args(argv)
-    opts = Options(model=args.model, data=args.data, images=args.images,
-                   rtl_images=args.rtl_images, sim=args.sim, array=args.array,
-                   clock_mhz=args.clock_mhz, batch=args.batch, out=args.out,
-                   save_outputs=args.save_outputs, inject_fault=args.inject_fault,
-                   rtl_jobs=args.rtl_jobs, address=args.address, rtl_timeout=args.rtl_timeout)
+    opts = Options(
+        model=args.model,
+        data=args.data,
+        images=args.images,
+        rtl_images=args.rtl_images,
+        sim=args.sim,
+        array=args.array,
+        clock_mhz=args.clock_mhz,
+        batch=args.batch,
+        out=args.out,
+        save_outputs=args.save_outputs,
+        inject_fault=args.inject_fault,
+        rtl_jobs=args.rtl_jobs,
+        address=args.address,
+        rtl_timeout=args.rtl_timeout,
+    )
     try:
         check_options(opts)
-        with StagedDirectory(args.out, force=args.force, tool=PROG, legacy=REPORT_FILES,
-                             inputs=(args.model, args.data)) as staged:
+        with StagedDirectory(
+            args.out, force=args.force, tool=PROG, legacy=REPORT_FILES, inputs=(args.model, args.data)
+        ) as staged:
             opts.out = staged.path
             report, code = run(opts)
             print("\n".join(summary_lines(report)))
@@ -122,12 +164,12 @@ def main(argv=None) -> int:
     except CompareError as exc:
         print_error(PROG, str(exc))
         return 2
-    failure_log_path(args.out).unlink(missing_ok=True)     # an earlier failure's, now stale
-    print(f"\nreport: {args.out / files[1]} (and {', '.join(f for f in files if f != files[1])}"
-          f" in {args.out})")
+    failure_log_path(args.out).unlink(missing_ok=True)  # an earlier failure's, now stale
+    print(
+        f"\nreport: {args.out / files[1]} (and {', '.join(f for f in files if f != files[1])} in {args.out})"
+    )
     if code:
-        print("MISMATCH: a path differs from the golden model (see the table above)",
-              file=sys.stderr)
+        print("MISMATCH: a path differs from the golden model (see the table above)", file=sys.stderr)
     return code
 
 

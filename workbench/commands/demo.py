@@ -10,6 +10,7 @@ if any path differs from the golden model.
 With --fashion: the Fashion-MNIST zoo models (bnn_fashion, sac_fashion) on all 10,000 test
 images of the real Fashion-MNIST (Debian package dataset-fashion-mnist), 8 of them on the RTL.
 """
+
 import sys
 import time
 from pathlib import Path
@@ -27,21 +28,37 @@ FASHION_RUNS = [("bnn_fashion", "fashion", 10000, 8), ("sac_fashion", "fashion",
 
 @guarded("demo")
 def main(argv=None) -> int:
-    ap = ArgumentParser(prog="demo", description=__doc__.split("\n\n")[0],
-                        epilog=__doc__.split("\n\n", 1)[1])
-    ap.add_argument("--fashion", action="store_true",
-                    help="the Fashion-MNIST models on the 10,000 real test images instead")
+    ap = ArgumentParser(prog="demo", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument(
+        "--fashion",
+        action="store_true",
+        help="the Fashion-MNIST models on the 10,000 real test images instead",
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     codes, reports = [], []
-    for name, data, images, rtl_images in (FASHION_RUNS if args.fashion else RUNS):
+    for name, data, images, rtl_images in FASHION_RUNS if args.fashion else RUNS:
         out = ROOT / "out" / "demo" / name
         print(f"\n=== {name}: {zoo.path(name)} ===", flush=True)
         t1 = time.perf_counter()
-        codes.append(compare.main([
-            "--model", str(zoo.path(name)), "--data", data,
-            "--images", str(images), "--rtl-images", str(rtl_images), "--out", str(out),
-            "--save-outputs", "--force"]))
+        codes.append(
+            compare.main(
+                [
+                    "--model",
+                    str(zoo.path(name)),
+                    "--data",
+                    data,
+                    "--images",
+                    str(images),
+                    "--rtl-images",
+                    str(rtl_images),
+                    "--out",
+                    str(out),
+                    "--save-outputs",
+                    "--force",
+                ]
+            )
+        )
         if args.fashion:
             print(f"{name}: compare took {time.perf_counter() - t1:.0f} s", flush=True)
         reports.append(out / "report.md")

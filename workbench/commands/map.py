@@ -18,6 +18,7 @@ and nothing else; never the current directory or one above it, nor one that hold
 exit status: 0 ok, 2 bad usage or input (checked before any measuring), 3 a tool failed (the
 kernel compiler, writing the results).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ from pathlib import Path
 from workbench.commands.args import ArgumentParser, print_error
 
 PROG = "sacbench map"
-OUTPUTS = ("mapping.json", "heatmap.png")     # what a map directory holds
+OUTPUTS = ("mapping.json", "heatmap.png")  # what a map directory holds
 MAX_BATCH_EXP = 20
 
 
@@ -37,6 +38,7 @@ class UsageError(Exception):
 
 def int_at_least(flag: str, low: int, high: int | None = None):
     """An argparse type: an integer in low..high (high: no limit when None)."""
+
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -46,6 +48,7 @@ def int_at_least(flag: str, low: int, high: int | None = None):
             bound = f"at least {low}" if high is None else f"in {low}..{high}"
             raise argparse.ArgumentTypeError(f"{flag} must be {bound}, got {v}")
         return v
+
     return parse
 
 
@@ -54,39 +57,86 @@ def parser() -> ArgumentParser:
     from models.random_networks import SHAPES
 
     doc = __doc__.split("\n\n", 1)
-    ap = ArgumentParser(prog=PROG, description=doc[0], epilog=doc[1],
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--network", default="fashion", metavar="NAME|FILE.onnx",
-                    help=f"{' or '.join(SHAPES)} (HEP-BNN shapes with seeded random parameters) "
-                         "or a BNN as an ONNX file (default: %(default)s)")
-    ap.add_argument("--seed", type=int_at_least("--seed", 0), default=0,
-                    help="parameter seed of a named shape (default: %(default)s)")
-    ap.add_argument("--profile", default="measured", metavar="measured|FILE.json",
-                    help="measure the layers here, or a profile / mapping.json written earlier "
-                         "(default: %(default)s)")
-    ap.add_argument("--backend", default="auto", choices=("auto", "cupy", "emulation"),
-                    help="where GPU configurations are measured: auto = CuPy with a GPU, else the "
-                         "emulation (default: %(default)s)")
-    ap.add_argument("--batch-exp", type=int_at_least("--batch-exp", 0, MAX_BATCH_EXP), nargs=2,
-                    default=(0, 4), metavar=("BL", "BU"),
-                    help="batch sizes 2^BL .. 2^BU, HEP-BNN's bl and bu (default: 0 4, i.e. "
-                         "1..16 images per batch)")
-    ap.add_argument("--images", type=int_at_least("--images", 1), default=10_000,
-                    help="size of the data set the costs are for (default: %(default)s)")
-    ap.add_argument("--word-bits", type=int, default=32, choices=(32, 64),
-                    help="bits per packed word of binary tensors (default: %(default)s)")
-    ap.add_argument("--repeats", type=int_at_least("--repeats", 1), default=5,
-                    help="timed runs per measurement, median kept (default: %(default)s)")
-    ap.add_argument("--warmup", type=int_at_least("--warmup", 0), default=2,
-                    help="untimed runs before them (default: %(default)s)")
-    ap.add_argument("--threads", type=int_at_least("--threads", 1, KERNEL_MAX_THREADS),
-                    default=None,
-                    help=f"GPU threads per block, 1..{KERNEL_MAX_THREADS} (default: "
-                         f"{DEFAULT_THREADS})")
-    ap.add_argument("--out", type=Path, default=Path("out/map"), metavar="DIR",
-                    help="directory for mapping.json and heatmap.png (default: %(default)s)")
-    ap.add_argument("--force", action="store_true",
-                    help="replace --out when it holds an earlier mapping (and nothing else)")
+    ap = ArgumentParser(
+        prog=PROG, description=doc[0], epilog=doc[1], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--network",
+        default="fashion",
+        metavar="NAME|FILE.onnx",
+        help=f"{' or '.join(SHAPES)} (HEP-BNN shapes with seeded random parameters) "
+        "or a BNN as an ONNX file (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--seed",
+        type=int_at_least("--seed", 0),
+        default=0,
+        help="parameter seed of a named shape (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--profile",
+        default="measured",
+        metavar="measured|FILE.json",
+        help="measure the layers here, or a profile / mapping.json written earlier (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "cupy", "emulation"),
+        help="where GPU configurations are measured: auto = CuPy with a GPU, else the "
+        "emulation (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--batch-exp",
+        type=int_at_least("--batch-exp", 0, MAX_BATCH_EXP),
+        nargs=2,
+        default=(0, 4),
+        metavar=("BL", "BU"),
+        help="batch sizes 2^BL .. 2^BU, HEP-BNN's bl and bu (default: 0 4, i.e. 1..16 images per batch)",
+    )
+    ap.add_argument(
+        "--images",
+        type=int_at_least("--images", 1),
+        default=10_000,
+        help="size of the data set the costs are for (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--word-bits",
+        type=int,
+        default=32,
+        choices=(32, 64),
+        help="bits per packed word of binary tensors (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int_at_least("--repeats", 1),
+        default=5,
+        help="timed runs per measurement, median kept (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--warmup",
+        type=int_at_least("--warmup", 0),
+        default=2,
+        help="untimed runs before them (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int_at_least("--threads", 1, KERNEL_MAX_THREADS),
+        default=None,
+        help=f"GPU threads per block, 1..{KERNEL_MAX_THREADS} (default: {DEFAULT_THREADS})",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/map"),
+        metavar="DIR",
+        help="directory for mapping.json and heatmap.png (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out when it holds an earlier mapping (and nothing else)",
+    )
     return ap
 
 
@@ -97,21 +147,26 @@ def load_inputs(args):
     from models.random_networks import SHAPES, network_from_spec
 
     if args.batch_exp[0] > args.batch_exp[1]:
-        raise UsageError(f"--batch-exp {args.batch_exp[0]} {args.batch_exp[1]}: BL must not be "
-                         "larger than BU")
+        raise UsageError(
+            f"--batch-exp {args.batch_exp[0]} {args.batch_exp[1]}: BL must not be larger than BU"
+        )
     spec = Path(args.network)
     if args.network not in SHAPES and not spec.is_file():
         what = "is a directory" if spec.is_dir() else "is no such file"
-        raise UsageError(f"--network {args.network}: not a named shape ({', '.join(SHAPES)}) and "
-                         f"{what}")
+        raise UsageError(f"--network {args.network}: not a named shape ({', '.join(SHAPES)}) and {what}")
     try:
         net = network_from_spec(args.network, args.seed)
-    except (ValueError, GpuKernelError) as exc:     # the importer's errors are ValueErrors
+    except (ValueError, GpuKernelError) as exc:  # the importer's errors are ValueErrors
         raise UsageError(f"--network {args.network}: {exc}") from None
     if args.profile == "measured":
-        source = MeasuredProfile(backend=args.backend, word_bits=args.word_bits,
-                                 repeats=args.repeats, warmup=args.warmup,
-                                 threads=args.threads, progress=True)
+        source = MeasuredProfile(
+            backend=args.backend,
+            word_bits=args.word_bits,
+            repeats=args.repeats,
+            warmup=args.warmup,
+            threads=args.threads,
+            progress=True,
+        )
     else:
         try:
             source = JsonProfile(args.profile)
@@ -160,10 +215,11 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     from safeio import OutputPathError, StagedDirectory
 
-    staged = StagedDirectory(args.out, force=args.force, tool=PROG, legacy=OUTPUTS,
-                             inputs=(args.network, args.profile))
+    staged = StagedDirectory(
+        args.out, force=args.force, tool=PROG, legacy=OUTPUTS, inputs=(args.network, args.profile)
+    )
     try:
-        staged.check()                      # the output first: it is what a mistake costs most
+        staged.check()  # the output first: it is what a mistake costs most
         net, source = load_inputs(args)
         with staged:
             code, written, mapping = map_into(staged, net, source, args)
@@ -175,10 +231,13 @@ def main(argv=None) -> int:
     print(net.summary())
     print()
     from gpu_kernels.mapper_report import format_table
+
     print(format_table(mapping))
     names = ", ".join(p.name for p in written)
-    print(f"\nwrote {names} in {args.out}"
-          + ("" if len(written) == len(OUTPUTS) else " (no matplotlib: no heatmap)"))
+    print(
+        f"\nwrote {names} in {args.out}"
+        + ("" if len(written) == len(OUTPUTS) else " (no matplotlib: no heatmap)")
+    )
     return 0
 
 

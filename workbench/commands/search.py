@@ -24,6 +24,7 @@ found before any training; 3: a trial failed, or the Ray cluster's head was lost
 signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP): interrupted, Ray shut down, finished trials kept
 (the same command again resumes).
 """
+
 import argparse
 import shlex
 import sys
@@ -56,8 +57,7 @@ def _numbers(text: str, flag: str) -> list[float]:
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{flag} must be comma-separated numbers, got "
-                                         f"{text!r}") from None
+        raise argparse.ArgumentTypeError(f"{flag} must be comma-separated numbers, got {text!r}") from None
     if not values or any(v != v or v in (float("inf"), float("-inf")) for v in values):
         raise argparse.ArgumentTypeError(f"{flag} must be finite numbers, got {text!r}")
     return values
@@ -68,138 +68,258 @@ def _baselines(text: str) -> tuple:
     if names in ((), ("none",)):
         return ()
     from workbench.search.plan import BASELINES
+
     bad = [n for n in names if n not in BASELINES]
     if bad:
-        raise argparse.ArgumentTypeError(f"--baselines: unknown baseline {bad[0]!r} (choose "
-                                         f"from {', '.join(BASELINES)}, or none)")
+        raise argparse.ArgumentTypeError(
+            f"--baselines: unknown baseline {bad[0]!r} (choose from {', '.join(BASELINES)}, or none)"
+        )
     return names
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = ArgumentParser(prog="sacbench search", description=__doc__.split("\n\n")[0],
-                        epilog=__doc__.split("\n\n", 1)[1])
+    ap = ArgumentParser(
+        prog="sacbench search", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1]
+    )
     ap.add_argument("--family", choices=sorted(FAMILIES), default="sac")
     ap.add_argument("--cost", choices=COSTS, default="cycles", help="the budgeted cost")
-    ap.add_argument("--budgets", required=True, type=lambda t: _numbers(t, "--budgets"),
-                    help="comma-separated budgets in the cost's unit (e.g. 12000,20000 cycles)")
-    ap.add_argument("--lambdas", default=[1.0], type=lambda t: _numbers(t, "--lambdas"),
-                    help="comma-separated weights of the budget penalty "
-                         "lambda * max(0, C - budget) / budget (default 1)")
-    ap.add_argument("--seeds", type=int_at_least("--seeds", 1, 1000), default=1,
-                    help="N seeds per (budget, lambda): K..K+N-1 with K = --first-seed")
-    ap.add_argument("--first-seed", type=int_at_least("--first-seed", 0, SEED_MAX), default=0,
-                    help="the first seed (more seeds of a sweep into a new --out)")
+    ap.add_argument(
+        "--budgets",
+        required=True,
+        type=lambda t: _numbers(t, "--budgets"),
+        help="comma-separated budgets in the cost's unit (e.g. 12000,20000 cycles)",
+    )
+    ap.add_argument(
+        "--lambdas",
+        default=[1.0],
+        type=lambda t: _numbers(t, "--lambdas"),
+        help="comma-separated weights of the budget penalty lambda * max(0, C - budget) / budget (default 1)",
+    )
+    ap.add_argument(
+        "--seeds",
+        type=int_at_least("--seeds", 1, 1000),
+        default=1,
+        help="N seeds per (budget, lambda): K..K+N-1 with K = --first-seed",
+    )
+    ap.add_argument(
+        "--first-seed",
+        type=int_at_least("--first-seed", 0, SEED_MAX),
+        default=0,
+        help="the first seed (more seeds of a sweep into a new --out)",
+    )
     ap.add_argument("--data", default="digits", help="digits, fashion or a dataset path")
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS for cycles and energy")
-    ap.add_argument("--clock-mhz", default=170.0,
-                    type=finite_float("--clock-mhz", at_least=MIN_CLOCK_MHZ, at_most=MAX_CLOCK_MHZ),
-                    help="for latency_ms")
-    ap.add_argument("--processors", type=int_at_least("--processors", 1, 4096), default=2,
-                    help="for the parallel cost")
-    ap.add_argument("--gpu-profile", default=None,
-                    help="reference GPU profile JSON for the gpu cost (sacbench map --out)")
-    ap.add_argument("--epochs", type=int_at_least("--epochs", 1, MAX_EPOCHS), default=20,
-                    help="super-network epochs per trial")
-    ap.add_argument("--warmup-epochs", type=int_at_least("--warmup-epochs", 0, MAX_EPOCHS),
-                    default=3,
-                    help="first epochs train the weights only")
-    ap.add_argument("--final-epochs", type=int_at_least("--final-epochs", 1, MAX_EPOCHS),
-                    default=None,
-                    help="QAT epochs of the final model (default: the zoo recipe's)")
-    ap.add_argument("--final-float-epochs", default=None,
-                    type=int_at_least("--final-float-epochs", 1, MAX_EPOCHS),
-                    help="float-twin epochs of the final model (default: the zoo recipe's)")
-    ap.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
-                    help="weights' optimizer (sgd: the paper's, momentum 0.9, weight decay 1e-4)")
-    ap.add_argument("--lr", type=finite_float("--lr", positive=True, at_most=MAX_LR), default=None,
-                    help="weights' learning rate (adam 0.01, sgd 0.05)")
-    ap.add_argument("--gate-lr", type=finite_float("--gate-lr", positive=True, at_most=100.0),
-                    default=0.1,
-                    help="gate logits' learning rate (SGD, momentum 0.9)")
-    ap.add_argument("--gate-clip-final", default=8.0,
-                    type=finite_float("--gate-clip-final", at_least=0.0, at_most=100.0),
-                    help="the limit of the gate logits grows linearly to this by the last "
-                         "epoch, so the gates settle on one architecture (0: stays --gate-clip)")
-    ap.add_argument("--settle-epochs", type=int_at_least("--settle-epochs", 0, MAX_EPOCHS),
-                    default=2, help="weight-only epochs on the returned architecture, the gates "
-                                    "fixed on it, that end the super network's training")
-    ap.add_argument("--penalty", choices=("hinge", "abs"), default="hinge",
-                    help="the budget penalty: max(0, C - budget) (the paper's) or |C - budget| "
-                         "(the BSN authors' code: spend the budget)")
-    ap.add_argument("--gate-entropy", default=0.0,
-                    type=finite_float("--gate-entropy", at_least=0.0, at_most=100.0),
-                    help="weight of the gates' entropy in the last third of the gated epochs "
-                         "(pushes them to 0/1; measured to make digits searches worse)")
-    ap.add_argument("--no-projection", dest="project", action="store_false",
-                    help="return the gates' own architecture even when it is over the budget "
-                         "(by default the least confident gates are flipped until it fits)")
-    ap.add_argument("--gate-clip", type=finite_float("--gate-clip", at_least=0.0, at_most=100.0),
-                    default=3.0,
-                    help="keep gate logits in [-c, c] (0: no limit)")
-    ap.add_argument("--layers", type=int_at_least("--layers", 1, 64), default=None,
-                    help="super network: hidden layers")
-    ap.add_argument("--width", type=int_at_least("--width", 1, MAX_WIDTH), default=None,
-                    help="super network: most channels")
-    ap.add_argument("--space", choices=("default", "zoo"), default="default",
-                    help="zoo: the super network has the skeleton of the family's zoo model "
-                         "for --data (its widths as the most, its poolings and flattening)")
-    ap.add_argument("--binary-supernet", action="store_true",
-                    help="bnn: train the super network binarized (sign activations, +-1 "
-                         "weights) instead of as its float twin")
-    ap.add_argument("--min-channels", default=None,
-                    help="bnn: channels of each conv block that are always on, comma-separated "
-                         "(e.g. 64,8 keeps the first convolution whole; default one block of 8)")
-    ap.add_argument("--hidden", type=int_at_least("--hidden", 1, 16 * MAX_WIDTH), default=None,
-                    help="bnn: the widest hidden dense layer, a multiple of 32 (default the "
-                         "zoo's 256)")
+    ap.add_argument(
+        "--clock-mhz",
+        default=170.0,
+        type=finite_float("--clock-mhz", at_least=MIN_CLOCK_MHZ, at_most=MAX_CLOCK_MHZ),
+        help="for latency_ms",
+    )
+    ap.add_argument(
+        "--processors", type=int_at_least("--processors", 1, 4096), default=2, help="for the parallel cost"
+    )
+    ap.add_argument(
+        "--gpu-profile", default=None, help="reference GPU profile JSON for the gpu cost (sacbench map --out)"
+    )
+    ap.add_argument(
+        "--epochs",
+        type=int_at_least("--epochs", 1, MAX_EPOCHS),
+        default=20,
+        help="super-network epochs per trial",
+    )
+    ap.add_argument(
+        "--warmup-epochs",
+        type=int_at_least("--warmup-epochs", 0, MAX_EPOCHS),
+        default=3,
+        help="first epochs train the weights only",
+    )
+    ap.add_argument(
+        "--final-epochs",
+        type=int_at_least("--final-epochs", 1, MAX_EPOCHS),
+        default=None,
+        help="QAT epochs of the final model (default: the zoo recipe's)",
+    )
+    ap.add_argument(
+        "--final-float-epochs",
+        default=None,
+        type=int_at_least("--final-float-epochs", 1, MAX_EPOCHS),
+        help="float-twin epochs of the final model (default: the zoo recipe's)",
+    )
+    ap.add_argument(
+        "--optimizer",
+        choices=("adam", "sgd"),
+        default="adam",
+        help="weights' optimizer (sgd: the paper's, momentum 0.9, weight decay 1e-4)",
+    )
+    ap.add_argument(
+        "--lr",
+        type=finite_float("--lr", positive=True, at_most=MAX_LR),
+        default=None,
+        help="weights' learning rate (adam 0.01, sgd 0.05)",
+    )
+    ap.add_argument(
+        "--gate-lr",
+        type=finite_float("--gate-lr", positive=True, at_most=100.0),
+        default=0.1,
+        help="gate logits' learning rate (SGD, momentum 0.9)",
+    )
+    ap.add_argument(
+        "--gate-clip-final",
+        default=8.0,
+        type=finite_float("--gate-clip-final", at_least=0.0, at_most=100.0),
+        help="the limit of the gate logits grows linearly to this by the last "
+        "epoch, so the gates settle on one architecture (0: stays --gate-clip)",
+    )
+    ap.add_argument(
+        "--settle-epochs",
+        type=int_at_least("--settle-epochs", 0, MAX_EPOCHS),
+        default=2,
+        help="weight-only epochs on the returned architecture, the gates "
+        "fixed on it, that end the super network's training",
+    )
+    ap.add_argument(
+        "--penalty",
+        choices=("hinge", "abs"),
+        default="hinge",
+        help="the budget penalty: max(0, C - budget) (the paper's) or |C - budget| "
+        "(the BSN authors' code: spend the budget)",
+    )
+    ap.add_argument(
+        "--gate-entropy",
+        default=0.0,
+        type=finite_float("--gate-entropy", at_least=0.0, at_most=100.0),
+        help="weight of the gates' entropy in the last third of the gated epochs "
+        "(pushes them to 0/1; measured to make digits searches worse)",
+    )
+    ap.add_argument(
+        "--no-projection",
+        dest="project",
+        action="store_false",
+        help="return the gates' own architecture even when it is over the budget "
+        "(by default the least confident gates are flipped until it fits)",
+    )
+    ap.add_argument(
+        "--gate-clip",
+        type=finite_float("--gate-clip", at_least=0.0, at_most=100.0),
+        default=3.0,
+        help="keep gate logits in [-c, c] (0: no limit)",
+    )
+    ap.add_argument(
+        "--layers", type=int_at_least("--layers", 1, 64), default=None, help="super network: hidden layers"
+    )
+    ap.add_argument(
+        "--width",
+        type=int_at_least("--width", 1, MAX_WIDTH),
+        default=None,
+        help="super network: most channels",
+    )
+    ap.add_argument(
+        "--space",
+        choices=("default", "zoo"),
+        default="default",
+        help="zoo: the super network has the skeleton of the family's zoo model "
+        "for --data (its widths as the most, its poolings and flattening)",
+    )
+    ap.add_argument(
+        "--binary-supernet",
+        action="store_true",
+        help="bnn: train the super network binarized (sign activations, +-1 "
+        "weights) instead of as its float twin",
+    )
+    ap.add_argument(
+        "--min-channels",
+        default=None,
+        help="bnn: channels of each conv block that are always on, comma-separated "
+        "(e.g. 64,8 keeps the first convolution whole; default one block of 8)",
+    )
+    ap.add_argument(
+        "--hidden",
+        type=int_at_least("--hidden", 1, 16 * MAX_WIDTH),
+        default=None,
+        help="bnn: the widest hidden dense layer, a multiple of 32 (default the zoo's 256)",
+    )
     ap.add_argument("--out", type=Path, default=Path("out/search"))
-    ap.add_argument("--address", default=None,
-                    help="join this Ray cluster (default: a local Ray for the search)")
-    ap.add_argument("--cpus", type=int_at_least("--cpus", 1, 4096), default=None,
-                    help="local Ray: trials at once")
-    ap.add_argument("--device", choices=DEVICES, default="cpu",
-                    help="where the trials train (cuda: the bnn family; the trials at once "
-                         "share the GPU)")
-    ap.add_argument("--collect-only", action="store_true",
-                    help="train nothing: the front of the trials of these options that have "
-                         "finished in --out (pareto.json lists the others as unfinished)")
-    ap.add_argument("--final-seeds", type=int_at_least("--final-seeds", 1, 100), default=3,
-                    help="train every reported model (the search's, the baselines', the zoo "
-                         "architecture's) with seeds 0..N-1 of the same recipe; accuracies are "
-                         "means with 95%% intervals")
-    ap.add_argument("--baselines", default="random,width", type=_baselines,
-                    help="random (one random architecture per trial, within its budget), width "
-                         "(the zoo architecture width-scaled to each budget), both, or none")
-    ap.add_argument("--dominance-cost", type=finite_float("--dominance-cost", positive=True,
-                                                          at_most=100.0), default=1.0,
-                    help="a model dominates the zoo architecture when its cost is at most this "
-                         "fraction of the zoo's and its validation accuracy not significantly "
-                         "worse")
-    ap.add_argument("--verify", action="store_true",
-                    help="run the compare job on the front's models; fail on any mismatch")
-    ap.add_argument("--verify-images", type=int_at_least("--verify-images", 1, 1_000_000),
-                    default=100)
+    ap.add_argument(
+        "--address", default=None, help="join this Ray cluster (default: a local Ray for the search)"
+    )
+    ap.add_argument(
+        "--cpus", type=int_at_least("--cpus", 1, 4096), default=None, help="local Ray: trials at once"
+    )
+    ap.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where the trials train (cuda: the bnn family; the trials at once share the GPU)",
+    )
+    ap.add_argument(
+        "--collect-only",
+        action="store_true",
+        help="train nothing: the front of the trials of these options that have "
+        "finished in --out (pareto.json lists the others as unfinished)",
+    )
+    ap.add_argument(
+        "--final-seeds",
+        type=int_at_least("--final-seeds", 1, 100),
+        default=3,
+        help="train every reported model (the search's, the baselines', the zoo "
+        "architecture's) with seeds 0..N-1 of the same recipe; accuracies are "
+        "means with 95%% intervals",
+    )
+    ap.add_argument(
+        "--baselines",
+        default="random,width",
+        type=_baselines,
+        help="random (one random architecture per trial, within its budget), width "
+        "(the zoo architecture width-scaled to each budget), both, or none",
+    )
+    ap.add_argument(
+        "--dominance-cost",
+        type=finite_float("--dominance-cost", positive=True, at_most=100.0),
+        default=1.0,
+        help="a model dominates the zoo architecture when its cost is at most this "
+        "fraction of the zoo's and its validation accuracy not significantly "
+        "worse",
+    )
+    ap.add_argument(
+        "--verify",
+        action="store_true",
+        help="run the compare job on the front's models; fail on any mismatch",
+    )
+    ap.add_argument("--verify-images", type=int_at_least("--verify-images", 1, 1_000_000), default=100)
     return ap
 
 
 def options_from_args(args, argv) -> SearchOptions:
-    trial = {"epochs": args.epochs, "warmup_epochs": args.warmup_epochs,
-             "final_epochs": args.final_epochs, "final_float_epochs": args.final_float_epochs,
-             "final_seeds": args.final_seeds, "gate_clip_final": args.gate_clip_final,
-             "project": args.project, "settle_epochs": args.settle_epochs,
-             "penalty": args.penalty, "gate_entropy": args.gate_entropy,
-             "optimizer": args.optimizer, "gate_lr": args.gate_lr, "gate_clip": args.gate_clip,
-             "device": args.device,
-             "costs": {"array": args.array, "clock_mhz": args.clock_mhz,
-                       "processors": args.processors, "gpu_profile": args.gpu_profile}}
+    trial = {
+        "epochs": args.epochs,
+        "warmup_epochs": args.warmup_epochs,
+        "final_epochs": args.final_epochs,
+        "final_float_epochs": args.final_float_epochs,
+        "final_seeds": args.final_seeds,
+        "gate_clip_final": args.gate_clip_final,
+        "project": args.project,
+        "settle_epochs": args.settle_epochs,
+        "penalty": args.penalty,
+        "gate_entropy": args.gate_entropy,
+        "optimizer": args.optimizer,
+        "gate_lr": args.gate_lr,
+        "gate_clip": args.gate_clip,
+        "device": args.device,
+        "costs": {
+            "array": args.array,
+            "clock_mhz": args.clock_mhz,
+            "processors": args.processors,
+            "gpu_profile": args.gpu_profile,
+        },
+    }
     if args.lr is not None or args.optimizer == "sgd":
         trial["lr"] = args.lr if args.lr is not None else 0.05
     space = {k: v for k, v in (("layers", args.layers), ("width", args.width)) if v is not None}
     if args.space == "zoo":
         if space:
-            raise SearchError("--space zoo takes its sizes from the zoo model: drop --layers "
-                              "and --width")
+            raise SearchError("--space zoo takes its sizes from the zoo model: drop --layers and --width")
         from workbench.search.families import family
+
         fam = family(args.family)
         if not hasattr(fam, "zoo_space"):
             raise SearchError(f"--space zoo: the {args.family} family has no zoo model")
@@ -217,46 +337,67 @@ def options_from_args(args, argv) -> SearchOptions:
         try:
             space = {**space, "min_channels": [int(v) for v in args.min_channels.split(",")]}
         except ValueError:
-            raise SearchError(f"--min-channels must be comma-separated channel counts, got "
-                              f"{args.min_channels!r}") from None
+            raise SearchError(
+                f"--min-channels must be comma-separated channel counts, got {args.min_channels!r}"
+            ) from None
     if args.hidden is not None:
         if args.family != "bnn":
             raise SearchError("--hidden is for the bnn family")
         space = {**space, "hidden": args.hidden}
     if space:
         trial["space"] = space
-    return SearchOptions(family=args.family, cost=args.cost, budgets=args.budgets,
-                         lambdas=args.lambdas, seeds=args.seeds, first_seed=args.first_seed,
-                         data=args.data, out=args.out,
-                         address=args.address, cpus=args.cpus, trial=trial,
-                         collect_only=args.collect_only, baselines=args.baselines,
-                         cost_fraction=args.dominance_cost,
-                         command="sacbench search " + " ".join(map(shlex.quote, argv)))
+    return SearchOptions(
+        family=args.family,
+        cost=args.cost,
+        budgets=args.budgets,
+        lambdas=args.lambdas,
+        seeds=args.seeds,
+        first_seed=args.first_seed,
+        data=args.data,
+        out=args.out,
+        address=args.address,
+        cpus=args.cpus,
+        trial=trial,
+        collect_only=args.collect_only,
+        baselines=args.baselines,
+        cost_fraction=args.dominance_cost,
+        command="sacbench search " + " ".join(map(shlex.quote, argv)),
+    )
 
 
 def verify(doc: dict, opts: SearchOptions, images: int) -> int:
     """The compare job on every model of the front: 1 if any path differs."""
     from workbench.compare import CompareError, Options, RtlFailure, run
+
     worst = 0
     for m in doc["models"]:
         if not (m["on_front"] and m["files"].get("onnx")):
             continue
         out = Path(opts.out) / "verify" / m["name"]
         try:
-            report, code = run(Options(model=Path(m["files"]["onnx"]), data=opts.data,
-                                       images=images, rtl_images=2,
-                                       array=opts.trial["costs"]["array"], out=out,
-                                       progress=False))
-        except RtlFailure as exc:              # a tool failure (exit 3), not bad input
+            report, code = run(
+                Options(
+                    model=Path(m["files"]["onnx"]),
+                    data=opts.data,
+                    images=images,
+                    rtl_images=2,
+                    array=opts.trial["costs"]["array"],
+                    out=out,
+                    progress=False,
+                )
+            )
+        except RtlFailure as exc:  # a tool failure (exit 3), not bad input
             raise TrialFailed(f"verify {m['name']}: {exc}") from None
         except CompareError as exc:
             raise SearchError(f"verify {m['name']}: {exc}") from None
         fpga, gpu = report["mismatches"]["fpga"], report["mismatches"]["gpu"]
         rtl = report["fpga"]["rtl"]
-        print(f"[verify] {m['name']}: FPGA mismatches {fpga}, GPU mismatches "
-              f"{'n/a' if gpu is None else gpu}, RTL cycles "
-              f"{'equal' if rtl.get('cycles_match_model') else 'DIFFER FROM'} the model "
-              f"({report['fpga']['cycles_per_image']:,} per image)")
+        print(
+            f"[verify] {m['name']}: FPGA mismatches {fpga}, GPU mismatches "
+            f"{'n/a' if gpu is None else gpu}, RTL cycles "
+            f"{'equal' if rtl.get('cycles_match_model') else 'DIFFER FROM'} the model "
+            f"({report['fpga']['cycles_per_image']:,} per image)"
+        )
         worst = max(worst, code)
     return worst
 
@@ -269,12 +410,11 @@ def main(argv=None) -> int:
         opts = options_from_args(args, argv)
         doc = run_search(opts)
         from workbench.search.front import summary
+
         print("\n" + summary(doc))
         if doc["unfinished"]:
-            print(f"  ({len(doc['unfinished'])} trial(s) not finished: "
-                  f"{', '.join(doc['unfinished'])})")
-        print(f"wrote {opts.out / 'pareto.json'}, {opts.out / 'pareto.png'} and "
-              f"{opts.out / 'front'}/")
+            print(f"  ({len(doc['unfinished'])} trial(s) not finished: {', '.join(doc['unfinished'])})")
+        print(f"wrote {opts.out / 'pareto.json'}, {opts.out / 'pareto.png'} and {opts.out / 'front'}/")
         if args.verify:
             return verify(doc, opts, args.verify_images)
         return 0
@@ -284,8 +424,8 @@ def main(argv=None) -> int:
     except TrialFailed as exc:
         print(f"sacbench search: error: {exc}", file=sys.stderr)
         return 3
-    except BaseException as exc:          # a signal while the trials ran: Ray is shut down,
-        stop = interruption(exc)          # and the line says how to resume
+    except BaseException as exc:  # a signal while the trials ran: Ray is shut down,
+        stop = interruption(exc)  # and the line says how to resume
         if stop is None:
             raise
         print(f"sacbench search: {stop[1]}", file=sys.stderr)

@@ -9,6 +9,7 @@ names both (`test_systolic_array[verilator-8x8]`), and --sim / --shape pick by t
 exactly. This is `pytest tb/test_<module>.py` with that selection; `pytest tb/` in the
 activated environment does the same for every module (`-k 8x8` selects there).
 """
+
 import argparse
 import os
 import sys
@@ -25,7 +26,7 @@ PROG = "sacbench sim"
 
 
 def modules() -> list[str]:
-    return sorted(p.stem[len("test_"):] for p in TB.glob("test_*.py"))
+    return sorted(p.stem[len("test_") :] for p in TB.glob("test_*.py"))
 
 
 def id_parts(item) -> list[str]:
@@ -43,15 +44,14 @@ class Selection:
         self.sim, self.shape = sim, shape
         self.shapes: list[str] = []
 
-    @pytest.hookimpl(tryfirst=True)        # before -k, so that every shape is seen
+    @pytest.hookimpl(tryfirst=True)  # before -k, so that every shape is seen
     def pytest_collection_modifyitems(self, config, items):
         keep, drop = [], []
         for item in items:
             parts = id_parts(item)
             shapes = [p for p in parts if p not in SIMULATORS]
             self.shapes += [s for s in shapes if s not in self.shapes]
-            wanted = ((self.sim is None or self.sim in parts)
-                      and (self.shape is None or self.shape in shapes))
+            wanted = (self.sim is None or self.sim in parts) and (self.shape is None or self.shape in shapes)
             (keep if wanted else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
@@ -60,15 +60,21 @@ class Selection:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
-    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                        epilog=__doc__.split("\n\n", 1)[1],
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    ap = ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("module", help=f"RTL module with a bench: {', '.join(modules())}")
     ap.add_argument("--sim", choices=SIMULATORS, help="one simulator (default: both)")
-    ap.add_argument("--shape", help="one parameter set, by its part of the test id (e.g. 8x8; "
-                                    "default: all; the ids: -- --collect-only)")
+    ap.add_argument(
+        "--shape",
+        help="one parameter set, by its part of the test id (e.g. 8x8; "
+        "default: all; the ids: -- --collect-only)",
+    )
     ap.add_argument("--waves", action="store_true", help="write a waveform (path printed)")
     ap.add_argument("-k", dest="select", help="further pytest -k selection")
     args = ap.parse_args(argv)
@@ -88,10 +94,14 @@ def main(argv=None) -> int:
         pytest_args += ["-k", args.select]
     code = int(pytest.main(pytest_args + extra, plugins=[selection]))
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        asked = " and ".join(f"{k} {v}" for k, v in (("--sim", args.sim), ("--shape", args.shape),
-                                                     ("-k", args.select)) if v)
-        shapes = (f"its shapes: {', '.join(selection.shapes)}" if selection.shapes
-                  else "it has one parameter set: leave --shape out")
+        asked = " and ".join(
+            f"{k} {v}" for k, v in (("--sim", args.sim), ("--shape", args.shape), ("-k", args.select)) if v
+        )
+        shapes = (
+            f"its shapes: {', '.join(selection.shapes)}"
+            if selection.shapes
+            else "it has one parameter set: leave --shape out"
+        )
         print_error(PROG, f"no test of tb/test_{args.module}.py matches {asked} ({shapes})")
         return 2
     return code

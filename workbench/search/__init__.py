@@ -11,6 +11,7 @@ networks), `costs` and `gpu_cost` (cost models), `trial` (one BSN run; `projecti
 `stats` and `protocol` (the claims), `front` (the report), `options` (options and checks),
 `results` (what has finished), `ray_backend` (Ray Tune), `driver` (a whole search).
 """
+
 from workbench.search.driver import SearchError, SearchOptions, run_search
 from workbench.search.trial import TrialConfig, run_trial
 

@@ -12,14 +12,15 @@
 Both end as architectures; they are trained and evaluated with exactly the recipe, seeds and
 data of the search's own models (workbench/search/protocol.py).
 """
+
 from __future__ import annotations
 
 import torch
 
 from workbench.search.costs import CostError
 
-MAX_DRAWS = 20_000               # random draws per architecture before giving up on a budget
-FACTORS = tuple(k / 64 for k in range(4, 129))      # width factors tried: 1/16 .. 2
+MAX_DRAWS = 20_000  # random draws per architecture before giving up on a budget
+FACTORS = tuple(k / 64 for k in range(4, 129))  # width factors tried: 1/16 .. 2
 
 
 class BaselineError(ValueError):
@@ -49,8 +50,10 @@ def random_architectures(net, cost_model, cost: str, budgets: list[float], seed:
                 out.append((arch, c, draw))
                 break
         else:
-            raise BaselineError(f"random search: none of {MAX_DRAWS:,} random architectures "
-                                f"costs at most the budget {budget:,.6g} {cost}")
+            raise BaselineError(
+                f"random search: none of {MAX_DRAWS:,} random architectures "
+                f"costs at most the budget {budget:,.6g} {cost}"
+            )
     return out
 
 
@@ -68,7 +71,9 @@ def width_scaled(fam, base, cost_model, cost: str, budget: float) -> tuple:
         if c is not None and c <= budget and (best is None or c >= best[1]):
             best = (arch, c, factor)
     if best is None:
-        raise BaselineError(f"width scaling: the zoo architecture scaled by "
-                            f"{FACTORS[0]:g}..{FACTORS[-1]:g} never costs at most the budget "
-                            f"{budget:,.6g} {cost}")
+        raise BaselineError(
+            f"width scaling: the zoo architecture scaled by "
+            f"{FACTORS[0]:g}..{FACTORS[-1]:g} never costs at most the budget "
+            f"{budget:,.6g} {cost}"
+        )
     return best

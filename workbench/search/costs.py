@@ -11,6 +11,7 @@ energy            fpga.energy: the compiled program's memory traffic + the examp
 gpu               BNN: the mapper's transfer-aware DP latency (workbench/search/gpu_cost.py)
 parallel          steps to compute the module graph on --processors processors
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -26,9 +27,15 @@ from models import ir
 from workbench.search.errors import CostError  # noqa: F401 - where users import it from
 
 COSTS = ("params", "flops", "cycles", "latency_ms", "energy", "gpu", "parallel")
-UNITS = {"params": "parameters", "flops": "mult-adds per image", "cycles": "cycles per image",
-         "latency_ms": "ms per image", "energy": "uJ per image", "gpu": "GPU ms per image",
-         "parallel": "steps"}
+UNITS = {
+    "params": "parameters",
+    "flops": "mult-adds per image",
+    "cycles": "cycles per image",
+    "latency_ms": "ms per image",
+    "energy": "uJ per image",
+    "gpu": "GPU ms per image",
+    "parallel": "steps",
+}
 
 
 # Networks and compiled programs kept per cost model, least recently used dropped first. A
@@ -39,13 +46,12 @@ UNITS = {"params": "parameters", "flops": "mult-adds per image", "cycles": "cycl
 OBJECTS_KEPT = 64
 
 
-
 @dataclass(frozen=True)
 class CostSettings:
-    array: str = "8x8"              # SAC array ROWSxCOLS for cycles, latency and energy
-    cmax: int = 64                  # data-buffer banks
+    array: str = "8x8"  # SAC array ROWSxCOLS for cycles, latency and energy
+    cmax: int = 64  # data-buffer banks
     clock_mhz: float = 170.0
-    processors: int = 2             # for the parallel cost
+    processors: int = 2  # for the parallel cost
     gpu_profile: str | None = None  # reference profile JSON for the gpu cost (see gpu_cost.py)
     gpu_batch: int = 64
 
@@ -54,8 +60,7 @@ class CostSettings:
         try:
             r, c = (int(v) for v in self.array.lower().split("x"))
         except ValueError:
-            raise CostError(f"--array must look like ROWSxCOLS (e.g. 8x8), got "
-                            f"{self.array!r}") from None
+            raise CostError(f"--array must look like ROWSxCOLS (e.g. 8x8), got {self.array!r}") from None
         if not (1 <= r <= 255 and 1 <= c <= 255):
             raise CostError(f"--array {self.array}: rows and columns must be 1..255")
         return r, c
@@ -92,8 +97,9 @@ def network_flops(net: ir.Network) -> int:
 
 def chain_modules(net: ir.Network) -> int:
     """Compute modules of a chain network (convolutions and dense layers)."""
-    return sum(isinstance(layer, (ir.PointwiseConv, ir.IntConv2d, ir.BinConv2d, ir.BinDense))
-               for layer in net.layers)
+    return sum(
+        isinstance(layer, (ir.PointwiseConv, ir.IntConv2d, ir.BinConv2d, ir.BinDense)) for layer in net.layers
+    )
 
 
 def parallel_steps(preds: dict, processors: int) -> int:
@@ -132,45 +138,51 @@ class CostModel:
         self.settings = settings
         self.input_shape = tuple(input_shape)
         self.classes = classes
-        self._costs: dict = {}                       # (cost, arch) -> float, all kept
-        self._objects: OrderedDict = OrderedDict()   # ("network" | "program", arch) -> object
-        self._seen: set = set()                      # architectures costed or built
-        self._op_cycles: dict = {}                   # fpga.compiler.network_cycles' memo
+        self._costs: dict = {}  # (cost, arch) -> float, all kept
+        self._objects: OrderedDict = OrderedDict()  # ("network" | "program", arch) -> object
+        self._seen: set = set()  # architectures costed or built
+        self._op_cycles: dict = {}  # fpga.compiler.network_cycles' memo
         self._gpu = None
 
     def check(self, name: str) -> None:
         if name not in COSTS:
             raise CostError(f"unknown cost {name!r} (choose from {', '.join(COSTS)})")
         if name not in self.family.COSTS:
-            raise CostError(f"cost {name!r} is not defined for the {self.family.NAME} family "
-                            f"(it has {', '.join(self.family.COSTS)})")
+            raise CostError(
+                f"cost {name!r} is not defined for the {self.family.NAME} family "
+                f"(it has {', '.join(self.family.COSTS)})"
+            )
         if name in ("cycles", "latency_ms", "energy"):
-            self.settings.rows_cols       # noqa: B018 (validates --array)
+            self.settings.rows_cols  # noqa: B018 (validates --array)
         if name == "gpu":
-            self.gpu_model()              # a CUDA device or a profile, or one clear error
+            self.gpu_model()  # a CUDA device or a profile, or one clear error
 
     # -- per architecture -------------------------------------------------------------------
     def network(self, arch) -> ir.Network:
         self._seen.add(arch)
-        return self._kept(("network", arch),
-                          lambda: self.family.structure(arch, self.input_shape, self.classes))
+        return self._kept(
+            ("network", arch), lambda: self.family.structure(arch, self.input_shape, self.classes)
+        )
 
     def _compiled(self, arch, compile_step, *args, **kwargs):
         """compile_step(network, the array's roomy config, ...), with a CompileError turned into
         the CostError that names the architecture and the array."""
         rows, cols = self.settings.rows_cols
         try:
-            return compile_step(self.network(arch), roomy_config(rows, cols, self.settings.cmax),
-                                *args, **kwargs)
+            return compile_step(
+                self.network(arch), roomy_config(rows, cols, self.settings.cmax), *args, **kwargs
+            )
         except CompileError as exc:
-            raise CostError(f"architecture {arch.describe()} does not compile for a "
-                            f"{self.settings.array} array: {exc}") from None
+            raise CostError(
+                f"architecture {arch.describe()} does not compile for a {self.settings.array} array: {exc}"
+            ) from None
 
     def program(self, arch):
         """The compiled program of the architecture (instructions and memory plan; the words
         are not encoded, which does not change a cycle)."""
-        return self._kept(("program", arch),
-                          lambda: self._compiled(arch, compile_network, encode_words=False))
+        return self._kept(
+            ("program", arch), lambda: self._compiled(arch, compile_network, encode_words=False)
+        )
 
     def _cycles(self, arch) -> int:
         """compile_network + the cycle model, each op shape's tiles emitted once (a program
@@ -180,6 +192,7 @@ class CostModel:
     def static(self, name: str, arch) -> float:
         """The cost `name` of `arch` that does not depend on the example (energy: without the
         accumulations, which the example's activity adds)."""
+
         def compute():
             if self.family.NAME == "resnet-fabric":
                 return float(self.family.static_cost(name, arch, self.settings.processors))
@@ -196,11 +209,13 @@ class CostModel:
                 return counts.picojoules()["total"] * 1e-6
             if name == "parallel":
                 n = chain_modules(self.network(arch))
-                return float(parallel_steps({k: [k - 1] if k else [] for k in range(n)},
-                                            self.settings.processors))
+                return float(
+                    parallel_steps({k: [k - 1] if k else [] for k in range(n)}, self.settings.processors)
+                )
             if name == "gpu":
                 return self.gpu_model().ms_per_image(self.network(arch))
             raise CostError(f"unknown cost {name!r}")
+
         return self._cached((name, arch), compute)
 
     def of(self, name: str, arch, activity: float = 0.0) -> float:
@@ -212,8 +227,9 @@ class CostModel:
 
     def per_example(self, name: str, archs: list, activity: torch.Tensor | None) -> torch.Tensor:
         act = activity.detach().tolist() if activity is not None else [0.0] * len(archs)
-        return torch.tensor([self.of(name, a, x) for a, x in zip(archs, act)],
-                            dtype=torch.float32)
+        return torch.tensor(
+            [self.of(name, a, x) for a, x in zip(archs, act, strict=True)], dtype=torch.float32
+        )
 
     def available(self, name: str) -> bool:
         """Whether cost `name` can be computed here: the gpu cost needs a CUDA device or a
@@ -221,6 +237,7 @@ class CostModel:
         if name != "gpu" or self.settings.gpu_profile:
             return True
         from gpu_kernels import cuda_available
+
         return cuda_available()
 
     def all_static(self, arch) -> dict:
@@ -231,6 +248,7 @@ class CostModel:
     def gpu_model(self):
         if self._gpu is None:
             from workbench.search.gpu_cost import GpuLatencyModel
+
             self._gpu = GpuLatencyModel.from_settings(self.settings)
         return self._gpu
 

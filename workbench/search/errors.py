@@ -1,4 +1,5 @@
 """The search's error types, in one module every other may import (no import cycles)."""
+
 from __future__ import annotations
 
 

@@ -14,6 +14,7 @@ Accuracies are the golden integer network's on the splits' images: the validatio
 everything a search selects; the test split is evaluated here, once per model and seed, and
 only reported.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,39 +36,71 @@ from workbench.search.families import family as get_family
 @dataclass
 class FinalJob:
     family: str
-    arch: dict                     # the family's Arch.as_dict()
-    seed: int                      # the final training's seed
+    arch: dict  # the family's Arch.as_dict()
+    seed: int  # the final training's seed
     data: str
-    out: str                       # DIR/models/<key>/seed<k>
-    epochs: int | None = None      # the recipe's (None: the zoo recipe's)
+    out: str  # DIR/models/<key>/seed<k>
+    epochs: int | None = None  # the recipe's (None: the zoo recipe's)
     float_epochs: int | None = None
-    costs: dict = field(default_factory=dict)       # CostSettings fields
+    costs: dict = field(default_factory=dict)  # CostSettings fields
     energy_images: int = 200
     threads: int = 1
     device: str = "cpu"
     name: str = "model"
-    export: bool = True            # the ONNX model and card (tests skip them for speed)
+    export: bool = True  # the ONNX model and card (tests skip them for speed)
 
 
 def model_key(family: str, arch: dict, data: str, epochs, float_epochs, costs: dict) -> str:
     """The folder name of an architecture's models: what decides its trained networks and
     costs (not its seed, which is a subfolder)."""
-    text = json.dumps({"family": family, "arch": arch, "data": str(data), "epochs": epochs,
-                       "float_epochs": float_epochs, "costs": costs}, sort_keys=True)
+    text = json.dumps(
+        {
+            "family": family,
+            "arch": arch,
+            "data": str(data),
+            "epochs": epochs,
+            "float_epochs": float_epochs,
+            "costs": costs,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def job_for(family: str, arch, data: str, seed: int, root: Path, *, epochs=None,
-            float_epochs=None, costs: dict | None = None, threads: int = 1,
-            device: str = "cpu", energy_images: int = 200, export: bool = True) -> FinalJob:
+def job_for(
+    family: str,
+    arch,
+    data: str,
+    seed: int,
+    root: Path,
+    *,
+    epochs=None,
+    float_epochs=None,
+    costs: dict | None = None,
+    threads: int = 1,
+    device: str = "cpu",
+    energy_images: int = 200,
+    export: bool = True,
+) -> FinalJob:
     """The job of training `arch` with `seed`, in `root`/<key>/seed<seed>."""
     arch_d = arch.as_dict() if hasattr(arch, "as_dict") else dict(arch)
     costs = dict(costs or {})
     key = model_key(family, arch_d, data, epochs, float_epochs, costs)
-    return FinalJob(family, arch_d, int(seed), str(data),
-                    str(Path(root).resolve() / key / f"seed{seed}"),     # absolute: Ray's cwd
-                    epochs, float_epochs, costs, energy_images, threads, device,
-                    name=f"{family}_{key}_s{seed}", export=export)
+    return FinalJob(
+        family,
+        arch_d,
+        int(seed),
+        str(data),
+        str(Path(root).resolve() / key / f"seed{seed}"),  # absolute: Ray's cwd
+        epochs,
+        float_epochs,
+        costs,
+        energy_images,
+        threads,
+        device,
+        name=f"{family}_{key}_s{seed}",
+        export=export,
+    )
 
 
 def read_final(out) -> dict | None:
@@ -88,6 +121,7 @@ def outcomes(out) -> dict:
 
 def _correct(net, ds) -> np.ndarray:
     from models.train.recipes import golden_scores
+
     scores = golden_scores(net, ds.images)
     return argmax(scores.reshape(len(scores), -1)) == ds.labels
 
@@ -111,6 +145,7 @@ def exact_costs(fam, cost_model: CostModel, net, x_val, energy_images: int) -> d
     from fpga.energy import energy_uj_per_image
     from fpga.execute import interpret
     from workbench.search.costs import chain_modules, network_flops, network_params, parallel_steps
+
     s = cost_model.settings
     out = {"params": float(network_params(net)), "flops": float(network_flops(net))}
     if "cycles" in fam.COSTS:
@@ -120,12 +155,12 @@ def exact_costs(fam, cost_model: CostModel, net, x_val, energy_images: int) -> d
         out["latency_ms"] = out["cycles"] / (s.clock_mhz * 1e3)
         run = interpret(prog, x_val[:energy_images])
         _, act = run.instruction_stats(prog)
-        per_image = sum(np.asarray(a, dtype=np.int64) * np.ones(len(x_val[:energy_images]),
-                                                                dtype=np.int64) for a in act)
+        per_image = sum(
+            np.asarray(a, dtype=np.int64) * np.ones(len(x_val[:energy_images]), dtype=np.int64) for a in act
+        )
         out["energy"] = energy_uj_per_image(prog, per_image)[0]
     n = chain_modules(net)
-    out["parallel"] = float(parallel_steps({k: [k - 1] if k else [] for k in range(n)},
-                                           s.processors))
+    out["parallel"] = float(parallel_steps({k: [k - 1] if k else [] for k in range(n)}, s.processors))
     if "gpu" in fam.COSTS:
         out["gpu"] = cost_model.gpu_model().ms_per_image(net) if s.gpu_profile else None
     return out
@@ -139,10 +174,20 @@ def _train_and_evaluate(job: FinalJob, out: Path, on_epoch_end) -> dict:
     val, test = load_dataset(job.data, "val"), load_dataset(job.data, "test")
     t0 = time.perf_counter()
     ckdir = out / "checkpoint"
-    final = fam.train_final(arch, job.data, val.image_shape, val.classes, seed=job.seed,
-                            threads=job.threads, epochs=job.epochs,
-                            float_epochs=job.float_epochs, name=job.name,
-                            on_epoch_end=on_epoch_end, checkpoint_dir=ckdir, device=job.device)
+    final = fam.train_final(
+        arch,
+        job.data,
+        val.image_shape,
+        val.classes,
+        seed=job.seed,
+        threads=job.threads,
+        epochs=job.epochs,
+        float_epochs=job.float_epochs,
+        name=job.name,
+        on_epoch_end=on_epoch_end,
+        checkpoint_dir=ckdir,
+        device=job.device,
+    )
     seconds = time.perf_counter() - t0
     right = {"val": _correct(final.net, val), "test": _correct(final.net, test)}
     cost_model = CostModel(fam, CostSettings(**job.costs), val.image_shape, val.classes)
@@ -151,18 +196,20 @@ def _train_and_evaluate(job: FinalJob, out: Path, on_epoch_end) -> dict:
         np.savez_compressed(tmp, **right)
     files = {"outcomes": "outcomes.npz"}
     if job.export:
-        card = write_model_and_card(final, out / f"{job.name}.onnx",
-                                    f"search final training {job.name}")
-        files.update(onnx=f"{job.name}.onnx", card=f"{job.name}.json",
-                     onnx_sha256=card["sha256"])
+        card = write_model_and_card(final, out / f"{job.name}.onnx", f"search final training {job.name}")
+        files.update(onnx=f"{job.name}.onnx", card=f"{job.name}.json", onnx_sha256=card["sha256"])
     result = {
-        "job": asdict(job), "arch_text": arch.describe(),
-        "val_correct": int(right["val"].sum()), "val_total": int(right["val"].size),
-        "test_correct": int(right["test"].sum()), "test_total": int(right["test"].size),
-        "costs": costs, "seconds": seconds,
+        "job": asdict(job),
+        "arch_text": arch.describe(),
+        "val_correct": int(right["val"].sum()),
+        "val_total": int(right["val"].size),
+        "test_correct": int(right["test"].sum()),
+        "test_total": int(right["test"].size),
+        "costs": costs,
+        "seconds": seconds,
         "files": {k: v for k, v in files.items() if k != "onnx_sha256"},
         "onnx_sha256": files.get("onnx_sha256"),
     }
     write_json_atomic(out / "result.json", result)
-    shutil.rmtree(ckdir, ignore_errors=True)         # finished: the result is what counts
+    shutil.rmtree(ckdir, ignore_errors=True)  # finished: the result is what counts
     return read_final(out)

@@ -7,6 +7,7 @@ The final model of a trial is trained like the family's zoo model of the same da
 `zoo_recipe` reads the training settings from that model's card (models/zoo/*.json), so a
 searched model and the zoo model it is compared with get the same recipe (on Fashion-MNIST the
 zoo's 5 + 16 epochs of batch 128, not the digits defaults of 60 + 100 epochs of batch 64)."""
+
 from __future__ import annotations
 
 import importlib
@@ -16,10 +17,11 @@ from typing import Any, Protocol, runtime_checkable
 @runtime_checkable
 class Family(Protocol):
     """What the search needs of a family."""
-    NAME: str                     # its name (--family)
-    COSTS: tuple                  # the costs defined for it (--cost)
-    ZOO: dict                     # data set -> the name of the family's zoo model
-    Arch: type                    # a hashable architecture (describe(), as_dict())
+
+    NAME: str  # its name (--family)
+    COSTS: tuple  # the costs defined for it (--cost)
+    ZOO: dict  # data set -> the name of the family's zoo model
+    Arch: type  # a hashable architecture (describe(), as_dict())
 
     def make_space(self, input_shape: tuple, classes: int, options: dict) -> Any:
         """The space of architectures for this data (options: --layers, --width, --space...)."""
@@ -50,14 +52,28 @@ class IntegerFamily(Family, Protocol):
     def scaled(self, arch, factor: float) -> Any:
         """`arch` with its channels times `factor` (width scaling)."""
 
+
 # what a zoo card's training settings record that the recipes (models.train.recipes) take; the
 # SAC card names its per-stage epochs "epochs_per_stage", the recipe's keyword is "epochs"
-RECIPE_SETTINGS = ("epochs", "float_epochs", "lr", "float_lr", "kd_alpha", "augment_prob",
-                   "max_shift", "batch", "float_batch", "stages")
+RECIPE_SETTINGS = (
+    "epochs",
+    "float_epochs",
+    "lr",
+    "float_lr",
+    "kd_alpha",
+    "augment_prob",
+    "max_shift",
+    "batch",
+    "float_batch",
+    "stages",
+)
 CARD_RENAMES = {"epochs_per_stage": "epochs"}
 
-FAMILIES = {"sac": "workbench.search.sac_family", "bnn": "workbench.search.bnn_family",
-            "resnet-fabric": "workbench.search.resnet_fabric"}
+FAMILIES = {
+    "sac": "workbench.search.sac_family",
+    "bnn": "workbench.search.bnn_family",
+    "resnet-fabric": "workbench.search.resnet_fabric",
+}
 
 
 def family(name: str):
@@ -83,8 +99,9 @@ def zoo_config(zoo_models: dict, data: str) -> dict:
     data set name); ValueError for a data set without a zoo model of the family."""
     card = _zoo_card(zoo_models, data)
     if card is None:
-        raise ValueError(f"no zoo model of this family for --data {data} "
-                         f"(there are for {', '.join(sorted(zoo_models))})")
+        raise ValueError(
+            f"no zoo model of this family for --data {data} (there are for {', '.join(sorted(zoo_models))})"
+        )
     return card["architecture"]["config"]
 
 
@@ -92,5 +109,6 @@ def _zoo_card(zoo_models: dict, data: str) -> dict | None:
     """The card of the family's zoo model for `data`, None without one."""
     from models import zoo
     from models.datasets import parse_spec
+
     name = zoo_models.get(parse_spec(str(data))[0])
     return None if name is None else zoo.card(name)

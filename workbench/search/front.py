@@ -3,6 +3,7 @@ front's models in `front/`. It is built from what has finished in the search's f
 results, final trainings), so it can be written after every finished trial and read back by
 `--collect-only`; protocol.py decides every comparison in it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,9 +16,11 @@ from workbench.search.costs import UNITS
 from workbench.search.evaluation import outcomes, read_final
 from workbench.search.plan import model_job
 
-SELECTION = ("Pareto front of (mean validation accuracy over the final seeds, exact cost) over "
-             "the search's models; every comparison and 'dominates' on the validation split; "
-             "the test split evaluated once per model and seed, reported, never used to select")
+SELECTION = (
+    "Pareto front of (mean validation accuracy over the final seeds, exact cost) over "
+    "the search's models; every comparison and 'dominates' on the validation split; "
+    "the test split evaluated once per model and seed, reported, never used to select"
+)
 
 
 def _trainings(dirs: list[str]) -> tuple[list[dict], list[dict]]:
@@ -29,24 +32,30 @@ def _trainings(dirs: list[str]) -> tuple[list[dict], list[dict]]:
 
 def _entry(name: str, role: str, arch, results: list[dict], cost: str) -> dict:
     rows = protocol.seed_rows(results)
-    entry = {"name": name, "role": role, "arch": arch.as_dict() if hasattr(arch, "as_dict")
-             else arch, "arch_text": results[0]["arch_text"], "seeds": rows,
-             "costs": {k: float(np.mean([r["costs"][k] for r in results]))
-                       for k in results[0]["costs"] if results[0]["costs"][k] is not None},
-             "files": {k: v for k, v in results[0].get("files", {}).items()
-                       if k in ("onnx", "card")}}
+    entry = {
+        "name": name,
+        "role": role,
+        "arch": arch.as_dict() if hasattr(arch, "as_dict") else arch,
+        "arch_text": results[0]["arch_text"],
+        "seeds": rows,
+        "costs": {
+            k: float(np.mean([r["costs"][k] for r in results]))
+            for k in results[0]["costs"]
+            if results[0]["costs"][k] is not None
+        },
+        "files": {k: v for k, v in results[0].get("files", {}).items() if k in ("onnx", "card")},
+    }
     entry["accuracy"], entry["intervals"] = {}, {}
     for split in ("val", "test"):
         s = protocol.accuracy_summary(rows, split)
         entry["accuracy"][split] = s["mean"]
         entry["intervals"][split] = [s["low"], s["high"]]
     entry["cost"] = entry["costs"][cost]
-    entry["train_seconds"] = float(sum(r["seconds"] for r in results))   # its final trainings
+    entry["train_seconds"] = float(sum(r["seconds"] for r in results))  # its final trainings
     return entry
 
 
-def _compare(entry: dict, outs: list[dict], zoo: dict, zoo_outs: list[dict],
-             fraction: float) -> None:
+def _compare(entry: dict, outs: list[dict], zoo: dict, zoo_outs: list[dict], fraction: float) -> None:
     """entry vs the zoo architecture, on the seeds both have: paired comparisons, dominance."""
     common = sorted({r["seed"] for r in entry["seeds"]} & {r["seed"] for r in zoo["seeds"]})
     a = [outs[[r["seed"] for r in entry["seeds"]].index(k)] for k in common]
@@ -66,14 +75,19 @@ def build(opts, results: list[dict], plan: list[dict], rank: dict | None = None)
     outs_of: dict[str, list[dict]] = {}
     search, unfinished_models = [], []
     for r in results:
-        if not r.get("finals"):                  # the fabric: no final trainings to pair
+        if not r.get("finals"):  # the fabric: no final trainings to pair
             search.append(_fabric_entry(r, opts.cost))
             continue
-        done, outs = _trainings([model_job(first, r["arch"], k, models_dir).out
-                                 for k in range(first.final_seeds)])
+        done, outs = _trainings(
+            [model_job(first, r["arch"], k, models_dir).out for k in range(first.final_seeds)]
+        )
         entry = _entry(r["name"], "search", r["arch"], done, opts.cost)
-        entry.update({k: r[k] for k in ("budget", "lambda", "seed", "searched_cost",
-                                         "extracted_probability", "seconds")})
+        entry.update(
+            {
+                k: r[k]
+                for k in ("budget", "lambda", "seed", "searched_cost", "extracted_probability", "seconds")
+            }
+        )
         entry["budget_ratio"] = entry["cost"] / r["budget"]
         entry["projection_flips"] = len(r.get("projection", []))
         entry["accuracy"]["supernet_val"] = r["accuracy"].get("supernet_val")
@@ -106,24 +120,36 @@ def build(opts, results: list[dict], plan: list[dict], rank: dict | None = None)
         e["on_front"] = e["name"] in front
     unfinished = sorted({c.name for c in configs} - {r["name"] for r in results})
     doc = {
-        "family": opts.family, "cost": opts.cost, "unit": UNITS[opts.cost], "data": opts.data,
-        "complete": not unfinished and not unfinished_models, "command": opts.command,
+        "family": opts.family,
+        "cost": opts.cost,
+        "unit": UNITS[opts.cost],
+        "data": opts.data,
+        "complete": not unfinished and not unfinished_models,
+        "command": opts.command,
         "selection": SELECTION,
-        "protocol": {"final_seeds": first.final_seeds, "final_epochs": first.final_epochs,
-                     "final_float_epochs": first.final_float_epochs,
-                     "recipe": "the family's zoo recipe for the data set, the same for every "
-                               "model", "baselines": list(opts.baselines),
-                     "cost_fraction": opts.cost_fraction, "alpha": stats.ALPHA,
-                     "bootstrap_rounds": 10_000,
-                     "intervals": "95% Student t over the final seeds",
-                     "paired": "bootstrap over validation (test) images of the per-image "
-                               "fraction of seeds right; McNemar per seed pair for reference"},
-        "zoo": zoo, "unfinished": unfinished, "unfinished_models": unfinished_models,
-        "models": search, "baselines": by_role,
+        "protocol": {
+            "final_seeds": first.final_seeds,
+            "final_epochs": first.final_epochs,
+            "final_float_epochs": first.final_float_epochs,
+            "recipe": "the family's zoo recipe for the data set, the same for every model",
+            "baselines": list(opts.baselines),
+            "cost_fraction": opts.cost_fraction,
+            "alpha": stats.ALPHA,
+            "bootstrap_rounds": 10_000,
+            "intervals": "95% Student t over the final seeds",
+            "paired": "bootstrap over validation (test) images of the per-image "
+            "fraction of seeds right; McNemar per seed pair for reference",
+        },
+        "zoo": zoo,
+        "unfinished": unfinished,
+        "unfinished_models": unfinished_models,
+        "models": search,
+        "baselines": by_role,
         "budgets": protocol.budget_comparisons(
-            {"search": search, **by_role}, opts.cost, sorted(set(opts.budgets)),
-            lambda m: outs_of[m["name"]]) if search and all(e["name"] in outs_of
-                                                            for e in search) else [],
+            {"search": search, **by_role}, opts.cost, sorted(set(opts.budgets)), lambda m: outs_of[m["name"]]
+        )
+        if search and all(e["name"] in outs_of for e in search)
+        else [],
         "rank_agreement": rank,
     }
     return doc
@@ -131,11 +157,23 @@ def build(opts, results: list[dict], plan: list[dict], rank: dict | None = None)
 
 def _fabric_entry(r: dict, cost: str) -> dict:
     """A fabric trial (float networks, one training): reported as it is, outside the protocol."""
-    return {"name": r["name"], "role": "search", "arch": r["arch"], "arch_text": r["arch_text"],
-            "costs": r["costs"], "cost": r["costs"][cost], "accuracy": r["accuracy"],
-            "budget": r["budget"], "lambda": r["lambda"], "seed": r["seed"],
-            "searched_cost": r["searched_cost"], "seconds": r["seconds"], "files": {},
-            "budget_ratio": r["costs"][cost] / r["budget"], "seeds": []}
+    return {
+        "name": r["name"],
+        "role": "search",
+        "arch": r["arch"],
+        "arch_text": r["arch_text"],
+        "costs": r["costs"],
+        "cost": r["costs"][cost],
+        "accuracy": r["accuracy"],
+        "budget": r["budget"],
+        "lambda": r["lambda"],
+        "seed": r["seed"],
+        "searched_cost": r["searched_cost"],
+        "seconds": r["seconds"],
+        "files": {},
+        "budget_ratio": r["costs"][cost] / r["budget"],
+        "seeds": [],
+    }
 
 
 def rank_agreement(opts, doc: dict) -> dict | None:
@@ -158,8 +196,12 @@ def rank_agreement(opts, doc: dict) -> dict | None:
     net = fam.supernet(fam.make_space(val.image_shape, val.classes, cfg.space), cfg.init_prob)
     net.load_state_dict(torch.load(Path(cfg.out) / "supernet.pt", weights_only=False)["net"])
     x_train, val_t = to_tensors(train)[0], to_tensors(val)
-    models = doc["models"] + doc["baselines"]["random"] + doc["baselines"]["width"] + (
-        [doc["zoo"]] if doc.get("zoo") else [])
+    models = (
+        doc["models"]
+        + doc["baselines"]["random"]
+        + doc["baselines"]["width"]
+        + ([doc["zoo"]] if doc.get("zoo") else [])
+    )
     supernet, final = {}, {}
     for m in models:
         h = net.encode(fam.arch_from_dict(m["arch"]))
@@ -167,8 +209,10 @@ def rank_agreement(opts, doc: dict) -> dict | None:
             supernet[m["name"]] = subnet_accuracy(net, h, x_train, val_t, cfg.bn_images)
             final[m["name"]] = m["accuracy"]["val"]
     res = protocol.rank_agreement(supernet, final)
-    res.update(supernet_of=cfg.name, models={n: {"supernet_val": supernet[n],
-                                                  "final_val": final[n]} for n in supernet})
+    res.update(
+        supernet_of=cfg.name,
+        models={n: {"supernet_val": supernet[n], "final_val": final[n]} for n in supernet},
+    )
     return res
 
 
@@ -178,8 +222,12 @@ def compute_minutes(doc: dict) -> float:
     full)."""
     supernets = sum(m.get("seconds", {}).get("supernet", 0.0) for m in doc["models"])
     archs = {}
-    for m in doc["models"] + doc.get("baselines", {}).get("random", []) + \
-            doc.get("baselines", {}).get("width", []) + ([doc["zoo"]] if doc.get("zoo") else []):
+    for m in (
+        doc["models"]
+        + doc.get("baselines", {}).get("random", [])
+        + doc.get("baselines", {}).get("width", [])
+        + ([doc["zoo"]] if doc.get("zoo") else [])
+    ):
         archs.setdefault(m.get("arch_text"), m.get("train_seconds", 0.0))
     return (supernets + sum(archs.values())) / 60
 
@@ -194,13 +242,16 @@ def plot(doc: dict, path: Path) -> Path:
     search's models and front, random search, width scaling, the zoo architecture; the budgets
     as dotted lines."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 5))
-    styles = {"search": ("o", "tab:blue", "search (BSN)"),
-              "random": ("^", "tab:orange", "random search"),
-              "width": ("s", "tab:green", "width-scaled zoo")}
+    styles = {
+        "search": ("o", "tab:blue", "search (BSN)"),
+        "random": ("^", "tab:orange", "random search"),
+        "width": ("s", "tab:green", "width-scaled zoo"),
+    }
     groups = {"search": doc["models"], **doc.get("baselines", {})}
     for role, models in groups.items():
         if not models:
@@ -210,28 +261,55 @@ def plot(doc: dict, path: Path) -> Path:
         y = [100 * m["accuracy"]["val"] for m in models]
         err = None
         if all(m.get("intervals") for m in models):
-            err = np.array([[100 * (m["accuracy"]["val"] - m["intervals"]["val"][0]) for m in models],
-                            [100 * (m["intervals"]["val"][1] - m["accuracy"]["val"]) for m in models]])
-        ax.errorbar(x, y, yerr=err, fmt=marker, color=colour, capsize=3, label=label,
-                    markerfacecolor="none" if role == "search" else colour)
-    front = sorted((m["cost"], 100 * m["accuracy"]["val"]) for m in doc["models"]
-                   if m.get("on_front"))
+            err = np.array(
+                [
+                    [100 * (m["accuracy"]["val"] - m["intervals"]["val"][0]) for m in models],
+                    [100 * (m["intervals"]["val"][1] - m["accuracy"]["val"]) for m in models],
+                ]
+            )
+        ax.errorbar(
+            x,
+            y,
+            yerr=err,
+            fmt=marker,
+            color=colour,
+            capsize=3,
+            label=label,
+            markerfacecolor="none" if role == "search" else colour,
+        )
+    front = sorted((m["cost"], 100 * m["accuracy"]["val"]) for m in doc["models"] if m.get("on_front"))
     if front:
-        ax.step([c for c, _ in front], [v for _, v in front], where="post", color="tab:blue",
-                lw=1.2, label="search's Pareto front")
+        ax.step(
+            [c for c, _ in front],
+            [v for _, v in front],
+            where="post",
+            color="tab:blue",
+            lw=1.2,
+            label="search's Pareto front",
+        )
     zoo = doc.get("zoo")
     if zoo:
         lo, hi = zoo["intervals"]["val"]
-        ax.errorbar([zoo["cost"]], [100 * zoo["accuracy"]["val"]],
-                    yerr=[[100 * (zoo["accuracy"]["val"] - lo)], [100 * (hi - zoo["accuracy"]["val"])]],
-                    fmt="*", ms=14, color="black", capsize=3, label="zoo architecture")
+        ax.errorbar(
+            [zoo["cost"]],
+            [100 * zoo["accuracy"]["val"]],
+            yerr=[[100 * (zoo["accuracy"]["val"] - lo)], [100 * (hi - zoo["accuracy"]["val"])]],
+            fmt="*",
+            ms=14,
+            color="black",
+            capsize=3,
+            label="zoo architecture",
+        )
     for b in sorted({m["budget"] for m in doc["models"]}):
         ax.axvline(b, color="grey", ls=":", lw=1)
     ax.set_xlabel(f"{doc['cost']} ({doc['unit']}); dotted: the budgets")
     ax.set_ylabel("validation accuracy (%), mean and 95% interval over seeds")
     seeds = doc.get("protocol", {}).get("final_seeds")
-    ax.set_title(f"{doc['family']} family on {doc['data']}: every model trained with the same "
-                 f"recipe{f' over {seeds} seeds' if seeds else ''}", fontsize=10)
+    ax.set_title(
+        f"{doc['family']} family on {doc['data']}: every model trained with the same "
+        f"recipe{f' over {seeds} seeds' if seeds else ''}",
+        fontsize=10,
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
@@ -261,8 +339,11 @@ def _pct(x: float) -> str:
 
 def _acc(m: dict, split: str) -> str:
     lo, hi = m["intervals"][split] if m.get("intervals") else (None, None)
-    return (f"{_pct(m['accuracy'][split])} [{_pct(lo)}, {_pct(hi)}]" if lo is not None
-            else _pct(m["accuracy"][split]))
+    return (
+        f"{_pct(m['accuracy'][split])} [{_pct(lo)}, {_pct(hi)}]"
+        if lo is not None
+        else _pct(m["accuracy"][split])
+    )
 
 
 def _counts(m: dict, split: str) -> str:
@@ -275,8 +356,9 @@ def p_text(c: dict) -> str:
 
 
 def _diff(c: dict) -> str:
-    return (f"{100 * c['diff']:+.2f} [{100 * c['low']:+.2f}, {100 * c['high']:+.2f}], "
-            f"{p_text(c)}: {c['verdict']}")
+    return (
+        f"{100 * c['diff']:+.2f} [{100 * c['low']:+.2f}, {100 * c['high']:+.2f}], {p_text(c)}: {c['verdict']}"
+    )
 
 
 def _vs(m: dict, split: str = "val") -> str:
@@ -288,21 +370,33 @@ def model_rows(doc: dict) -> list[dict]:
     """One row per model of the report (the zoo architecture first, then the search's, then
     the baselines'), the columns of both tables below."""
     rows = []
-    groups = ([doc["zoo"]] if doc.get("zoo") and doc["zoo"].get("seeds") else []) + \
-        doc["models"] + doc.get("baselines", {}).get("random", []) + \
-        doc.get("baselines", {}).get("width", [])
+    groups = (
+        ([doc["zoo"]] if doc.get("zoo") and doc["zoo"].get("seeds") else [])
+        + doc["models"]
+        + doc.get("baselines", {}).get("random", [])
+        + doc.get("baselines", {}).get("width", [])
+    )
     for m in groups:
-        rows.append({
-            "model": m["name"] + (" *" if m.get("on_front") else ""), "role": m["role"],
-            "arch": m["arch_text"], "cost": f"{m['cost']:,.6g}",
-            "budget": (f"{m['budget']:,.6g} ({m['cost'] / m['budget']:.2f}x)"
-                       if m.get("budget") else "-"),
-            "val": _acc(m, "val"), "val counts": _counts(m, "val"),
-            "test": _acc(m, "test"), "test counts": _counts(m, "test"),
-            "vs zoo (val)": _vs(m), "dominates zoo": (
-                ("yes" if m["dominates_zoo"] else "no") if "dominates_zoo" in m else "-"),
-            "P(arch)": (f"{m['extracted_probability']:.3f}"
-                        if m.get("extracted_probability") is not None else "-")})
+        rows.append(
+            {
+                "model": m["name"] + (" *" if m.get("on_front") else ""),
+                "role": m["role"],
+                "arch": m["arch_text"],
+                "cost": f"{m['cost']:,.6g}",
+                "budget": (
+                    f"{m['budget']:,.6g} ({m['cost'] / m['budget']:.2f}x)" if m.get("budget") else "-"
+                ),
+                "val": _acc(m, "val"),
+                "val counts": _counts(m, "val"),
+                "test": _acc(m, "test"),
+                "test counts": _counts(m, "test"),
+                "vs zoo (val)": _vs(m),
+                "dominates zoo": (("yes" if m["dominates_zoo"] else "no") if "dominates_zoo" in m else "-"),
+                "P(arch)": (
+                    f"{m['extracted_probability']:.3f}" if m.get("extracted_probability") is not None else "-"
+                ),
+            }
+        )
     return rows
 
 
@@ -338,18 +432,26 @@ def verdict_line(doc: dict) -> str:
         if not verdicts:
             continue
         n = len(verdicts)
-        counts = [(verdicts.count(v), label) for v, label in
-                  (("better", "better"), ("no significant difference", "not significantly "
-                                                                          "different"),
-                   ("worse", "worse"))]
-        parts.append(f"against {what} the search is " + ", ".join(
-            f"{label} at {c} of {n} budgets" for c, label in counts if c))
+        counts = [
+            (verdicts.count(v), label)
+            for v, label in (
+                ("better", "better"),
+                ("no significant difference", "not significantly different"),
+                ("worse", "worse"),
+            )
+        ]
+        parts.append(
+            f"against {what} the search is "
+            + ", ".join(f"{label} at {c} of {n} budgets" for c, label in counts if c)
+        )
     zoo = [m["name"] for m in doc["models"] if m.get("dominates_zoo")]
-    line = ("; ".join(parts) + "." if parts else "")
+    line = "; ".join(parts) + "." if parts else ""
     line = line[:1].upper() + line[1:]
     if doc.get("zoo"):
-        line += (f" {len(zoo)} of its {len(doc['models'])} models dominate the zoo architecture"
-                 f"{': ' + ', '.join(zoo) if zoo else ''}.")
+        line += (
+            f" {len(zoo)} of its {len(doc['models'])} models dominate the zoo architecture"
+            f"{': ' + ', '.join(zoo) if zoo else ''}."
+        )
     return line.strip()
 
 
@@ -358,20 +460,30 @@ def summary(doc: dict) -> str:
     comparisons, the rank agreement; accuracies in % as mean [95% interval] over the final
     seeds, counts as correct/total per seed."""
     p = doc.get("protocol", {})
-    head = (f"{doc['family']} family on {doc['data']}, cost {doc['cost']} ({doc['unit']}); "
-            f"{p.get('final_seeds', 1)} final seed(s) per model, one recipe (intervals: 95% t, "
-            f"cut at 0 and 100%); selection and "
-            f"comparisons on validation, test reported only; dominance: cost <= "
-            f"{p.get('cost_fraction', 1.0):g}x the zoo's and validation not significantly worse"
-            f" (paired bootstrap over images, alpha {p.get('alpha', 0.05)}); * = on the front")
+    head = (
+        f"{doc['family']} family on {doc['data']}, cost {doc['cost']} ({doc['unit']}); "
+        f"{p.get('final_seeds', 1)} final seed(s) per model, one recipe (intervals: 95% t, "
+        f"cut at 0 and 100%); selection and "
+        f"comparisons on validation, test reported only; dominance: cost <= "
+        f"{p.get('cost_fraction', 1.0):g}x the zoo's and validation not significantly worse"
+        f" (paired bootstrap over images, alpha {p.get('alpha', 0.05)}); * = on the front"
+    )
     text = [head, "", markdown(model_rows(doc))]
     if doc.get("budgets"):
-        text += ["At each budget: the search's best model (validation) against each baseline's "
-                 "best within the budget, difference in validation accuracy (points) [95% "
-                 "interval], p:", "", markdown(budget_rows(doc)), verdict_line(doc), ""]
+        text += [
+            "At each budget: the search's best model (validation) against each baseline's "
+            "best within the budget, difference in validation accuracy (points) [95% "
+            "interval], p:",
+            "",
+            markdown(budget_rows(doc)),
+            verdict_line(doc),
+            "",
+        ]
     rank = doc.get("rank_agreement")
     if rank and rank.get("tau") is not None:
-        text.append(f"Rank agreement (super network of {rank['supernet_of']} vs final training, "
-                    f"validation, {rank['n']} architectures): Kendall tau {rank['tau']:.3f} "
-                    f"(p {rank['p']:.3g})\n")
+        text.append(
+            f"Rank agreement (super network of {rank['supernet_of']} vs final training, "
+            f"validation, {rank['n']} architectures): Kendall tau {rank['tau']:.3f} "
+            f"(p {rank['p']:.3g})\n"
+        )
     return "\n".join(text)

@@ -23,6 +23,7 @@ with two variance reductions (`benchmarks/search_estimator.py` measures them):
 theta gets the ordinary gradient of the loss through the sampled sub-networks. The final
 architecture keeps the gates whose probability is above 0.5.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from torch import nn
 @dataclass(frozen=True)
 class GateGroup:
     """A named run of gates inside the gate vector: `size` gates starting at `start`."""
+
     name: str
     start: int
     size: int
@@ -58,8 +60,7 @@ class GateSet(nn.Module):
             if name in self.groups:
                 raise ValueError(f"gate group {name!r} defined twice")
             if not 0.0 < prob < 1.0:
-                raise ValueError(f"gate group {name!r}: initial probability must be in (0, 1), "
-                                 f"got {prob}")
+                raise ValueError(f"gate group {name!r}: initial probability must be in (0, 1), got {prob}")
             self.groups[name] = GateGroup(name, len(init), int(size))
             init += [float(torch.logit(torch.tensor(prob)))] * int(size)
         self.logits = nn.Parameter(torch.tensor(init, dtype=torch.float32))
@@ -93,8 +94,9 @@ class GateSet(nn.Module):
         """The gates' summed Bernoulli entropy (nats; differentiable): what the late entropy
         term lowers, so that the gates settle on 0 or 1."""
         p = self.probs()
-        return -(p * nn.functional.logsigmoid(self.logits)
-                 + (1 - p) * nn.functional.logsigmoid(-self.logits)).sum()
+        return -(
+            p * nn.functional.logsigmoid(self.logits) + (1 - p) * nn.functional.logsigmoid(-self.logits)
+        ).sum()
 
     def part(self, h: torch.Tensor, name: str) -> torch.Tensor:
         """The columns of h [n, N] that belong to group `name`."""
@@ -109,8 +111,7 @@ class GateSet(nn.Module):
 PENALTIES = ("hinge", "abs")
 
 
-def budget_penalty(cost: torch.Tensor, budget: float, lam: float,
-                   form: str = "hinge") -> torch.Tensor:
+def budget_penalty(cost: torch.Tensor, budget: float, lam: float, form: str = "hinge") -> torch.Tensor:
     """Per example: lambda * max(0, C - budget) / budget (`hinge`: the paper's), or lambda *
     |C - budget| / budget (`abs`: the BSN authors' code; a cost under the budget is penalized
     too, so the search spends the budget instead of drifting below it)."""
@@ -126,8 +127,9 @@ def budget_penalty(cost: torch.Tensor, budget: float, lam: float,
 BASELINES = ("leave-one-out", "batch-mean")
 
 
-def reinforce_loss(quality: torch.Tensor, log_prob: torch.Tensor,
-                   baseline: str = "leave-one-out") -> torch.Tensor:
+def reinforce_loss(
+    quality: torch.Tensor, log_prob: torch.Tensor, baseline: str = "leave-one-out"
+) -> torch.Tensor:
     """The surrogate whose gradient is the REINFORCE estimate for the gate logits:
     mean_n (D_n - b_n) * log p(H_n), with D detached (it carries no gradient of its own);
     b_n the mean of the other examples' D (`leave-one-out`) or of all (`batch-mean`, the

@@ -1,6 +1,7 @@
 """A search's options and every check that can be made before anything trains (SearchError:
 one line, exit 2): the family, cost, budgets, seeds, the space and its costs, the device, the
 protocol's options, a Ray address; and the baselines' plan made once for the options."""
+
 from __future__ import annotations
 
 import itertools
@@ -25,17 +26,17 @@ class SearchOptions:
     budgets: list = field(default_factory=lambda: [20000.0])
     lambdas: list = field(default_factory=lambda: [1.0])
     seeds: int = 1
-    first_seed: int = 0                # seeds first_seed .. first_seed + seeds - 1
+    first_seed: int = 0  # seeds first_seed .. first_seed + seeds - 1
     data: str = "digits"
     out: Path = Path("out/search")
     address: str | None = None
-    cpus: int | None = None            # local Ray: CPUs to use (default: all)
-    trial: dict = field(default_factory=dict)     # TrialConfig fields (epochs, space, costs...)
+    cpus: int | None = None  # local Ray: CPUs to use (default: all)
+    trial: dict = field(default_factory=dict)  # TrialConfig fields (epochs, space, costs...)
     command: str = ""
-    collect_only: bool = False         # the front of the finished trials; train nothing
-    baselines: tuple = BASELINES       # "random", "width" (workbench/search/protocol.py)
-    cost_fraction: float = 1.0         # "dominates": cost at most this fraction of the zoo's
-    plan: list = field(default_factory=list, repr=False)   # the baselines (plan.py), once made
+    collect_only: bool = False  # the front of the finished trials; train nothing
+    baselines: tuple = BASELINES  # "random", "width" (workbench/search/protocol.py)
+    cost_fraction: float = 1.0  # "dominates": cost at most this fraction of the zoo's
+    plan: list = field(default_factory=list, repr=False)  # the baselines (plan.py), once made
 
     def trial_configs(self) -> list[TrialConfig]:
         out = []
@@ -44,11 +45,21 @@ class SearchOptions:
         trial = {"threads": self.threads_per_trial(len(combos)), **self.trial}
         for budget, lam, seed in combos:
             name = f"{self.family}_{self.cost}_b{budget:g}_l{lam:g}_s{seed}"
-            out.append(TrialConfig(family=self.family, cost=self.cost, budget=float(budget),
-                                   lam=float(lam), seed=seed, data=self.data,
-                                   out=str(Path(self.out).resolve() / "trials" / name),
-                                   models_dir=str(Path(self.out).resolve() / "models"),
-                                   name=name, command=self.command, **trial))
+            out.append(
+                TrialConfig(
+                    family=self.family,
+                    cost=self.cost,
+                    budget=float(budget),
+                    lam=float(lam),
+                    seed=seed,
+                    data=self.data,
+                    out=str(Path(self.out).resolve() / "trials" / name),
+                    models_dir=str(Path(self.out).resolve() / "models"),
+                    name=name,
+                    command=self.command,
+                    **trial,
+                )
+            )
         return out
 
     def threads_per_trial(self, trials: int) -> int:
@@ -70,8 +81,9 @@ def check_options(opts: SearchOptions) -> None:
     if opts.cost not in COSTS:
         raise SearchError(f"--cost: unknown cost {opts.cost!r} (choose from {', '.join(COSTS)})")
     if opts.cost not in fam.COSTS:
-        raise SearchError(f"--cost {opts.cost} is not defined for the {opts.family} family "
-                          f"(it has {', '.join(fam.COSTS)})")
+        raise SearchError(
+            f"--cost {opts.cost} is not defined for the {opts.family} family (it has {', '.join(fam.COSTS)})"
+        )
     if not opts.budgets or any(not b > 0 for b in opts.budgets):
         raise SearchError(f"--budgets must be positive numbers, got {opts.budgets}")
     if not opts.lambdas or any(not lam >= 0 for lam in opts.lambdas):
@@ -83,10 +95,9 @@ def check_options(opts: SearchOptions) -> None:
     cfg = opts.trial_configs()[0]
     if cfg.epochs < 1:
         raise SearchError(f"--epochs must be at least 1, got {cfg.epochs}")
-    if not 0 <= cfg.warmup_epochs:
+    if not cfg.warmup_epochs >= 0:
         raise SearchError(f"--warmup-epochs must be 0 or more, got {cfg.warmup_epochs}")
-    for flag, v in (("--final-epochs", cfg.final_epochs),
-                    ("--final-float-epochs", cfg.final_float_epochs)):
+    for flag, v in (("--final-epochs", cfg.final_epochs), ("--final-float-epochs", cfg.final_float_epochs)):
         if v is not None and v < 1:
             raise SearchError(f"{flag} must be at least 1, got {v}")
     settings = cfg.cost_settings()
@@ -101,6 +112,7 @@ def check_options(opts: SearchOptions) -> None:
     check_device(opts, cfg.device, fam)
     check_protocol(opts, cfg, fam)
     from models.datasets import DatasetError, load_dataset
+
     try:
         ds = load_dataset(opts.data, "val")
     except DatasetError as exc:
@@ -112,6 +124,7 @@ def check_options(opts: SearchOptions) -> None:
         # the largest and the smallest architecture of the space must be mappable
         net = fam.supernet(space, cfg.init_prob)
         import torch
+
         for h in (torch.ones(1, net.gates.size), torch.zeros(1, net.gates.size)):
             model.all_static(net.decode(h[0]))
     except (CostError, ValueError) as exc:
@@ -125,19 +138,24 @@ def check_protocol(opts: SearchOptions, cfg: TrialConfig, fam) -> None:
         raise SearchError(f"--final-seeds must be at least 1, got {cfg.final_seeds}")
     unknown = [b for b in opts.baselines if b not in BASELINES]
     if unknown:
-        raise SearchError(f"--baselines: unknown baseline {unknown[0]!r} (choose from "
-                          f"{', '.join(BASELINES)}, or none)")
+        raise SearchError(
+            f"--baselines: unknown baseline {unknown[0]!r} (choose from {', '.join(BASELINES)}, or none)"
+        )
     if not opts.cost_fraction > 0:
         raise SearchError(f"--dominance-cost must be positive, got {opts.cost_fraction}")
     if not isinstance(fam, IntegerFamily):
         if cfg.final_seeds != 1 or opts.baselines:
-            raise SearchError(f"the {opts.family} family trains float networks, outside the "
-                              f"protocol: give --final-seeds 1 --baselines none")
+            raise SearchError(
+                f"the {opts.family} family trains float networks, outside the "
+                f"protocol: give --final-seeds 1 --baselines none"
+            )
         return
     if "width" in opts.baselines and not has_zoo(fam, opts.data):
-        raise SearchError(f"--baselines width needs a zoo model of the {opts.family} family for "
-                          f"--data {opts.data} (there are for {', '.join(sorted(fam.ZOO))}); "
-                          f"give --baselines random or none")
+        raise SearchError(
+            f"--baselines width needs a zoo model of the {opts.family} family for "
+            f"--data {opts.data} (there are for {', '.join(sorted(fam.ZOO))}); "
+            f"give --baselines random or none"
+        )
 
 
 def check_device(opts: SearchOptions, device: str, fam) -> None:
@@ -145,10 +163,10 @@ def check_device(opts: SearchOptions, device: str, fam) -> None:
     are checked once Ray has joined it; with --collect-only nothing trains, so not at all)."""
     devices = getattr(fam, "DEVICES", ("cpu",))
     if device not in devices:
-        raise SearchError(f"--device {device}: the {opts.family} family trains on "
-                          f"{' or '.join(devices)}")
+        raise SearchError(f"--device {device}: the {opts.family} family trains on {' or '.join(devices)}")
     if device != "cpu" and not opts.address and not opts.collect_only:
         from models.train.common import training_device
+
         try:
             training_device(device)
         except ValueError as exc:

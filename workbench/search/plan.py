@@ -6,6 +6,7 @@ same architectures and finds their trainings finished. `final_jobs` lists the tr
 every planned architecture with the protocol's seeds; a search trial trains its own returned
 architecture itself (trial.py), with the same seeds and recipe, into the same models folder.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,26 +41,49 @@ def baseline_plan(configs: list, baselines: tuple) -> list[dict]:
     plan = []
     zoo = fam.zoo_arch(first.data) if has_zoo(fam, first.data) else None
     if zoo is not None:
-        plan.append({"role": "zoo", "name": fam.ZOO[parse_spec(first.data)[0]], "arch": zoo,
-                     "cost": model.static(first.cost, zoo)})
+        plan.append(
+            {
+                "role": "zoo",
+                "name": fam.ZOO[parse_spec(first.data)[0]],
+                "arch": zoo,
+                "cost": model.static(first.cost, zoo),
+            }
+        )
     if "random" in baselines:
-        net = fam.supernet(fam.make_space(val.image_shape, val.classes, first.space),
-                           first.init_prob)
+        net = fam.supernet(fam.make_space(val.image_shape, val.classes, first.space), first.init_prob)
         for cfg in configs:
-            ((arch, cost, draws),) = random_architectures(net, model, cfg.cost, [cfg.budget],
-                                                          seed=cfg.seed * 1_000_003
-                                                          + int(cfg.budget))
-            plan.append({"role": "random", "name": f"random_{cfg.name}", "arch": arch,
-                         "cost": cost, "budget": cfg.budget, "for_trial": cfg.name,
-                         "draws": draws})
+            ((arch, cost, draws),) = random_architectures(
+                net, model, cfg.cost, [cfg.budget], seed=cfg.seed * 1_000_003 + int(cfg.budget)
+            )
+            plan.append(
+                {
+                    "role": "random",
+                    "name": f"random_{cfg.name}",
+                    "arch": arch,
+                    "cost": cost,
+                    "budget": cfg.budget,
+                    "for_trial": cfg.name,
+                    "draws": draws,
+                }
+            )
     if "width" in baselines:
         if zoo is None:
-            raise BaselineError(f"width scaling needs the {first.family} family's zoo model for "
-                                f"--data {first.data}, and there is none")
+            raise BaselineError(
+                f"width scaling needs the {first.family} family's zoo model for "
+                f"--data {first.data}, and there is none"
+            )
         for budget in sorted({c.budget for c in configs}):
             arch, cost, factor = width_scaled(fam, zoo, model, first.cost, budget)
-            plan.append({"role": "width", "name": f"width_b{budget:g}", "arch": arch,
-                         "cost": cost, "budget": budget, "factor": factor})
+            plan.append(
+                {
+                    "role": "width",
+                    "name": f"width_b{budget:g}",
+                    "arch": arch,
+                    "cost": cost,
+                    "budget": budget,
+                    "factor": factor,
+                }
+            )
     return plan
 
 
@@ -82,6 +106,17 @@ def final_jobs(configs: list, plan: list[dict], models_dir: Path) -> list[FinalJ
 def model_job(cfg, arch, seed: int, models_dir: Path) -> FinalJob:
     """The final training of `arch` with `seed` under the trial settings `cfg` (the recipe,
     costs, device and threads every model of the search shares)."""
-    return job_for(cfg.family, arch, cfg.data, seed, models_dir, epochs=cfg.final_epochs,
-                   float_epochs=cfg.final_float_epochs, costs=cfg.costs, threads=cfg.threads,
-                   device=cfg.device, energy_images=cfg.energy_images, export=cfg.export)
+    return job_for(
+        cfg.family,
+        arch,
+        cfg.data,
+        seed,
+        models_dir,
+        epochs=cfg.final_epochs,
+        float_epochs=cfg.final_float_epochs,
+        costs=cfg.costs,
+        threads=cfg.threads,
+        device=cfg.device,
+        energy_images=cfg.energy_images,
+        export=cfg.export,
+    )

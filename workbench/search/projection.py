@@ -8,6 +8,7 @@ budget, it flips the gate that saves the most cost per unit of log-probability g
 the smallest |logit| / (cost saved), among the gates that change the sub-network. Each flip is
 recorded, so a result says how far the returned architecture is from the gates' own choice.
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,8 +23,9 @@ def _cost(cost_model, cost: str, arch) -> float:
         return float("inf")
 
 
-def project(net, h_row: torch.Tensor, cost_model, cost: str, budget: float,
-            max_flips: int = 256) -> tuple[torch.Tensor, list[dict]]:
+def project(
+    net, h_row: torch.Tensor, cost_model, cost: str, budget: float, max_flips: int = 256
+) -> tuple[torch.Tensor, list[dict]]:
     """(gate vector whose architecture costs at most `budget`, the flips made). When no flip
     lowers the cost any more the last vector is returned over budget (the flips say so)."""
     h = h_row.detach().clone().cpu()
@@ -46,7 +48,6 @@ def project(net, h_row: torch.Tensor, cost_model, cost: str, budget: float,
             break
         _, j, c = best
         h[j] = 1.0 - h[j]
-        flips.append({"gate": j, "to": int(h[j]), "cost": c,
-                      "probability": float(torch.sigmoid(logits[j]))})
+        flips.append({"gate": j, "to": int(h[j]), "cost": c, "probability": float(torch.sigmoid(logits[j]))})
         now = c
     return h, flips

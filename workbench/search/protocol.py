@@ -19,6 +19,7 @@
 The functions here are pure: they take finished evaluations (counts and per-image outcomes) and
 return the report's sections.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,9 +32,16 @@ ROLES = ("search", "random", "width", "zoo")
 
 def seed_rows(results: list[dict]) -> list[dict]:
     """Per training seed: the counts (never rounded percentages)."""
-    return [{"seed": r["job"]["seed"], "val_correct": r["val_correct"],
-             "val_total": r["val_total"], "test_correct": r["test_correct"],
-             "test_total": r["test_total"]} for r in sorted(results, key=lambda r: r["job"]["seed"])]
+    return [
+        {
+            "seed": r["job"]["seed"],
+            "val_correct": r["val_correct"],
+            "val_total": r["val_total"],
+            "test_correct": r["test_correct"],
+            "test_total": r["test_total"],
+        }
+        for r in sorted(results, key=lambda r: r["job"]["seed"])
+    ]
 
 
 def accuracy_summary(rows: list[dict], split: str) -> dict:
@@ -55,7 +63,7 @@ def paired(a: list[dict], b: list[dict], split: str, seed: int = 0) -> dict:
     against seed k of B) for reference."""
     res = stats.paired_bootstrap(per_image(a, split), per_image(b, split), seed=seed)
     res["verdict"] = stats.verdict(res)
-    res["mcnemar_p"] = [stats.mcnemar(x[split], y[split])["p"] for x, y in zip(a, b)]
+    res["mcnemar_p"] = [stats.mcnemar(x[split], y[split])["p"] for x, y in zip(a, b, strict=True)]
     return res
 
 
@@ -64,12 +72,19 @@ def dominance(cost_ratio: float, vs_zoo_val: dict, cost_fraction: float) -> dict
     cheap = cost_ratio <= cost_fraction
     verdict = vs_zoo_val["verdict"]
     holds = cheap and verdict != "worse"
-    how = ("validation accuracy significantly better" if verdict == "better" else
-           "validation accuracy not significantly different" if verdict != "worse" else
-           "validation accuracy significantly worse")
-    return {"dominates": holds, "how": f"cost {cost_ratio:.3f}x the zoo's "
-                                       f"({'within' if cheap else 'over'} {cost_fraction:g}x); "
-                                       f"{how} (p = {vs_zoo_val['p']:.3g})"}
+    how = (
+        "validation accuracy significantly better"
+        if verdict == "better"
+        else "validation accuracy not significantly different"
+        if verdict != "worse"
+        else "validation accuracy significantly worse"
+    )
+    return {
+        "dominates": holds,
+        "how": f"cost {cost_ratio:.3f}x the zoo's "
+        f"({'within' if cheap else 'over'} {cost_fraction:g}x); "
+        f"{how} (p = {vs_zoo_val['p']:.3g})",
+    }
 
 
 def pareto(models: list[dict], cost: str) -> list[str]:
@@ -85,8 +100,9 @@ def best_under(models: list[dict], cost: str, budget: float, slack: float = 1.0)
     return max(fits, key=lambda m: (m["accuracy"]["val"], -m["costs"][cost]), default=None)
 
 
-def budget_comparisons(by_role: dict, cost: str, budgets: list[float],
-                       outcomes_of, seed: int = 0) -> list[dict]:
+def budget_comparisons(
+    by_role: dict, cost: str, budgets: list[float], outcomes_of, seed: int = 0
+) -> list[dict]:
     """At each budget: the search's best model (on validation) against random search's best and
     width scaling's best under the same budget, paired on the validation images (and the test
     images, reported). `outcomes_of(model)` gives a model's per-seed outcomes."""

@@ -2,6 +2,7 @@
 starting Ray inside a RaySession (workbench/ray_session.py), the resources of a trial, the
 progress callback, and the fit. A lost worker or node is retried from the checkpoints
 (MAX_NODE_LOSSES); a trial's own exception is reported, not retried."""
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,7 @@ from workbench.search.options import SearchOptions, _parallel, check_address
 from workbench.search.results import lost_line, read_result, settings_differ, write_pareto
 from workbench.search.trial import TrialConfig, run_trial
 
-ROOT = Path(__file__).resolve().parents[2]     # the project Ray ships to a cluster's workers
+ROOT = Path(__file__).resolve().parents[2]  # the project Ray ships to a cluster's workers
 
 # Ray Tune starts a trial again when its worker was lost (the node died, the process was
 # killed): it continues from its checkpoints (DIR/trials/<name>/checkpoint). An exception raised
@@ -36,30 +37,39 @@ def _trainable(config: dict) -> None:
     most): its own exception is reported as the trial's error (with the traceback in its
     folder's error.log), so that a bug is not retried."""
     from ray import tune
+
     if config["kind"] == "final":
         _final_trainable(FinalJob(**config["job"]), tune)
         return
     cfg = TrialConfig(**config["trial"])
     try:
-        result = _logged_trial(cfg, lambda entry: tune.report(
-            {"phase": "search", **entry, "final": False}))
+        result = _logged_trial(cfg, lambda entry: tune.report({"phase": "search", **entry, "final": False}))
     except Exception as exc:  # noqa: BLE001 - the trial's own error: reported, not retried
-        tune.report({"final": True, "error": f"{type(exc).__name__}: {exc}",
-                     "error_log": _error_log(Path(cfg.out))})
+        tune.report(
+            {"final": True, "error": f"{type(exc).__name__}: {exc}", "error_log": _error_log(Path(cfg.out))}
+        )
         return
-    tune.report({"final": True, "val_accuracy": result["accuracy"]["val"],
-                 "test_accuracy": result["accuracy"]["test"],
-                 "cost": result["costs"].get(cfg.cost), "arch": result["arch_text"],
-                 "result_file": str(Path(cfg.out) / "result.json")})
+    tune.report(
+        {
+            "final": True,
+            "val_accuracy": result["accuracy"]["val"],
+            "test_accuracy": result["accuracy"]["test"],
+            "cost": result["costs"].get(cfg.cost),
+            "arch": result["arch_text"],
+            "result_file": str(Path(cfg.out) / "result.json"),
+        }
+    )
 
 
 def _final_trainable(job: FinalJob, tune) -> None:
     try:
-        res = run_final(job, on_epoch_end=lambda entry: tune.report(
-            {"phase": "final", **entry, "final": False}))
+        res = run_final(
+            job, on_epoch_end=lambda entry: tune.report({"phase": "final", **entry, "final": False})
+        )
     except Exception as exc:  # noqa: BLE001 - its own error: reported, not retried
-        tune.report({"final": True, "error": f"{type(exc).__name__}: {exc}",
-                     "error_log": _error_log(Path(job.out))})
+        tune.report(
+            {"final": True, "error": f"{type(exc).__name__}: {exc}", "error_log": _error_log(Path(job.out))}
+        )
         return
     tune.report({"final": True, "val_correct": res["val_correct"], "val_total": res["val_total"]})
 
@@ -70,7 +80,8 @@ def _logged_trial(cfg: TrialConfig, report) -> dict:
     lost (Tune had not heard) not trained again."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "trial.log", "a", buffering=1) as logf:   # log: the trial's own lines
+    with open(out / "trial.log", "a", buffering=1) as logf:  # log: the trial's own lines
+
         def log(line):
             logf.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
 
@@ -91,6 +102,7 @@ def _logged_trial(cfg: TrialConfig, report) -> dict:
 def _error_log(out: Path) -> str | None:
     """The traceback of the exception being handled, in DIR/trials/<name>/error.log."""
     import traceback
+
     try:
         write_text_atomic(out / "error.log", traceback.format_exc())
     except OSError:
@@ -104,15 +116,24 @@ def init_ray(opts: SearchOptions, session: RaySession, temp_dir: str):
     kwargs = {}
     if opts.address:
         check_address(opts.address)
-        kwargs["runtime_env"] = {"working_dir": str(ROOT), "excludes": [
-            ".venv", "build", "out", ".git", "sim_build", "*.onnx.tmp", ".hypothesis",
-            "mutants"]}
+        kwargs["runtime_env"] = {
+            "working_dir": str(ROOT),
+            "excludes": [
+                ".venv",
+                "build",
+                "out",
+                ".git",
+                "sim_build",
+                "*.onnx.tmp",
+                ".hypothesis",
+                "mutants",
+            ],
+        }
         try:
             ray = session.init(address=opts.address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError, ClusterLost) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SearchError(f"--address {opts.address}: cannot join the Ray cluster "
-                              f"({first})") from None
+            raise SearchError(f"--address {opts.address}: cannot join the Ray cluster ({first})") from None
     else:
         # Ray kills workers when the node's memory is nearly full, whoever uses it: on a machine
         # shared with other jobs that killed small trials; the trials' memory is bounded, so the
@@ -120,12 +141,14 @@ def init_ray(opts: SearchOptions, session: RaySession, temp_dir: str):
         os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
         if _device(opts) == "cuda":
             import torch
+
             kwargs["num_gpus"] = torch.cuda.device_count()
         # Ray's session directory (temp_dir) holds Unix sockets, whose paths must stay short;
         # the address "local", since without one ray.init joins the cluster named in
         # /tmp/ray/ray_current_cluster (the last `ray start` here), even a stopped one
-        ray = session.init(address="local", num_cpus=opts.cpus or os.cpu_count(),
-                           _temp_dir=temp_dir, **kwargs)
+        ray = session.init(
+            address="local", num_cpus=opts.cpus or os.cpu_count(), _temp_dir=temp_dir, **kwargs
+        )
     if _device(opts) == "cuda" and not ray.cluster_resources().get("GPU"):
         raise SearchError(f"--device cuda: the Ray cluster at {opts.address} has no GPU")
     return ray
@@ -154,8 +177,8 @@ class Progress(Callback):
 
     def __init__(self, opts, total, t0):
         self.opts, self.total, self.t0, self.finished = opts, total, t0, 0
-        self.started, self.durations = {}, []      # trial name -> start; seconds
-        self.last_line = {}                         # trial name -> time of its last line
+        self.started, self.durations = {}, []  # trial name -> start; seconds
+        self.last_line = {}  # trial name -> time of its last line
 
     def on_trial_start(self, iteration, trials, trial, **info):
         # a trial started again after a lost worker keeps its first start
@@ -170,28 +193,36 @@ class Progress(Callback):
             # at most one line per trial every FINAL_LINE_S (digits: 160 short epochs),
             # and the last epoch of each phase
             now = time.perf_counter()
-            if (now - self.last_line.get(name, -1e9) < FINAL_LINE_S
-                    and result["epoch"] < result["epochs"]):
+            if now - self.last_line.get(name, -1e9) < FINAL_LINE_S and result["epoch"] < result["epochs"]:
                 return
             self.last_line[name] = now
-            print(f"[search {elapsed:6.0f} s] {name}: final training, {result['desc']} "
-                  f"epoch {result['epoch']}/{result['epochs']}, val "
-                  f"{100 * result['val_accuracy']:.1f}%", flush=True)
+            print(
+                f"[search {elapsed:6.0f} s] {name}: final training, {result['desc']} "
+                f"epoch {result['epoch']}/{result['epochs']}, val "
+                f"{100 * result['val_accuracy']:.1f}%",
+                flush=True,
+            )
             return
-        epochs = trial.config["trial"].get("epochs")          # a search trial's
-        print(f"[search {elapsed:6.0f} s] {name}: epoch {result['epoch']}/{epochs}, "
-              f"val {100 * result['val_accuracy']:.1f}%, {self.opts.cost} "
-              f"{result['cost']:,.4g}, {result['arch']}", flush=True)
+        epochs = trial.config["trial"].get("epochs")  # a search trial's
+        print(
+            f"[search {elapsed:6.0f} s] {name}: epoch {result['epoch']}/{epochs}, "
+            f"val {100 * result['val_accuracy']:.1f}%, {self.opts.cost} "
+            f"{result['cost']:,.4g}, {result['arch']}",
+            flush=True,
+        )
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self.finished += 1
         name = trial.config["name"]
         error = (trial.last_result or {}).get("error")
-        if error:                      # the trial's own exception (_trainable)
+        if error:  # the trial's own exception (_trainable)
             self.started.pop(name, None)
             where = trial.last_result.get("error_log")
-            print(f"[search] {name} FAILED: {error.splitlines()[0]}"
-                  + (f" (traceback: {where})" if where else ""), flush=True)
+            print(
+                f"[search] {name} FAILED: {error.splitlines()[0]}"
+                + (f" (traceback: {where})" if where else ""),
+                flush=True,
+            )
             return
         if trial.config["kind"] == "final":
             self._final_done(name, trial.config["job"])
@@ -202,15 +233,19 @@ class Progress(Callback):
         now = time.perf_counter()
         self.durations.append(now - self.started.pop(name, self.t0))
         ages = [now - t for t in self.started.values()]
-        eta = eta_seconds(sum(self.durations) / len(self.durations), ages,
-                          left - len(ages), _parallel(self.opts))
+        eta = eta_seconds(
+            sum(self.durations) / len(self.durations), ages, left - len(ages), _parallel(self.opts)
+        )
         if res:
-            print(f"[search {elapsed:6.0f} s] {name} done ({self.finished}/{self.total}):"
-                  f" {res['arch_text']}; val {100 * res['accuracy']['val']:.2f}% (mean "
-                  f"of {len(res.get('finals')) or 1} seed(s)), {self.opts.cost} "
-                  f"{res['costs'].get(self.opts.cost):,.4g} "
-                  f"({res['budget_ratio']:.2f}x its budget)"
-                  + (f"; about {eta / 60:.1f} min left" if left else ""), flush=True)
+            print(
+                f"[search {elapsed:6.0f} s] {name} done ({self.finished}/{self.total}):"
+                f" {res['arch_text']}; val {100 * res['accuracy']['val']:.2f}% (mean "
+                f"of {len(res.get('finals')) or 1} seed(s)), {self.opts.cost} "
+                f"{res['costs'].get(self.opts.cost):,.4g} "
+                f"({res['budget_ratio']:.2f}x its budget)"
+                + (f"; about {eta / 60:.1f} min left" if left else ""),
+                flush=True,
+            )
         write_pareto(self.opts)
 
     def _final_done(self, name: str, job: dict) -> None:
@@ -218,9 +253,12 @@ class Progress(Callback):
         self.started.pop(name, None)
         if res:
             elapsed = time.perf_counter() - self.t0
-            print(f"[search {elapsed:6.0f} s] {name} done ({self.finished}/"
-                  f"{self.total}): {res['arch_text']}; val {res['val_correct']}/"
-                  f"{res['val_total']}", flush=True)
+            print(
+                f"[search {elapsed:6.0f} s] {name} done ({self.finished}/"
+                f"{self.total}): {res['arch_text']}; val {res['val_correct']}/"
+                f"{res['val_total']}",
+                flush=True,
+            )
         write_pareto(self.opts)
 
     def on_trial_recover(self, iteration, trials, trial, **info):
@@ -228,15 +266,17 @@ class Progress(Callback):
         # again, and it continues from its checkpoints
         name = trial.config["name"]
         elapsed = time.perf_counter() - self.t0
-        print(f"[search {elapsed:6.0f} s] {name}: its Ray worker was lost; running it "
-              f"again from its checkpoints (retry {trial.num_failures} of "
-              f"{MAX_NODE_LOSSES})", flush=True)
+        print(
+            f"[search {elapsed:6.0f} s] {name}: its Ray worker was lost; running it "
+            f"again from its checkpoints (retry {trial.num_failures} of "
+            f"{MAX_NODE_LOSSES})",
+            flush=True,
+        )
 
     def on_trial_error(self, iteration, trials, trial, **info):
         self.finished += 1
         self.started.pop(trial.config["name"], None)
-        print(f"[search] {trial.config['name']} FAILED (see "
-              f"{self.opts.out}/ray for its log)", flush=True)
+        print(f"[search] {trial.config['name']} FAILED (see {self.opts.out}/ray for its log)", flush=True)
 
 
 def eta_seconds(trial_s: float, running_ages: list, queued: int, parallel: int) -> float:
@@ -258,23 +298,29 @@ def _tune_config(item) -> dict:
 
 def fit(opts: SearchOptions, todo: list, configs: list, t0: float) -> list:
     from ray import tune
+
     out = Path(opts.out)
     tuner = tune.Tuner(
         tune.with_resources(_trainable, trial_resources(opts, configs[0].threads, len(todo))),
         param_space=tune.grid_search([_tune_config(c) for c in todo]),
         tune_config=tune.TuneConfig(max_concurrent_trials=_parallel(opts)),
         run_config=tune.RunConfig(
-            name="tune", storage_path=str((out / "ray").resolve()), verbose=0,
+            name="tune",
+            storage_path=str((out / "ray").resolve()),
+            verbose=0,
             callbacks=[Progress(opts, len(todo), t0)],
-            failure_config=tune.FailureConfig(max_failures=MAX_NODE_LOSSES)))
+            failure_config=tune.FailureConfig(max_failures=MAX_NODE_LOSSES),
+        ),
+    )
     try:
         grid = tuner.fit()
-    except OSError as exc:            # ConnectionError, BrokenPipeError included
+    except OSError as exc:  # ConnectionError, BrokenPipeError included
         # the node this process is connected through died (its raylet's socket)
         where = f"the Ray cluster at {opts.address}" if opts.address else "local Ray"
-        raise TrialFailed(lost_line(opts, f"lost the connection to {where} "
-                                      f"({type(exc).__name__}: {exc})")) from None
-    except Exception as exc:          # noqa: BLE001 - Ray Tune gave up on the sweep
+        raise TrialFailed(
+            lost_line(opts, f"lost the connection to {where} ({type(exc).__name__}: {exc})")
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - Ray Tune gave up on the sweep
         return [("the sweep", exc)]
     return [(r.config["name"], _trial_error(r)) for r in grid if _trial_error(r) is not None]
 

@@ -13,6 +13,7 @@ With exactly one branch per block on, the sub-network is the ResNet the fabric i
 around (`baseline_arch`); the search's budget is naturally that ResNet's cost. The fabric is a
 float PyTorch model (the paper's setting): it is not exported to the FPGA or GPU paths.
 """
+
 from __future__ import annotations
 
 import time
@@ -44,7 +45,7 @@ class FabricSpace:
 
 @dataclass(frozen=True)
 class FabricArch:
-    branches: tuple          # on/off of every branch, stage-major, then block, then branch
+    branches: tuple  # on/off of every branch, stage-major, then block, then branch
     space: FabricSpace
 
     @property
@@ -62,8 +63,10 @@ class FabricArch:
     def describe(self) -> str:
         parts = []
         for s in range(self.stages):
-            counts = [sum(self.branches[self._index(s, b, k)] for k in range(self.per_block))
-                      for b in range(self.blocks)]
+            counts = [
+                sum(self.branches[self._index(s, b, k)] for k in range(self.per_block))
+                for b in range(self.blocks)
+            ]
             parts.append(",".join(map(str, counts)))
         return "branches per block " + " | ".join(parts)
 
@@ -82,8 +85,7 @@ class FabricArch:
 
 def baseline_arch(space: FabricSpace) -> FabricArch:
     """The ResNet inside the fabric: the first branch of every block."""
-    bits = [1 if k == 0 else 0 for _ in range(space.stages * space.blocks)
-            for k in range(space.branches)]
+    bits = [1 if k == 0 else 0 for _ in range(space.stages * space.blocks) for k in range(space.branches)]
     return FabricArch(tuple(bits), space)
 
 
@@ -105,15 +107,23 @@ class FabricSuperNet(nn.Module):
         n = sp.stages * sp.blocks * sp.branches
         self.gates = GateSet([("branches", n, init_prob)])
         widths = sp.widths()
-        self.stem = nn.Sequential(_conv(sp.input_shape[0], widths[0]), nn.BatchNorm2d(widths[0]),
-                                  nn.ReLU())
+        self.stem = nn.Sequential(_conv(sp.input_shape[0], widths[0]), nn.BatchNorm2d(widths[0]), nn.ReLU())
         self.transitions = nn.ModuleList(
-            [nn.Sequential(_conv(widths[s - 1], widths[s], 2), nn.BatchNorm2d(widths[s]),
-                           nn.ReLU()) for s in range(1, sp.stages)])
-        self.branch = nn.ModuleList([Branch(widths[s]) for s in range(sp.stages)
-                                     for _ in range(sp.blocks) for _ in range(sp.branches)])
+            [
+                nn.Sequential(_conv(widths[s - 1], widths[s], 2), nn.BatchNorm2d(widths[s]), nn.ReLU())
+                for s in range(1, sp.stages)
+            ]
+        )
+        self.branch = nn.ModuleList(
+            [
+                Branch(widths[s])
+                for s in range(sp.stages)
+                for _ in range(sp.blocks)
+                for _ in range(sp.branches)
+            ]
+        )
         self.head = nn.Linear(widths[-1], sp.classes)
-        self.fixed = fixed            # a trained sub-network: branches not in it are never run
+        self.fixed = fixed  # a trained sub-network: branches not in it are never run
 
     def weight_parameters(self) -> list:
         return [p for n, p in self.named_parameters() if not n.startswith("gates.")]
@@ -178,7 +188,7 @@ def static_cost(name: str, arch: FabricArch, processors: int) -> int:
                     preds[f"b{s}.{b}.{k}a"] = list(last)
                     preds[f"b{s}.{b}.{k}b"] = [f"b{s}.{b}.{k}a"]
                     ends.append(f"b{s}.{b}.{k}b")
-            last = ends or last           # the block's sum is free: its users wait for all ends
+            last = ends or last  # the block's sum is free: its users wait for all ends
     params += widths[-1] * sp.classes + sp.classes
     flops += widths[-1] * sp.classes
     preds["head"] = list(last)
@@ -188,6 +198,7 @@ def static_cost(name: str, arch: FabricArch, processors: int) -> int:
         return flops
     if name == "parallel":
         from workbench.search.costs import parallel_steps
+
         return parallel_steps(preds, processors)
     raise ValueError(f"cost {name!r} is not defined for the resnet-fabric family")
 
@@ -219,10 +230,21 @@ class FabricResult:
         self.accuracy, self.seconds = accuracy, seconds
 
 
-def train_final(arch: FabricArch, data: str, input_shape: tuple, classes: int, *, seed: int,
-                threads: int, epochs: int | None, float_epochs: int | None,
-                name: str, on_epoch_end=None, checkpoint_dir=None,
-                device: str = "cpu") -> FabricResult:
+def train_final(
+    arch: FabricArch,
+    data: str,
+    input_shape: tuple,
+    classes: int,
+    *,
+    seed: int,
+    threads: int,
+    epochs: int | None,
+    float_epochs: int | None,
+    name: str,
+    on_epoch_end=None,
+    checkpoint_dir=None,
+    device: str = "cpu",
+) -> FabricResult:
     """Train the sub-network `arch` from scratch (SGD, momentum 0.9, weight decay 1e-4, cosine
     learning rate, one-pixel shifts), the same recipe as the fixed ResNet baseline. It takes
     no checkpoints (`checkpoint_dir` is not used): it is seconds on digits. On the CPU (the
@@ -231,6 +253,7 @@ def train_final(arch: FabricArch, data: str, input_shape: tuple, classes: int, *
         raise ValueError(f"the resnet-fabric family trains on the CPU, not {device}")
     from models.datasets import load_dataset
     from models.train.common import accuracy, random_shift, to_tensors, training_session
+
     t0 = time.perf_counter()
     epochs = epochs or 30
     with training_session(seed, threads) as gen:
@@ -238,7 +261,7 @@ def train_final(arch: FabricArch, data: str, input_shape: tuple, classes: int, *
         net = FabricSuperNet(arch.space, fixed=arch)
         h = torch.tensor([arch.branches], dtype=torch.float32)
 
-        class Fixed(nn.Module):          # the sub-network as a plain classifier
+        class Fixed(nn.Module):  # the sub-network as a plain classifier
             def __init__(self):
                 super().__init__()
                 self.net = net
@@ -255,30 +278,60 @@ def train_final(arch: FabricArch, data: str, input_shape: tuple, classes: int, *
             model.train()
             perm = torch.randperm(len(x), generator=gen)
             for i in range(0, len(x), 64):
-                idx = perm[i:i + 64]
+                idx = perm[i : i + 64]
                 loss = F.cross_entropy(model(random_shift(x[idx], gen)), y[idx])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
                 sched.step()
             if on_epoch_end is not None:
-                on_epoch_end({"desc": "train", "epoch": ep + 1, "epochs": epochs,
-                              "val_accuracy": accuracy(model, *va),
-                              "seconds": time.perf_counter() - t0})
-        acc = {"quantized_val": accuracy(model, *va), "quantized_test": accuracy(model, *te),
-               "float_val": None, "float_test": None}
+                on_epoch_end(
+                    {
+                        "desc": "train",
+                        "epoch": ep + 1,
+                        "epochs": epochs,
+                        "val_accuracy": accuracy(model, *va),
+                        "seconds": time.perf_counter() - t0,
+                    }
+                )
+        acc = {
+            "quantized_val": accuracy(model, *va),
+            "quantized_test": accuracy(model, *te),
+            "float_val": None,
+            "float_test": None,
+        }
     return FabricResult(acc, time.perf_counter() - t0)
 
 
-def baseline(data: str, input_shape: tuple, classes: int, options: dict, *, seed: int = 0,
-             epochs: int | None = None, processors: int = 2) -> dict:
+def baseline(
+    data: str,
+    input_shape: tuple,
+    classes: int,
+    options: dict,
+    *,
+    seed: int = 0,
+    epochs: int | None = None,
+    processors: int = 2,
+) -> dict:
     """The fixed ResNet inside the fabric, trained with the same recipe: the reference the
     search's models are compared with (the fabric family's "zoo model")."""
     sp = make_space(input_shape, classes, options)
     arch = baseline_arch(sp)
-    res = train_final(arch, data, input_shape, classes, seed=seed, threads=1, epochs=epochs,
-                      float_epochs=None, name="resnet")
-    return {"name": f"ResNet ({sp.stages} stages x {sp.blocks} blocks, width {sp.width})",
-            "arch": arch.as_dict(), "val": res.accuracy["quantized_val"],
-            "test": res.accuracy["quantized_test"],
-            "costs": {c: float(static_cost(c, arch, processors)) for c in COSTS}}
+    res = train_final(
+        arch,
+        data,
+        input_shape,
+        classes,
+        seed=seed,
+        threads=1,
+        epochs=epochs,
+        float_epochs=None,
+        name="resnet",
+    )
+    return {
+        "name": f"ResNet ({sp.stages} stages x {sp.blocks} blocks, width {sp.width})",
+        "arch": arch.as_dict(),
+        "val": res.accuracy["quantized_val"],
+        "test": res.accuracy["quantized_test"],
+        "costs": {c: float(static_cost(c, arch, processors)) for c in COSTS},
+    }

@@ -1,8 +1,10 @@
 """What a search has finished, read back from its folder: trial results (whose files are read
 from their own folder, so a search folder may be moved or made elsewhere), the check that a
 finished trial was made with the same settings, and pareto.json written from them (front.py)."""
+
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -26,10 +28,13 @@ def read_result(trial_dir: Path) -> dict | None:
     """A finished trial's result.json; its files are the ones in `trial_dir` (the folder may
     have been made elsewhere: on a cluster node, on a GPU machine, before a move)."""
     res = _read_json(Path(trial_dir) / "result.json")
-    if res is not None and isinstance(res.get("files"), dict):     # files kept in the trial's
-        res["files"] = {k: str(Path(trial_dir) / Path(v).name)      # folder (the fabric's)
-                        if (Path(trial_dir) / Path(v).name).exists() else v
-                        for k, v in res["files"].items()}
+    if res is not None and isinstance(res.get("files"), dict):  # files kept in the trial's
+        res["files"] = {
+            k: str(Path(trial_dir) / Path(v).name)  # folder (the fabric's)
+            if (Path(trial_dir) / Path(v).name).exists()
+            else v
+            for k, v in res["files"].items()
+        }
     return res
 
 
@@ -37,14 +42,13 @@ def settings_differ(cfg: TrialConfig, stored: dict) -> str | None:
     """How a finished trial's stored config differs from `cfg` ("field: was X, now Y"), or None
     when it is the same trial: resuming must not mix in results made with other settings."""
     from workbench.search.costs import CostSettings
-    now = settings_of(cfg)                         # as result.json holds it (lists, not tuples)
+
+    now = settings_of(cfg)  # as result.json holds it (lists, not tuples)
     for key in sorted(now):
         old, new = stored.get(key), now[key]
         if key == "costs":
-            try:
+            with contextlib.suppress(TypeError):
                 old = asdict(CostSettings(**(old or {})))
-            except TypeError:
-                pass
             new = asdict(cfg.cost_settings())
         if old != new:
             return f"{key}: was {old!r}, now {new!r}"
@@ -59,9 +63,11 @@ def check_finished(configs: list[TrialConfig]) -> None:
             continue
         diff = settings_differ(cfg, res.get("config") or {})
         if diff:
-            raise SearchError(f"{Path(cfg.out) / 'result.json'}: trial {cfg.name} finished with "
-                              f"other settings ({diff}); give another --out or remove that "
-                              f"trial's folder")
+            raise SearchError(
+                f"{Path(cfg.out) / 'result.json'}: trial {cfg.name} finished with "
+                f"other settings ({diff}); give another --out or remove that "
+                f"trial's folder"
+            )
 
 
 def collect(opts: SearchOptions) -> list[dict]:
@@ -88,10 +94,16 @@ def zoo_reference(opts: SearchOptions) -> dict | None:
     cached = _read_json(path)
     if cached is None:
         from models.datasets import load_dataset
+
         ds = load_dataset(opts.data, "val")
-        cached = fam.baseline(opts.data, ds.image_shape, ds.classes, cfg.space,
-                              epochs=cfg.final_epochs,
-                              processors=cfg.cost_settings().processors)
+        cached = fam.baseline(
+            opts.data,
+            ds.image_shape,
+            ds.classes,
+            cfg.space,
+            epochs=cfg.final_epochs,
+            processors=cfg.cost_settings().processors,
+        )
         write_json_atomic(path, cached)
     return cached
 
@@ -104,8 +116,10 @@ def write_pareto(opts: SearchOptions) -> dict:
 
 
 def lost_line(opts: SearchOptions, why: str) -> str:
-    return (f"{why}; {kept_line(opts)}; run the same command again against a working cluster to "
-            f"resume (unfinished trials continue from their checkpoints)")
+    return (
+        f"{why}; {kept_line(opts)}; run the same command again against a working cluster to "
+        f"resume (unfinished trials continue from their checkpoints)"
+    )
 
 
 def kept_line(opts: SearchOptions) -> str:

@@ -4,13 +4,14 @@ two models on the same images, rank agreement between two orderings.
 Every function takes counts or per-image outcomes, never rounded percentages, and every random
 draw (the bootstrap) starts from a given seed, so a report is the same every time it is made.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-ALPHA = 0.05                     # 95% intervals; "significant" means p < ALPHA
+ALPHA = 0.05  # 95% intervals; "significant" means p < ALPHA
 
 
 def mean_interval(values, confidence: float = 1 - ALPHA) -> tuple[float, float, float]:
@@ -23,6 +24,7 @@ def mean_interval(values, confidence: float = 1 - ALPHA) -> tuple[float, float, 
     if v.size == 1:
         return m, m, m
     from scipy import stats
+
     half = float(stats.t.ppf(0.5 + confidence / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
     return m, m - half, m + half
 
@@ -37,22 +39,20 @@ def paired_bootstrap(a, b, rounds: int = 10_000, seed: int = 0) -> dict:
     resampled differences on either side of 0, at most 1)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
-        raise ValueError(f"paired outcomes must be two equal 1-D arrays, got {a.shape} and "
-                         f"{b.shape}")
+        raise ValueError(f"paired outcomes must be two equal 1-D arrays, got {a.shape} and {b.shape}")
     d = a - b
     rng = np.random.default_rng(seed)
     means = np.empty(rounds)
-    for lo in range(0, rounds, 1000):          # 1,000 resamples at a time: bounded memory
+    for lo in range(0, rounds, 1000):  # 1,000 resamples at a time: bounded memory
         n = min(1000, rounds - lo)
         idx = rng.integers(0, d.size, size=(n, d.size))
-        means[lo:lo + n] = d[idx].mean(axis=1)
+        means[lo : lo + n] = d[idx].mean(axis=1)
     diff = float(d.mean())
     if not d.any():
         return {"diff": 0.0, "low": 0.0, "high": 0.0, "p": 1.0, "rounds": rounds}
     p = 2 * min(float((means <= 0).mean()), float((means >= 0).mean()))
     low, high = np.percentile(means, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
-    return {"diff": diff, "low": float(low), "high": float(high), "p": min(1.0, p),
-            "rounds": rounds}
+    return {"diff": diff, "low": float(low), "high": float(high), "p": min(1.0, p), "rounds": rounds}
 
 
 def mcnemar(a, b) -> dict:
@@ -67,6 +67,7 @@ def mcnemar(a, b) -> dict:
     if n == 0:
         return {"only_a": 0, "only_b": 0, "p": 1.0}
     from scipy import stats
+
     p = float(stats.binomtest(min(only_a, only_b), n, 0.5).pvalue)
     return {"only_a": only_a, "only_b": only_b, "p": min(1.0, p)}
 
@@ -83,9 +84,9 @@ def kendall(x, y) -> dict:
     """Kendall's tau-b between two orderings of the same items, with its two-sided p-value."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.size < 2:
-        raise ValueError(f"need two equal-length series of 2 or more values, got {x.shape} and "
-                         f"{y.shape}")
+        raise ValueError(f"need two equal-length series of 2 or more values, got {x.shape} and {y.shape}")
     from scipy import stats
+
     res = stats.kendalltau(x, y)
     tau = float(res.statistic) if np.isfinite(res.statistic) else 0.0
     p = float(res.pvalue) if np.isfinite(res.pvalue) else 1.0

@@ -13,6 +13,7 @@
    and the result is written there as result.json (atomically: an interrupted sweep leaves the
    finished trials readable).
 """
+
 from __future__ import annotations
 
 import copy
@@ -47,40 +48,40 @@ class TrialConfig:
     lam: float
     seed: int
     data: str = "digits"
-    epochs: int = 20                  # super-network epochs
-    warmup_epochs: int = 3            # first epochs train the weights only (gates held)
+    epochs: int = 20  # super-network epochs
+    warmup_epochs: int = 3  # first epochs train the weights only (gates held)
     batch: int = 64
-    optimizer: str = "adam"           # weights: "adam" (measured better) or "sgd" (the paper's)
-    lr: float = 0.01                  # adam: 0.01; sgd: momentum 0.9, weight decay 1e-4
-    gate_optimizer: str = "sgd"       # gate logits: "sgd" (momentum below) or "adam"
+    optimizer: str = "adam"  # weights: "adam" (measured better) or "sgd" (the paper's)
+    lr: float = 0.01  # adam: 0.01; sgd: momentum 0.9, weight decay 1e-4
+    gate_optimizer: str = "sgd"  # gate logits: "sgd" (momentum below) or "adam"
     gate_lr: float = 0.1
     gate_momentum: float = 0.9
-    gate_clip: float = 3.0            # |logit| <= this (0: no limit): p in [0.05, 0.95], so a
+    gate_clip: float = 3.0  # |logit| <= this (0: no limit): p in [0.05, 0.95], so a
     #                                   pruned part is still sampled and can come back
-    gate_clip_final: float = 8.0      # ... growing linearly to this by the last epoch (p up to
+    gate_clip_final: float = 8.0  # ... growing linearly to this by the last epoch (p up to
     #                                   0.9997), so that the gates settle on one architecture
-    gate_entropy: float = 0.0         # weight of the gates' entropy in the objective in the
+    gate_entropy: float = 0.0  # weight of the gates' entropy in the objective in the
     gate_entropy_start: float = 0.67  # last gated epochs: 0 until this share of them, then
     #                                   growing linearly to gate_entropy: it settles the gates
     #                                   on 0/1 once the search has decided
-    baseline: str = "leave-one-out"   # REINFORCE baseline (gates.BASELINES)
-    penalty: str = "hinge"            # budget penalty form (gates.PENALTIES)
-    masked: bool = True               # log-probabilities of the gates that matter only
-    project: bool = True              # the returned architecture within the budget (projection)
-    settle_epochs: int = 2            # then the weights train on it alone, gates fixed on it
-    final_seeds: int = 3              # final trainings of the returned architecture (seeds 0..)
+    baseline: str = "leave-one-out"  # REINFORCE baseline (gates.BASELINES)
+    penalty: str = "hinge"  # budget penalty form (gates.PENALTIES)
+    masked: bool = True  # log-probabilities of the gates that matter only
+    project: bool = True  # the returned architecture within the budget (projection)
+    settle_epochs: int = 2  # then the weights train on it alone, gates fixed on it
+    final_seeds: int = 3  # final trainings of the returned architecture (seeds 0..)
     init_prob: float = 0.9
-    bn_images: int = 1000             # training images that recalibrate batch norms for eval
-    augment: float = 1.0              # fraction of images shifted by up to one pixel
+    bn_images: int = 1000  # training images that recalibrate batch norms for eval
+    augment: float = 1.0  # fraction of images shifted by up to one pixel
     space: dict = field(default_factory=dict)
-    costs: dict = field(default_factory=dict)      # CostSettings fields
-    final_epochs: int | None = None   # the family recipe's defaults when None
+    costs: dict = field(default_factory=dict)  # CostSettings fields
+    final_epochs: int | None = None  # the family recipe's defaults when None
     final_float_epochs: int | None = None
-    energy_images: int = 200          # validation images the exact energy is measured on
+    energy_images: int = 200  # validation images the exact energy is measured on
     threads: int = 1
-    device: str = "cpu"               # where the trial trains: "cpu" or "cuda" (family.DEVICES)
+    device: str = "cpu"  # where the trial trains: "cpu" or "cuda" (family.DEVICES)
     out: str = "out/search/trial"
-    models_dir: str = ""              # where final trainings go (evaluation.py); "": out/models
+    models_dir: str = ""  # where final trainings go (evaluation.py); "": out/models
     name: str = "trial"
     command: str = ""
     export: bool = True
@@ -135,11 +136,11 @@ def recalibrate(net, x, h_row, batch: int = 256) -> None:
     net.train()
     for m in bns:
         m.reset_running_stats()
-        m.momentum = None                  # cumulative average over the pass
+        m.momentum = None  # cumulative average over the pass
     for i in range(0, len(x), batch):
-        xb = x[i:i + batch]
+        xb = x[i : i + batch]
         net(xb, h_row.expand(len(xb), -1))
-    for m, mom in zip(bns, saved):
+    for m, mom in zip(bns, saved, strict=True):
         m.momentum = mom
 
 
@@ -148,9 +149,9 @@ def _accuracy(net, x, y, h_row, batch: int = 512) -> float:
     net.eval()
     hits = 0
     for i in range(0, len(x), batch):
-        xb = x[i:i + batch]
+        xb = x[i : i + batch]
         logits, _ = net(xb, h_row.expand(len(xb), -1))
-        hits += int((logits.argmax(1) == y[i:i + batch]).sum())
+        hits += int((logits.argmax(1) == y[i : i + batch]).sum())
     return hits / max(1, len(x))
 
 
@@ -181,12 +182,13 @@ def subnet_accuracy(net, h_row, x_train, val, bn_images: int) -> float:
     return _accuracy(net, *val, h)
 
 
-def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen,
-                   report=None, log=None) -> tuple:
+def train_supernet(
+    cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen, report=None, log=None
+) -> tuple:
     """BSN training of the family's super network; returns (net, history)."""
     x, y = train
     space = fam.make_space(tuple(x.shape[1:]), cost_model.classes, cfg.space)
-    net = fam.supernet(space, cfg.init_prob).to(x.device)   # drawn on the CPU, then moved
+    net = fam.supernet(space, cfg.init_prob).to(x.device)  # drawn on the CPU, then moved
     weights = net.weight_parameters()
     if cfg.optimizer == "sgd":
         opt_w = torch.optim.SGD(weights, lr=cfg.lr, momentum=0.9, weight_decay=1e-4)
@@ -197,8 +199,7 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
     if cfg.gate_optimizer == "adam":
         opt_g = torch.optim.Adam(net.gates.parameters(), lr=cfg.gate_lr)
     else:
-        opt_g = torch.optim.SGD(net.gates.parameters(), lr=cfg.gate_lr,
-                                momentum=cfg.gate_momentum)
+        opt_g = torch.optim.SGD(net.gates.parameters(), lr=cfg.gate_lr, momentum=cfg.gate_momentum)
     steps = cfg.epochs * math.ceil(len(x) / cfg.batch)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt_w, T_max=max(1, steps))
     history = []
@@ -209,13 +210,16 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
         # architectures are not costed (a program per example is most of a gated step's time)
         gated = ep >= cfg.warmup_epochs
         clip = gate_clip_at(cfg, ep)
-        entropy_weight = cfg.gate_entropy * max(0.0, _late(cfg, ep) - cfg.gate_entropy_start) \
+        entropy_weight = (
+            cfg.gate_entropy
+            * max(0.0, _late(cfg, ep) - cfg.gate_entropy_start)
             / max(1e-9, 1.0 - cfg.gate_entropy_start)
+        )
         perm = torch.randperm(len(x), generator=gen).to(x.device)
         tot = {"loss": 0.0, "cost": 0.0, "penalty": 0.0, "n": 0}
         for i in range(0, len(x), cfg.batch):
-            idx = perm[i:i + cfg.batch]
-            if len(idx) < 2:     # batch norm and the batch-mean baseline need two examples
+            idx = perm[i : i + cfg.batch]
+            if len(idx) < 2:  # batch norm and the batch-mean baseline need two examples
                 continue
             xb, yb = x[idx], y[idx]
             if cfg.augment:
@@ -229,9 +233,9 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
                 cost = cost_model.per_example(cfg.cost, archs, activity).to(loss.device)
                 penalty = budget_penalty(cost, cfg.budget, cfg.lam, cfg.penalty)
                 relevant = net.relevant(h) if cfg.masked and hasattr(net, "relevant") else None
-                objective = objective + reinforce_loss(loss.detach() + penalty,
-                                                       net.gates.log_prob(h, relevant),
-                                                       cfg.baseline)
+                objective = objective + reinforce_loss(
+                    loss.detach() + penalty, net.gates.log_prob(h, relevant), cfg.baseline
+                )
                 if entropy_weight:
                     objective = objective + entropy_weight * net.gates.entropy()
             opt_w.zero_grad(set_to_none=True)
@@ -252,22 +256,28 @@ def train_supernet(cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen
             tot["n"] += n
         det = net.gates.deterministic()
         arch = net.decode(det[0])
-        recalibrate(net, x[:cfg.bn_images], det)
-        entry = {"epoch": ep + 1, "loss": tot["loss"] / tot["n"],
-                 "sampled_cost": tot["cost"] / tot["n"] if gated else None,
-                 "penalty": tot["penalty"] / tot["n"] if gated else None,
-                 "val_accuracy": _accuracy(net, *val, det), "arch": arch.describe(),
-                 "cost": cost_model.static(cfg.cost, arch),
-                 "architectures_seen": cost_model.cached_architectures,
-                 "gate_clip": clip if gated else None,
-                 "gate_entropy": float(net.gates.entropy().detach()) / net.gates.size,
-                 "seconds": time.perf_counter() - t0}
+        recalibrate(net, x[: cfg.bn_images], det)
+        entry = {
+            "epoch": ep + 1,
+            "loss": tot["loss"] / tot["n"],
+            "sampled_cost": tot["cost"] / tot["n"] if gated else None,
+            "penalty": tot["penalty"] / tot["n"] if gated else None,
+            "val_accuracy": _accuracy(net, *val, det),
+            "arch": arch.describe(),
+            "cost": cost_model.static(cfg.cost, arch),
+            "architectures_seen": cost_model.cached_architectures,
+            "gate_clip": clip if gated else None,
+            "gate_entropy": float(net.gates.entropy().detach()) / net.gates.size,
+            "seconds": time.perf_counter() - t0,
+        }
         history.append(entry)
         if report is not None:
             report(entry)
         if log is not None:
-            log(f"epoch {ep + 1}/{cfg.epochs}: val {100 * entry['val_accuracy']:.2f}%, "
-                f"{cfg.cost} {entry['cost']:,.4g} (budget {cfg.budget:,.4g}), {arch.describe()}")
+            log(
+                f"epoch {ep + 1}/{cfg.epochs}: val {100 * entry['val_accuracy']:.2f}%, "
+                f"{cfg.cost} {entry['cost']:,.4g} (budget {cfg.budget:,.4g}), {arch.describe()}"
+            )
     return net, history
 
 
@@ -288,10 +298,11 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
         train_ds, val_ds, test_ds = _splits(cfg.data)
         cost_model = CostModel(fam, cfg.cost_settings(), train_ds.image_shape, train_ds.classes)
         cost_model.check(cfg.cost)
-        if supernet_file.exists():        # an interrupted trial: its super network is done
-            saved = torch.load(supernet_file, weights_only=False)     # our own file
-            net = fam.supernet(fam.make_space(train_ds.image_shape, train_ds.classes,
-                                              cfg.space), cfg.init_prob)
+        if supernet_file.exists():  # an interrupted trial: its super network is done
+            saved = torch.load(supernet_file, weights_only=False)  # our own file
+            net = fam.supernet(
+                fam.make_space(train_ds.image_shape, train_ds.classes, cfg.space), cfg.init_prob
+            )
             net.load_state_dict(saved["net"])
             history, t_before = saved["history"], saved["seconds"]
             if log is not None:
@@ -301,58 +312,77 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
             train, val = to_tensors(train_ds, cfg.device), to_tensors(val_ds, cfg.device)
             net, history = train_supernet(cfg, fam, cost_model, train, val, gen, report, log)
             h, flips = choose(cfg, net, cost_model)
-            searched = copy.deepcopy(net.cpu().state_dict())      # as the search left it
+            searched = copy.deepcopy(net.cpu().state_dict())  # as the search left it
             settle(cfg, net.to(cfg.device), h, train, gen, log)
             net, t_before = net.cpu(), 0.0
-            save_checkpoint(supernet_file, {"net": net.state_dict(), "history": history,
-                                            "h": h, "flips": flips, "searched": searched,
-                                            "seconds": time.perf_counter() - t_start})
+            save_checkpoint(
+                supernet_file,
+                {
+                    "net": net.state_dict(),
+                    "history": history,
+                    "h": h,
+                    "flips": flips,
+                    "searched": searched,
+                    "seconds": time.perf_counter() - t_start,
+                },
+            )
         arch = net.decode(h)
-        extracted = {"arch": arch, "flips": flips,
-                     "probability": extracted_probability(net, arch, seed=cfg.seed),
-                     "supernet_val": subnet_accuracy(net, h, to_tensors(train_ds)[0],
-                                                     to_tensors(val_ds), cfg.bn_images)}
+        extracted = {
+            "arch": arch,
+            "flips": flips,
+            "probability": extracted_probability(net, arch, seed=cfg.seed),
+            "supernet_val": subnet_accuracy(
+                net, h, to_tensors(train_ds)[0], to_tensors(val_ds), cfg.bn_images
+            ),
+        }
     t_start -= t_before
     t_super = time.perf_counter() - t_start
     arch = extracted["arch"]
     searched_cost = cost_model.static(cfg.cost, arch)
 
-    def final_progress(entry):           # the final training's epochs, as the search's are
+    def final_progress(entry):  # the final training's epochs, as the search's are
         entry = {**entry, "phase": "final"}
         if report is not None:
             report(entry)
         if log is not None:
-            log(f"final training, {entry['desc']}: epoch {entry['epoch']}/{entry['epochs']}, "
-                f"val {100 * entry['val_accuracy']:.2f}%")
+            log(
+                f"final training, {entry['desc']}: epoch {entry['epoch']}/{entry['epochs']}, "
+                f"val {100 * entry['val_accuracy']:.2f}%"
+            )
 
-    if isinstance(fam, IntegerFamily):   # integer networks: the protocol's final trainings
+    if isinstance(fam, IntegerFamily):  # integer networks: the protocol's final trainings
         final = _final_trainings(cfg, arch, final_progress)
-    else:                                # the fabric: one training, its costs the arch's
+    else:  # the fabric: one training, its costs the arch's
         final = _fabric_final(cfg, fam, arch, train_ds, ckdir, final_progress)
         final["costs"] = cost_model.all_static(arch)
     t_final = time.perf_counter() - t_start - t_super
     result = {
-        "name": cfg.name, "family": cfg.family, "cost": cfg.cost, "budget": cfg.budget,
-        "lambda": cfg.lam, "seed": cfg.seed, "data": cfg.data,
-        "arch": arch.as_dict(), "arch_text": arch.describe(),
+        "name": cfg.name,
+        "family": cfg.family,
+        "cost": cfg.cost,
+        "budget": cfg.budget,
+        "lambda": cfg.lam,
+        "seed": cfg.seed,
+        "data": cfg.data,
+        "arch": arch.as_dict(),
+        "arch_text": arch.describe(),
         "gates": net.gates.summary(),
-        "searched_cost": searched_cost,           # what the super network was trained with
-        "costs": final["costs"],                  # measured on the final network (seed 0)
+        "searched_cost": searched_cost,  # what the super network was trained with
+        "costs": final["costs"],  # measured on the final network (seed 0)
         "budget_ratio": final["costs"][cfg.cost] / cfg.budget,
-        "projection": extracted["flips"],         # gates flipped to meet the budget
+        "projection": extracted["flips"],  # gates flipped to meet the budget
         "extracted_probability": extracted["probability"],
         "accuracy": {**final["accuracy"], "supernet_val": extracted["supernet_val"]},
         "finals": final.get("finals", []),
         "history": history,
-        "seconds": {"supernet": t_super, "final": t_final,
-                    "total": time.perf_counter() - t_start},
+        "seconds": {"supernet": t_super, "final": t_final, "total": time.perf_counter() - t_start},
         "config": asdict(cfg),
         "files": final.get("files", {}),
     }
     # the super network as the search left it (before settling): the rank agreement's
     save_checkpoint(out / "supernet.pt", {"net": searched, "arch": arch.as_dict()})
     write_json_atomic(out / "result.json", result)
-    shutil.rmtree(ckdir, ignore_errors=True)      # finished: the result is what counts
+    shutil.rmtree(ckdir, ignore_errors=True)  # finished: the result is what counts
     return result
 
 
@@ -382,7 +412,7 @@ def settle(cfg: TrialConfig, net, h_row: torch.Tensor, train, gen, log=None) -> 
     for ep in range(cfg.settle_epochs):
         perm = torch.randperm(len(x), generator=gen).to(x.device)
         for i in range(0, len(x), cfg.batch):
-            idx = perm[i:i + cfg.batch]
+            idx = perm[i : i + cfg.batch]
             if len(idx) < 2:
                 continue
             xb = random_shift(x[idx], gen, prob=float(cfg.augment)) if cfg.augment else x[idx]
@@ -402,21 +432,38 @@ def _final_trainings(cfg: TrialConfig, arch, progress) -> dict:
     for k in range(cfg.final_seeds):
         job = model_job(cfg, arch, k, models_root(cfg))
         res = run_final(job, on_epoch_end=progress)
-        finals.append({"seed": k, "dir": job.out, **{f"{s}_{c}": res[f"{s}_{c}"]
-                       for s in ("val", "test") for c in ("correct", "total")}})
-    mean = {s: float(np.mean([f[f"{s}_correct"] / f[f"{s}_total"] for f in finals]))
-            for s in ("val", "test")}
+        finals.append(
+            {
+                "seed": k,
+                "dir": job.out,
+                **{f"{s}_{c}": res[f"{s}_{c}"] for s in ("val", "test") for c in ("correct", "total")},
+            }
+        )
+    mean = {s: float(np.mean([f[f"{s}_correct"] / f[f"{s}_total"] for f in finals])) for s in ("val", "test")}
     first = read_final(finals[0]["dir"])
-    return {"finals": finals, "accuracy": mean, "costs": first["costs"],
-            "files": {k: v for k, v in first["files"].items() if k in ("onnx", "card")}}
+    return {
+        "finals": finals,
+        "accuracy": mean,
+        "costs": first["costs"],
+        "files": {k: v for k, v in first["files"].items() if k in ("onnx", "card")},
+    }
 
 
 def _fabric_final(cfg: TrialConfig, fam, arch, train_ds, ckdir: Path, progress) -> dict:
     """The fabric's final training (a float network: no integer model, one seed)."""
-    final = fam.train_final(arch, cfg.data, train_ds.image_shape, train_ds.classes,
-                            seed=cfg.seed, threads=cfg.threads, epochs=cfg.final_epochs,
-                            float_epochs=cfg.final_float_epochs, name=cfg.name,
-                            on_epoch_end=progress, checkpoint_dir=ckdir, device=cfg.device)
+    final = fam.train_final(
+        arch,
+        cfg.data,
+        train_ds.image_shape,
+        train_ds.classes,
+        seed=cfg.seed,
+        threads=cfg.threads,
+        epochs=cfg.final_epochs,
+        float_epochs=cfg.final_float_epochs,
+        name=cfg.name,
+        on_epoch_end=progress,
+        checkpoint_dir=ckdir,
+        device=cfg.device,
+    )
     acc = final.accuracy
-    return {"accuracy": {"val": acc["quantized_val"], "test": acc.get("golden_test",
-                                                                       acc["quantized_test"])}}
+    return {"accuracy": {"val": acc["quantized_val"], "test": acc.get("golden_test", acc["quantized_test"])}}

@@ -14,6 +14,7 @@ the same names, and FAKE_CUPY_MODE chooses the machine it pretends to be:
   wrong_results  every launch flips a bit in each buffer it is given
   slow_compile   compiling never ends (for the phase timeouts)
 """
+
 import ctypes
 import time
 
@@ -27,6 +28,7 @@ __version__ = "14.2.0+fake"
 
 def _emu():
     from gpu_kernels.devices import EmuBuffer
+
     return EmuBuffer
 
 
@@ -48,9 +50,11 @@ def empty(shape, dtype=np.float64):
 
 
 def show_config():
-    print(f"CuPy Version          : {__version__}\nCUDA Runtime Version  : 13000\n"
-          f"NVRTC Version         : {cuda.nvrtc.getVersion() if mode() != 'no_nvrtc' else 'missing'}\n"
-          f"Device 0 Name         : NVIDIA H200 (fake)")
+    print(
+        f"CuPy Version          : {__version__}\nCUDA Runtime Version  : 13000\n"
+        f"NVRTC Version         : {cuda.nvrtc.getVersion() if mode() != 'no_nvrtc' else 'missing'}\n"
+        f"Device 0 Name         : NVIDIA H200 (fake)"
+    )
 
 
 REGISTERS = {"bin_conv3x3": 80, "int_conv3x3": 70}
@@ -59,21 +63,24 @@ REGISTERS = {"bin_conv3x3": 80, "int_conv3x3": 70}
 class RawKernel:
     def __init__(self, lib, name, symbol):
         from gpu_kernels.launch import KERNEL_MAX_THREADS
+
         self.name, base = name, name.split("<")[0]
         self._fn = getattr(lib, symbol) if symbol else None
         if self._fn is not None:
             self._fn.restype = ctypes.c_int
         self.num_regs = REGISTERS.get(base, 8 if base == "busy_wait_ns" else 40)
-        self.max_threads_per_block = (128 if mode() == "few_threads" and base == "bin_conv3x3"
-                                      else KERNEL_MAX_THREADS)
+        self.max_threads_per_block = (
+            128 if mode() == "few_threads" and base == "bin_conv3x3" else KERNEL_MAX_THREADS
+        )
         self.local_size_bytes = self.shared_size_bytes = self.const_size_bytes = 0
         self.binary_version = self.ptx_version = 90
 
     def __call__(self, grid, block, args, **kwargs):
         if int(np.prod(block)) > self.max_threads_per_block:
-            raise cuda.driver.CUDADriverError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many "
-                                              "resources requested for launch")
-        if self._fn is None:                       # the busy-wait helper: nothing to emulate
+            raise cuda.driver.CUDADriverError(
+                "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested for launch"
+            )
+        if self._fn is None:  # the busy-wait helper: nothing to emulate
             return
         holders = []
         for a in args:
@@ -82,10 +89,13 @@ class RawKernel:
             elif isinstance(a, np.int32):
                 holders.append(ctypes.c_int32(int(a)))
             else:
-                raise TypeError(f"{self.name}: argument {a!r} of type {type(a).__name__}: the fake "
-                                f"takes device arrays and numpy.int32 only")
+                raise TypeError(
+                    f"{self.name}: argument {a!r} of type {type(a).__name__}: the fake "
+                    f"takes device arrays and numpy.int32 only"
+                )
         params = (ctypes.c_void_p * len(holders))(
-            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders])
+            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
+        )
         status = self._fn((ctypes.c_uint * 6)(*grid, *block), params)
         if status != 0:
             raise cuda.driver.CUDADriverError(f"CUDA_ERROR_LAUNCH_FAILED (emulation status {status})")
@@ -112,6 +122,7 @@ class RawModule:
         if m == "slow_compile":
             time.sleep(3600)
         from gpu_kernels import build
+
         self._lib = ctypes.CDLL(str(build.emulation_library()))
         return self._lib
 
@@ -120,6 +131,7 @@ class RawModule:
         if name not in self.name_expressions:
             raise cuda.driver.CUDADriverError(f"CUDA_ERROR_NOT_FOUND: named symbol not found ({name})")
         from gpu_kernels.kernel_table import KERNELS, TIMING_KERNEL
+
         symbol = {s.expr: s.symbol for s in KERNELS.values()}.get(name)
         if symbol is None and name != TIMING_KERNEL:
             raise cuda.driver.CUDADriverError(f"CUDA_ERROR_NOT_FOUND: {name}")

@@ -1,4 +1,5 @@
 """cupy.cuda, faked: devices, events (wall clock: the fake runs synchronously)."""
+
 import time
 
 from cupy.cuda import compiler, driver, nvrtc, runtime  # noqa: F401

@@ -1,4 +1,5 @@
 """cupy.cuda.nvrtc, faked."""
+
 from cupy._fake import NVRTC_MISSING, mode
 
 

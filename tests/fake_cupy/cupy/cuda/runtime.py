@@ -1,9 +1,11 @@
 """cupy.cuda.runtime, faked: versions, device count and properties per FAKE_CUPY_MODE."""
+
 from cupy._fake import mode
 
-_MESSAGES = {35: "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA "
-                 "runtime version",
-             100: "cudaErrorNoDevice: no CUDA-capable device is detected"}
+_MESSAGES = {
+    35: "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version",
+    100: "cudaErrorNoDevice: no CUDA-capable device is detected",
+}
 
 
 class CUDARuntimeError(RuntimeError):
@@ -33,6 +35,12 @@ def getDevice():
 
 
 def getDeviceProperties(device):
-    return {"name": b"NVIDIA H200 (fake: the CPU emulation)", "major": 9, "minor": 0,
-            "totalGlobalMem": 141 * 2**30, "multiProcessorCount": 132, "regsPerBlock": 65536,
-            "maxThreadsPerBlock": 1024}
+    return {
+        "name": b"NVIDIA H200 (fake: the CPU emulation)",
+        "major": 9,
+        "minor": 0,
+        "totalGlobalMem": 141 * 2**30,
+        "multiProcessorCount": 132,
+        "regsPerBlock": 65536,
+        "maxThreadsPerBlock": 1024,
+    }

@@ -1,70 +1,13 @@
 #!/usr/bin/env python3
-"""`make lint` (RTL part): verilator --lint-only -Wall on every module of rtl/, twice: with its
-default parameters, and with every parameter given explicitly (-GNAME=value, as the benches and
-the compare script build it). An overridden parameter is a 32-bit value, which exposes width
-mismatches that the defaults hide. Modules with structural variants (VARIANTS) are linted in
-each of them too. Prints one line per module; exit status 1 if any warning
-remains."""
+"""`make lint` (RTL part) and the pre-commit hook: verilator --lint-only -Wall on every module
+of rtl/, with default and overridden parameters.
 
-import re
-import subprocess
+The code is in workbench/flows/rtl_lint.py. Run it with .venv/bin/python (or in the activated
+environment) so that the project's packages import."""
+
 import sys
-from pathlib import Path
 
-from tb.sim import verilator_on_path
+from workbench.flows.rtl_lint import main
 
-RTL = Path(__file__).resolve().parents[1] / "rtl"
-# parameters that choose a different structure, not a size: linted as well as the default
-VARIANTS = {"mac_cell": {"one shared multiplier": ["-GMULTIPLIERS=1"]}}
-
-
-def parameters(text: str) -> dict:
-    return dict(re.findall(r"\bparameter\s+(\w+)\s*=\s*(\d+)", text))
-
-
-def lint(module: str, extra: list) -> str:
-    out = subprocess.run(
-        [
-            "verilator",
-            "--lint-only",
-            "-Wall",
-            f"-I{RTL}",
-            "--top-module",
-            module,
-            str(RTL / f"{module}.v"),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-    )
-    return "" if out.returncode == 0 else out.stdout + out.stderr
-
-
-def main() -> int:
-    verilator_on_path()
-    failed = []
-    modules = sorted(p.stem for p in RTL.glob("*.v"))
-    for module in modules:
-        params = parameters((RTL / f"{module}.v").read_text())
-        bad = []
-        runs = {
-            "defaults": [],
-            "-G overrides": [f"-G{k}={v}" for k, v in params.items()],
-            **VARIANTS.get(module, {}),
-        }
-        for label, extra in runs.items():
-            report = lint(module, extra)
-            if report:
-                bad.append(label)
-                print(f"[lint] {module} ({label}): warnings\n{report}")
-        print(f"[lint] {module}: {'WARNINGS with ' + ' and '.join(bad) if bad else 'clean'}", flush=True)
-        failed += [module] * bool(bad)
-    if failed:
-        print(f"[lint] {len(failed)} of {len(modules)} modules with warnings: {', '.join(failed)}")
-        return 1
-    print(f"[lint] {len(modules)} modules clean, with default and overridden parameters")
-    return 0
-
-
-if __name__ == "__main__":
+if __name__ == "__main__":  # exit status: 1 if any module has warnings
     sys.exit(main())

@@ -140,7 +140,7 @@ def build(
             build_args += ["--threads", str(threads)]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
-        if coverage_on(sim):  # make coverage (scripts/coverage.py): line and toggle counts
+        if coverage_on(sim):  # make coverage (workbench/flows/coverage.py): line and toggle counts
             build_args += ["--coverage-line", "--coverage-toggle"]
     elif threads > 1:
         raise ValueError("threads > 1 needs Verilator (Icarus Verilog runs on one thread)")

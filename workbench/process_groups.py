@@ -2,7 +2,7 @@
 what it starts in turn (a simulator, a compiler, mutmut's workers) belongs to its group and ends
 with it, whatever ends the supervisor's wait (a failure, a timeout, Ctrl-C, SIGTERM). Read from
 /proc: the scheduler states of a group's processes (a stopped one, state T, would hang a job).
-Used by the RTL shards (workbench/rtl_shards.py) and by mutation testing (scripts/mutants.py)."""
+Used by the RTL shards (workbench/rtl_shards.py) and by mutation testing (workbench/flows/mutants.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ fpga.isa.check_program's). The seed is printed and replays the same programs.
 TB_COVERAGE_PROGRAMS sets the most programs (`make test`: a smoke of 3; `make coverage`: 80,
 stopping early once every program bin is hit); with TB_COVERAGE_OUT set, the covergroups are
 written there as functional.xml and functional.yml (cocotb-coverage's formats) plus
-functional.json (the table scripts/coverage.py prints)."""
+functional.json (the table workbench/flows/coverage.py prints)."""
 
 import dataclasses
 import json

@@ -1,19 +1,17 @@
-"""The parts of `make mutants` (scripts/mutants.py) that need no mutmut run and no simulator:
-the RTL mutant list applies to the current rtl/ (every original line exactly once), a mutant
-changes exactly that line, the scopes name files and tests that exist, and bad arguments are
-refused with one line and exit status 2 before any work."""
+"""The parts of `make mutants` (workbench/flows/mutants.py, run by scripts/mutants.py) that need
+no mutmut run and no simulator: the RTL mutant list applies to the current rtl/ (every original
+line exactly once), a mutant changes exactly that line, the scopes name files and tests that
+exist, and bad arguments are refused with one line and exit status 2 before any work."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from workbench.flows import mutants
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("mutants_script", ROOT / "scripts" / "mutants.py")
-mutants = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mutants)
 
 MUTANTS = mutants.load_rtl_mutants()
 

@@ -1,13 +1,12 @@
-"""The pieces of `make coverage` (scripts/coverage.py) that need no simulator: reading a
-Verilator coverage.dat and the per-module table with the uncovered lines."""
+"""The pieces of `make coverage` (workbench/flows/coverage.py, run by scripts/coverage.py) that
+need no simulator: reading a Verilator coverage.dat and the per-module table with the uncovered
+lines."""
 
-import importlib.util
 from pathlib import Path
 
+from workbench.flows import coverage
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("coverage_script", ROOT / "scripts" / "coverage.py")
-coverage_script = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(coverage_script)
 
 
 def point(file: str, line: int, page: str, count: int, comment: str = "") -> str:
@@ -20,7 +19,7 @@ def table_of(tmp_path, points: list):
     """code_table of a coverage.dat holding `points` (lines made by point())."""
     dat = tmp_path / "coverage.dat"
     dat.write_text("# SystemC::Coverage-3\n" + "\n".join(points) + "\n")
-    return coverage_script.code_table(coverage_script.parse_coverage_dat(dat))
+    return coverage.code_table(coverage.parse_coverage_dat(dat))
 
 
 def test_table_counts_lines_and_toggles_per_module(tmp_path):
@@ -39,11 +38,11 @@ def test_table_counts_lines_and_toggles_per_module(tmp_path):
     assert stats["a"] == {"line_hit": 2, "line_total": 3, "toggle_hit": 1, "toggle_total": 2}
     assert stats["b"] == {"line_hit": 0, "line_total": 1, "toggle_hit": 0, "toggle_total": 0}
     assert uncovered == {"a": [12], "b": [7]}
-    assert coverage_script.pct(1, 2).strip() == "50.0 %"
+    assert coverage.pct(1, 2).strip() == "50.0 %"
 
 
 def test_bench_files_run_slowest_first_and_include_every_bench():
-    files = coverage_script.bench_files()
+    files = coverage.bench_files()
     every = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tb").rglob("test_*.py"))
     assert sorted(files) == every and len(set(files)) == len(files)
     assert files[0] == "tb/tlm/test_isa_coverage.py"  # the longest run starts first

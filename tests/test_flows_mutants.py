@@ -78,6 +78,21 @@ def test_the_python_scopes_name_existing_files_and_tests():
     assert 'pytest_add_cli_args_test_selection = ["tests/test_compiler.py"]' in staged
 
 
+def test_each_scope_stages_the_packages_of_its_files():
+    pyproject = mutants.load_pyproject()
+    scopes = mutants.python_scopes(pyproject)
+    for name, scope in scopes.items():
+        paths = mutants.scope_source_paths(pyproject, scope)
+        for pattern in scope["mutate"]:
+            assert pattern.split("/")[0] in paths, (name, pattern)
+    assert mutants.scope_source_paths(pyproject, {}) == pyproject["tool"]["mutmut"]["source_paths"]
+    assert mutants.scope_source_paths(pyproject, {"source_paths": ["safeio"]}) == ["safeio"]
+    staged = mutants.staged_pyproject(
+        pyproject, {"mutate": ["safeio/*"], "tests": ["t"], "source_paths": ["safeio"]}
+    )
+    assert 'source_paths = ["safeio"]' in staged
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

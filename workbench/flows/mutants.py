@@ -1,11 +1,12 @@
 """`make mutants`: mutation testing of the golden numerics, the lowering, the compiler and the
 cycle model (mutmut) and of rtl/ (a list of one-line mutants run against each module's bench).
 
-Python (`--scope numerics|lowering|compiler|cycle_model`, or `python` for all four): each scope
-of pyproject.toml's [tool.mutants.scopes] is staged under build/mutants/py/<scope>/ (a copy of
-models/, fpga/, the scope's tests and a pyproject.toml whose [tool.mutmut] is the project's with
-the scope's files and tests), and `mutmut run` runs there, so its mutants/ directory never lands
-in the working tree. mutmut mutates code inside functions and runs, for each mutant, the scope's
+Python (`--scope <name>`, a scope of pyproject.toml's [tool.mutants.scopes], or `python` for all
+of them): each scope is staged under build/mutants/py/<scope>/ (a copy of its packages, the
+scope's `source_paths` or else [tool.mutmut]'s (models/, fpga/), the scope's tests with
+tests/conftest.py and tests/helpers.py, and a pyproject.toml whose [tool.mutmut] is the
+project's with the scope's files and tests), and `mutmut run` runs there, so its mutants/
+directory never lands in the working tree. mutmut mutates code inside functions and runs, for each mutant, the scope's
 tests that reach the mutated function (the fast tests of tests/, never the RTL benches). Per
 scope: mutants, killed, survived, timeout, no tests, kill rate (killed / mutants) and every
 mutant not killed, as file:line and the mutation.
@@ -18,7 +19,7 @@ runs past its time limit). Every original line must occur exactly once in rtl/<m
 unmutated benches run first and must pass, otherwise the run stops (a kill would mean nothing).
 Prints the kill table and the kill rate per simulator.
 
-`--scope all` (the default) runs the four Python scopes, then the RTL list. Tool output goes to
+`--scope all` (the default) runs the Python scopes, then the RTL list. Tool output goes to
 files under build/mutants/ (their paths are printed); the console has the progress, with an
 estimate of the time left from the rate measured so far, and the results.
 
@@ -57,6 +58,8 @@ SIMS = ("icarus", "verilator")
 MUTANT_KEYS = ("id", "module", "kind", "original", "replacement", "description")
 # what the RTL runs need from the project (the benches import tb, models and fpga)
 RTL_COPY = ("rtl", "tb", "models", "fpga", "pyproject.toml")
+# tests/ files every Python scope's stage gets beside the scope's tests (when they exist)
+TEST_SUPPORT = ("__init__.py", "conftest.py", "helpers.py")
 
 
 class ToolFailure(Exception):
@@ -217,15 +220,26 @@ def staged_pyproject(pyproject: dict, scope: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def scope_source_paths(pyproject: dict, scope: dict) -> list[str]:
+    """The packages copied into a scope's stage: the scope's `source_paths` (a mutmut key, so
+    it also reaches the staged [tool.mutmut]) or else the project's. They must hold the mutated
+    files; the project's other packages are imported from the working tree."""
+    default = pyproject.get("tool", {}).get("mutmut", {}).get("source_paths", ["models", "fpga"])
+    return list(scope.get("source_paths", default))
+
+
 def stage_scope(name: str, scope: dict, pyproject: dict) -> Path:
     stage = OUT / "py" / name
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for src in pyproject["tool"]["mutmut"].get("source_paths", ["models", "fpga"]):
+    for src in scope_source_paths(pyproject, scope):
+        if not (ROOT / src).is_dir():
+            raise BadInput(f"pyproject.toml [tool.mutants.scopes.{name}]: there is no package {src}/")
         shutil.copytree(ROOT / src, stage / src, ignore=ignore)
     (stage / "tests").mkdir()
-    for f in ("__init__.py", "conftest.py", *[Path(t).name for t in scope["tests"]]):
+    support = [f for f in TEST_SUPPORT if (ROOT / "tests" / f).is_file()]
+    for f in (*support, *[Path(t).name for t in scope["tests"]]):
         if not (ROOT / "tests" / f).is_file():
             raise BadInput(f"pyproject.toml [tool.mutants.scopes.{name}]: there is no tests/{f}")
         shutil.copy2(ROOT / "tests" / f, stage / "tests" / f)  # scratch: mutmut's staging copy

@@ -1,5 +1,5 @@
 """Single-layer networks and inputs that exercise one kernel: the bit-exactness matrix of the
-tests (tests/test_gpu_kernels.py on the emulation, tests/test_gpu_cupy.py on a GPU) and of
+tests (tests/test_gpu_kernels.py, on the emulation and on a GPU through CuPy) and of
 gpu_kernels.selfcheck. Expected values always come from the golden executor.
 
 Channel variants, for word size B: "multiple" = 2B channels (whole words), "partial" = B + 7

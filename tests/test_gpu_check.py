@@ -127,7 +127,7 @@ TRIAL = {
     "GPU_CHECK_CIFAR10_EXP": "0 0",
     "GPU_CHECK_BENCH_ARGS": "--repeats 1 --warmup 0 --launches 1 --check 2 --max-run-s 0.3",
     "GPU_CHECK_PYTEST_K": (
-        "bin_conv-XZ-32-partial-1-2 or dense-Y-64-few-0-5 or Z-dense-32 "
+        "cupy-bin_conv-XZ or cupy-dense-Y or padding_bits and cupy-XZ "
         "or test_fashion_network_on_gpu and X-32 or honour or largest or separates"
     ),
 }

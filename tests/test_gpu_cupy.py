@@ -1,8 +1,11 @@
-"""The kernels on a real GPU through CuPy (RawModule): the same exactness matrix as the
-emulation, whole networks, the emulation's launch plans, the compiled kernels' limits and the
-launch timing. Marked `gpu`; skipped where CuPy or a CUDA device is missing (run by
-scripts/gpu_check.sh on a GPU machine, whose Python has numpy, CuPy and pytest only: tests
-that also need the g++ builds skip when those cannot be built there)."""
+"""The kernels on a real GPU through CuPy (RawModule): whole networks, the emulation's launch
+plans, the compiled kernels' limits and the launch timing, and the exactness matrix of
+tests/test_gpu_kernels.py imported with its `backend` fixture fixed to cupy, so that this file
+alone (what scripts/gpu_check.sh runs) checks the matrix on the GPU too; where both files are
+collected, tests/conftest.py runs each of those cases once, in tests/test_gpu_kernels.py.
+Marked `gpu`; skipped where CuPy or a CUDA device is missing (run by scripts/gpu_check.sh on a
+GPU machine, whose Python has numpy, CuPy and pytest only: tests that also need the g++ builds
+skip when those cannot be built there)."""
 
 import numpy as np
 import pytest
@@ -10,10 +13,11 @@ import pytest
 from gpu_kernels import CONFIGS, BuildError, Runner, cuda_available, run_network
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.launch import DEFAULT_THREADS, KERNEL_MAX_THREADS
-from gpu_kernels.layer_cases import all_cases, case_seed, make_case
+from gpu_kernels.layer_cases import case_seed, make_case
 from models import golden
 from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 from tests.helpers import assert_same
+from tests.test_gpu_kernels import test_kernel_equals_golden, test_padding_bits_never_count
 
 pytestmark = [
     pytest.mark.gpu,
@@ -34,33 +38,14 @@ def needs_build(what: str) -> None:
         pytest.skip(f"the {what} build is not available here: {str(exc)[:200]}")
 
 
-CASES = all_cases(CONFIGS)
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
+# the matrix (imported above), here on CuPy only
+MATRIX_TESTS = (test_kernel_equals_golden, test_padding_bits_never_count)
 
 
-@pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
-def test_kernel_equals_golden_on_gpu(case):
-    kind, config, bits, variant, pad, batch = case
-    seed = case_seed(kind, bits, variant, pad, batch)
-    print(f"seed {seed}")
-    net, x = make_case(kind, bits, variant, pad, batch, seed)
-    res = run_network(net, x, [config], backend="cupy", word_bits=bits)
-    assert res.backend == "cupy"
-    assert_same(res.outputs[0], golden.run(net, x).outputs[0], "-".join(map(str, case)))
-
-
-@pytest.mark.parametrize("bits", [32, 64])
-@pytest.mark.parametrize("kind", ["bin_conv", "dense"])
-@pytest.mark.parametrize("config", CONFIGS)
-def test_padding_bits_never_count_on_gpu(config, kind, bits):
-    net, x = make_case(kind, bits, "partial", 1, 3, case_seed("garbage padding", kind, bits))
-    runner = Runner(net, config, backend="cupy", word_bits=bits)
-    op = runner.ops[0]
-    words = op.fin.from_golden(x)
-    words[..., -1] |= ~np.array(0, dtype=words.dtype) << np.array(op.fin.channels % bits, dtype=words.dtype)
-    out = runner.gpu.download(runner.run_op_gpu(op, runner.gpu.upload(words), config))
-    got = op.fout.to_golden(out, "int")
-    assert_same(got, golden.run(net, x).outputs[0], f"{kind} {config} w{bits}")
+@pytest.fixture(params=["cupy"])
+def backend(request) -> str:
+    return request.param
 
 
 @pytest.mark.parametrize("bits", [32, 64])

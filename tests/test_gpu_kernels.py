@@ -1,54 +1,167 @@
-"""Every BNN kernel in every configuration, through the CPU emulation of the CUDA source, equal
-to the golden models: layer type x configuration x word size x channel count (multiple of the
-word size or not) x padding x batch size (gpu_kernels/layer_cases.py builds the cases)."""
+"""The GPU exactness matrix: every BNN kernel in every configuration equal to the golden models,
+on each backend of the `backend` fixture: `emulation` (the CPU emulation of the CUDA source,
+built with g++) always, `cupy` (a real GPU through CuPy, marked `gpu`) where CuPy sees a CUDA
+device, skipped with the reason elsewhere.
+
+The cases are gpu_kernels/layer_cases.py's `all_cases(CONFIGS)`: layer type x configuration x
+word size x channel count (multiple of the word size or not) x padding x batch size. One test
+per backend x layer type x configuration loops over that pair's cases, compares every launch
+with the golden model and fails with the list of every failing case (kind, configuration, word
+size, channel variant, padding, batch, seed, shape and first mismatching index);
+`test_the_matrix_loops_every_case_once` holds the loops to the generator, case for case.
+
+tests/test_gpu_cupy.py holds the CuPy-only tests (whole networks, the compiled kernels' limits,
+launch timing) and imports the matrix tests, so that scripts/gpu_check.sh, which runs that file
+alone, runs the matrix on CuPy (tests/conftest.py runs each such case once when both files are
+collected)."""
 
 import numpy as np
 import pytest
 
-from gpu_kernels import CONFIGS, Runner, run_network
+from gpu_kernels import CONFIGS, Runner, cuda_available, run_network
 from gpu_kernels.devices import EmuBuffer, get_gpu
 from gpu_kernels.errors import GpuKernelError
 from gpu_kernels.launch import Work, plan
-from gpu_kernels.layer_cases import LAYER_KINDS, all_cases, case_seed, make_case
+from gpu_kernels.layer_cases import LAYER_KINDS, WORD_BITS, all_cases, case_seed, make_case
 from models import golden
 from models.numerics import bnn
-from tests.helpers import assert_same, needs_gxx
-
-pytestmark = needs_gxx
-
-
-def _id(case):
-    kind, config, bits, variant, pad, batch = case
-    return f"{kind}-{config}-w{bits}-{variant}-pad{pad}-n{batch}"
-
+from tests.helpers import assert_same, mismatch, needs_gxx
 
 CASES = all_cases(CONFIGS)
+# The size of the matrix: a change to the generator (a layer kind, a shape, a configuration)
+# changes this number with it, so that no loop can lose cases unnoticed
+MATRIX_CASES = 1302
+
+BACKENDS = [
+    pytest.param("emulation", marks=needs_gxx),
+    pytest.param(
+        "cupy",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(
+                not cuda_available(), reason="the cupy backend needs CuPy and a CUDA device (none here)"
+            ),
+        ],
+    ),
+]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
-def test_kernel_equals_golden_in_emulation(case):
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """The backend the kernels run on: "emulation", or "cupy" where a GPU is present."""
+    return request.param
+
+
+def cases_of(kind: str, config: str) -> list[tuple]:
+    """The matrix's cases of one layer type in one configuration, in the generator's order."""
+    return [c for c in CASES if c[0] == kind and c[1] == config]
+
+
+def case_name(case: tuple) -> str:
+    kind, config, bits, variant, pad, batch = case
+    return f"{kind} {config} w{bits} {variant} pad{pad} n{batch}"
+
+
+def failures_of(checks) -> list[str]:
+    """Runs every (name, check) pair, a check being a callable that returns None or what
+    differs, and returns the failures, each prefixed with its name. An exception is a failure
+    of its case, so one bad case never hides the others."""
+    failed = []
+    for name, check in checks:
+        try:
+            diff = check()
+        except Exception as exc:  # reported with its case, like a mismatch
+            first_line = (str(exc).splitlines() or [""])[0][:300]
+            diff = f"{type(exc).__name__}: {first_line}"
+        if diff is not None:
+            failed.append(f"{name}: {diff}")
+    return failed
+
+
+def report(what: str, total: int, failed: list[str]) -> str:
+    return f"{len(failed)} of {total} {what} differ from the golden model:\n  " + "\n  ".join(failed)
+
+
+def matrix_check(backend: str, case: tuple):
+    """One launch of the matrix compared with the golden model: None, or what differs."""
     kind, config, bits, variant, pad, batch = case
     seed = case_seed(kind, bits, variant, pad, batch)
-    print(f"seed {seed}")
-    net, x = make_case(kind, bits, variant, pad, batch, seed)
-    ref = golden.run(net, x).outputs[0]
-    res = run_network(net, x, [config], backend="emulation", word_bits=bits)
-    assert res.backend == "emulation" and res.layers[0].impl == config
-    assert_same(res.outputs[0], ref, _id(case))
+
+    def check():
+        net, x = make_case(kind, bits, variant, pad, batch, seed)
+        ref = golden.run(net, x).outputs[0]
+        res = run_network(net, x, [config], backend=backend, word_bits=bits)
+        if res.backend != backend or res.layers[0].impl != config:
+            return f"ran on {res.backend} as {res.layers[0].impl}"
+        return mismatch(res.outputs[0], ref)
+
+    return f"{case_name(case)} seed {seed}", check
 
 
+@pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("kind", LAYER_KINDS)
-def test_cases_are_not_degenerate(kind):
+def test_kernel_equals_golden(backend, kind, config):
+    """Every case of one layer type in one configuration: the kernel's output equals golden.run."""
+    cases = cases_of(kind, config)
+    assert cases, f"no case of {kind} in {config}"
+    checks = [matrix_check(backend, c) for c in cases]
+    failed = failures_of(checks)
+    assert len(checks) == len(cases)
+    assert not failed, report(f"{backend} cases of {kind} in {config}", len(cases), failed)
+
+
+def test_the_matrix_loops_every_case_once():
+    """The tests' loops (layer type x configuration) cover the generator's cases exactly once
+    each, and the generator still makes the whole matrix."""
+    looped = [c for kind in LAYER_KINDS for config in CONFIGS for c in cases_of(kind, config)]
+    assert len(CASES) == MATRIX_CASES, f"all_cases makes {len(CASES)} cases, not {MATRIX_CASES}"
+    assert len(looped) == len(CASES) == len(set(CASES))
+    assert sorted(looped) == sorted(CASES)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_padding_bits_never_count(backend, config):
+    """Input words whose padding bits are set (as HEP-BNN's xnor produced) still give the golden
+    result: the kernels mask the last word. Binary conv and dense, both word sizes."""
+
+    def padding_check(kind, bits):
+        seed = case_seed("garbage padding", kind, bits)
+
+        def check():
+            net, x = make_case(kind, bits, "partial", 1, 3, seed)
+            runner = Runner(net, config, backend=backend, word_bits=bits)
+            op = runner.ops[0]
+            words = op.fin.from_golden(x)
+            c = op.fin.channels
+            garbage = ~np.array(0, dtype=words.dtype) << np.array(c % bits, dtype=words.dtype)
+            words[..., -1] |= garbage  # every bit past channel c set
+            out = runner.run_op_gpu(op, runner.gpu.upload(words), config)
+            got = op.fout.to_golden(runner.gpu.download(out), "int")
+            return mismatch(got, golden.run(net, x).outputs[0])
+
+        return f"{kind} {config} w{bits} garbage padding seed {seed}", check
+
+    checks = [padding_check(kind, bits) for kind in ("bin_conv", "dense") for bits in WORD_BITS]
+    failed = failures_of(checks)
+    assert not failed, report(f"{backend} garbage-padding cases in {config}", len(checks), failed)
+
+
+def test_cases_are_not_degenerate():
     """The inputs make outputs that vary (both signs for binary outputs), so equality means
     something."""
-    net, x = make_case(kind, 32, "partial", 1, 5, case_seed(kind, "degenerate"))
-    out = golden.run(net, x).outputs[0]
-    if out.dtype == np.int8:
-        assert 0.05 < (out == 1).mean() < 0.95
-    else:
-        assert len(np.unique(out)) > 10
+    flat = []
+    for kind in LAYER_KINDS:
+        net, x = make_case(kind, 32, "partial", 1, 5, case_seed(kind, "degenerate"))
+        out = golden.run(net, x).outputs[0]
+        if out.dtype == np.int8:
+            if not 0.05 < (out == 1).mean() < 0.95:
+                flat.append(f"{kind}: {(out == 1).mean():.2f} of the outputs are +1")
+        elif len(np.unique(out)) <= 10:
+            flat.append(f"{kind}: {len(np.unique(out))} distinct outputs")
+    assert not flat, "degenerate cases:\n" + "\n".join(flat)
 
 
+@needs_gxx
 @pytest.mark.parametrize("config", CONFIGS)
 def test_argmax_kernel_first_max(config):
     """Final scores -> class: the first index of the maximum, with many ties."""
@@ -64,6 +177,7 @@ def test_argmax_kernel_first_max(config):
     assert np.array_equal(out.array[:, 0], bnn.argmax(scores))
 
 
+@needs_gxx
 @pytest.mark.parametrize("config", CONFIGS)
 def test_dense_with_more_than_1024_neurons(config):
     """HEP-BNN gave such a layer an illegal block size; here threads stride over neurons."""
@@ -78,6 +192,7 @@ def test_dense_with_more_than_1024_neurons(config):
     assert_same(res.outputs[0], golden.run(net, x).outputs[0], f"dense 1100 {config}")
 
 
+@needs_gxx
 def test_emulation_catches_writes_outside_a_buffer():
     """A launch whose work exceeds the output buffer trips the emulation's guard zones."""
     gpu = get_gpu("emulation")
@@ -90,12 +205,14 @@ def test_emulation_catches_writes_outside_a_buffer():
         gpu.launch("bin_dense/w32", bad, [x, w, bias, out, 70])
 
 
+@needs_gxx
 def test_unwritten_outputs_show_up():
     """Fresh emulated buffers hold a sentinel, so an output no thread writes cannot pass as 0."""
     buf = EmuBuffer((5,), np.int32)
     assert (buf.array != 0).all()
 
 
+@needs_gxx
 def test_runner_reuses_prepared_weights_across_runs():
     net, x = make_case("bin_conv", 64, "partial", 1, 2, 11)
     runner = Runner(net, "XZ", backend="emulation", word_bits=64)
@@ -105,26 +222,7 @@ def test_runner_reuses_prepared_weights_across_runs():
     assert_same(a, golden.run(net, x).outputs[0], "first run")
 
 
-@pytest.mark.parametrize("bits", [32, 64])
-@pytest.mark.parametrize("kind", ["bin_conv", "dense"])
-@pytest.mark.parametrize("config", CONFIGS)
-def test_padding_bits_never_count(config, kind, bits):
-    """Input words whose padding bits are set (as HEP-BNN's xnor produced) still give the golden
-    result: the kernels mask the last word."""
-    seed = case_seed("garbage padding", kind, bits)
-    print(f"seed {seed}")
-    net, x = make_case(kind, bits, "partial", 1, 3, seed)
-    runner = Runner(net, config, backend="emulation", word_bits=bits)
-    op = runner.ops[0]
-    words = op.fin.from_golden(x)
-    c = op.fin.channels
-    garbage = ~np.array(0, dtype=words.dtype) << np.array(c % bits, dtype=words.dtype)
-    words[..., -1] |= garbage  # every bit past channel c set
-    out = runner.run_op_gpu(op, runner.gpu.upload(words), config)
-    got = op.fout.to_golden(runner.gpu.download(out), "int")
-    assert_same(got, golden.run(net, x).outputs[0], f"{kind} {config} w{bits} garbage padding")
-
-
+@needs_gxx
 @pytest.mark.parametrize("kind", ["uint8", "int"])
 @pytest.mark.parametrize("config", CONFIGS)
 def test_input_reorder_kernel(config, kind):

@@ -152,12 +152,11 @@ class Machine:
                 data.reshape(slots, m.height, m.width, b).transpose(3, 0, 1, 2), dirs, m.fill
             )  # [B, K, H, W]
             data = np.ascontiguousarray(shifted.reshape(b, slots, p).transpose(1, 2, 0))
-        key = (*self._tile, g) if self._tile else None
-        dense = self._dense.get(key) if key else None
+        # a checked MATMUL follows a LOAD_WEIGHTS of its run (error NO_WEIGHTS), which set _tile
+        key = (*self._tile, g)
+        dense = self._dense.get(key)
         if dense is None:
-            dense = sac.array_weights(self.cells[:rows, :cols], g)
-            if key:
-                self._dense[key] = dense
+            dense = self._dense[key] = sac.array_weights(self.cells[:rows, :cols], g)
         if m.mode == OutputMode.PIXEL_SUM:  # sums over each image's pixels: all at once
             spans = [(0, p)]
         else:  # pixels are independent: cache-sized blocks

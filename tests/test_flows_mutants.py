@@ -93,6 +93,22 @@ def test_each_scope_stages_the_packages_of_its_files():
     assert 'source_paths = ["safeio"]' in staged
 
 
+def test_a_scopes_functions_become_mutmut_name_patterns():
+    scope = {"functions": ["workbench/compare.py::mismatches", "a/b.py::_f", "a/b.py::Cls.meth", "a/c.py::*"]}
+    assert mutants.mutant_globs(scope) == [
+        "workbench.compare.x_mismatches__mutmut_*",
+        "a.b.x__f__mutmut_*",
+        "a.b.x\u01c1Cls\u01c1meth__mutmut_*",
+        "a.c.*",
+    ]
+    assert mutants.mutant_globs({}) == []
+    for bad in ("a/b.py", "a/b::f", "a/b.py::"):
+        with pytest.raises(mutants.BadInput, match="is not path/file.py::function"):
+            mutants.mutant_globs({"functions": [bad]})
+    staged = mutants.staged_pyproject(mutants.load_pyproject(), {"mutate": ["a"], "tests": ["t"], **scope})
+    assert "functions" not in staged
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -6,10 +6,11 @@ of them): each scope is staged under build/mutants/py/<scope>/ (a copy of its pa
 scope's `source_paths` or else [tool.mutmut]'s (models/, fpga/), the scope's tests with
 tests/conftest.py and tests/helpers.py, and a pyproject.toml whose [tool.mutmut] is the
 project's with the scope's files and tests), and `mutmut run` runs there, so its mutants/
-directory never lands in the working tree. mutmut mutates code inside functions and runs, for each mutant, the scope's
-tests that reach the mutated function (the fast tests of tests/, never the RTL benches). Per
-scope: mutants, killed, survived, timeout, no tests, kill rate (killed / mutants) and every
-mutant not killed, as file:line and the mutation.
+directory never lands in the working tree. mutmut mutates code inside functions and runs, for
+each mutant, the scope's tests that reach the mutated function (the fast tests of tests/, never
+the RTL benches); a scope's `functions` (path/file.py::name) restricts the run and the counts to
+those functions of its files. Per scope: mutants, killed, survived, timeout, no tests, kill
+rate (killed / mutants) and every mutant not killed, as file:line and the mutation.
 
 RTL (`--scope rtl`): every mutant of tb/rtl_mutants.toml (module, the original line, its
 replacement) is applied alone to a temporary copy of the project (rtl/, tb/, models/, fpga/; the
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import fnmatch
 import functools
 import json
 import os
@@ -58,6 +60,8 @@ SIMS = ("icarus", "verilator")
 MUTANT_KEYS = ("id", "module", "kind", "original", "replacement", "description")
 # what the RTL runs need from the project (the benches import tb, models and fpga)
 RTL_COPY = ("rtl", "tb", "models", "fpga", "pyproject.toml")
+# keys of a scope that are read here, not mutmut settings
+STAGING_KEYS = ("mutate", "tests", "functions")
 # tests/ files every Python scope's stage gets beside the scope's tests (when they exist)
 TEST_SUPPORT = ("__init__.py", "conftest.py", "helpers.py")
 
@@ -209,7 +213,7 @@ def staged_pyproject(pyproject: dict, scope: dict) -> str:
     mutmut = dict(pyproject.get("tool", {}).get("mutmut", {}))
     mutmut["only_mutate"] = list(scope["mutate"])
     mutmut["pytest_add_cli_args_test_selection"] = list(scope["tests"])
-    mutmut.update({k: v for k, v in scope.items() if k not in ("mutate", "tests")})
+    mutmut.update({k: v for k, v in scope.items() if k not in STAGING_KEYS})
     out = ["# written by workbench/flows/mutants.py for one scope of `make mutants`"]
     for table, values in (
         ("tool.pytest.ini_options", pyproject["tool"]["pytest"]["ini_options"]),
@@ -218,6 +222,28 @@ def staged_pyproject(pyproject: dict, scope: dict) -> str:
         out.append(f"\n[{table}]")
         out += [f"{k} = {toml_value(v)}" for k, v in values.items() if k != "testpaths"]
     return "\n".join(out) + "\n"
+
+
+def mutant_globs(scope: dict) -> list[str]:
+    """mutmut name patterns of the scope's `functions` ("path/file.py::function",
+    "path/file.py::Class.method" or "path/file.py::*"; every function of `mutate` when the
+    key is absent, an empty list then). mutmut mutates whole files; these restrict what is run
+    and counted to the functions a scope is about (a file that is mostly orchestration has its
+    checking and formatting functions tested, the rest left to the end-to-end tests)."""
+    globs = []
+    for item in scope.get("functions", []):
+        path, sep, func = item.partition("::")
+        if not sep or not path.endswith(".py") or not func:
+            raise BadInput(f"functions: {item!r} is not path/file.py::function")
+        module = path.removesuffix(".py").replace("/", ".")
+        if func == "*":
+            globs.append(f"{module}.*")
+        elif "." in func:
+            cls, _, method = func.partition(".")
+            globs.append(f"{module}.xǁ{cls}ǁ{method}__mutmut_*")
+        else:
+            globs.append(f"{module}.x_{func}__mutmut_*")
+    return globs
 
 
 def scope_source_paths(pyproject: dict, scope: dict) -> list[str]:
@@ -250,8 +276,9 @@ def stage_scope(name: str, scope: dict, pyproject: dict) -> Path:
 PROGRESS = re.compile(r"(\d+)/(\d+)\s+\S+\s+(\d+)")
 
 
-def run_mutmut(name: str, stage: Path, jobs: int) -> float:
-    """`mutmut run` in the stage; progress lines on the console; returns the seconds taken."""
+def run_mutmut(name: str, stage: Path, jobs: int, globs: list[str] = ()) -> float:
+    """`mutmut run` in the stage (only the mutants matching `globs` when given); progress lines
+    on the console; returns the seconds taken."""
     log = OUT / f"{name}.log"
     mutmut = Path(sys.executable).parent / "mutmut"
     print(f"[mutants] {name}: mutmut run in {rel(stage)} (log: {rel(log)})", flush=True)
@@ -259,7 +286,8 @@ def run_mutmut(name: str, stage: Path, jobs: int) -> float:
     # one thread per worker: the workers are the parallelism (and torch's OpenMP pool does not
     # survive a fork)
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    proc = start_group([str(mutmut), "run", "--max-children", str(jobs)], log, cwd=stage, env=env)
+    cmd = [str(mutmut), "run", "--max-children", str(jobs), *globs]
+    proc = start_group(cmd, log, cwd=stage, env=env)
     try:
         last_print, first_seen = t0, None
         while proc.poll() is None:
@@ -368,6 +396,7 @@ def describe_mutant(stage: Path, key: str) -> tuple[str, str]:
 
 def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int, report_only: bool) -> dict:
     stage = OUT / "py" / name
+    globs = mutant_globs(scope)
     if report_only:
         if not (stage / "mutants").is_dir():
             raise BadInput(f"--report-only: {name} has no earlier run in {rel(stage)}")
@@ -378,9 +407,11 @@ def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int, report_
         )
     else:
         stage = stage_scope(name, scope, pyproject)
-        elapsed = run_mutmut(name, stage, jobs)
+        elapsed = run_mutmut(name, stage, jobs, globs)
         write_text_atomic(stage / "elapsed.json", json.dumps({"seconds": round(elapsed, 1)}) + "\n")
     results = mutmut_results(stage)
+    if globs:  # the scope's functions only (mutmut ran nothing else)
+        results = {k: v for k, v in results.items() if any(fnmatch.fnmatchcase(k, g) for g in globs)}
     if not results:
         raise ToolFailure(f"{name}: mutmut reported no mutants (log: {rel(OUT / f'{name}.log')})")
     counts: dict = {}
@@ -388,7 +419,8 @@ def run_python_scope(name: str, scope: dict, pyproject: dict, jobs: int, report_
         counts[status] = counts.get(status, 0) + 1
     total = len(results)
     killed = counts.get("killed", 0)
-    print(f"\n== {name}: {', '.join(scope['mutate'])}  (tests: {', '.join(scope['tests'])})")
+    only = f"; functions {', '.join(scope['functions'])}" if scope.get("functions") else ""
+    print(f"\n== {name}: {', '.join(scope['mutate'])}{only}  (tests: {', '.join(scope['tests'])})")
     other = total - sum(counts.get(s, 0) for s in ("killed", "survived", "timeout", "no tests"))
     print(
         f"   mutants {total}, killed {killed}, survived {counts.get('survived', 0)}, "
@@ -577,7 +609,10 @@ def main(argv=None) -> int:
         check_mutants_apply(rtl_mutants, ROOT / "rtl")
     if args.list:
         for name, scope in scopes.items():
-            print(f"python {name}: mutate {', '.join(scope['mutate'])}; tests {', '.join(scope['tests'])}")
+            only = f" (functions {', '.join(scope['functions'])})" if scope.get("functions") else ""
+            print(
+                f"python {name}: mutate {', '.join(scope['mutate'])}{only}; tests {', '.join(scope['tests'])}"
+            )
         for m in rtl_mutants:
             print(f"rtl {m['id']}: rtl/{m['module']}.v ({m['kind']}) {m['description']}")
         return 0

@@ -5,12 +5,14 @@ cocotb's convention: the seed of a simulation is `COCOTB_RANDOM_SEED`; cocotb se
 `random` from it, prints "Seeding Python random module with N" and, when a test fails, says
 "Test failed with COCOTB_RANDOM_SEED=N". The benches follow it:
 
-* On the pytest side, each bench function asks :func:`bench_seed` for its seed: the value of
-  `TB_SEED` or `COCOTB_RANDOM_SEED` from the environment when one is set (the two name the same
-  seed; set either), else the bench's fixed default for that parameter set (a base per module
-  plus an offset per parameter set, so that configurations get different stimulus). It passes
-  the seed to the cocotb runner (`tb.sim.run(..., seed=...)`), which hands it to the simulation
-  as `COCOTB_RANDOM_SEED`.
+* On the pytest side, each bench function asks :func:`bench_seed` for its seed, naming its
+  bench (the file's name without `test_`) and, where configurations should get different
+  stimulus, its parameter set. The seed is the value of `TB_SEED` or `COCOTB_RANDOM_SEED` from
+  the environment when one is set (the two name the same seed; set either), else the default
+  :func:`default_seed` derives from BASE_SEED, the bench's name and the parameters: the one
+  place bench seeds come from. `bench_seed` prints it and the bench passes it to the cocotb
+  runner (`tb.sim.run(..., seed=...)`), which hands it to the simulation as
+  `COCOTB_RANDOM_SEED`.
 * Inside the simulation, :func:`seeded_rng` reads that seed back, logs
   `seed N (TB_SEED=N replays this run)` and returns numpy's generator for it.
 
@@ -26,6 +28,9 @@ import os
 import numpy as np
 
 SEED_VARIABLES = ("TB_SEED", "COCOTB_RANDOM_SEED")
+# Every bench's default seed derives from this one (default_seed); a new value gives every
+# bench new stimulus, a set TB_SEED gives every bench that seed
+BASE_SEED = 1618
 
 
 class SeedError(ValueError):
@@ -55,10 +60,27 @@ def seed_from_environment(env=None) -> int | None:
     return next(iter(found.values()), None)
 
 
-def bench_seed(default: int) -> int:
-    """The seed of one bench run (pytest side): the one set in the environment, else `default`."""
+def default_seed(bench: str, *params: int | str) -> int:
+    """The default seed of one bench run: derived from BASE_SEED, the bench's name and the
+    parameter set (ints or strings), the same on every run, machine and Python (a SHA-256 of
+    their text, not Python's salted hash), below 2^31."""
+    if not bench or not all(isinstance(p, int | str) for p in params):
+        raise SeedError(f"a bench seed needs a bench name and int or str parameters: {bench!r}, {params!r}")
+    text = repr((BASE_SEED, bench, *params))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") >> 1
+
+
+def bench_seed(bench: str, *params: int | str) -> int:
+    """The seed of one bench run (pytest side), printed: the one set in the environment (TB_SEED
+    or COCOTB_RANDOM_SEED), else :func:`default_seed` of the bench and its parameter set."""
     chosen = seed_from_environment()
-    return default if chosen is None else chosen
+    label = bench + "".join(f"-{p}" for p in params)
+    if chosen is None:
+        seed, origin = default_seed(bench, *params), f"derived from base seed {BASE_SEED}"
+    else:
+        seed, origin = chosen, "set in the environment"
+    print(f"bench {label}: seed {seed}, {origin}; TB_SEED={seed} replays it")
+    return seed
 
 
 def simulation_seed() -> int:

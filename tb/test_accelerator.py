@@ -30,7 +30,6 @@ from tb.programs import BNN_CASE, compiled_network_cases
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 31337  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -195,5 +194,5 @@ def test_accelerator(sim, array):
         sim,
         CONFIGS[array].hdl_parameters(),
         extra_env={"TB_ZOO": "1" if array in RUNS_ZOO else "0"},
-        seed=bench_seed(SEED),
+        seed=bench_seed("accelerator"),
     )

@@ -16,8 +16,6 @@ from tb.bitserial import bus_bits
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 1414  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
-
 
 @cocotb.test()
 async def every_pixel(dut):
@@ -59,5 +57,5 @@ def test_channel_shift(sim, banks):
         "test_channel_shift",
         sim,
         {"BANKS": banks, "AW": 8, "DW": 12},
-        seed=bench_seed(SEED + banks),
+        seed=bench_seed("channel_shift", banks),
     )

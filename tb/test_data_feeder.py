@@ -20,7 +20,6 @@ from tb.bitserial import bus_bits, start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 2236  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 TRIALS = 48
 
 
@@ -94,5 +93,5 @@ def test_data_feeder(sim, shape):
         "test_data_feeder",
         sim,
         {"COLS": cols, "SLOTS": 8, "BANKS": banks, "BKW": max(1, (banks - 1).bit_length())},
-        seed=bench_seed(SEED + banks),
+        seed=bench_seed("data_feeder", banks),
     )

@@ -35,7 +35,6 @@ from tb.bitserial import start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 8086  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 # decoder outputs per instruction type: port name -> fpga.isa field (the RTL's `pixels` is the
 # decoded instruction's height x width, `tile_rows`/`tile_cols` the last LOAD_WEIGHTS' shape)
 LW_PORTS = {name: name for name in ("rows", "cols", "w_addr", "b_addr", "s_addr")}
@@ -334,4 +333,6 @@ CONFIGS = {
 def test_instruction_decoder(sim, array):
     params = CONFIGS[array].hdl_parameters()
     params["IAW"] = max(1, (params["IMEM_DEPTH"] - 1).bit_length())
-    run("instruction_decoder", "test_instruction_decoder", sim, params, seed=bench_seed(SEED))
+    run(
+        "instruction_decoder", "test_instruction_decoder", sim, params, seed=bench_seed("instruction_decoder")
+    )

@@ -13,8 +13,6 @@ from tb.bitserial import start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 4669  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
-
 
 @cocotb.test()
 async def sums(dut):
@@ -66,4 +64,10 @@ async def sums(dut):
 
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_output_accumulator(sim):
-    run("output_accumulator", "test_output_accumulator", sim, {"ACC_BITS": 32}, seed=bench_seed(SEED))
+    run(
+        "output_accumulator",
+        "test_output_accumulator",
+        sim,
+        {"ACC_BITS": 32},
+        seed=bench_seed("output_accumulator"),
+    )

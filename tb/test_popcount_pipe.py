@@ -16,8 +16,6 @@ from tb.bitserial import pack_bits, start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 1123  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
-
 
 def latency(n: int) -> int:
     """1 (leaves of 3 bits) + one cycle per level of 4-input nodes down to a single root."""
@@ -57,5 +55,5 @@ def test_popcount_pipe(sim, n):
         "test_popcount_pipe",
         sim,
         {"N": n, "W": max(2, n.bit_length()), "MAX_LATENCY": 20},
-        seed=bench_seed(SEED + n),
+        seed=bench_seed("popcount_pipe", n),
     )

@@ -16,8 +16,6 @@ from tb.bitserial import start_clock
 from tb.seeds import bench_seed, seeded_rng, stimulus_digest
 from tb.sim import SIMULATORS, run
 
-SEED = 1732  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
-
 
 @cocotb.test()
 async def random_traffic(dut):
@@ -78,5 +76,5 @@ def test_sdp_ram(sim, width, depth, read_old):
         "test_sdp_ram",
         sim,
         {"WIDTH": width, "DEPTH": depth, "AW": ADDRESS_BITS[depth], "READ_OLD_ON_COLLISION": read_old},
-        seed=bench_seed(SEED + depth),
+        seed=bench_seed("sdp_ram", depth),
     )

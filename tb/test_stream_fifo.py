@@ -13,8 +13,6 @@ from tb.bitserial import start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
 
-SEED = 4711  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
-
 
 @cocotb.test()
 async def random_traffic(dut):
@@ -64,5 +62,5 @@ def test_stream_fifo(sim, width, depth):
         "test_stream_fifo",
         sim,
         {"WIDTH": width, "DEPTH": depth, "AW": (depth - 1).bit_length()},
-        seed=bench_seed(SEED + depth),
+        seed=bench_seed("stream_fifo", depth),
     )

@@ -14,8 +14,6 @@ from tb.sim import SIMULATORS, run
 from tb.test_accelerator_axi import CONFIGS, random_writes
 from tb.tlm.axi import AxiEnv, BusRead, BusWrite, ImageJob, TrackedAxiPort
 
-SEED = 1414  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
-
 
 @cocotb.test()
 async def random_transactions(dut):
@@ -65,5 +63,9 @@ async def random_transactions(dut):
 def test_accelerator_axi_tlm(sim):
     cfg, _ = CONFIGS[sim]
     run(
-        "accelerator_axi", "tb.tlm.test_accelerator_axi_tlm", sim, cfg.hdl_parameters(), seed=bench_seed(SEED)
+        "accelerator_axi",
+        "tb.tlm.test_accelerator_axi_tlm",
+        sim,
+        cfg.hdl_parameters(),
+        seed=bench_seed("accelerator_axi_tlm"),
     )

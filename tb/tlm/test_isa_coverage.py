@@ -41,7 +41,6 @@ from tb.sim import SIMULATORS, run
 from tb.test_accelerator import CONFIGS, run_and_check
 from tb.tlm import isa_coverage as cov
 
-SEED = 8128  # the default seed (plus an offset per parameter set, if any); tb/seeds.py
 FINALS = ("relu_quant", "binary", "raw", "pixel_sum")
 
 
@@ -255,5 +254,5 @@ def test_isa_coverage(sim):
         sim,
         cfg.hdl_parameters(),
         extra_env=env,
-        seed=bench_seed(SEED),
+        seed=bench_seed("isa_coverage"),
     )

@@ -2,7 +2,7 @@
 
     sacbench sim accelerator --sim verilator --shape 8x8 --waves
     sacbench sim systolic_array -- -x --tb=short        # pytest options after --
-    TB_SEED=1796 sacbench sim sdp_ram --shape 64x32bit  # replay the seed a run printed
+    TB_SEED=1862262761 sacbench sim sdp_ram --shape 64x32bit  # replay the seed a run printed
 
 The benches are pytest functions parametrized over simulators and HDL parameters; a test's id
 names both (`test_systolic_array[verilator-8x8]`), and --sim / --shape pick by those names

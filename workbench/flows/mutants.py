@@ -1,5 +1,7 @@
-"""`make mutants`: mutation testing of the golden numerics, the lowering, the compiler and the
-cycle model (mutmut) and of rtl/ (a list of one-line mutants run against each module's bench).
+"""`make mutants`: mutation testing of the Python scopes of pyproject.toml (mutmut: the numerics,
+the compiler's stages, the interpreter, the energy model, safeio's atomic writes, the compare
+report, the search's front) and of rtl/ (a list of one-line mutants run against each module's
+bench).
 
 Python (`--scope <name>`, a scope of pyproject.toml's [tool.mutants.scopes], or `python` for all
 of them): each scope is staged under build/mutants/py/<scope>/ (a copy of its packages, the

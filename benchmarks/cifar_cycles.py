@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from fpga.arch import ArrayConfig
+from fpga.clock import clock_for
 from fpga.compiler import compile_network
 from fpga.cycle_model import program_timeline, seed_tile_cycles
 from fpga.isa import LoadWeights, Matmul
@@ -68,7 +69,12 @@ def layer_program(rng, cin, cout, side, group, shift, mode, cfg):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--array", default="128x64")
-    ap.add_argument("--clock-mhz", type=float, default=170.0, help="for latency (seed: 170 MHz)")
+    ap.add_argument(
+        "--clock-mhz",
+        type=float,
+        default=None,
+        help="for latency (default: the routed Fmax of this configuration, else the seed's 170 MHz)",
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows, cols = (int(v) for v in args.array.lower().split("x"))
@@ -83,6 +89,7 @@ def main() -> int:
         sdepth=256,
         imem_depth=1024,
     )
+    clock = clock_for(cfg, args.clock_mhz)
     rng = np.random.default_rng(0)
     table = []
     tot = {"cycles": 0, "load": 0, "seed": 0, "busy": 0, "tiles": 0}
@@ -117,7 +124,7 @@ def main() -> int:
             f"{load:>15,}{seed:>11,}{util:>7.1%}"
         )
     util = tot["busy"] / (rows * cols * tot["cycles"])
-    lat = tot["cycles"] / args.clock_mhz / 1e3
+    lat = tot["cycles"] / clock.mhz / 1e3
     print(
         f"{'total':<8}{'':>10}{'':>7}{'':>3}{tot['tiles']:>6}{tot['cycles']:>10,}{tot['load']:>15,}"
         f"{tot['seed']:>11,}{util:>7.1%}"
@@ -125,7 +132,7 @@ def main() -> int:
     print(
         f"cycles per image {tot['cycles']:,} (without weight loads {tot['cycles'] - tot['load']:,}); "
         f"seed formula {tot['seed']:,}; utilisation {util:.1%}; "
-        f"{lat:.3f} ms per image at {args.clock_mhz:g} MHz"
+        f"{lat:.3f} ms per image at {clock.label}"
     )
     if args.json:
         write_text_atomic(
@@ -157,6 +164,7 @@ def main() -> int:
                     "total": tot,
                     "utilisation": util,
                     "latency_ms": lat,
+                    "clock": clock.as_dict(),
                 },
                 indent=2,
             ),

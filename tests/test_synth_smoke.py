@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.flows import synth
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -42,11 +44,6 @@ def test_cells_synthesize_within_budget(tmp_path):
 def test_every_synthesis_source_is_read_by_yosys():
     """`make synth` reads every rtl/ file but the simulation-only ones: yosys must parse them
     (a bench-only file among them once stopped the whole-top synthesis at its $readmemh)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import synth
-    finally:
-        sys.path.pop(0)
     files = synth.sources().split()
     assert files and not any(Path(f).name in synth.SIMULATION_ONLY for f in files)
     out = subprocess.run(
@@ -62,11 +59,6 @@ def test_every_synthesis_source_is_read_by_yosys():
 def test_rest_of_the_top_reads_the_array_as_a_black_box():
     """`make synth` measures the accelerator at the paper's size without its array: the array
     must be a black box (no cells of its own), everything else elaborated at the given size."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import synth
-    finally:
-        sys.path.pop(0)
     out = subprocess.run(
         [
             "yosys",
@@ -92,11 +84,6 @@ def test_rest_of_the_top_reads_the_array_as_a_black_box():
 def test_make_synth_starts_the_longest_runs_first():
     """The pool of `make synth` starts the rest at 128x64 and the tops' place and route first
     (each 20-45 min), the larger first, and the seconds-long cell runs last."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import synth
-    finally:
-        sys.path.pop(0)
     keys = [
         ("cells", "sac_cell"),
         ("arrays", "8x8"),

@@ -31,7 +31,6 @@ from models.train.recipes import GOLDEN_CHUNK, golden_scores
 from safeio import atomic_path, write_json_atomic
 from safeio.staged import signals_deferred
 
-CLOCK_MHZ = 170.0  # the seed design's FPGA clock (latency on the card)
 # (rows, cols, data-buffer banks): the RTL's default 8x8 and the seed paper's 128x64 (with as
 # many banks as benchmarks/cifar_cycles.py gives it: 64 banks cannot hold 128-row tiles)
 ARRAYS = ((8, 8, 64), (128, 64, 1024))
@@ -58,8 +57,11 @@ def cycles_per_image(prog) -> int:
     )
 
 
-def array_cost(net, rows: int, cols: int, cmax: int = 64) -> dict:
-    """Compile `net` for a rows x cols array with fitted memories: sizes, program and cycles."""
+def array_cost(net, rows: int, cols: int, cmax: int = 64, clock_dir=None) -> dict:
+    """Compile `net` for a rows x cols array with fitted memories: sizes, program, cycles, and
+    the latency at the clock fpga/clock.py gives this configuration (with where it comes from:
+    a routed Fmax recorded in `clock_dir`, by default build/timing, or the paper's, not routed)."""
+    from fpga.clock import clock_for
     from fpga.compiler import CompileError, compile_network, fitted_config
 
     try:
@@ -68,6 +70,7 @@ def array_cost(net, rows: int, cols: int, cmax: int = 64) -> dict:
     except CompileError as exc:
         return {"array": f"{rows}x{cols}", "error": str(exc)}
     cycles = cycles_per_image(prog)
+    clock = clock_for(cfg, None, clock_dir)
     return {
         "array": f"{rows}x{cols}",
         "config": dict(cfg.__dict__),
@@ -79,7 +82,8 @@ def array_cost(net, rows: int, cols: int, cmax: int = 64) -> dict:
         "pbuf_entries": int(prog.pbuf_used),
         "host_layers": list(prog.host_layers),
         "cycles_per_image": int(cycles),
-        "latency_ms_at_170mhz": round(cycles / (CLOCK_MHZ * 1e3), 4),
+        "latency_ms": round(cycles / (clock.mhz * 1e3), 4),
+        "clock": clock.as_dict(),
     }
 
 
@@ -209,9 +213,9 @@ def gpu_mapping(net) -> dict:
     }
 
 
-def compiled_cost(net, family: str) -> dict:
+def compiled_cost(net, family: str, clock_dir=None) -> dict:
     """The card's "compiled" section."""
-    cost = {"clock_mhz": CLOCK_MHZ, "sac_array": {f"{r}x{c}": array_cost(net, r, c, m) for r, c, m in ARRAYS}}
+    cost = {"sac_array": {f"{r}x{c}": array_cost(net, r, c, m, clock_dir) for r, c, m in ARRAYS}}
     if family == "sac":
         cost["default_8x8"] = default_array_fit(net)
     if family == "bnn":

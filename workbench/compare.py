@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ
+from fpga.clock import clock_for
 from fpga.compiler import CompileError, Program, compile_network, fitted_config
 from fpga.energy import energy_uj_per_image
 from fpga.execute import interpret
@@ -62,7 +63,7 @@ class Options:
     rtl_images: int = 2
     sim: str = "verilator"
     array: str = "8x8"
-    clock_mhz: float = 170.0
+    clock_mhz: float | None = None  # None: the routed Fmax, else the paper's (fpga/clock.py)
     batch: int = 64
     out: Path = Path("out/compare")
     save_outputs: bool = False
@@ -337,11 +338,13 @@ def run_fpga(net: ir.Network, x: np.ndarray, opts: Options, workdir: Path) -> Pa
         )
     halt_cycles = sum(cycles_pc[s.start_pc + s.n_instr - 1] for s in prog.segments)
     energy_uj, energy = energy_uj_per_image(prog, activity)
-    latency_ms = model_cycles / (opts.clock_mhz * 1e3)
+    clock = clock_for(cfg, opts.clock_mhz)
+    latency_ms = model_cycles / (clock.mhz * 1e3)
     info = {
         "array": opts.array,
         "config": cfg.__dict__,
-        "clock_mhz": opts.clock_mhz,
+        "clock_mhz": clock.mhz,
+        "clock": clock.as_dict(),
         "instructions": len(prog.words),
         "segments": len(prog.segments),
         "cycles_per_image": model_cycles,
@@ -433,7 +436,9 @@ def check_options(opts: Options) -> None:
             raise CompareError(str(exc)) from None
     if opts.sim not in ("verilator", "icarus"):
         raise CompareError(f"--sim must be verilator or icarus, got {opts.sim!r}")
-    if not (math.isfinite(opts.clock_mhz) and MIN_CLOCK_MHZ <= opts.clock_mhz <= MAX_CLOCK_MHZ):
+    if opts.clock_mhz is not None and not (
+        math.isfinite(opts.clock_mhz) and MIN_CLOCK_MHZ <= opts.clock_mhz <= MAX_CLOCK_MHZ
+    ):
         raise CompareError(
             f"--clock-mhz must lie in {MIN_CLOCK_MHZ:g}..{MAX_CLOCK_MHZ:g} (MHz), got {opts.clock_mhz}"
         )

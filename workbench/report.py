@@ -9,6 +9,13 @@ import numpy as np
 from safeio import atomic_path, write_json_atomic, write_text_atomic
 
 
+def clock_label(f: dict) -> str:
+    """The clock of the FPGA numbers and where it comes from (fpga/clock.py); reports written
+    before the clock carried its source say only the MHz."""
+    clock = f.get("clock")
+    return clock["label"] if isinstance(clock, dict) and "label" in clock else f"{f['clock_mhz']:g} MHz"
+
+
 def _pct(v) -> str:
     return "n/a" if v is None else f"{100 * v:.2f}%"
 
@@ -50,7 +57,7 @@ def summary_lines(r: dict) -> list:
         f"accuracy: golden {_pct(acc['golden'])}, "
         + (f"GPU {_pct(acc['gpu'])}, " if gpu_ran else "")
         + f"FPGA {_pct(acc['fpga'])}",
-        f"FPGA ({f['array']} SAC array at {f['clock_mhz']:g} MHz): {f['cycles_per_image']:,} cycles "
+        f"FPGA ({f['array']} SAC array at {clock_label(f)}): {f['cycles_per_image']:,} cycles "
         f"per image, {f['latency_ms']:.3f} ms, {f['images_per_s']:,.0f} images/s, "
         f"{f['energy_uj_per_image']:.3f} uJ/image (op-energy model), "
         f"{f['activity_per_image']:,.0f} active cell ops/image"
@@ -142,7 +149,7 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
     )
     lines += [
         f"| latency | {f['latency_ms']:.3f} ms per image ({f['cycles_per_image']:,} cycles "
-        f"at {f['clock_mhz']:g} MHz) | {gpu_cols[0]} |",
+        f"at {clock_label(f)}) | {gpu_cols[0]} |",
         f"| throughput | {f['images_per_s']:,.0f} images/s | {gpu_cols[1]} |",
         f"| energy | {f['energy_uj_per_image']:.3f} uJ/image (op-energy model, "
         f"docs/energy.md) | {gpu_cols[2]} |",
@@ -192,7 +199,7 @@ def write_plots(r: dict, out: Path) -> list:
     # times (modelled) and host times (measured) share a slot but not a colour
     series = [
         ("golden (numpy, measured)", np.array(r["golden"]["layer_s"]) / n, 0, "tab:blue"),
-        (f"FPGA array (cycle model, {f['clock_mhz']:g} MHz)", array_s, 1, "tab:orange"),
+        (f"FPGA array (cycle model, {clock_label(f)})", array_s, 1, "tab:orange"),
         ("FPGA host layers (measured)", host_s, 1, "tab:brown"),
     ]
     if g.get("layer_s"):

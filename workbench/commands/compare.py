@@ -88,9 +88,11 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS")
     ap.add_argument(
         "--clock-mhz",
-        default=170.0,
+        default=None,
         type=finite_float("--clock-mhz", positive=True, at_least=MIN_CLOCK_MHZ, at_most=MAX_CLOCK_MHZ),
-        help="FPGA clock in MHz, the seed design's",
+        help="FPGA clock in MHz for latency, throughput and energy per second (default: the "
+        "routed Fmax of this array when `make timing`/`make synth` measured it, else the seed "
+        "paper's 170 MHz, labelled 'not routed')",
     )
     ap.add_argument("--batch", type=int_at_least("--batch", 1), default=64, help="GPU batch size")
     ap.add_argument(

@@ -30,7 +30,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ
+from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ, ArrayConfig
+from fpga.clock import clock_for
 from models.train.common import DEVICES
 from workbench.commands.args import (
     MAX_EPOCHS,
@@ -111,9 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS for cycles and energy")
     ap.add_argument(
         "--clock-mhz",
-        default=170.0,
+        default=None,
         type=finite_float("--clock-mhz", at_least=MIN_CLOCK_MHZ, at_most=MAX_CLOCK_MHZ),
-        help="for latency_ms",
+        help="for latency_ms (default: the routed Fmax of --array when `make timing`/`make synth` "
+        "measured it, else the seed paper's 170 MHz)",
     )
     ap.add_argument(
         "--processors", type=int_at_least("--processors", 1, 4096), default=2, help="for the parallel cost"
@@ -289,6 +291,16 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def clock_mhz(args) -> float:
+    """--clock-mhz, or the clock fpga/clock.py gives the --array (a bad --array is reported by
+    the cost settings' check, with its own message)."""
+    try:
+        config = ArrayConfig.parse(args.array)
+    except ValueError:
+        config = None
+    return clock_for(config, args.clock_mhz).mhz
+
+
 def options_from_args(args, argv) -> SearchOptions:
     trial = {
         "epochs": args.epochs,
@@ -307,7 +319,7 @@ def options_from_args(args, argv) -> SearchOptions:
         "device": args.device,
         "costs": {
             "array": args.array,
-            "clock_mhz": args.clock_mhz,
+            "clock_mhz": clock_mhz(args),
             "processors": args.processors,
             "gpu_profile": args.gpu_profile,
         },

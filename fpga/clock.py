@@ -5,7 +5,8 @@ Three sources, in this order:
   * `given`: the user's `--clock-mhz`;
   * `routed`: the Fmax that place and route measured for this configuration (`make timing` or
     `make synth` records it in build/timing/ecp5_top_<ROWS>x<COLS>.json, with every HDL
-    parameter of the routed top). A record is used when ROWS, COLS and CMAX (the array, the
+    parameter of the routed top and a digest of rtl/). A record is used while rtl/ is what was
+    routed (any edit makes it stale) and ROWS, COLS and CMAX (the array, the
     crossbar, the banks) equal the configuration's and every memory depth is at most the routed
     one: the compare job fits the depths to its network, and smaller memories mean fewer block
     RAMs and narrower addresses, so the routed Fmax is the conservative figure;
@@ -15,6 +16,7 @@ Three sources, in this order:
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -41,14 +43,31 @@ class Clock:
         return {**asdict(self), "label": self.label}
 
 
+RTL = Path(__file__).resolve().parents[1] / "rtl"
+
+
+def rtl_digest(rtl: Path | None = None) -> str:
+    """sha256 over rtl/'s Verilog files (names and contents): what a routed Fmax was measured on."""
+    h = hashlib.sha256()
+    for path in sorted((rtl or RTL).glob("*.v")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def fmax_file(rows: int, cols: int, folder: Path | None = None) -> Path:
     return (folder or FMAX_DIR) / f"ecp5_top_{rows}x{cols}.json"
 
 
 def record_fmax(
-    config: ArrayConfig, fmax_mhz: float, device: str, command: str, folder: Path | None = None
+    config: ArrayConfig,
+    fmax_mhz: float,
+    device: str,
+    command: str,
+    folder: Path | None = None,
+    rtl_sha256: str | None = None,
 ) -> Path:
-    """Record a routed Fmax of the top at `config` (written whole or not at all)."""
+    """Record a routed Fmax of the top at `config` (written whole or not at all); `rtl_sha256`:
+    rtl_digest() taken when the run read rtl/ (default: now)."""
     path = fmax_file(config.rows, config.cols, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     rec = {
@@ -57,6 +76,7 @@ def record_fmax(
         "command": command,
         "date": datetime.date.today().isoformat(),
         "hdl_parameters": config.hdl_parameters(),
+        "rtl_sha256": rtl_sha256 or rtl_digest(),
     }
     write_text_atomic(path, json.dumps(rec, indent=1) + "\n")
     return path
@@ -73,13 +93,13 @@ def covers(routed: dict, wanted: dict) -> bool:
 
 
 def routed_clock(config: ArrayConfig, folder: Path | None = None) -> Clock | None:
-    """The recorded Fmax of exactly this configuration, or None (none recorded, another
-    configuration's, or a file that does not read as a record: never a guess)."""
+    """The recorded Fmax of this configuration, or None (none recorded, another configuration's,
+    routed before rtl/ last changed, or a file that does not read as a record: never a guess)."""
     path = fmax_file(config.rows, config.cols, folder)
     try:
         rec = json.loads(path.read_text())
         mhz = float(rec["fmax_mhz"])
-        same = covers(rec["hdl_parameters"], config.hdl_parameters())
+        same = covers(rec["hdl_parameters"], config.hdl_parameters()) and rec["rtl_sha256"] == rtl_digest()
         device, command, date = str(rec["device"]), str(rec["command"]), str(rec["date"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

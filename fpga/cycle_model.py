@@ -6,13 +6,15 @@ derives each term from the pipeline; in short:
 
     FETCH        = 2                       imem read + decode/check
     LOAD_WEIGHTS = FETCH + rows + 1        one tile row per cycle, one cycle of read latency
-    MATMUL       = FETCH + 8*P + 24 + COLS + rows + 2 (+1 in pixel-sum mode)
+    MATMUL       = FETCH + 8*P + 24 + COLS + rows + 4 (+1 in pixel-sum mode)
     HALT         = FETCH
 
 For MATMUL, 8*P is one 8-bit input vector every 8 cycles; 24 = 32 - 8 covers the last pixel's
 32-bit accumulator word still streaming after its last data bit; COLS is the column skew and
-the row's partial-sum pipeline, rows the row skew of the last used row; 2 is the data-buffer
-read and the serializer load before the first bit enters the array; pixel-sum mode adds the
+the row's partial-sum pipeline, rows the row skew of the last used row; 4 is the data-buffer
+read, the serializer load and the data feeder's two registers (FEEDER_REGISTERS: they keep the
+block RAMs' clock-to-out and the bit crossbar in separate cycles) before the first bit enters
+the array; pixel-sum mode adds the
 output accumulator's register. Weight loading is not overlapped with multiplication
 (single-buffered cell weights), like the seed design.
 """
@@ -28,7 +30,8 @@ from models.numerics.sac import OutputMode
 FETCH = 2
 LW_LATENCY = 1
 LANE_WORD_TAIL = 32 - 8
-FEED_LATENCY = 2
+FEEDER_REGISTERS = 2  # rtl/data_feeder.v: the serializers' byte, the shifter's outputs
+FEED_LATENCY = 2 + FEEDER_REGISTERS  # + the data-buffer read and the serializers' load
 
 
 def lw_cycles(rows: int) -> int:

@@ -12,13 +12,15 @@
 // accelerator runs the program from the start pc (control register 8, default 0) by itself
 // until HALT or an error, then raises `done`.
 //
-// MATMUL schedule, k = execution cycle (fpga/cycle_model.py holds the same numbers):
+// MATMUL schedule, k = execution cycle, F = FEED = 4 (fpga/cycle_model.py holds the same
+// numbers):
 //   k = 8p          data-buffer banks read pixel p (through the channel shift)
-//   k = 8p + 1      serializers load pixel p; bits enter the array at k = 8p + 2 + b
-//   k = 8p + 2 + r  row r's word of pixel p starts at column 0 (from zero)
-//   k = 8p + 32 + COLS + r   partial-sum bank r read for pixel p (acc_in)
-//   k = 8p + 33 + COLS + r   row r's word complete at relu_quant: initial value added
-//   k = 8p + 34 + COLS + r   row r's result for pixel p written (pixel-sum: one cycle later)
+//   k = 8p + 1      serializers load pixel p; after the feeder's two registers bit b enters
+//                   the array at k = 8p + F + b
+//   k = 8p + F + r  row r's word of pixel p starts at column 0 (from zero)
+//   k = 8p + 30 + F + COLS + r   partial-sum bank r read for pixel p (acc_in)
+//   k = 8p + 31 + F + COLS + r   row r's word complete at relu_quant: initial value added
+//   k = 8p + 32 + F + COLS + r   row r's result for pixel p written (pixel-sum: one cycle later)
 module accelerator #(
     parameter ROWS = 8,          // array rows: filters computed at once (a tile's rows), 1..255
     parameter COLS = 8,          // array columns: combined-channel groups per tile, 1..255
@@ -244,7 +246,11 @@ module accelerator #(
             end
         end
     end
-    wire [4:0] phase0 = k[4:0] - 5'd2;               // lane-0 bit index entering the array
+    // cycles from a MATMUL's first bank read to its first bit in the array: the read, the
+    // serializers' load and the feeder's two registers (data_feeder.v; fpga/cycle_model.py
+    // FEED_LATENCY, and the decoder's MM_FIXED counts them too)
+    localparam [31:0] FEED = 4;
+    wire [4:0] phase0 = k[4:0] - FEED[4:0];          // lane-0 bit index entering the array
 
     // ---------------------------------------------------------------- data buffer
     wire [CMAX*4-1:0]   bank_dir;
@@ -294,7 +300,7 @@ module accelerator #(
     localparam [12:0] NBANKS = CMAX[12:0];
     wire h_dbuf_we = h_write && h_region == R_DBUF && {1'b0, h_off[27:16]} < NBANKS;
     wire [11:0] wb_shift = busy ? out_ch : h_off[27:16];
-    localparam [31:0] WR_START = 34 + COLS;          // k of row 0's first result
+    localparam [31:0] WR_START = 32 + FEED + COLS;   // k of row 0's first result
     wire [23:0] wr_rel = k - WR_START[23:0];
     wire [23:0] wr_pix0 = {3'd0, wr_rel[23:3]};      // the pixel row 0 writes
     // ... and its entry: one adder for both the data buffer (DAW bits, the write-back below)
@@ -369,8 +375,9 @@ module accelerator #(
         .col_data_next(col_data_next));
 
     // The activity count arrives COUNT_DELAY cycles after the cells switch on. The last cell
-    // of a MATMUL switches on at k <= 8P + rows + COLS + 5 (the last pixel's bit 7 through tap
-    // 6 of cell (rows-1, COLS-1)) and the MATMUL retires at k = 8P + 25 + COLS + rows, so a
+    // of a MATMUL switches on at k <= 8P + rows + COLS + 3 + FEED (the last pixel's bit 7
+    // through tap 6 of cell (rows-1, COLS-1)) and the MATMUL retires at
+    // k = 8P + 23 + FEED + COLS + rows, so a
     // delay of up to 20 cycles still counts every pulse in its own instruction.
     localparam COUNT_DELAY_MAX = 20;
     wire [ROWS*LANES-1:0] row_out;
@@ -384,9 +391,9 @@ module accelerator #(
     // ---------------------------------------------------------------- per-row pipeline
     // Pixel indices and tokens enter row 0 and move down one row per cycle, following the
     // array's row skew. Row r's word of pixel p shows its bit 31 at relu_quant at
-    // k = 8p + 33 + COLS + r, where the initial value (bias, or the partial sum read one cycle
-    // earlier) is added; the result is written at k = 8p + 34 + COLS + r.
-    localparam [31:0] INIT_START = 32 + COLS;        // k of row 0's first partial-sum read
+    // k = 8p + 31 + FEED + COLS + r, where the initial value (bias, or the partial sum read one
+    // cycle earlier) is added; the result is written at k = 8p + 32 + FEED + COLS + r.
+    localparam [31:0] INIT_START = 30 + FEED + COLS; // k of row 0's first partial-sum read
     /* verilator lint_off UNUSEDSIGNAL */
     wire [23:0] init_rel = k - INIT_START[23:0];     // its low 3 bits are the bit within a pixel
     /* verilator lint_on UNUSEDSIGNAL */
@@ -420,8 +427,8 @@ module accelerator #(
                 wr_firstq[gi] <= wr_in_first;
                 wr_lastq[gi] <= wr_in_last;
             end
-            // row gi reads pixel p's partial sum at k = 8p + 32 + COLS + gi (rd_in_e = its
-            // entry), sees its write token at 8p + 34 + COLS + gi
+            // row gi reads pixel p's partial sum at k = 8p + 30 + FEED + COLS + gi (rd_in_e =
+            // its entry), sees its write token at 8p + 32 + FEED + COLS + gi
             assign wr_v[gi] = wr_in_v && q_valid;    // q_valid: the row's word is complete
 
             wire          q_valid;

@@ -14,9 +14,12 @@
 // the paper's 512 banks it was most of the feeder (docs/microarchitecture.md). The flip-flops
 // stay about the same: one 7-bit serializer per bank instead of one per slot.
 //
-// `col_data_next` runs one cycle ahead of a registered serializer output: bit 0 of the byte
-// appears in the cycle of `load` itself (straight from the bank), bits 1..7 in the 7 cycles
-// after it. The array registers it as the first stage of its column chains (systolic_array.v).
+// Two register stages keep the block RAMs' clock-to-out and the crossbar apart (timing closure,
+// docs/microarchitecture.md): the serializers latch the whole byte at `load`, so bit 0 leaves
+// from a flip-flop in the cycle after it, and the shifter's outputs are registered before the
+// slots' group multiplexers. Bit b of the byte loaded in cycle t is on `col_data_next` in cycle
+// t + 2 + b (fpga/cycle_model.py FEEDER_REGISTERS); the array registers it as the first stage of
+// its column chains (systolic_array.v). `clear` zeroes the output at once and every stage.
 module data_feeder #(
     parameter COLS = 8,
     parameter SLOTS = 8,
@@ -54,6 +57,7 @@ module data_feeder #(
 
     localparam NS = COLS * SLOTS;                   // slots = tile channels at most
     localparam NE = (BANKS > NS) ? BANKS : NS;      // positions of the shifter
+    localparam NR = (NE < COLS * 8) ? NE : COLS * 8; // positions a slot can take (c*G + j)
 
     reg [BKW-1:0] base;                             // in_ch: the tile's first bank
     reg [2:0]     g_sel;                            // G - 1
@@ -67,48 +71,50 @@ module data_feeder #(
         end
     end
 
-    // Bank side. Bit b of every byte goes out b cycles after `load`; `live` says whether the
-    // byte in flight is a pixel's (load_valid latched at the load).
-    reg  [6:0] fill_rest;                           // bits 1..7 of the fill value, shifted out
+    // Bank side. Bit b of every byte goes out b + 1 cycles after `load`; `valid_l` says whether
+    // the byte in flight is a pixel's (load_valid latched at the load).
+    reg  [7:0] fill_sr;                             // the fill value, shifted out LSB first
     reg        valid_l;
     always @(posedge clk) begin
         if (clear) begin
-            fill_rest <= 7'd0;
+            fill_sr <= 8'd0;
             valid_l <= 1'b0;
         end else if (load) begin
-            fill_rest <= fill_value[7:1];
+            fill_sr <= fill_value;
             valid_l <= load_valid;
         end else begin
-            fill_rest <= {1'b0, fill_rest[6:1]};
+            fill_sr <= {1'b0, fill_sr[7:1]};
         end
     end
-    wire fill_bit = load ? fill_value[0] : fill_rest[0];
-    wire live = !clear && (load ? load_valid : valid_l);
+    wire fill_bit = fill_sr[0];
+
+    // whether the bit on the shifter's register is a pixel's
+    reg live_q;
+    always @(posedge clk) live_q <= !clear && valid_l;
 
     // shifter: stage t+1 position i = stage t position i (+ 2^t if base[t]); stage 0 holds
     // the banks' bits (or the fill value's); stage BKW position i = bank base + i's bit. One
     // net per position (an array, not one wide vector, which simulators re-evaluate as a whole).
     wire stage [0:(BKW+1)*NE-1];
+    wire shifted [0:NR-1];                          // the last stage, registered
     genvar c, j, t, i;
     generate
         for (i = 0; i < NE; i = i + 1) begin : bank_bit
             if (i < BANKS) begin : bank
-                reg [6:0] rest;                     // bits 1..7 of the bank's byte
+                reg [7:0] sr;                       // the bank's byte, shifted out LSB first
                 reg       fill_l;                   // the byte is the fill value
                 always @(posedge clk) begin
                     if (clear) begin
-                        rest <= 7'd0;
+                        sr <= 8'd0;
                         fill_l <= 1'b0;
                     end else if (load) begin
-                        rest <= bank_q[i*8+1 +: 7];
+                        sr <= bank_q[i*8 +: 8];
                         fill_l <= bank_fill[i];
                     end else begin
-                        rest <= {1'b0, rest[6:1]};
+                        sr <= {1'b0, sr[7:1]};
                     end
                 end
-                wire is_fill = load ? bank_fill[i] : fill_l;
-                wire data_bit = load ? bank_q[i*8] : rest[0];
-                assign stage[i] = is_fill ? fill_bit : data_bit;
+                assign stage[i] = fill_l ? fill_bit : sr[0];
             end else begin : none
                 assign stage[i] = 1'b0;
             end
@@ -121,6 +127,13 @@ module data_feeder #(
                     assign stage[(t+1)*NE + i] = base[t] ? 1'b0 : stage[t*NE + i];
                 end
             end
+        end
+
+        // the shifter's outputs, registered (only the positions a slot can take)
+        for (i = 0; i < NR; i = i + 1) begin : shifted_reg
+            reg q;
+            always @(posedge clk) q <= !clear && stage[BKW*NE + i];
+            assign shifted[i] = q;
         end
 
         for (c = 0; c < COLS; c = c + 1) begin : col
@@ -139,13 +152,13 @@ module data_feeder #(
                 /* verilator coverage_on */
                 genvar g;
                 for (g = 1; g <= 8; g = g + 1) begin : group_size
-                    if (j < g && c * g + j < NE) begin : channel
-                        assign by_group[g-1] = stage[BKW*NE + c*g + j];
+                    if (j < g && c * g + j < NR) begin : channel
+                        assign by_group[g-1] = shifted[c*g + j];
                     end else begin : unused
                         assign by_group[g-1] = 1'b0;
                     end
                 end
-                assign col_data_next[c*SLOTS + j] = used && live && by_group[g_sel];
+                assign col_data_next[c*SLOTS + j] = !clear && used && live_q && by_group[g_sel];
             end
         end
     endgenerate

@@ -226,7 +226,9 @@ module instruction_decoder #(
     end
 
     // ---- sequencing ----
-    localparam [31:0] MM_FIXED = 26 + COLS;          // see fpga/cycle_model.py
+    // 24 + FEED_LATENCY + COLS (FEED_LATENCY = 4: the bank read, the serializers' load and the
+    // feeder's two registers); see fpga/cycle_model.py
+    localparam [31:0] MM_FIXED = 28 + COLS;
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;

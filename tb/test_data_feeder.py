@@ -1,8 +1,9 @@
 """Bench for rtl/data_feeder.v: for random tile windows (in_ch, G, tile columns), bank bytes,
 fill flags and load_valid, every slot's serial stream must carry the byte of the bank that
 fpga.isa.slot_banks names for it (the fill value where flagged, 0 for unused slots or past the
-last pixel), LSB first over 8 cycles, one cycle ahead: bit 0 in the cycle of `load` itself
-(col_data_next, which the array registers as its first chain stage).
+last pixel), LSB first over 8 cycles, starting fpga.cycle_model.FEEDER_REGISTERS cycles after
+`load` (col_data_next, which the array registers as its first chain stage; the cycles between
+the load and bit 0 must be zero).
 
 The module's own serializer contract, beyond what the accelerator top exercises (the top loads
 every 8 cycles during a MATMUL and holds `clear` otherwise): after the 8 bits of a byte, with no
@@ -15,6 +16,7 @@ import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly
 
+from fpga.cycle_model import FEEDER_REGISTERS
 from fpga.isa import slot_banks
 from tb.bitserial import bus_bits, start_clock
 from tb.seeds import bench_seed, seeded_rng
@@ -65,10 +67,15 @@ async def windows(dut):
         dut.load.value = 1
         dut.load_valid.value = int(valid)
         bits = []
-        for b in range(8):
+        for cycle in range(FEEDER_REGISTERS + 8):
+            b = cycle - FEEDER_REGISTERS  # the bit on the output in this cycle (< 0: none yet)
             dut.clear.value = int(b == clear_at)
             await ReadOnly()
-            bits.append(bus_bits(dut.col_data_next.value, cols * slots))
+            out = bus_bits(dut.col_data_next.value, cols * slots)
+            if b < 0:
+                assert out == [0] * (cols * slots), (trial, "output before the byte's bit 0")
+            else:
+                bits.append(out)
             await FallingEdge(dut.clk)
             dut.load.value = 0
             dut.clear.value = 0

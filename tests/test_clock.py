@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from fpga import clock
 from fpga.arch import ArrayConfig
 from fpga.clock import PAPER_MHZ, clock_for, fmax_file, record_fmax, routed_clock
 from workbench.flows import ecp5, timing
@@ -52,6 +53,18 @@ def test_smaller_memories_use_the_routed_fmax_other_structures_do_not(tmp_path):
 def test_a_record_that_does_not_read_is_never_a_guess(tmp_path, text):
     path = fmax_file(8, 8, tmp_path)
     path.write_text(text)
+    assert clock_for(ArrayConfig(), folder=tmp_path).source == "paper"
+
+
+def test_a_record_goes_stale_when_the_rtl_changes(tmp_path, monkeypatch):
+    rtl = tmp_path / "rtl"
+    rtl.mkdir()
+    (rtl / "top.v").write_text("module top; endmodule\n")
+    monkeypatch.setattr(clock, "RTL", rtl)
+    record_fmax(ArrayConfig(), 48.0, ecp5.DEVICE, "make timing SHAPE=8x8", tmp_path)
+    assert routed_clock(ArrayConfig(), tmp_path).mhz == 48.0
+    (rtl / "top.v").write_text("module top; wire a; endmodule\n")  # a register added, say
+    assert routed_clock(ArrayConfig(), tmp_path) is None
     assert clock_for(ArrayConfig(), folder=tmp_path).source == "paper"
 
 

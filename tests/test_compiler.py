@@ -98,13 +98,13 @@ def test_cycle_model_terms():
     ]
     steps = program_timeline(prog, cfg)
     lens = [s.cycles for s in steps]
-    assert lens == [2 + 5 + 1, 2 + 48 + 24 + 8 + 5 + 2, 2 + 8 + 24 + 8 + 5 + 2 + 1, 2]
-    assert [s.start for s in steps] == [0, 8, 97, 147]
+    assert lens == [2 + 5 + 1, 2 + 48 + 24 + 8 + 5 + 4, 2 + 8 + 24 + 8 + 5 + 4 + 1, 2]
+    assert [s.start for s in steps] == [0, 8, 99, 151]
     # every step names its instruction and its place (the RTL benches report by them; `make
     # mutants` found nothing here checked either)
     assert [s.index for s in steps] == [0, 1, 2, 3]
     assert all(s.instr is ins for s, ins in zip(steps, prog, strict=True))
-    assert [s.end for s in steps] == [8, 97, 147, 149]
+    assert [s.end for s in steps] == [8, 99, 151, 153]
     assert seed_tile_cycles(1024, 64, 128) == 8 * 1024 + 64 + 128 + 22
 
 
@@ -118,7 +118,7 @@ def test_cycle_model_terms_on_a_non_square_array():
     separately: a 5x7 array and a 3-row tile tell them apart."""
     cfg = ArrayConfig(rows=5, cols=7)
     prog = [LoadWeights(rows=3, cols=2), Matmul(height=2, width=2, in_addr=0, out_addr=6), Halt()]
-    assert [s.cycles for s in program_timeline(prog, cfg)] == [2 + 3 + 1, 2 + 8 * 4 + 24 + 7 + 3 + 2, 2]
+    assert [s.cycles for s in program_timeline(prog, cfg)] == [2 + 3 + 1, 2 + 8 * 4 + 24 + 7 + 3 + 4, 2]
 
 
 # Tall and wide arrays (a cycle model with ROWS and COLS swapped passed every square
@@ -128,11 +128,11 @@ def test_cycle_model_terms_on_a_non_square_array():
 NON_SQUARE = {
     "8x4": (
         LoadWeights(rows=3, cols=2),
-        [2 + 3 + 1, 2 + 8 * 6 + 24 + 4 + 3 + 2, 2 + 8 + 24 + 4 + 3 + 2 + 1, 2],
+        [2 + 3 + 1, 2 + 8 * 6 + 24 + 4 + 3 + 4, 2 + 8 + 24 + 4 + 3 + 4 + 1, 2],
     ),
     "4x16": (
         LoadWeights(rows=3, cols=5),
-        [2 + 3 + 1, 2 + 8 * 6 + 24 + 16 + 3 + 2, 2 + 8 + 24 + 16 + 3 + 2 + 1, 2],
+        [2 + 3 + 1, 2 + 8 * 6 + 24 + 16 + 3 + 4, 2 + 8 + 24 + 16 + 3 + 4 + 1, 2],
     ),
 }
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from fpga.arch import ArrayConfig
-from fpga.clock import FMAX_DIR, fmax_file, record_fmax
+from fpga.clock import FMAX_DIR, fmax_file, record_fmax, rtl_digest
 from safeio import write_text_atomic
 from workbench.flows import ecp5
 from workbench.flows.synth import top_read
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         f"{args.seed}: yosys then nextpnr, about 15-25 min on 2 cores; logs in build/timing/",
         flush=True,
     )
-    t0 = time.time()
+    t0, digest = time.time(), rtl_digest()  # what is routed (rtl/ may change during the run)
     try:
         res = run(config, args.seed, FMAX_DIR)
     except ecp5.FlowError as exc:
@@ -80,6 +80,6 @@ def main(argv=None) -> int:
         )
     print("\n".join(ecp5.path_lines(res)))
     write_text_atomic(details, json.dumps(res, indent=1) + "\n")
-    record_fmax(config, res["fmax_mhz"], ecp5.DEVICE, f"make timing SHAPE={args.shape}")
+    record_fmax(config, res["fmax_mhz"], ecp5.DEVICE, f"make timing SHAPE={args.shape}", rtl_sha256=digest)
     print(f"[timing] recorded in {fmax_file(config.rows, config.cols).relative_to(FMAX_DIR.parents[1])}")
     return 0

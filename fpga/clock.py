@@ -37,7 +37,7 @@ class Clock:
 
     @property
     def label(self) -> str:
-        return f"{self.mhz:g} MHz ({self.note})"
+        return f"{self.mhz:.4g} MHz ({self.note})"
 
     def as_dict(self) -> dict:
         return {**asdict(self), "label": self.label}

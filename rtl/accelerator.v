@@ -227,7 +227,10 @@ module accelerator #(
     endgenerate
 
     // ---------------------------------------------------------------- MATMUL pixel counters
-    // the pixel being read (k = 8p .. 8p+7) and its position, for the channel-shift addresses
+    // The pixel whose addresses are being computed and its position, for the channel-shift
+    // addresses: pixel p during k = 8p - 1 .. 8p + 6 (pixel 0 from DECODE, where the decoder
+    // already holds the MATMUL's fields), so that the addresses are registered before the
+    // banks read pixel p at k = 8p.
     reg [23:0] rd_p;
     reg [11:0] rd_y, rd_x;
     wire mm_first = exec_mm && k == 24'd0;
@@ -236,7 +239,7 @@ module accelerator #(
             rd_p <= 24'd0;
             rd_y <= 12'd0;
             rd_x <= 12'd0;
-        end else if (k[2:0] == 3'd7) begin
+        end else if (k[2:0] == 3'd6) begin
             rd_p <= rd_p + 24'd1;
             if (rd_x + 12'd1 == width) begin
                 rd_x <= 12'd0;
@@ -262,7 +265,16 @@ module accelerator #(
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
         .base(rd_base), .y(rd_y), .x(rd_x), .height(height), .width(width),
         .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
-    always @(posedge clk) bank_fill_q <= bank_fill;
+    // The addresses and fill flags are registered on their way to the banks (timing closure:
+    // the counters' adders, the candidate addresses and each bank's select in one cycle, the
+    // block RAM's address setup in the next); the flags wait one more cycle, for the load.
+    reg  [CMAX*DAW-1:0] bank_addr_q;
+    reg  [CMAX-1:0]     bank_fill_r;
+    always @(posedge clk) begin
+        bank_addr_q <= bank_addr;
+        bank_fill_r <= bank_fill;
+        bank_fill_q <= bank_fill_r;
+    end
 
     // Bank b is steered by entry b - in_ch of the shift word: a logarithmic shifter moves entry
     // i to bank in_ch + i (log2(CMAX) stages of 2:1 multiplexers instead of a COLS*8:1
@@ -361,7 +373,7 @@ module accelerator #(
             // writes while idle, where a read of the written entry is not the host's read.
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(wb[WB-1]), .waddr(wb_entry[gi]), .wdata(wb[7:0]),
-                .raddr(busy ? bank_addr[gi*DAW +: DAW] : h_off[DAW-1:0]), .rdata(bank_q[gi*8 +: 8]));
+                .raddr(busy ? bank_addr_q[gi*DAW +: DAW] : h_off[DAW-1:0]), .rdata(bank_q[gi*8 +: 8]));
         end
     endgenerate
 

@@ -11,7 +11,8 @@
 // registered as it leaves the memory (`w_q`), so the memory's clock-to-out is off FETCH's
 // path; executions last at least two cycles, which gives the read-ahead its time, and the top
 // registers `start` so that the word at start_pc is read in the cycle before. FETCH runs every
-// check and the pixel product and registers the results; DECODE only latches fields.
+// check and the pixel product and registers the results, and a MATMUL's fields (the top computes
+// pixel 0's bank addresses from them in DECODE); DECODE latches the rest and starts EXEC.
 module instruction_decoder #(
     // the accelerator's sizes (accelerator.v says what each is): the checks of every word
     // against them are fpga/isa.py's
@@ -49,7 +50,7 @@ module instruction_decoder #(
     output reg  [23:0]      w_addr,
     output reg  [23:0]      b_addr,
     output reg  [23:0]      s_addr,
-    output reg  [1:0]       mode,           // MATMUL
+    output reg  [1:0]       mode,           // MATMUL (from its DECODE cycle on)
     output reg              acc_in,
     output reg              shift_en,
     output reg  [3:0]       group,
@@ -260,6 +261,23 @@ module instruction_decoder #(
                     pix_q <= f_pix[23:0];
                     mm_len_q <= {f_pix[20:0], 3'd0} + MM_FIXED[23:0] + {16'd0, tile_rows}
                               + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
+                    // A MATMUL's fields are out a cycle before it executes: the top computes
+                    // pixel 0's bank addresses in DECODE (accelerator.v). Nothing reads them
+                    // outside EXEC of a MATMUL, and the one before has retired.
+                    if (op == OP_MM) begin
+                        mode <= f_mode;
+                        acc_in <= f_accin;
+                        shift_en <= f_shift;
+                        group <= f_group;
+                        fill <= f_fill;
+                        height <= f_h;
+                        width <= f_w;
+                        in_addr <= f_in;
+                        out_addr <= f_out;
+                        in_ch <= f_inch;
+                        out_ch <= f_outch;
+                        acc_addr <= f_acc;
+                    end
                 end
                 S_DECODE: begin
                     k <= 24'd0;
@@ -287,18 +305,6 @@ module instruction_decoder #(
                     end else begin
                         state <= S_EXEC;
                         exec_mm <= 1'b1;
-                        mode <= f_mode;
-                        acc_in <= f_accin;
-                        shift_en <= f_shift;
-                        group <= f_group;
-                        fill <= f_fill;
-                        height <= f_h;
-                        width <= f_w;
-                        in_addr <= f_in;
-                        out_addr <= f_out;
-                        in_ch <= f_inch;
-                        out_ch <= f_outch;
-                        acc_addr <= f_acc;
                         pixels <= pix_q;
                         exec_len <= mm_len_q;
                     end

@@ -2,10 +2,11 @@
 """`make coverage`: code coverage of rtl/ (Verilator, every bench) and functional coverage of
 the instruction set (cocotb-coverage); `--help` for the options.
 
-The code is in workbench/flows/coverage.py (docs/verification.md). Run it with .venv/bin/python
-(or in the activated environment) so that the project's packages import."""
+The code is in workbench/flows/coverage.py (docs/verification.md)."""
 
 import sys
+
+import _venv  # noqa: F401  (first: re-runs this with .venv's Python, scripts/_venv.py)
 
 from workbench.flows.coverage import main
 

@@ -2,10 +2,11 @@
 """Map a BNN's layers to the CPU or a GPU configuration (HEP-BNN's Algorithm 1 and a
 transfer-aware DP).
 
-The same as `sacbench map`; the code is in workbench/commands/map.py. Run it with
-.venv/bin/python (or in the activated environment) so that the project's packages import."""
+The same as `sacbench map`; the code is in workbench/commands/map.py."""
 
 import sys
+
+import _venv  # noqa: F401  (first: re-runs this with .venv's Python, scripts/_venv.py)
 
 from workbench.commands.args import run_guarded
 from workbench.commands.map import main

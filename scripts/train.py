@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Train a BNN or a SAC CNN with quantization-aware training and export it as ONNX + JSON card.
 
-The same as `sacbench train`; the code is in workbench/commands/train.py. Run it with
-.venv/bin/python (or in the activated environment) so that the project's packages import."""
+The same as `sacbench train`; the code is in workbench/commands/train.py."""
 
 import sys
+
+import _venv  # noqa: F401  (first: re-runs this with .venv's Python, scripts/_venv.py)
 
 from workbench.commands.args import run_guarded
 from workbench.commands.train import main

@@ -468,3 +468,12 @@ def test_markdown_of_a_gpu_without_figures_says_n_a(tmp_path):
     assert "| latency | 0.073 ms per image (12,345 cycles at 170 MHz) | n/a ms per batch of 64 |" in lines
     assert "| throughput | 13,771 images/s | n/a images/s |" in lines
     assert "| energy | 1.235 uJ/image (op-energy model, docs/energy.md) | n/a |" in lines
+
+
+def test_more_rtl_images_than_images_is_said_not_silently_cut():
+    from workbench.commands.compare import rtl_images_note
+
+    assert rtl_images_note(2, 5) is None and rtl_images_note(5, 5) is None
+    note = rtl_images_note(10, 5)
+    assert note.startswith("compare_gpu_fpga: note: --rtl-images 10 is more than --images 5")
+    assert "\n" not in note

@@ -120,6 +120,16 @@ def failure_log_path(out: Path) -> Path:
     return out.with_name(f"{out.name}.rtl_failure.log")
 
 
+def rtl_images_note(rtl_images: int, images: int) -> str | None:
+    """What the run does with --rtl-images above --images, said once (stderr), not silently."""
+    if rtl_images <= images:
+        return None
+    return (
+        f"{PROG}: note: --rtl-images {rtl_images:,} is more than --images {images:,}: "
+        "the RTL runs every image the run compares"
+    )
+
+
 @guarded(PROG)
 def main(argv=None) -> int:
     from workbench.report import summary_lines, write_all
@@ -143,6 +153,9 @@ def main(argv=None) -> int:
     )
     try:
         check_options(opts)
+        note = rtl_images_note(opts.rtl_images, opts.images)
+        if note:
+            print(note, file=sys.stderr)
         with StagedDirectory(
             args.out, force=args.force, tool=PROG, legacy=REPORT_FILES, inputs=(args.model, args.data)
         ) as staged:

@@ -82,7 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap = ArgumentParser(
         prog="sacbench search", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1]
     )
-    ap.add_argument("--family", choices=sorted(FAMILIES), default="sac")
+    ap.add_argument(
+        "--family",
+        choices=sorted(FAMILIES),
+        default="sac",
+        help="the super network's family: SAC CNNs, binarized networks or the B-ResNet fabric",
+    )
     ap.add_argument("--cost", choices=COSTS, default="cycles", help="the budgeted cost")
     ap.add_argument(
         "--budgets",
@@ -92,9 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--lambdas",
-        default=[1.0],
+        default="1",  # a string: argparse runs it through `type` (-> [1.0]) and shows it as typed
         type=lambda t: _numbers(t, "--lambdas"),
-        help="comma-separated weights of the budget penalty lambda * max(0, C - budget) / budget (default 1)",
+        help="comma-separated weights of the budget penalty lambda * max(0, C - budget) / budget",
     )
     ap.add_argument(
         "--seeds",
@@ -219,8 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--space",
         choices=("default", "zoo"),
         default="default",
-        help="zoo: the super network has the skeleton of the family's zoo model "
-        "for --data (its widths as the most, its poolings and flattening)",
+        help="default: the family's own space; zoo: the super network has the skeleton of the "
+        "family's zoo model for --data (its widths as the most, its poolings and flattening)",
     )
     ap.add_argument(
         "--binary-supernet",
@@ -240,7 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="bnn: the widest hidden dense layer, a multiple of 32 (default the zoo's 256)",
     )
-    ap.add_argument("--out", type=Path, default=Path("out/search"))
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/search"),
+        help="the search's folder: trials, final trainings, pareto.json, pareto.png, front/ "
+        "(a rerun with the same options resumes there)",
+    )
     ap.add_argument(
         "--address", default=None, help="join this Ray cluster (default: a local Ray for the search)"
     )
@@ -287,7 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the compare job on the front's models; fail on any mismatch",
     )
-    ap.add_argument("--verify-images", type=int_at_least("--verify-images", 1, 1_000_000), default=100)
+    ap.add_argument(
+        "--verify-images",
+        type=int_at_least("--verify-images", 1, 1_000_000),
+        default=100,
+        help="test images each front model runs through the compare job under --verify",
+    )
     return ap
 
 

@@ -76,7 +76,12 @@ def _layers(text: str) -> tuple:
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="train", description=__doc__.split("\n")[0])
-    p.add_argument("--family", choices=["bnn", "sac"], required=True)
+    p.add_argument(
+        "--family",
+        choices=["bnn", "sac"],
+        required=True,
+        help="bnn: a binarized network (the GPU path and the array); sac: a power-of-two SAC CNN",
+    )
     p.add_argument(
         "--data",
         default="digits",
@@ -107,7 +112,12 @@ def parse_args(argv=None):
         "1 float epoch and 1 quantized epoch (SAC: 1 per stage) unless "
         "--epochs / --float-epochs say otherwise; not a useful model",
     )
-    p.add_argument("--seed", type=int_at_least("--seed", 0, SEED_MAX), default=0)
+    p.add_argument(
+        "--seed",
+        type=int_at_least("--seed", 0, SEED_MAX),
+        default=0,
+        help="seed of the weights' initialisation, the data order and the augmentation",
+    )
     p.add_argument(
         "--threads",
         type=int_at_least("--threads", 1, 1024),

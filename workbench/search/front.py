@@ -302,7 +302,9 @@ def plot(doc: dict, path: Path) -> Path:
         )
     for b in sorted({m["budget"] for m in doc["models"]}):
         ax.axvline(b, color="grey", ls=":", lw=1)
-    ax.set_xlabel(f"{doc['cost']} ({doc['unit']}); dotted: the budgets")
+    unit = doc["unit"]  # "cycles per image": the cost's name once, not "cycles (cycles per image)"
+    label = unit if unit.split()[0] == doc["cost"] else f"{doc['cost']} ({unit})"
+    ax.set_xlabel(f"{label}; dotted lines: the budgets")
     ax.set_ylabel("validation accuracy (%), mean and 95% interval over seeds")
     seeds = doc.get("protocol", {}).get("final_seeds")
     ax.set_title(

@@ -373,3 +373,13 @@ def test_every_family_satisfies_its_protocol():
         assert isinstance(family(name), Family), name
     assert isinstance(sac_family, IntegerFamily) and isinstance(bnn_family, IntegerFamily)
     assert not isinstance(resnet_fabric, IntegerFamily)  # float networks: no protocol
+
+
+def test_a_model_with_fewer_finished_seeds_is_compared_on_the_seeds_both_have():
+    """While a search runs, its report is rewritten after every training: one model may have 1
+    seed done while the other has 3. McNemar pairs seed k with seed k, so it has one p-value
+    per seed both have (a strict pairing once failed every report written mid-run)."""
+    one_seed = protocol.paired(_outcomes([99]), _outcomes([90, 90, 90]), "val", SEED)
+    assert len(one_seed["mcnemar_p"]) == 1 and one_seed["verdict"] == "better"
+    other_way = protocol.paired(_outcomes([80, 80, 80]), _outcomes([90, 90]), "val", SEED)
+    assert len(other_way["mcnemar_p"]) == 2 and other_way["verdict"] == "worse"

@@ -63,7 +63,9 @@ def paired(a: list[dict], b: list[dict], split: str, seed: int = 0) -> dict:
     against seed k of B) for reference."""
     res = stats.paired_bootstrap(per_image(a, split), per_image(b, split), seed=seed)
     res["verdict"] = stats.verdict(res)
-    res["mcnemar_p"] = [stats.mcnemar(x[split], y[split])["p"] for x, y in zip(a, b, strict=True)]
+    # the seeds both have: while a search runs, one model may have finished more seeds than the
+    # other (the report is rewritten after every training)
+    res["mcnemar_p"] = [stats.mcnemar(x[split], y[split])["p"] for x, y in zip(a, b, strict=False)]
     return res
 
 

@@ -313,13 +313,19 @@ module accelerator #(
     wire h_dbuf_we = h_write && h_region == R_DBUF && {1'b0, h_off[27:16]} < NBANKS;
     wire [11:0] wb_shift = busy ? out_ch : h_off[27:16];
     localparam [31:0] WR_START = 32 + FEED + COLS;   // k of row 0's first result
-    wire [23:0] wr_rel = k - WR_START[23:0];
-    wire [23:0] wr_pix0 = {3'd0, wr_rel[23:3]};      // the pixel row 0 writes
+    // Row 0's write token, its pixel's entry and flags and the partial-sum entry it reads are
+    // functions of k, computed for the next cycle (k + 1) and registered (timing closure: k's
+    // 24-bit arithmetic in one cycle, the fan-out to the rows and the banks in the next). In a
+    // MATMUL's first cycle they hold what DECODE computed: no token (exec_mm was low) and
+    // entries nobody uses before k = INIT_START.
+    wire [23:0] wr_rel_n = k - (WR_START[23:0] - 24'd1);   // (k + 1) - WR_START
+    wire [23:0] wr_pix_n = {3'd0, wr_rel_n[23:3]};       // the pixel row 0 writes at k + 1
     // ... and its entry: one adder for both the data buffer (DAW bits, the write-back below)
     // and the partial-sum buffer (PAW bits, the raw outputs' row pipeline)
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [19:0] wr_entry_sum0 = out_addr + wr_pix0[19:0];
+    reg  [19:0] wr_entry_sum0;
     /* verilator lint_on UNUSEDSIGNAL */
+    always @(posedge clk) wr_entry_sum0 <= out_addr + wr_pix_n[19:0];
     wire [ROWS-1:0]      wr_v;              // writer token per row: its pixel's result is done
     wire [7:0]           row_result [0:ROWS-1];
     wire byte_mode = (mode == M_RELU) || (mode == M_BIN);
@@ -407,19 +413,24 @@ module accelerator #(
     // cycle earlier) is added; the result is written at k = 8p + 32 + FEED + COLS + r.
     localparam [31:0] INIT_START = 30 + FEED + COLS; // k of row 0's first partial-sum read
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [23:0] init_rel = k - INIT_START[23:0];     // its low 3 bits are the bit within a pixel
+    wire [23:0] init_rel_n = k - (INIT_START[23:0] - 24'd1);   // (k + 1) - INIT_START
     /* verilator lint_on UNUSEDSIGNAL */
-    wire        wr_tok0 = exec_mm && k >= WR_START[23:0] && wr_rel[2:0] == 3'd0
-                          && (wr_pix0 < pixels);
     // What the rows need of their pixel index is computed once, for row 0, and travels down
-    // with it (the MATMUL's fields stay put while a pixel crosses the rows): the partial-sum
-    // entry to read, the entry to write, and whether the pixel is the first or the last.
+    // with it (the MATMUL's fields stay put while a pixel crosses the rows): the token, the
+    // partial-sum entry to read, the entry to write, and whether the pixel is the first or the
+    // last. All registered, computed for k + 1 (above); the token only while the MATMUL goes on.
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [23:0] rd_pix0 = {3'd0, init_rel[23:3]};
-    wire [19:0] rd_entry0 = acc_addr + rd_pix0[19:0];
+    wire [23:0] rd_pix_n = {3'd0, init_rel_n[23:3]};
+    reg  [19:0] rd_entry0;
     /* verilator lint_on UNUSEDSIGNAL */
-    wire wr_first0 = (wr_pix0 == 24'd0);
-    wire wr_last0 = (wr_pix0 == pixels - 24'd1);
+    reg wr_tok0, wr_first0, wr_last0;
+    always @(posedge clk) begin
+        wr_tok0 <= exec_mm && !retire && k >= WR_START[23:0] - 24'd1 && wr_rel_n[2:0] == 3'd0
+                   && (wr_pix_n < pixels);
+        rd_entry0 <= acc_addr + rd_pix_n[19:0];
+        wr_first0 <= (wr_pix_n == 24'd0);
+        wr_last0 <= (wr_pix_n == pixels - 24'd1);
+    end
     reg  [ROWS-1:0] wr_vq, wr_firstq, wr_lastq;
     reg  [PAW-1:0]  rd_eq [0:ROWS-1];
     reg  [PAW-1:0]  wr_eq [0:ROWS-1];

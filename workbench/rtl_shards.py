@@ -184,8 +184,8 @@ def _build_worker(spec_path: str) -> int:
 
 RAM_DISK = Path("/dev/shm")
 # a scratch directory is named rtl_shard.<pid of the process that made it>.<random>: "." is not
-# among tempfile's random characters, so no other name (nor this tool's older rtl_shard_XXXX)
-# takes this form
+# among tempfile's random characters, so no other name (nor the older form rtl_shard_<random>,
+# without the pid) takes this form
 SCRATCH_PREFIX = "rtl_shard."
 _SCRATCH_NAME = re.compile(r"^rtl_shard\.(\d+)\.")
 

@@ -66,6 +66,21 @@ def layer_program(rng, cin, cout, side, group, shift, mode, cfg):
     return compile_network(net, cfg)
 
 
+def seed_array(rows: int, cols: int) -> ArrayConfig:
+    """The array the seed network runs on: 1,024 banks and memories deep enough for it."""
+    return ArrayConfig(
+        rows=rows,
+        cols=cols,
+        cmax=1024,
+        ddepth=8192,
+        pdepth=4096,
+        wdepth=8192,
+        bdepth=4096,
+        sdepth=256,
+        imem_depth=1024,
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--array", default="128x64")
@@ -78,17 +93,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows, cols = (int(v) for v in args.array.lower().split("x"))
-    cfg = ArrayConfig(
-        rows=rows,
-        cols=cols,
-        cmax=1024,
-        ddepth=8192,
-        pdepth=4096,
-        wdepth=8192,
-        bdepth=4096,
-        sdepth=256,
-        imem_depth=1024,
-    )
+    cfg = seed_array(rows, cols)
     clock = clock_for(cfg, args.clock_mhz)
     rng = np.random.default_rng(0)
     table = []

@@ -19,10 +19,10 @@ import cifar_cycles  # benchmarks/ is this script's folder, so it imports direct
 import numpy as np
 
 from fpga import cycle_model
-from fpga.arch import ArrayConfig
 from fpga.compiler import compile_network, fitted_config
 from fpga.cycle_model import program_timeline
 from models.onnx.importer import import_onnx
+from workbench.cards import cycles_per_image  # as the cards count them
 
 ZOO = Path(__file__).resolve().parents[1] / "models" / "zoo"
 ARRAYS = ((8, 8, 64), (128, 64, 1024))  # as the cards (workbench/cards.py)
@@ -39,16 +39,8 @@ def feed_latency(value: int):
         cycle_model.FEED_LATENCY = saved
 
 
-def program_cycles(prog) -> int:
-    """Cycles of one image: every segment up to its HALT (as the cards count them)."""
-    return sum(
-        cycle_model.total_cycles(prog.instructions[s.start_pc : s.start_pc + s.n_instr], prog.config)
-        for s in prog.segments
-    )
-
-
 def cifar_cycles_128x64() -> int:
-    cfg = ArrayConfig(128, 64, 1024, 8192, 4096, 8192, 4096, 256, 1024)
+    cfg = cifar_cycles.seed_array(128, 64)
     rng = np.random.default_rng(0)
     total = 0
     for _name, cin, cout, side, group, shift, mode in cifar_cycles.seed_layers():
@@ -62,7 +54,7 @@ def rows():
         net = import_onnx(path)
         for r, c, cmax in ARRAYS:
             prog = compile_network(net, fitted_config(net, r, c, cmax))
-            yield f"{path.stem} {r}x{c}", lambda prog=prog: program_cycles(prog)
+            yield f"{path.stem} {r}x{c}", lambda prog=prog: cycles_per_image(prog)
     yield "seed CIFAR-10 128x64", cifar_cycles_128x64
 
 

@@ -22,7 +22,9 @@ How each layer is written (docs/models.md has the table and the argument):
 Every value and partial sum is an integer; the exporter proves from per-channel value ranges
 (models/onnx/ranges.py) that all stay below 2^24 in magnitude (step inputs below 2^21), so float32
 holds them exactly whatever the summation order, and raises :class:`ExportError` otherwise.
-Column-combining group sizes travel in the model's metadata (``workbench.sac_groups``).
+Column-combining group sizes travel in the model's metadata (``workbench.sac_groups``), and so
+does the input scale (``workbench.input_scale``: the factor on 0..255 pixels the input expects,
+models/onnx/input_scale.py), given or from ``net.meta["input_scale"]``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from models import ir
 from models.numerics.sac import QUANT_SHIFT, OutputMode
+from models.onnx.input_scale import META_SCALE, check_scale, input_range_for
 from models.onnx.ranges import network_ranges
 from safeio import write_bytes_atomic
 
@@ -173,12 +176,36 @@ def _check_exact(net: ir.Network, ranges) -> None:
             )
 
 
-def build_model(net: ir.Network, input_range=None) -> onnx.ModelProto:
-    """The ONNX model for `net` (input float32 [N, *input_shape], output the last layer)."""
+def _checked_scale(net: ir.Network, input_range, input_scale):
+    """The input scale to record (the argument, else an imported network's), checked against
+    the input range the exactness proof covers: the scaled pixels must lie inside it."""
+    scale = input_scale if input_scale is not None else net.meta.get("input_scale")
+    if scale is None:
+        return None
+    try:
+        scale = check_scale(scale)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+    if net.input_kind == "binary":
+        raise ExportError(f"input scale {scale}: {net.name} takes +-1 input, not pixels")
+    lo, hi = input_range if input_range is not None else (0, 255)
+    need = input_range_for(scale)[1]
+    if lo > 0 or hi < need:
+        raise ExportError(
+            f"input scale {scale}: the scaled pixels reach {need}, but {net.name} is exported for "
+            f"input {lo}..{hi} (import it with the scale, or give input_range=(0, {need}))"
+        )
+    return scale
+
+
+def build_model(net: ir.Network, input_range=None, input_scale=None) -> onnx.ModelProto:
+    """The ONNX model for `net` (input float32 [N, *input_shape], output the last layer);
+    `input_scale`: the factor on 0..255 pixels its input expects (recorded in the metadata)."""
     if not isinstance(net, ir.Network):
         raise ExportError(f"export_onnx needs an ir.Network, got {type(net).__name__}")
     if input_range is None and net.input_kind == "int" and "input_range" in net.meta:
         input_range = net.meta["input_range"]  # an imported integer-input network
+    scale = _checked_scale(net, input_range, input_scale)
     try:
         ranges = network_ranges(net, input_range)
     except ValueError as exc:
@@ -233,14 +260,16 @@ def build_model(net: ir.Network, input_range=None) -> onnx.ModelProto:
         meta["workbench.sac_groups"] = json.dumps(groups)
     if input_range is not None:
         meta["workbench.input_range"] = json.dumps([int(v) for v in input_range])
+    if scale is not None:
+        meta[META_SCALE] = json.dumps(scale)
     helper.set_model_props(model, meta)
     onnx.checker.check_model(model, full_check=True)
     return model
 
 
-def export_onnx(net: ir.Network, path=None, input_range=None) -> onnx.ModelProto:
+def export_onnx(net: ir.Network, path=None, input_range=None, input_scale=None) -> onnx.ModelProto:
     """Write `net` as ONNX to `path` (if given) and return the model."""
-    model = build_model(net, input_range)
+    model = build_model(net, input_range, input_scale)
     if path is not None:
         write_bytes_atomic(path, model.SerializeToString())
     return model

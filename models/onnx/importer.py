@@ -31,6 +31,11 @@ onnxruntime (models/onnx/ort.py).
 written by models/onnx/export.py for another input (its metadata records the range); ``(lo,
 hi)`` integer input of that range (kind "int", or "uint8" for (0, 255)); ``"binary"`` +-1
 input. Step thresholds are exact for every input inside that range.
+
+``input_scale``: the model takes the data sets' pixels times S (models/onnx/input_scale.py); the
+argument, else the file's ``workbench.input_scale`` metadata. The network is then imported for
+the scaled pixels' range (``input_range_for(S)``) and ``net.meta["input_scale"]`` records S. An
+explicit ``input_range`` takes no scale (the caller feeds that input itself).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from models.onnx.graph import (
     load_model,
     node_error,
 )
+from models.onnx.input_scale import MAX_INPUT_SCALE, META_SCALE, check_scale, input_range_for
 from models.onnx.passes import run_passes
 from models.onnx.ranges import Range, propagate
 from models.onnx.steps import StepEvaluator, derive_steps
@@ -191,6 +197,7 @@ class Metadata:
     input_kind: str | None = None
     network: str | None = None
     layer_outputs: list | None = None
+    input_scale: int | float | None = None
 
 
 def _meta_error(g: Graph, key: str, why: str) -> OnnxImportError:
@@ -250,6 +257,16 @@ def _meta_outputs(g: Graph) -> list:
     return names
 
 
+def _meta_scale(g: Graph):
+    value = _meta_json(g, META_SCALE)
+    try:  # json reads NaN and Infinity as floats: check_scale refuses them
+        return check_scale(value)
+    except ValueError:
+        raise _meta_error(
+            g, META_SCALE, f"not a positive finite number at most {MAX_INPUT_SCALE:,} (the input scale)"
+        ) from None
+
+
 def read_metadata(g: Graph) -> Metadata:
     """The workbench.* keys present, each checked (a file from elsewhere has none)."""
     m = Metadata()
@@ -267,6 +284,10 @@ def read_metadata(g: Graph) -> Metadata:
         m.network = _meta_text(g, META_NETWORK)
     if META_OUTPUTS in g.meta:
         m.layer_outputs = _meta_outputs(g)
+    if META_SCALE in g.meta:
+        m.input_scale = _meta_scale(g)
+        if m.input_kind == "binary":
+            raise _meta_error(g, META_SCALE, "a scale of pixels, but the model takes +-1 input")
     return m
 
 
@@ -663,24 +684,39 @@ def _input_spec(input_range) -> tuple[str, tuple]:
     return ("uint8" if (lo, hi) == (0, 255) else "int"), (lo, hi)
 
 
-def import_onnx(path_or_model, input_range=None) -> ir.Network:
+def import_onnx(path_or_model, input_range=None, input_scale=None) -> ir.Network:
     """Import an ONNX file (or ModelProto) as a golden network description. Every problem with
-    the file is an OnnxImportError that names the file (the commands print it as one line)."""
+    the file is an OnnxImportError that names the file (the commands print it as one line).
+    `input_scale` (overrides the file's workbench.input_scale): see the module docstring."""
+    if input_scale is not None:
+        if input_range is not None:
+            raise OnnxImportError("give input_range or input_scale, not both")
+        try:
+            input_scale = check_scale(input_scale)
+        except ValueError as exc:
+            raise OnnxImportError(str(exc)) from None
     source = None
     try:
         model, source = load_model(path_or_model)
-        return _import(model, source, path_or_model, input_range)
+        return _import(model, source, path_or_model, input_range, input_scale)
     except OnnxImportError as exc:
         if source is None or str(exc).startswith(f"{source}: "):
             raise
         raise OnnxImportError(f"{source}: {exc}") from None
 
 
-def _import(model, source: str, path_or_model, input_range) -> ir.Network:
+def _import(model, source: str, path_or_model, input_range, input_scale) -> ir.Network:
     g = Graph(model, source)
     meta = read_metadata(g)
     run_passes(g)
-    if input_range is None:  # files from export_onnx record a non-pixel input range
+    scale = None
+    if input_range is None:
+        scale = input_scale if input_scale is not None else meta.input_scale
+    if scale is not None:
+        if meta.input_kind == "binary":
+            raise OnnxImportError(f"{source}: input scale {scale}: the model takes +-1 input, not pixels")
+        input_range = input_range_for(scale)
+    elif input_range is None:  # files from export_onnx record a non-pixel input range
         if meta.input_kind == "binary":
             input_range = "binary"
         elif meta.input_range is not None:
@@ -702,6 +738,7 @@ def _import(model, source: str, path_or_model, input_range) -> ir.Network:
         "family": family,
         "source": source,
         "input_range": list(value_range),
+        **({"input_scale": scale} if scale is not None else {}),
         "onnx": {
             "input_name": g.input.name,
             "input_shape": g.record["onnx_input_shape"],

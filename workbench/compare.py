@@ -15,6 +15,12 @@
   the cycle model;
 * every layer a path materialises is compared with golden: mismatching elements per layer and
   path, the first differing index printed. Any mismatch makes the run fail (exit 1).
+
+The input scale S (`--input-scale`, else the model's `workbench.input_scale` metadata;
+models/onnx/input_scale.py) multiplies the data's 0..255 pixels before the network: folded into
+the network's first convolution and step where it can be (every path then takes the pixels),
+else applied to the images. A run in which some layer gives every image the same output gets a
+warning (report["warnings"]): the likely cause is an input scale the model does not expect.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from models import golden, ir
 from models.checks import NumericsError
 from models.datasets import DatasetError, load_for_network
 from models.numerics import bnn
+from models.onnx.input_scale import MAX_INPUT_SCALE, META_SCALE, fold_input_scale, scale_pixels
 from models.resources import available_memory_bytes, gib
 from safeio import atomic_path
 from workbench.cluster import AddressError, check_address
@@ -75,6 +82,7 @@ class Options:
     progress: bool = True
     rtl_timeout: float | None = None  # wall-clock seconds per RTL shard (None: from the
     #                                     cycle model's estimate, workbench/rtl_shards.py)
+    input_scale: float | None = None  # pixels x S into the network (None: the model's own)
 
 
 @dataclass
@@ -86,7 +94,9 @@ class PathResult:
 # ---------------------------------------------------------------------------------------------
 # inputs
 # ---------------------------------------------------------------------------------------------
-def load_model(path: Path) -> ir.Network:
+def load_model(path: Path, input_scale: float | None = None) -> ir.Network:
+    """The model imported for its input: `input_scale` (--input-scale) overrides the file's
+    workbench.input_scale; net.meta["input_scale"] holds the scale in effect, if any."""
     from models.onnx.importer import import_onnx
 
     path = Path(path)
@@ -95,7 +105,7 @@ def load_model(path: Path) -> ir.Network:
     if not path.is_file():
         raise CompareError(f"model file {path} not found")
     try:
-        return import_onnx(path)
+        return import_onnx(path, input_scale=input_scale)
     except (ValueError, OSError) as exc:
         msg = str(exc)
         raise CompareError(msg if str(path) in msg else f"{path}: {msg}") from None
@@ -147,16 +157,20 @@ def check_memory(net: ir.Network, images: int, random_images: bool) -> None:
         )
 
 
-def load_data(opts: Options, net: ir.Network):
+def load_data(opts: Options, net: ir.Network, scale=None):
     """(images [N, ...], labels or None, description); the memory the run will need is checked
-    before the images are drawn or kept (check_memory)."""
+    before the images are drawn or kept (check_memory). `scale`: the images are pixels 0..255
+    multiplied by it (scale_pixels), random ones too; None: as the network takes them."""
     n = opts.images
     seed = random_seed(opts.data, opts.seed)
     if seed is not None:
         check_memory(net, n, random_images=True)
-        lo, hi = (0, 255) if net.input_kind == "uint8" else (-128, 127)
+        pixels = net.input_kind == "uint8" or scale is not None
+        lo, hi = (0, 255) if pixels else (-128, 127)
         rng = np.random.default_rng(seed)
         x = rng.integers(lo, hi + 1, size=(n, *net.input_shape))
+        if scale is not None:
+            return scale_pixels(x, scale), None, f"random pixels (seed {seed})"
         return (
             x.astype(np.uint8 if net.input_kind == "uint8" else np.int32),
             None,
@@ -167,7 +181,59 @@ def load_data(opts: Options, net: ir.Network):
     except DatasetError as exc:
         raise CompareError(str(exc)) from None
     check_memory(net, min(n, len(x)), random_images=False)
+    if scale is not None:
+        return scale_pixels(x[:n], scale), labels[:n], f"{opts.data} (test split)"
     return x[:n], labels[:n], f"{opts.data} (test split)"
+
+
+def prepare_input(net: ir.Network, from_flag: bool) -> tuple[ir.Network, object, dict]:
+    """(the network the paths run, the scale the images still need or None, the report's
+    input_scale entry) for the scale in net.meta["input_scale"] (from --input-scale when
+    `from_flag`, else the model's metadata). A whole scale in front of a first IntConv2d and
+    Step is folded into them (every path takes the pixels; the array takes 0..255 only), any
+    other scale multiplies the images."""
+    scale = net.meta.get("input_scale")
+    if scale is None:
+        return net, None, {"scale": None, "source": None, "applied": None}
+    entry = {"scale": scale, "source": "--input-scale" if from_flag else f"model metadata ({META_SCALE})"}
+    folded = fold_input_scale(net, scale)
+    if folded is not None:
+        entry["applied"] = (
+            "folded into layers 0 and 1 (conv bias 0, step thresholds / S): the paths take the pixels"
+        )
+        return folded, None, entry
+    entry["applied"] = "images: pixels x S, rounded half up"
+    return net, scale, entry
+
+
+def _same_for_all(a: np.ndarray, chunk: int = 256) -> bool:
+    """Whether every a[k] equals a[0], a chunk of images at a time (no copy of the whole)."""
+    return all(
+        np.array_equal(a[k : k + chunk], np.broadcast_to(a[:1], a[k : k + chunk].shape))
+        for k in range(1, len(a), chunk)
+    )
+
+
+def first_constant_layer(outputs: dict, x: np.ndarray) -> int | None:
+    """The first layer whose output is the same for every image, when the run has two or more
+    images that differ (None otherwise). A layer that varies is seen in its first chunk."""
+    if len(x) < 2 or _same_for_all(x):
+        return None
+    return next((i for i in sorted(outputs) if _same_for_all(np.asarray(outputs[i]))), None)
+
+
+def constant_warning(net: ir.Network, layer: int, images: int, scale_entry: dict) -> str:
+    """The one-line warning of a layer that gives every image the same output."""
+    what = (
+        f"layer {layer} ({net.layers[layer].describe()}) gives every one of the {images:,} "
+        "images the same output"
+    )
+    if scale_entry["scale"] is None:
+        return (
+            f"{what}: the model may expect another input scale (--input-scale S multiplies the "
+            "0..255 pixels by S, e.g. 255 for HEP-BNN's models)"
+        )
+    return f"{what}: check the input scale {scale_entry['scale']} ({scale_entry['source']})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,6 +512,15 @@ def check_options(opts: Options) -> None:
         raise CompareError("--batch must be at least 1")
     if opts.rtl_timeout is not None and not (math.isfinite(opts.rtl_timeout) and opts.rtl_timeout > 0):
         raise CompareError(f"--rtl-timeout must be a positive number of seconds, got {opts.rtl_timeout}")
+    if opts.input_scale is not None and not (
+        isinstance(opts.input_scale, (int, float))
+        and math.isfinite(opts.input_scale)
+        and 0 < opts.input_scale <= MAX_INPUT_SCALE
+    ):
+        raise CompareError(
+            f"--input-scale must be a positive finite number at most {MAX_INPUT_SCALE:,}, "
+            f"got {opts.input_scale!r}"
+        )
     cap = os.environ.get("RTL_WATCHDOG_CYCLES", "").strip()
     if cap and not (cap.isdigit() and int(cap) > 0):
         raise CompareError(
@@ -462,10 +537,16 @@ def run(opts: Options) -> tuple[dict, int]:
     opts.out/outputs/*.npy with save_outputs, and the RTL's scratch files in a temporary
     directory under opts.out (removed at the end, however it ends)."""
     check_options(opts)
-    net = load_model(opts.model)
-    x, labels, data_desc = load_data(opts, net)
+    net, image_scale, scale_entry = prepare_input(
+        load_model(opts.model, opts.input_scale), from_flag=opts.input_scale is not None
+    )
+    x, labels, data_desc = load_data(opts, net, image_scale)
+    if scale_entry["scale"] is not None:
+        data_desc += f", pixels x {scale_entry['scale']} ({scale_entry['source']})"
     opts.out.mkdir(parents=True, exist_ok=True)
     ref = run_golden(net, x)
+    constant = first_constant_layer(ref.outputs, x)
+    warnings = [] if constant is None else [constant_warning(net, constant, len(x), scale_entry)]
     try:
         gpu = run_gpu(net, x, opts)
         with tempfile.TemporaryDirectory(dir=opts.out) as tmp:
@@ -483,6 +564,8 @@ def run(opts: Options) -> tuple[dict, int]:
         "data": data_desc,
         "images": len(x),
         "rtl_images": fpga.info["rtl"]["images"],
+        "input_scale": scale_entry,
+        "warnings": warnings,
         "accuracy": {
             "golden": accuracy(ref.outputs[last], labels),
             "gpu": accuracy(gpu.outputs.get(last), labels) if gpu else None,

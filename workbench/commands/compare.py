@@ -10,7 +10,10 @@ above it, nor a directory that holds the model or the data. One run per DIR at a
 run on the same DIR is refused (exit 2) while the first is writing it. If the RTL simulator
 cannot be built, a simulation fails, runs past its wall-clock limit (--rtl-timeout) or is
 stopped, the run ends with one line and exit status 3, and the simulator's log is kept next to
-DIR as DIR.rtl_failure.log. See README ("Your own model and data", "Exit status").
+DIR as DIR.rtl_failure.log. A model that takes its pixels scaled (HEP-BNN's: x 255) needs
+--input-scale, unless its file records the scale (workbench.input_scale); a run in which some
+layer gives every image the same output prints a warning that names the layer. See README
+("Your own model and data", "Exit status").
 """
 
 import argparse
@@ -21,6 +24,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch or the CPU kernels load
 
 from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ  # noqa: E402
+from models.onnx.input_scale import MAX_INPUT_SCALE  # noqa: E402
 from safeio import OutputPathError, StagedDirectory, write_text_atomic  # noqa: E402
 from workbench.commands.args import (  # noqa: E402
     ArgumentParser,
@@ -54,6 +58,15 @@ def build_parser() -> ArgumentParser:
     )
     ap.add_argument(
         "--images", type=int_at_least("--images", 1), default=100, help="images through golden/GPU/FPGA model"
+    )
+    ap.add_argument(
+        "--input-scale",
+        type=finite_float("--input-scale", positive=True, at_most=MAX_INPUT_SCALE),
+        default=None,
+        metavar="S",
+        help="multiply the data's 0..255 pixels by S before the network (rounded half up to "
+        "integers; e.g. 255 for HEP-BNN's models); overrides the scale the model file records "
+        "(ONNX metadata workbench.input_scale); without either, the pixels as they are",
     )
     ap.add_argument(
         "--rtl-images",
@@ -130,6 +143,17 @@ def rtl_images_note(rtl_images: int, images: int) -> str | None:
     )
 
 
+def input_notes(report: dict) -> list[str]:
+    """stderr lines about the run's input: the scale the model's file set (one the user did not
+    type), then each warning (a layer that gives every image the same output)."""
+    scale = report.get("input_scale") or {}
+    notes = []
+    if scale.get("scale") is not None and scale.get("source") != "--input-scale":
+        notes.append(f"{PROG}: note: input scale {scale['scale']} from the {scale['source']}")
+    notes += [f"{PROG}: warning: {w}" for w in report.get("warnings", [])]
+    return notes
+
+
 @guarded(PROG)
 def main(argv=None) -> int:
     from workbench.report import summary_lines, write_all
@@ -150,6 +174,7 @@ def main(argv=None) -> int:
         rtl_jobs=args.rtl_jobs,
         address=args.address,
         rtl_timeout=args.rtl_timeout,
+        input_scale=args.input_scale,
     )
     try:
         check_options(opts)
@@ -161,6 +186,8 @@ def main(argv=None) -> int:
         ) as staged:
             opts.out = staged.path
             report, code = run(opts)
+            for line in input_notes(report):
+                print(line, file=sys.stderr)
             print("\n".join(summary_lines(report)))
             files = [p.name for p in write_all(report, staged.path)]
             staged.commit()

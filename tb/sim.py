@@ -6,6 +6,10 @@ set gets its own build directory so pytest-xdist workers never share one. The si
 the cocotb test module as part of the `tb` package (``tb.test_<module>``), so the benches need
 the project installed (`make setup`), not a path hack. The workarounds for the simulators on
 this machine are listed in docs/verification.md.
+
+What the tools print is a log, not a result: a build's output (Verilator, make, the compiler)
+goes to a log file (build/sim/logs/, its path on stderr), a simulation's output (the cocotb log)
+to stderr, so that the stdout of `make sim` and `sacbench sim` carries pytest's report only.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from safeio.build import STAMP, staged_build
@@ -23,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RTL = ROOT / "rtl"
 BUILD = ROOT / "build" / "sim"
 SIMULATORS = ("icarus", "verilator")
+LOG_TAIL = 30  # lines of a failed build's log shown on stderr
 
 
 def verilator_on_path() -> None:
@@ -37,7 +43,27 @@ def verilator_on_path() -> None:
     os.environ["PATH"] = f"{bindir}{os.pathsep}{os.environ['PATH']}"
 
 
-def _lean_verilator():
+def _runner(sim: str):
+    """cocotb's runner for `sim` whose tools write to stderr (fd 2, as a pytest capturing fds
+    sees it) instead of stdout when no log file is given; for Verilator without
+    --public-flat-rw (:func:`_lean_class`)."""
+    from cocotb_tools.runner import get_runner
+
+    base = _lean_class() if sim == "verilator" else type(get_runner(sim))
+
+    class ToStderr(base):
+        def _execute(self, cmds, cwd):
+            __tracebackhide__ = True
+            if self.log_file is not None:
+                return super()._execute(cmds, cwd)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            self._execute_cmds(cmds, cwd, 2)
+
+    return ToStderr()
+
+
+def _lean_class():
     """cocotb's Verilator runner without --public-flat-rw. Making every signal public bloats
     the generated symbol table so much that one 8x8 accelerator build took over 10 minutes of
     C++ compilation here; the benches only touch the top module, which a control file makes
@@ -50,7 +76,7 @@ def _lean_verilator():
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
             return cmds
 
-    return LeanVerilator()
+    return LeanVerilator
 
 
 def ports(module: str) -> list[str]:
@@ -116,9 +142,10 @@ def build(
     place when it is complete (safeio.build): an interrupted build leaves nothing a later run
     could trip on, and is simply built again. A complete build of the same sources, parameters,
     flags and tool versions is reused as it is. Concurrent builds of the same directory
-    (pytest-xdist workers, RTL shards) wait for each other under its lock."""
-    from cocotb_tools.runner import get_runner
+    (pytest-xdist workers, RTL shards) wait for each other under its lock.
 
+    The build's output goes to `log_file` (default: build/sim/logs/<toplevel>.<sim>-<digest>.log,
+    :func:`build_log`); a failed build names it and shows its last lines on stderr."""
     _check_sim(sim)
     parameters = dict(parameters or {})
     waves = _waves(waves)
@@ -155,26 +182,44 @@ def build(
     )
     stamp = build_stamp(toplevel, sim, parameters, build_args, vlt_text + flags if sim == "verilator" else "")
 
+    log = Path(log_file) if log_file is not None else build_log(bdir)
+
     def make(tmp: Path) -> None:
         args = list(build_args)
         if sim == "verilator":
             vlt = tmp / "public_ports.vlt"
             vlt.write_text(vlt_text)  # scratch: in the temporary build directory
             args.append(str(vlt))
-        runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
-        runner.build(
-            sources=sources(),
-            hdl_toplevel=toplevel,
-            parameters=parameters,
-            build_dir=tmp,
-            timescale=("1ns", "1ps"),
-            waves=waves,
-            build_args=args,
-            log_file=log_file,
-            always=True,
-        )
+        log.parent.mkdir(parents=True, exist_ok=True)
+        print(f"building the {sim} simulator of {toplevel} (log: {log})", file=sys.stderr, flush=True)
+        try:
+            _runner(sim).build(
+                sources=sources(),
+                hdl_toplevel=toplevel,
+                parameters=parameters,
+                build_dir=tmp,
+                timescale=("1ns", "1ps"),
+                waves=waves,
+                build_args=args,
+                log_file=log,
+                always=True,
+            )
+        except (Exception, SystemExit) as exc:
+            tail = log.read_text(errors="replace").splitlines()[-LOG_TAIL:] if log.exists() else []
+            if tail:
+                print("\n".join(tail), file=sys.stderr, flush=True)
+            raise RuntimeError(
+                f"the {sim} build of {toplevel} failed ({' '.join(str(exc).split()) or type(exc).__name__}); "
+                f"its log: {log}"
+            ) from exc
 
     return staged_build(bdir, stamp, make)
+
+
+def build_log(bdir: Path) -> Path:
+    """Where the build of `bdir` writes its output: build/sim/logs/<toplevel>.<dir name>.log,
+    outside the build directory, so that a failed build's log stays."""
+    return BUILD / "logs" / f"{bdir.parent.name}.{bdir.name}.log"
 
 
 def build_stamp(toplevel: str, sim: str, parameters: dict, build_args: list, extra: str = "") -> str:
@@ -235,8 +280,6 @@ def test(
     :func:`build`), in `test_dir` (default: `bdir`; give each of several simulations running at
     once its own). Returns the results file. Under pytest a failing test fails the caller
     (SystemExit); outside pytest check the results file (:func:`failures`)."""
-    from cocotb_tools.runner import get_runner
-
     _check_sim(sim)
     parameters = dict(parameters or {})
     waves = _waves(waves)
@@ -246,8 +289,7 @@ def test(
         verilator_on_path()
     if "." not in test_module:
         test_module = f"tb.{test_module}"
-    runner = _lean_verilator() if sim == "verilator" else get_runner(sim)
-    return runner.test(
+    return _runner(sim).test(
         test_module=test_module,
         hdl_toplevel=toplevel,
         hdl_toplevel_lang="verilog",

@@ -578,15 +578,17 @@ def test_sweep_through_local_ray(tmp_path):
     assert any(m["on_front"] for m in doc["models"]) and (tmp_path / "pareto.png").exists()
     assert list((tmp_path / "front").glob("*.onnx")) and doc["zoo"]["name"] == "sac_digits"
     assert np.isfinite([m["accuracy"]["test"] for m in doc["models"]]).all()
-    assert "sac_cycles_b6000_l1_s0: epoch 1/1" in out.stdout  # progress per trial
+    assert "sac_cycles_b6000_l1_s0: epoch 1/1" in out.stderr  # progress per trial, on stderr
     # the final training's progress (a trial whose architecture another trial returned first
     # reads it back instead of training it again)
     assert any(
-        f"sac_cycles_b{b}_l1_s0: final training, float twin epoch 1/1" in out.stdout for b in (6000, 20000)
+        f"sac_cycles_b{b}_l1_s0: final training, float twin epoch 1/1" in out.stderr for b in (6000, 20000)
     )
-    # nothing of Ray's on the console (its logs go to files): only the search's own last line
-    assert out.stderr.strip().splitlines() == [out.stderr.strip()], out.stderr
-    assert out.stderr.startswith("[search] done in"), out.stderr
+    # nothing of Ray's on the console (its logs go to files): only the search's own lines, and
+    # stdout holds the results alone
+    assert all(line.startswith("[search") for line in out.stderr.strip().splitlines()), out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("[search] done in"), out.stderr
+    assert "[search" not in out.stdout and "pareto.json" in out.stdout, out.stdout
 
 
 def test_an_address_where_something_else_answers_is_bad_input(tmp_path, capsys):
@@ -774,7 +776,7 @@ def test_interrupted_search_keeps_finished_trials_and_resumes(tmp_path, capsys):
             log=None,
         )
     doc = run_search(opts)
-    assert "2 already done" in capsys.readouterr().out
+    assert "2 already done" in capsys.readouterr().err
     assert doc["complete"] and len(doc["models"]) == 2 and doc["unfinished"] == []
 
 
@@ -788,8 +790,8 @@ def test_collect_only_writes_the_front_of_the_finished_trials_and_trains_nothing
     done, left = options_from_args(build_parser().parse_args(args), args).trial_configs()
     run_trial(TrialConfig(**{**done.__dict__, "export": False}), log=None)
     assert main([*args, "--collect-only"]) == 0
-    out = capsys.readouterr().out
-    assert f"--collect-only: 1 not finished and not trained: {left.name}" in out
+    out, err = capsys.readouterr()
+    assert f"--collect-only: 1 not finished and not trained: {left.name}" in err
     assert f"(1 trial(s) not finished: {left.name})" in out
     doc = json.loads((tmp_path / "pareto.json").read_text())
     assert not doc["complete"] and doc["unfinished"] == [left.name]
@@ -1029,7 +1031,7 @@ def test_trials_run_without_ray_are_picked_up_by_the_search(tmp_path, capsys):
     made.rename(moved)
     args = [*BNN_TINY, "--out", str(moved)]
     doc = run_search(options_from_args(build_parser().parse_args(args), args))
-    assert "2 trial(s) (2 already done" in capsys.readouterr().out
+    assert "2 trial(s) (2 already done" in capsys.readouterr().err
     assert doc["complete"] and len(doc["models"]) == 2
     assert all(Path(m["files"]["onnx"]).parents[2] == moved / "models" for m in doc["models"])
     assert list((moved / "front").glob("*.onnx"))

@@ -2,10 +2,14 @@
 own output folder taken for the run, gathered into one report under the protocol (front.py,
 protocol.py); interrupted or left by a lost cluster, it keeps what has finished and says how to
 resume. The options and checks are in options.py, what has finished in results.py.
+
+The console: progress (what is done, each trial's epochs, ray_backend.py's lines) goes to
+stderr while the trials run; stdout is left to the command's results (commands/search.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import sys
@@ -159,15 +163,18 @@ def _run_search(opts: SearchOptions) -> dict:
         print(
             f"{done}; --collect-only: {len(todo)} not finished and not trained"
             + (": " + ", ".join(c.name for c in todo) if todo else ""),
+            file=sys.stderr,
             flush=True,
         )
         todo, todo_jobs, ray_tmp = [], [], None
     else:
         out.mkdir(parents=True, exist_ok=True)
         ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-        print(f"{done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", flush=True)
+        print(f"{done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", file=sys.stderr, flush=True)
     try:
-        errors = _run_trials(opts, todo + todo_jobs, configs, t0, ray_tmp) if todo or todo_jobs else []
+        # everything the trials print here (the progress lines of ray_backend.py) is progress
+        with contextlib.redirect_stdout(sys.stderr):
+            errors = _run_trials(opts, todo + todo_jobs, configs, t0, ray_tmp) if todo or todo_jobs else []
     except BaseException as exc:
         # bad input or an interruption: the temporary files go (a failure, exit 3, keeps
         # its logs there)

@@ -12,4 +12,4 @@ from workbench.commands.args import run_guarded
 from workbench.commands.map import main
 
 if __name__ == "__main__":  # exit status and one-line errors: workbench/commands/args.py
-    sys.exit(run_guarded("map_bnn", main))
+    sys.exit(run_guarded("sacbench map", main))

@@ -50,7 +50,7 @@ def test_a_script_started_by_another_python_reruns_with_the_projects(tmp_path):
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("usage: demo"), out.stdout[:200]
+    assert out.stdout.startswith("usage: sacbench demo"), out.stdout[:200]
 
 
 @pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no python3 outside the virtual environment")

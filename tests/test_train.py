@@ -452,9 +452,9 @@ def test_a_single_csv_file_is_refused_for_training_in_one_prefixed_line(capsys, 
     )
     assert main(["--family", "sac", "--data", str(csv), "--out", str(tmp_path / "x.onnx")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"train: error: {csv}: a single file has no 'train' split"), (
-        err
-    )
+    assert len(err) == 1 and err[0].startswith(
+        f"sacbench train: error: {csv}: a single file has no 'train' split"
+    ), err
 
 
 def test_train_flags_reach_the_recipe():

@@ -7,8 +7,9 @@
     sacbench search --budgets 20000    co-design search (BSN) over cycles, energy, ...
     sacbench sim MODULE                one RTL module's cocotb bench
 
-`sacbench <command> --help` shows each command's options; the exit status of every command is
-workbench/commands/args.py's EXIT_STATUS (README "Exit status").
+`sacbench <command> --help` shows each command's options and the exit statuses it returns
+(workbench/commands/args.py: EXIT_CODES, COMMAND_EXITS; README "Exit status"). A command's usage
+line reads `sacbench <command>` also when a script of scripts/ or make started it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """What every command shares: the argument parser, the exit-status contract and the wrapper that
 keeps it.
 
-The contract is written once, in EXIT_STATUS below (every --help ends with it; README "Exit
-status" shows it as a table, and tests/test_readme.py holds the two equal). A usage error is one
-line (the command, the flag and what is wrong, then where to look); so is every other error.
-:func:`guarded` turns anything a command lets escape into that contract.
+The contract is written once, in EXIT_CODES and COMMAND_EXITS below: what each status means,
+and which statuses each `sacbench` command returns. Every --help ends with its command's rows
+(:func:`exit_status`); README "Exit status" shows the whole table (:func:`exit_status_markdown`,
+and tests/test_readme.py holds the two equal). A usage error is one line (the command, the flag
+and what is wrong, then where to look); so is every other error. :func:`guarded` turns anything a
+command lets escape into that contract.
 """
 
 from __future__ import annotations
@@ -24,10 +26,96 @@ OK, MISMATCH, BAD_INPUT, FAILURE = 0, 1, 2, 3
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 INTERRUPTED = {s: 128 + s for s in (signal.SIGINT, *STOP_SIGNALS)}
 
-EXIT_STATUS = """\
-exit status: 0 ok; 1 a path differs from the golden model; 2 bad usage or input (found
-before any long work); 3 an internal or tool failure (simulator, compiler, disk full; --debug
-shows the traceback); 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP. Errors are one line."""
+# -- the exit-status contract, written once ---------------------------------------------------
+# every status (the interruptions as one row) and what it means
+EXIT_CODES: tuple[tuple[tuple[int, ...], str], ...] = (
+    ((OK,), "ok"),
+    ((MISMATCH,), "a path differs from the golden model"),
+    (
+        (BAD_INPUT,),
+        "bad usage or input: a flag, a file, a model, data, an output path; found before any long work "
+        "starts",
+    ),
+    (
+        (FAILURE,),
+        "an internal or tool failure: the simulator crashed, hung or timed out, a compiler failed, the "
+        "disk is full, a bug",
+    ),
+    (
+        tuple(INTERRUPTED.values()),
+        "interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP (a closed terminal); the clean-ups ran "
+        "(simulators ended, temporary files removed)",
+    ),
+)
+# the statuses each `sacbench` command returns; every one of them may also end interrupted
+COMMAND_EXITS: dict[str, tuple[int, ...]] = {
+    "demo": (OK, MISMATCH, BAD_INPUT, FAILURE),
+    "compare": (OK, MISMATCH, BAD_INPUT, FAILURE),
+    "train": (OK, BAD_INPUT, FAILURE),
+    "map": (OK, BAD_INPUT, FAILURE),
+    "search": (OK, MISMATCH, BAD_INPUT, FAILURE),
+    "sim": (OK, MISMATCH, BAD_INPUT, FAILURE),
+}
+# what a status means for one command where the table's words are not exact
+EXIT_DETAILS: dict[tuple[str, int], str] = {
+    ("search", MISMATCH): "--verify found a model of the front that differs from its golden model",
+    ("sim", MISMATCH): "a bench failed: a check against the golden model, or the bench's simulator build",
+}
+# the names the scripts of scripts/ gave some commands before they were `sacbench <command>`
+COMMAND_ALIASES = {"compare_gpu_fpga": "compare", "map_bnn": "map"}
+_ERRORS_LINE = "Errors are one line on stderr; --debug shows the traceback of an internal error."
+
+
+def command_name(prog: str | None) -> str | None:
+    """The `sacbench` command a program name stands for ('sacbench map', 'map_bnn', 'map' ->
+    'map'), or None for a tool that is not one (mutants, ...)."""
+    if not prog:
+        return None
+    name = prog.removeprefix("sacbench ").strip()
+    name = COMMAND_ALIASES.get(name, name)
+    return name if name in COMMAND_EXITS else None
+
+
+def command_exits(command: str) -> set[int]:
+    """Every status `command` can end with: its own and the interruptions."""
+    return {*COMMAND_EXITS[command], *INTERRUPTED.values()}
+
+
+def _rows(command: str | None) -> list[tuple[str, str]]:
+    """(codes, meaning) of the statuses `command` returns (all of them for None)."""
+    return [
+        (", ".join(map(str, group)), EXIT_DETAILS.get((command, group[0]), meaning))
+        for group, meaning in EXIT_CODES
+        if command is None or command_exits(command) & set(group)
+    ]
+
+
+def exit_status(command: str | None = None, width: int = 79) -> str:
+    """The exit-status table of `command`'s --help: the rows of the statuses it returns (every
+    row for None: `sacbench --help`, the flows)."""
+    import textwrap
+
+    rows = _rows(command)
+    indent = max(len(codes) for codes, _ in rows) + 4
+    lines = ["exit status:"]
+    for codes, meaning in rows:
+        first, *rest = textwrap.wrap(meaning, width - indent)
+        lines += [f"  {codes:<{indent - 2}}{first}", *(" " * indent + line for line in rest)]
+    return "\n".join([*lines, _ERRORS_LINE])
+
+
+def exit_status_markdown() -> str:
+    """README "Exit status": the whole table, with the commands that return each status."""
+    lines = ["| status | meaning | commands |", "| --- | --- | --- |"]
+    for group, meaning in EXIT_CODES:
+        users = [c for c in COMMAND_EXITS if command_exits(c) & set(group)]
+        details = [f"{c}: {EXIT_DETAILS[c, group[0]]}" for c in users if (c, group[0]) in EXIT_DETAILS]
+        who = "all" if len(users) == len(COMMAND_EXITS) else ", ".join(users)
+        lines.append(f"| {', '.join(map(str, group))} | {'; '.join([meaning, *details])} | {who} |")
+    return "\n".join(lines)
+
+
+EXIT_STATUS = exit_status()  # every status: `sacbench --help`
 
 
 class BadInput(Exception):
@@ -43,11 +131,11 @@ class Terminated(BaseException):
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Descriptions and epilogs as written; every option's default shown (unless it is None or
-    suppressed)."""
+    """Descriptions and epilogs as written; every option's default shown (unless it is None,
+    False or suppressed; 0 is shown)."""
 
     def _get_help_string(self, action):
-        if action.default in (None, False) or action.default is argparse.SUPPRESS:
+        if action.default is None or action.default is False or action.default is argparse.SUPPRESS:
             return action.help
         return super()._get_help_string(action)
 
@@ -56,21 +144,29 @@ _contract_shown = False
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with the project's conventions: a usage error is one line and exit status 2;
-    `--debug` is accepted (the wrapper reads it); the epilog ends with the exit-status
-    contract."""
+    """argparse with the project's conventions: a `sacbench` command's usage line reads
+    `sacbench <command>` however it was started (sacbench, scripts/*.py, make); a usage error is
+    one line and exit status 2; `--debug` is accepted (the wrapper reads it); the epilog ends
+    with the exit statuses the command returns."""
 
     def __init__(self, *args, **kwargs):
+        self.error_prog = kwargs.get("prog")  # the name the command's own errors carry
+        self.command = command_name(self.error_prog)
+        if self.command:
+            kwargs["prog"] = f"sacbench {self.command}"
+        table = exit_status(self.command)
         epilog = kwargs.get("epilog")
-        kwargs["epilog"] = f"{epilog.rstrip()}\n\n{EXIT_STATUS}" if epilog else EXIT_STATUS
+        kwargs["epilog"] = f"{epilog.rstrip()}\n\n{table}" if epilog else table
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self.error_prog = self.error_prog or self.prog
         self.add_argument(
             "--debug", action="store_true", help="on an internal error, print the Python traceback"
         )
 
     def error(self, message: str):
-        self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        who = getattr(self, "error_prog", self.prog)  # plain argparse parsers have none
+        self.exit(BAD_INPUT, f"{who}: error: {message} (see {self.prog} --help)\n")
 
     def print_help(self, file=None):
         global _contract_shown
@@ -184,7 +280,7 @@ def run_guarded(prog: str, main, argv=None) -> int:
             return int(main(argv) or 0)
         except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
             if exc.code in (0, None) and not _contract_shown and ("-h" in argv or "--help" in argv):
-                print(f"\n{EXIT_STATUS}")
+                print(f"\n{exit_status(command_name(prog))}")
             if exc.code is None or isinstance(exc.code, int):
                 return int(exc.code or 0)
             print(f"{prog}: error: {one_line(exc.code)}", file=sys.stderr)

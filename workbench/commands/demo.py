@@ -26,9 +26,12 @@ RUNS = [("bnn_digits", "digits", 364, 3), ("sac_digits", "digits", 364, 3)]
 FASHION_RUNS = [("bnn_fashion", "fashion", 10000, 8), ("sac_fashion", "fashion", 10000, 8)]
 
 
-@guarded("demo")
+PROG = "sacbench demo"
+
+
+@guarded(PROG)
 def main(argv=None) -> int:
-    ap = ArgumentParser(prog="demo", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1])
+    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument(
         "--fashion",
         action="store_true",

@@ -15,8 +15,8 @@ as `.venv/bin/python scripts/map_bnn.py`):
 --out: the directory is written as a whole (into a temporary sibling, then renamed). One that
 holds files is replaced only with --force, and only when it holds a mapping this command wrote
 and nothing else; never the current directory or one above it, nor one that holds an input.
-exit status: 0 ok, 2 bad usage or input (checked before any measuring), 3 a tool failed (the
-kernel compiler, writing the results).
+Flags and inputs are checked before any measuring; a failing kernel compiler or a write that
+fails ends the run with status 3.
 """
 
 from __future__ import annotations

@@ -19,10 +19,9 @@ per seed, mean accuracies with 95% intervals, paired comparisons with the zoo ar
 exact costs; each budget's comparison with the baselines; the rank agreement of the super
 network), DIR/pareto.png, DIR/front/*.onnx + cards, DIR/trials/<trial>/ and DIR/models/. With --verify
 the models on the front run through the compare job (FPGA path with a few RTL images, GPU path
-for BNNs). Exit status 1: a verified model differs from its golden model; 2: bad usage or input,
-found before any training; 3: a trial failed, or the Ray cluster's head was lost; 128 + the
-signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP): interrupted, Ray shut down, finished trials kept
-(the same command again resumes).
+for BNNs). Flags and inputs are checked before any training. A trial that fails, or a lost Ray
+head, ends the search with status 3; an interrupted search shuts Ray down and keeps the finished
+trials: the same command again resumes.
 """
 
 import argparse
@@ -53,6 +52,8 @@ from workbench.search.driver import (
 )
 from workbench.search.families import FAMILIES
 
+PROG = "sacbench search"
+
 
 def _numbers(text: str, flag: str) -> list[float]:
     try:
@@ -79,9 +80,7 @@ def _baselines(text: str) -> tuple:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = ArgumentParser(
-        prog="sacbench search", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1]
-    )
+    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument(
         "--family",
         choices=sorted(FAMILIES),
@@ -430,7 +429,7 @@ def verify(doc: dict, opts: SearchOptions, images: int) -> int:
     return worst
 
 
-@guarded("sacbench search")
+@guarded(PROG)
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -447,16 +446,16 @@ def main(argv=None) -> int:
             return verify(doc, opts, args.verify_images)
         return 0
     except SearchError as exc:
-        print(f"sacbench search: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except TrialFailed as exc:
-        print(f"sacbench search: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 3
     except BaseException as exc:  # a signal while the trials ran: Ray is shut down,
         stop = interruption(exc)  # and the line says how to resume
         if stop is None:
             raise
-        print(f"sacbench search: {stop[1]}", file=sys.stderr)
+        print(f"{PROG}: {stop[1]}", file=sys.stderr)
         return 128 + stop[0]
 
 

@@ -8,18 +8,32 @@ The benches are pytest functions parametrized over simulators and HDL parameters
 names both (`test_systolic_array[verilator-8x8]`), and --sim / --shape pick by those names
 exactly. This is `pytest tb/test_<module>.py` with that selection; `pytest tb/` in the
 activated environment does the same for every module (`-k 8x8` selects there).
+
+The console: pytest's report and the waveform's path on stdout; the simulator's output (the
+cocotb log) on stderr; a build's output in a log file under build/sim/logs/ (its path on stderr).
 """
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from tb.seeds import SeedError, seed_from_environment
 from tb.sim import SIMULATORS
-from workbench.commands.args import ArgumentParser, print_error
+from workbench.commands.args import (
+    BAD_INPUT,
+    FAILURE,
+    MISMATCH,
+    OK,
+    STOP_SIGNALS,
+    ArgumentParser,
+    Terminated,
+    print_error,
+)
 
 TB = Path(__file__).resolve().parents[2] / "tb"
 PROG = "sacbench sim"
@@ -33,6 +47,20 @@ def id_parts(item) -> list[str]:
     """The parts of a parametrized test's id: ['verilator', '8x8'] for `...[verilator-8x8]`."""
     callspec = getattr(item, "callspec", None)
     return callspec.id.split("-") if callspec else []
+
+
+# pytest's exit codes in the contract (workbench/commands/args.py): a failed bench is 1, an
+# internal error of pytest or a bench module that does not import is 3, pytest's usage errors
+# (options after --) are 2; pytest's INTERRUPTED is Ctrl-C only when it saw one (else it stands
+# for errors during collection)
+PYTEST_STATUS = {
+    pytest.ExitCode.OK: OK,
+    pytest.ExitCode.TESTS_FAILED: MISMATCH,
+    pytest.ExitCode.INTERRUPTED: FAILURE,
+    pytest.ExitCode.INTERNAL_ERROR: FAILURE,
+    pytest.ExitCode.USAGE_ERROR: BAD_INPUT,
+    pytest.ExitCode.NO_TESTS_COLLECTED: BAD_INPUT,
+}
 
 
 class Selection:
@@ -56,6 +84,37 @@ class Selection:
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+
+
+class Stops:
+    """A pytest plugin and signal handler: Ctrl-C, SIGTERM or SIGHUP while pytest runs end the
+    session as pytest ends it on Ctrl-C (the running bench's clean-ups run), and are raised
+    again once pytest has returned, so that the command ends with 130, 143 or 129."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def _stop(self, signum, frame):
+        self.signum = signum
+        raise KeyboardInterrupt
+
+    def pytest_keyboard_interrupt(self, excinfo):  # also called for pytest.exit()
+        if excinfo.errisinstance(KeyboardInterrupt):
+            self.signum = self.signum or signal.SIGINT
+
+    def run(self, args: list, plugins: list) -> int:
+        main_thread = threading.current_thread() is threading.main_thread()
+        previous = {s: signal.signal(s, self._stop) for s in STOP_SIGNALS} if main_thread else {}
+        try:
+            code = pytest.main(args, plugins=[*plugins, self])
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, signal.SIG_DFL if h is None else h)
+        if self.signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self.signum is not None:
+            raise Terminated(self.signum)
+        return code
 
 
 def main(argv=None) -> int:
@@ -92,7 +151,7 @@ def main(argv=None) -> int:
     pytest_args = ["-s", "-q", "-p", "no:cacheprovider", str(TB / f"test_{args.module}.py")]
     if args.select:
         pytest_args += ["-k", args.select]
-    code = int(pytest.main(pytest_args + extra, plugins=[selection]))
+    code = Stops().run(pytest_args + extra, [selection])
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         asked = " and ".join(
             f"{k} {v}" for k, v in (("--sim", args.sim), ("--shape", args.shape), ("-k", args.select)) if v
@@ -103,8 +162,8 @@ def main(argv=None) -> int:
             else "it has one parameter set: leave --shape out"
         )
         print_error(PROG, f"no test of tb/test_{args.module}.py matches {asked} ({shapes})")
-        return 2
-    return code
+        return BAD_INPUT
+    return PYTEST_STATUS.get(code, FAILURE)
 
 
 if __name__ == "__main__":

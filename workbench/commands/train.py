@@ -15,9 +15,8 @@ thread count give the same model on the same machine and torch build.
 Flags, data and the output path (not a directory, writable, no existing model or card unless
 `--force`, and then only a model and card this command wrote, unchanged since) are checked before
 any training; one training per --out at a time. The model and card are written to temporary
-files and renamed over the old ones together: a failure leaves the previous ones as they were.
-Exit codes: 0 ok; 2 bad flags, data or output path (one line on stderr); 3 the model card could
-not be written (the training result is kept in OUT.result.pkl).
+files and renamed over the old ones together: a failure leaves the previous ones as they were
+(one while writing them keeps the training result in OUT.result.pkl).
 """
 
 from __future__ import annotations
@@ -47,11 +46,13 @@ from workbench.commands.args import (
     MAX_LR,
     MAX_WIDTH,
     SEED_MAX,
+    ArgumentParser,
     finite_float,
     int_at_least,
     print_error,
 )
 
+PROG = "sacbench train"
 DEFAULT_EPOCHS = {"bnn": 100, "sac": 15}
 DEFAULT_FLOAT_EPOCHS = {"bnn": 60, "sac": 40}
 
@@ -75,7 +76,7 @@ def _layers(text: str) -> tuple:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="train", description=__doc__.split("\n")[0])
+    p = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument(
         "--family",
         choices=["bnn", "sac"],
@@ -415,7 +416,7 @@ def main(argv=None) -> int:
         check_training_memory(args, kwargs, train_split.image_shape, len(train_split) * 3 // 2)
     except ValueError as exc:  # DatasetError and OutputPathError included
         lock.release()
-        print_error("train", str(exc))
+        print_error(PROG, str(exc))
         return 2
     try:
         return train_and_write(args, out, argv, train, epochs, float_epochs, kwargs)
@@ -437,7 +438,7 @@ def train_and_write(args, out: Path, argv, train, epochs: int, float_epochs: int
             **kwargs,
         )
     except DatasetError as exc:
-        print_error("train", str(exc))
+        print_error(PROG, str(exc))
         return 2
     command = "python scripts/train.py " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
@@ -453,7 +454,7 @@ def train_and_write(args, out: Path, argv, train, epochs: int, float_epochs: int
             else f"{type(exc).__name__}: {exc}"
         )
         print_error(
-            "train",
+            PROG,
             f"writing the model and card failed ({what}; {out} and its card "
             f"are as they were); {keep_result(result, out)}",
         )

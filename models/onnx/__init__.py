@@ -8,7 +8,8 @@ A transformation pipeline in the style of qonnx: `graph` wraps the ONNX graph, `
 normalises it (constants, shape arithmetic, identities, reshapes, softmax), `steps` reads
 integer thresholds off BatchNormalization/comparison chains, `ranges` propagates integer value
 ranges, `importer` lowers the result to layers, `export` goes the other way and `ort` runs
-models in onnxruntime for the equality checks.
+models in onnxruntime for the equality checks. `input_scale` is the factor on 0..255 pixels a
+model's input expects (metadata `workbench.input_scale`; no onnx import).
 
 Importing this package does not import `onnx` itself: the names below load their modules on
 first use, so code that only passes ir.Network objects around (the GPU path on a machine with

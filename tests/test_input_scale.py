@@ -131,7 +131,8 @@ def test_what_is_not_folded():
 # -- ONNX metadata ----------------------------------------------------------------------------
 def test_metadata_round_trip_export_import(tmp_path):
     net = import_onnx(HEPBNN, input_scale=255)
-    assert net.input_kind == "int" and net.meta["input_range"] == [0, 65025] and net.meta["input_scale"] == 255
+    assert net.input_kind == "int" and net.meta["input_range"] == [0, 65025]
+    assert net.meta["input_scale"] == 255
     path = tmp_path / "hepbnn_x255.onnx"
     export_onnx(net, path)
     props = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
@@ -168,7 +169,9 @@ def test_the_argument_overrides_the_metadata(tmp_path):
         import_onnx(path, input_range=(0, 255), input_scale=2)
 
 
-@pytest.mark.parametrize("value", ["0", "-3", "NaN", "Infinity", "1e400", '"255"', "[255]", "true", "x", "9e9"])
+@pytest.mark.parametrize(
+    "value", ["0", "-3", "NaN", "Infinity", "1e400", '"255"', "[255]", "true", "x", "9e9"]
+)
 def test_bad_metadata_is_refused_naming_the_key(value, tmp_path):
     with pytest.raises(OnnxImportError, match=f"metadata {META_SCALE} = "):
         import_onnx(with_scale_metadata(tmp_path, value))
@@ -180,7 +183,9 @@ def test_the_flag_changes_the_accuracy_and_the_warning_goes(tmp_path, capsys):
     code, plain, _, lines = compare(["--model", HEPBNN, *HEPBNN_RUN], tmp_path, capsys, "plain")
     assert code == 0 and plain["input_scale"]["scale"] is None
     assert len(lines) == 1 and len(plain["warnings"]) == 1
-    assert lines[0].startswith("compare_gpu_fpga: warning: layer 1 (Step 64 ch) gives every one of the 40 images")
+    assert lines[0].startswith(
+        "compare_gpu_fpga: warning: layer 1 (Step 64 ch) gives every one of the 40 images"
+    )
     assert "--input-scale" in lines[0]
     code, scaled, captured, lines = compare(
         ["--model", HEPBNN, *HEPBNN_RUN, "--input-scale", "255"], tmp_path, capsys, "scaled"
@@ -204,7 +209,11 @@ def test_the_model_carries_its_scale_and_the_flag_overrides_it(tmp_path, capsys)
     code, over, _, lines = compare(
         ["--model", path, *HEPBNN_RUN, "--input-scale", "1"], tmp_path, capsys, "over"
     )
-    assert code == 0 and over["input_scale"]["scale"] == 1 and over["input_scale"]["source"] == "--input-scale"
+    assert code == 0 and over["input_scale"] == {
+        "scale": 1,
+        "source": "--input-scale",
+        "applied": "images: pixels x S, rounded half up",
+    }
     assert over["accuracy"]["golden"] < own["accuracy"]["golden"]
     assert len(lines) == 1 and "check the input scale 1 (--input-scale)" in lines[0]
 

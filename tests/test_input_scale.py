@@ -229,6 +229,26 @@ def test_a_scale_applied_to_the_images_runs_every_path(tmp_path, capsys):
     assert r["mismatches"]["fpga"] == 0 and r["mismatches"]["gpu"] == 0
 
 
+@pytest.mark.parametrize(
+    "model, scale, message",
+    [
+        (HEPBNN, "255.5", "input scale 255.5 (--input-scale): the scaled pixels reach 65,153"),
+        (
+            ZOO / "sac_digits.onnx",
+            "2",
+            "but its input is int (imported with --input-scale 2)",
+        ),  # PointwiseConv
+    ],
+)
+def test_a_scale_the_array_cannot_take_is_refused_before_any_path_runs(
+    model, scale, message, tmp_path, capsys
+):
+    code, _, captured, _ = compare(["--model", model, "--input-scale", scale], tmp_path, capsys)
+    err = captured.err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], captured.err
+    assert "batch/s" not in captured.err  # the GPU path did not start
+
+
 @pytest.mark.parametrize("value", ["0", "-2", "nan", "inf", "-inf", "abc", "1e308", ""])
 def test_bad_flag_values_are_one_line_and_exit_2(value, tmp_path, capsys):
     code, _, captured, _ = compare(["--model", HEPBNN, "--input-scale", value], tmp_path, capsys)

@@ -43,7 +43,13 @@ from models import golden, ir
 from models.checks import NumericsError
 from models.datasets import DatasetError, load_for_network
 from models.numerics import bnn
-from models.onnx.input_scale import MAX_INPUT_SCALE, META_SCALE, fold_input_scale, scale_pixels
+from models.onnx.input_scale import (
+    MAX_INPUT_SCALE,
+    META_SCALE,
+    fold_input_scale,
+    input_range_for,
+    scale_pixels,
+)
 from models.resources import available_memory_bytes, gib
 from safeio import atomic_path
 from workbench.cluster import AddressError, check_address
@@ -108,7 +114,10 @@ def load_model(path: Path, input_scale: float | None = None) -> ir.Network:
         return import_onnx(path, input_scale=input_scale)
     except (ValueError, OSError) as exc:
         msg = str(exc)
-        raise CompareError(msg if str(path) in msg else f"{path}: {msg}") from None
+        msg = msg if str(path) in msg else f"{path}: {msg}"
+        if input_scale is not None:  # imported for 0..255 * S: say so
+            msg += f" (imported with --input-scale {input_scale:g})"
+        raise CompareError(msg) from None
 
 
 def random_seed(data: str, default: int = 0) -> int | None:
@@ -191,7 +200,7 @@ def prepare_input(net: ir.Network, from_flag: bool) -> tuple[ir.Network, object,
     input_scale entry) for the scale in net.meta["input_scale"] (from --input-scale when
     `from_flag`, else the model's metadata). A whole scale in front of a first IntConv2d and
     Step is folded into them (every path takes the pixels; the array takes 0..255 only), any
-    other scale multiplies the images."""
+    other scale multiplies the images, which must then stay in 0..255 (CompareError)."""
     scale = net.meta.get("input_scale")
     if scale is None:
         return net, None, {"scale": None, "source": None, "applied": None}
@@ -202,6 +211,13 @@ def prepare_input(net: ir.Network, from_flag: bool) -> tuple[ir.Network, object,
             "folded into layers 0 and 1 (conv bias 0, step thresholds / S): the paths take the pixels"
         )
         return folded, None, entry
+    top = input_range_for(scale)[1]
+    if top > 255:  # the array's data are bytes: refused now, not after golden and GPU ran
+        raise CompareError(
+            f"input scale {scale} ({entry['source']}): the scaled pixels reach {top:,}, but the SAC "
+            "array takes 0..255 data; a scale above 1 is folded into the network only when it is a "
+            "whole number and the network starts with an IntConv2d and a Step"
+        )
     entry["applied"] = "images: pixels x S, rounded half up"
     return net, scale, entry
 

@@ -192,6 +192,11 @@ def ray_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if RAY_LINE.search(line)]
 
 
+def not_progress(stderr: str) -> list[str]:
+    """stderr's lines but the search's progress ('[search ...'): its one error line."""
+    return [line for line in stderr.strip().splitlines() if not line.startswith("[search")]
+
+
 def still_alive(seen: dict, within_s: float) -> list:
     """Those of the processes `seen` still running after waiting up to within_s for them."""
     deadline = time.monotonic() + within_s
@@ -225,14 +230,14 @@ def _search(*args, timeout=600):
         cwd=ROOT,
         timeout=timeout,
     )
-    _drop_ray_tmp(run.stdout)
+    _drop_ray_tmp(run.stderr)
     return run
 
 
-def _drop_ray_tmp(stdout: str) -> None:
+def _drop_ray_tmp(stderr: str) -> None:
     """A search that failed (exit 3) keeps its Ray logs in the /tmp/ray-* it names on its
-    first line, for its user; the tests leave none behind."""
-    m = re.search(r"Ray's logs in (/tmp/ray-[^,\s]+)", stdout)
+    first line (stderr: progress), for its user; the tests leave none behind."""
+    m = re.search(r"Ray's logs in (/tmp/ray-[^,\s]+)", stderr)
     if m:
         shutil.rmtree(m.group(1), ignore_errors=True)
 
@@ -270,7 +275,7 @@ class Job:
     def wait(self, timeout_s: float) -> tuple[int, str, str]:
         self.proc.wait(timeout=timeout_s)
         time.sleep(0.2)  # the readers' last lines
-        _drop_ray_tmp("".join(self.out))
+        _drop_ray_tmp("".join(self.err))
         return self.proc.returncode, "".join(self.out), "".join(self.err)
 
 
@@ -315,12 +320,12 @@ def test_search_survives_a_lost_worker_node(cluster_factory, undisturbed, tmp_pa
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("[search] done")
     assert not ray_lines(out + err), ray_lines(out + err)
     assert (
-        out.count(f"{victim}: its Ray worker was lost; running it again from its checkpoints (retry 1 of 3)")
+        err.count(f"{victim}: its Ray worker was lost; running it again from its checkpoints (retry 1 of 3)")
         == 1
-    ), out
+    ), err
     for name in TRIALS:
-        assert out.count(f"] {name} done (") == 1, out  # each counted once
-    assert "done (3/3)" in out and "FAILED" not in out  # 2 trials, the zoo architecture
+        assert err.count(f"] {name} done (") == 1, err  # each counted once (progress: stderr)
+    assert "done (3/3)" in err and "FAILED" not in err  # 2 trials, the zoo architecture
     log = (tmp_path / "trials" / victim / "trial.log").read_text()
     assert log.count("started in process") == 2 and "super network from " in log, log
     assert _front(tmp_path) == undisturbed
@@ -443,7 +448,7 @@ def test_search_ends_when_the_head_is_lost_and_resumes_on_a_new_cluster(
     t0 = time.monotonic()
     code, out, err = job.wait(120)
     took = time.monotonic() - t0
-    lines = err.strip().splitlines()
+    lines = not_progress(err)
     assert code == 3 and len(lines) == 1 and not ray_lines(out), err[-3000:] + out[-3000:]
     assert lines[0].startswith(
         f"sacbench search: error: the Ray cluster at {first.address} stopped answering"
@@ -458,7 +463,7 @@ def test_search_ends_when_the_head_is_lost_and_resumes_on_a_new_cluster(
     code, out, err = job.wait(300)
     assert code == 0, err[-3000:]
     done = sum((tmp_path / "trials" / n / "result.json").exists() for n in TRIALS)
-    assert done == 2 and "2 trial(s) (" in out
+    assert done == 2 and "2 trial(s) (" in err
     logs = [(tmp_path / "trials" / n / "trial.log").read_text() for n in TRIALS]
     assert any("super network from " in log for log in logs), logs
     assert _front(tmp_path) == undisturbed
@@ -523,7 +528,7 @@ def test_search_ends_when_its_local_ray_dies_with_it(tmp_path):
     os.killpg(job.proc.pid, signal.SIGTERM)
     t0 = time.monotonic()
     code, _, err = job.wait(120)
-    lines = err.strip().splitlines()
+    lines = not_progress(err)
     assert code == 143 and len(lines) == 1, err[-3000:]
     assert lines[0].startswith("sacbench search: terminated (SIGTERM); "), lines[0]
     assert time.monotonic() - t0 < 40
@@ -542,12 +547,12 @@ def test_a_trial_that_raises_fails_the_search_and_is_not_retried(tmp_path):
     (tmp_path / "trials").mkdir(parents=True)
     (tmp_path / "trials" / name).write_text("not a folder")
     run = _search(*ONE_TRIAL, "--out", tmp_path)
-    lines = run.stderr.strip().splitlines()
+    lines = not_progress(run.stderr)
     assert run.returncode == 3 and len(lines) == 1, run.stderr[-3000:]
     # one trial and the zoo architecture's training
     assert lines[0].startswith(
         f"sacbench search: error: 1 of 2 trial(s) and training(s) failed; {name}: FileExistsError: "
     ), lines[0]
-    assert run.stdout.count(f"[search] {name} FAILED: FileExistsError") == 1, run.stdout
-    assert "its Ray worker was lost" not in run.stdout
+    assert run.stderr.count(f"[search] {name} FAILED: FileExistsError") == 1, run.stderr
+    assert "its Ray worker was lost" not in run.stderr
     assert not ray_lines(run.stdout + run.stderr)

@@ -706,24 +706,25 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     out, err = job.communicate(timeout=120)
     assert job.returncode == 128 + signum, err
     assert time.monotonic() - t0 < 30, "Ray's shutdown took too long"
-    lines = err.strip().splitlines()
+    lines = [line for line in err.strip().splitlines() if not line.startswith("[search")]  # progress
     assert len(lines) == 1 and lines[0].startswith(
         f"sacbench search: {words}; 0 of 1 trial(s) finished and kept in {tmp_path}"
     ), err
     assert "run the same command again to resume" in lines[0]
+    assert err.strip().splitlines()[-1] == lines[0] and not out.strip(), out
     deadline = time.monotonic() + 15  # Ray's processes end with their parent: a moment
     while alive(seen) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not alive(seen), {p: seen[p] for p in alive(seen)}
-    ray_tmp = Path(out.splitlines()[0].split("Ray's logs in ")[1].split(",")[0])
+    ray_tmp = Path(err.splitlines()[0].split("Ray's logs in ")[1].split(",")[0])
     assert not ray_tmp.exists(), "the temporary files were not removed"
     assert not (tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "result.json").exists()
 
     again = _search(*ONE_TRIAL, "--out", tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "1 trial(s) (0 already done" in again.stdout
-    assert "sac_cycles_b6000_l1_s0: epoch 1/1" not in again.stdout  # not trained again
-    assert "sac_cycles_b6000_l1_s0 done (" in again.stdout
+    assert "1 trial(s) (0 already done" in again.stderr  # progress: stderr
+    assert "sac_cycles_b6000_l1_s0: epoch 1/1" not in again.stderr  # not trained again
+    assert "sac_cycles_b6000_l1_s0 done (" in again.stderr
     log = (tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log").read_text()
     assert log.count("started in process") == 2 and "super network from " in log, log
     assert json.loads((tmp_path / "pareto.json").read_text())["complete"]

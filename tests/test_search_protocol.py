@@ -360,7 +360,7 @@ def test_the_protocol_end_to_end(tmp_path):
         timeout=300,
     )
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "2 trial(s) (2 already done" in again.stdout and ": final training," not in again.stdout
+    assert "2 trial(s) (2 already done" in again.stderr and ": final training," not in again.stderr
     assert json.loads((tmp_path / "pareto.json").read_text())["models"] == doc["models"]
 
 

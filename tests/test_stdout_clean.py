@@ -62,22 +62,24 @@ def test_train_prints_progress_on_stderr_and_results_on_stdout(tmp_path):
 
 
 def test_search_progress_goes_to_stderr(tmp_path, capsys, monkeypatch):
-    """The search's own lines and whatever its trials print while they run (ray_backend.py's
-    progress, here a stand-in for Ray Tune) reach stderr; stdout holds the report."""
+    """The search's own lines and whatever its trials print while they run in the Ray session
+    (ray_backend.py's progress; here Ray Tune's fit is a stand-in that trains nothing) reach
+    stderr; stdout holds the report."""
     from tests.test_search import SWEEP
     from workbench.commands.search import build_parser, main, options_from_args
-    from workbench.search import driver
+    from workbench.search import ray_backend
     from workbench.search.trial import TrialConfig, run_trial
 
     args = [*SWEEP, "--out", str(tmp_path)]
     done, left = options_from_args(build_parser().parse_args(args), args).trial_configs()
     run_trial(TrialConfig(**{**done.__dict__, "export": False}), log=None)
 
-    def trials(opts, todo, configs, t0, ray_tmp):
+    def fit(opts, todo, configs, t0):
         print(f"[search      1 s] {left.name}: epoch 1/1, val 10.0%", flush=True)
         return []
 
-    monkeypatch.setattr(driver, "_run_trials", trials)
+    monkeypatch.setattr(ray_backend, "init_ray", lambda opts, session, ray_tmp: None)
+    monkeypatch.setattr(ray_backend, "fit", fit)
     assert main(args) == 0
     out, err = capsys.readouterr()
     assert_results_only(out)

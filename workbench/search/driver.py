@@ -107,7 +107,10 @@ def _run_trials(
 
         with session:
             init_ray(opts, session, ray_tmp)
-            errors = fit(opts, todo, configs, t0)
+            # what the trials print here (ray_backend.py's lines) is progress: to stderr, the
+            # session's (its stderr reaches the console from the main thread; fd 2 is Ray's log)
+            with contextlib.redirect_stdout(sys.stderr):
+                errors = fit(opts, todo, configs, t0)
     except ClusterLost as exc:
         raise TrialFailed(lost_line(opts, str(exc))) from None
     except BaseException as exc:
@@ -172,9 +175,7 @@ def _run_search(opts: SearchOptions) -> dict:
         ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
         print(f"{done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", file=sys.stderr, flush=True)
     try:
-        # everything the trials print here (the progress lines of ray_backend.py) is progress
-        with contextlib.redirect_stdout(sys.stderr):
-            errors = _run_trials(opts, todo + todo_jobs, configs, t0, ray_tmp) if todo or todo_jobs else []
+        errors = _run_trials(opts, todo + todo_jobs, configs, t0, ray_tmp) if todo or todo_jobs else []
     except BaseException as exc:
         # bad input or an interruption: the temporary files go (a failure, exit 3, keeps
         # its logs there)

@@ -298,45 +298,15 @@ class FusedCpuNetwork:
     of its last layer. Other networks raise GpuKernelError (the per-layer Runner runs them)."""
 
     def __init__(self, net, portable: bool = False):
-        from models import ir
-
         self.net = net
+        self.stages = plan_stages(net)  # refuses other networks before anything is built
         self.lib = cpu_impl(portable)
-        layers = net.layers
-        if net.input_kind != "uint8" and not isinstance(layers[0], (ir.BinConv2d, ir.BinDense)):
-            raise GpuKernelError(f"the fused CPU network takes uint8 or binary input, not {net.input_kind}")
-        self.stages, i, flat_from = [], 0, None
-        while i < len(layers):
-            layer, shape = layers[i], net.shapes[i][0]
-            nxt = layers[i + 1] if i + 1 < len(layers) else None
-            if isinstance(layer, (ir.IntConv2d, ir.BinConv2d)):
-                if not isinstance(nxt, ir.Step):
-                    raise GpuKernelError(
-                        f"{layer.label(i)}: the fused CPU network needs a Step after every convolution"
-                    )
-                pool = i + 2 < len(layers) and isinstance(layers[i + 2], ir.MaxPool2d)
-                if isinstance(layer, ir.IntConv2d):
-                    if i != 0:
-                        raise GpuKernelError(
-                            f"{layer.label(i)}: an integer convolution must be the first layer"
-                        )
-                    self.stages.append(_IntConvStage(i, layer, nxt, pool, shape))
-                else:
-                    self.stages.append(_BinConvStage(i, layer, nxt, pool, shape))
-                i += 3 if pool else 2
-            elif isinstance(layer, ir.Flatten) and isinstance(nxt, ir.BinDense):
-                flat_from = shape
-                i += 1
-            elif isinstance(layer, ir.BinDense):
-                step = nxt if isinstance(nxt, ir.Step) else None
-                self.stages.append(_DenseStage(i, layer, step, flat_from))
-                flat_from = None
-                i += 2 if step is not None else 1
-            else:
-                raise GpuKernelError(
-                    f"{layer.label(i)}: not in the fused CPU network's pattern "
-                    f"(conv + Step [+ MaxPool], Flatten, dense [+ Step])"
-                )
+
+    @property
+    def kernels(self) -> list[tuple[int, int]]:
+        """(first, last) golden layer index of what each fused kernel computes; only the last
+        one's output exists."""
+        return [(st.first, st.last) for st in self.stages]
 
     def _input(self, x: np.ndarray) -> np.ndarray:
         from models.numerics import bnn
@@ -379,6 +349,23 @@ class FusedCpuNetwork:
             [st.kind for st in self.stages],
         )
 
+    def time(self, x, repeats: int = 3, warmup: int = 0, threads: int | None = None) -> FusedTiming:
+        """Run the batch `repeats` times (after `warmup` untimed runs), without keeping the
+        intermediate outputs, and return the run of median wall time: its seconds (perf_counter
+        around `run`: the input's checks and layout and every kernel), its kernels' seconds and
+        its scores."""
+        import time
+
+        for _ in range(warmup):
+            self.run(x, threads)
+        runs = []
+        for _ in range(max(1, repeats)):
+            t0 = time.perf_counter()
+            res = self.run(x, threads)
+            runs.append((time.perf_counter() - t0, res))
+        wall, res = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+        return FusedTiming(wall, list(res.stage_s), res.scores, self.lib.max_threads)
+
     @staticmethod
     def _golden_format(st, out, bnn):
         if out.dtype == np.int32:
@@ -386,6 +373,114 @@ class FusedCpuNetwork:
         if len(st.out_shape) == 1:
             return bnn.unpack_bits(out, st.out_shape[0])
         return bnn.unpack_nhwc(out, st.out_shape[0])
+
+
+def plan_stages(net) -> list:
+    """The fused kernels of `net` (FusedCpuNetwork's plan), or GpuKernelError naming the first
+    layer outside the pattern."""
+    from models import ir
+
+    layers = net.layers
+    if net.input_kind != "uint8" and not isinstance(layers[0], (ir.BinConv2d, ir.BinDense)):
+        raise GpuKernelError(f"the fused CPU network takes uint8 or binary input, not {net.input_kind}")
+    stages, i, flat_from = [], 0, None
+    while i < len(layers):
+        layer, shape = layers[i], net.shapes[i][0]
+        nxt = layers[i + 1] if i + 1 < len(layers) else None
+        if isinstance(layer, (ir.IntConv2d, ir.BinConv2d)):
+            if not isinstance(nxt, ir.Step):
+                raise GpuKernelError(
+                    f"{layer.label(i)}: the fused CPU network needs a Step after every convolution"
+                )
+            pool = i + 2 < len(layers) and isinstance(layers[i + 2], ir.MaxPool2d)
+            if isinstance(layer, ir.IntConv2d):
+                if i != 0:
+                    raise GpuKernelError(f"{layer.label(i)}: an integer convolution must be the first layer")
+                stages.append(_IntConvStage(i, layer, nxt, pool, shape))
+            else:
+                stages.append(_BinConvStage(i, layer, nxt, pool, shape))
+            i += 3 if pool else 2
+        elif isinstance(layer, ir.Flatten) and isinstance(nxt, ir.BinDense):
+            flat_from = shape
+            i += 1
+        elif isinstance(layer, ir.BinDense):
+            step = nxt if isinstance(nxt, ir.Step) else None
+            stages.append(_DenseStage(i, layer, step, flat_from))
+            flat_from = None
+            i += 2 if step is not None else 1
+        else:
+            raise GpuKernelError(
+                f"{layer.label(i)}: not in the fused CPU network's pattern "
+                f"(conv + Step [+ MaxPool], Flatten, dense [+ Step])"
+            )
+    return stages
+
+
+def fused_support(net) -> str | None:
+    """None when FusedCpuNetwork runs `net`, else why not (one line, for reports)."""
+    from gpu_kernels.layer_ops import supports
+
+    if not supports(net):
+        from gpu_kernels.layer_ops import SUPPORTED_LAYERS
+
+        i, layer = next((i, la) for i, la in enumerate(net.layers) if type(la) not in SUPPORTED_LAYERS)
+        return f"the fused CPU network runs BNN layers only; layer {i} is a {layer.type_name}"
+    try:
+        plan_stages(net)
+    except GpuKernelError as exc:
+        return str(exc)
+    return None
+
+
+def _random_input(net, n: int, rng: np.random.Generator) -> np.ndarray:
+    """A batch of `n` valid inputs of `net` (uint8 pixels or +-1), for timing."""
+    shape = (n, *net.input_shape)
+    if net.input_kind == "uint8":
+        return rng.integers(0, 256, size=shape, dtype=np.uint8)
+    return np.where(rng.random(shape) < 0.5, -1, 1).astype(np.int8)
+
+
+def measure_fused(
+    net, batch_sizes, repeats: int = 5, warmup: int = 2, threads: int | None = None, seed: int = 0
+) -> dict:
+    """The fused CPU network's measured time for a batch of b images, for each batch size:
+    the mapper's whole-network CPU candidate (gpu_kernels.mapper, `fused_cpu`). A JSON-ready
+    dict: `batch_s` {b: seconds per batch} (the median run's wall time: input checks and
+    layout, every kernel), `layer_s` {b: seconds per layer} (each kernel's time on the last
+    layer it computes, 0 on the layers computed inside it; the rest of the wall time, the
+    input's checks and layout, on the first kernel's), `kernels` [[first, last]], `threads`,
+    `source`; or only `reason` when the fused network cannot run `net`."""
+    reason = fused_support(net)
+    if reason is not None:
+        return {"reason": reason}
+    fused = FusedCpuNetwork(net)
+    rng = np.random.default_rng(seed)
+    batch_s, layer_s = {}, {}
+    for b in sorted({int(b) for b in batch_sizes}):
+        t = fused.time(_random_input(net, b, rng), repeats, warmup, threads)
+        per_layer = [0.0] * len(net.layers)
+        for (_, last), s in zip(fused.kernels, t.stage_s, strict=True):
+            per_layer[last] += s
+        per_layer[fused.kernels[0][1]] += max(0.0, t.wall_s - sum(t.stage_s))
+        batch_s[str(b)], layer_s[str(b)] = t.wall_s, per_layer
+    return {
+        "source": f"measured: fused CPU network (gpu_kernels/cpu_impl.py), {t.threads} threads, "
+        + ("one run" if repeats <= 1 else f"median of {repeats} runs"),
+        "threads": t.threads,
+        "repeats": max(1, repeats),
+        "warmup": warmup,
+        "kernels": [list(k) for k in fused.kernels],
+        "batch_s": batch_s,
+        "layer_s": layer_s,
+    }
+
+
+class FusedTiming:
+    def __init__(self, wall_s, stage_s, scores, threads):
+        self.wall_s = wall_s  # one run: the input's checks and layout, every kernel
+        self.stage_s = stage_s  # seconds per fused kernel in that run
+        self.scores = scores  # that run's output, golden format
+        self.threads = threads  # OpenMP threads
 
 
 class FusedResult:

@@ -15,6 +15,13 @@ whole data set: n_images in ceil(n_images / b) batches.
   boundary tensor, plus the fastest implementation on that device. The input starts and the
   scores end on the host. Exact for this cost model, so never worse than Algorithm 1's
   mapping under it (both are reported with their true cost including copies).
+* The fused CPU network (gpu_kernels/cpu_impl.py: FusedCpuNetwork, every Step and pooling inside
+  the conv or dense layer before it) runs a whole network on the CPU in a few kernels, far
+  faster than the per-layer CPU implementation, but only whole: where the profile holds its
+  measured times (profile.meta["fused_cpu"], written by `map_network(..., fused_cpu=...)`), the
+  DP also weighs running the whole network that way, per batch size, and takes it when it costs
+  less than its best per-layer mapping (Choice.fused_cpu). A mixed mapping's CPU layers are the
+  per-layer CPU implementation, whose formats the GPU kernels share.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ class Choice:
     per_batch_s: dict = field(default_factory=dict)  # objective at every batch size
     gpu_kernel_s: float = 0.0  # the GPU layers' kernel times alone (whole data set)
     gpu_host_s: float = 0.0  # the host's time to issue them (whole data set)
+    fused_cpu: bool = False  # every layer on the CPU as the fused CPU network (its measured
+    #                          times: layer_s has each kernel's on the last layer it computes)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -98,8 +107,25 @@ class Mapping:
         return write_json_atomic(path, self.to_json(), indent=1)
 
     def agree(self) -> bool:
-        """Algorithm 1 and DP chose the same batch size and the same implementation per layer."""
-        return (self.algorithm1.batch, self.algorithm1.impls) == (self.dp.batch, self.dp.impls)
+        """Algorithm 1 and DP chose the same batch size and the same implementation per layer
+        (the fused CPU network counts as an implementation of its own)."""
+        a1, dp = self.algorithm1, self.dp
+        return (a1.batch, a1.impls, a1.fused_cpu) == (dp.batch, dp.impls, dp.fused_cpu)
+
+
+def fused_cpu_layer_s(prof: Profile, b: int) -> list | None:
+    """Seconds per layer of the fused CPU network for one batch of b images (each kernel's time
+    on the last layer it computes, 0 on the layers inside it), from the profile's
+    meta["fused_cpu"]; None where the profile has none for b."""
+    fused = prof.meta.get("fused_cpu") or {}
+    row = (fused.get("layer_s") or {}).get(str(b))
+    if row is None:
+        return None
+    if len(row) != len(prof.layers) or any(not isinstance(t, (int, float)) or t < 0 for t in row):
+        raise GpuKernelError(
+            f"profile meta fused_cpu, batch {b}: needs {len(prof.layers)} non-negative times, got {row!r}"
+        )
+    return [float(t) for t in row]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,10 +214,11 @@ def algorithm1(prof: Profile, n_images: int) -> Choice:
 
 
 def dp_mapping(prof: Profile, n_images: int) -> Choice:
-    """Transfer-aware mapping: DP over layers x {host, GPU}, then the best batch size."""
+    """Transfer-aware mapping: DP over layers x {host, GPU}, or the whole network on the fused
+    CPU network where the profile has its times and it costs less; then the best batch size."""
     gpu_impls = [m for m in prof.impls if m != CPU]
     host_impls = [CPU] if CPU in prof.impls else []
-    per_batch, picks = {}, {}
+    per_batch, picks, fused_at = {}, {}, {}
     for b in prof.batch_sizes:
         k = n_batches(n_images, b)
         L = len(prof.layers)
@@ -222,9 +249,17 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
             impls.append(m)
             dev = prev
         picks[b] = impls[::-1]
+        fused = fused_cpu_layer_s(prof, b)
+        if fused is not None and sum(fused) * k < per_batch[b]:
+            per_batch[b], picks[b], fused_at[b] = sum(fused) * k, [CPU] * L, fused
     best = min(prof.batch_sizes, key=lambda b: per_batch[b])
     if math.isinf(per_batch[best]):
         raise GpuKernelError("no implementation of some layer can run at any batch size")
+    if best in fused_at:  # no copies: input and scores stay on the host
+        k = n_batches(n_images, best)
+        layer_s = [t * k for t in fused_at[best]]
+        total = sum(layer_s)
+        return Choice("dp", best, picks[best], layer_s, [], total, total, per_batch, fused_cpu=True)
     return _choice("dp", prof, best, picks[best], None, n_images, per_batch)
 
 
@@ -250,8 +285,13 @@ def batch_range(bl: int, bu: int) -> list[int]:
     return [1 << e for e in range(bl, bu + 1)]
 
 
-def map_network(net, batch_sizes, profile_source="measured", n_images: int = 10_000) -> Mapping:
-    """Profile `net` (ir.Network or ONNX path) for each batch size and map it both ways."""
+def map_network(
+    net, batch_sizes, profile_source="measured", n_images: int = 10_000, fused_cpu=None
+) -> Mapping:
+    """Profile `net` (ir.Network or ONNX path) for each batch size and map it both ways.
+    `fused_cpu`: a function (net, batch_sizes) -> dict measuring the fused CPU network
+    (gpu_kernels.cpu_impl.measure_fused), kept in profile.meta["fused_cpu"] for the DP; None
+    keeps what the profile holds (a saved profile's measurement, or none)."""
     net = load_network(net)
     batch_sizes = sorted({int(b) for b in batch_sizes})
     if not batch_sizes or batch_sizes[0] < 1:
@@ -260,4 +300,6 @@ def map_network(net, batch_sizes, profile_source="measured", n_images: int = 10_
         raise GpuKernelError(f"n_images must be positive, got {n_images}")
     prof = _profile_source(profile_source).profile(net, batch_sizes)
     prof.validate()
+    if fused_cpu is not None:
+        prof.meta = {**prof.meta, "fused_cpu": fused_cpu(net, batch_sizes)}
     return Mapping(net.name, n_images, prof, algorithm1(prof, n_images), dp_mapping(prof, n_images))

@@ -4,7 +4,9 @@ Every number carries its unit; times are for the whole data set (`n_images` imag
 as the mapper's objective is. When Algorithm 1 and the DP choose the same batch size and
 implementations there is one table; when only the implementations differ, one table marks both
 choices; when the batch sizes differ, each choice gets its own table (a layer's time depends on
-the batch size).
+the batch size). Where the profile holds the fused CPU network's measured times, its column
+`fused cpu` has each kernel's time on the last layer it computes and `in N` on the layers
+computed inside layer N's kernel.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import math
 from pathlib import Path
 
 from gpu_kernels.configs import CPU
-from gpu_kernels.mapper import Choice, Mapping, n_batches
+from gpu_kernels.mapper import Choice, Mapping, fused_cpu_layer_s, n_batches
 from safeio import atomic_path
 
 NAMES = {"algorithm1": "Algorithm 1", "dp": "DP"}
 MARK_A1, MARK_DP, MARK_BOTH = "a", "d", "*"
 LAYER_NAME = 32
+FUSED = "fused cpu"  # the column of the fused CPU network (a whole-network candidate)
 
 
 def _ms(seconds: float | None) -> str:
@@ -78,22 +81,69 @@ def _copies(ch: Choice, n_layers: int) -> list[str]:
     return lines
 
 
+def marked_impls(ch: Choice) -> list[str]:
+    """What a choice runs per layer, as the tables name it: its implementations, or `fused cpu`
+    on every layer when it runs the whole network as the fused CPU network."""
+    return [FUSED] * len(ch.impls) if ch.fused_cpu else list(ch.impls)
+
+
+def fused_inside(m: Mapping) -> dict[int, int]:
+    """Layer -> the layer whose fused CPU kernel computes it, for the layers computed inside a
+    later layer's kernel."""
+    kernels = (m.profile.meta.get("fused_cpu") or {}).get("kernels") or []
+    return {i: last for first, last in kernels for i in range(first, last)}
+
+
+def _columns_at(m: Mapping, batch: int) -> tuple[list[str], list[list]]:
+    """The implementations shown at `batch` and their seconds per batch, [layer][impl]: the
+    profile's, plus the fused CPU network's where the profile has its times (None on the
+    layers computed inside another's kernel)."""
+    p = m.profile
+    cost = p.cost_s(batch)
+    fused = fused_cpu_layer_s(p, batch)
+    if fused is None:
+        return list(p.impls), cost
+    inside = fused_inside(m)
+    return list(p.impls) + [FUSED], [
+        row + [None if i in inside else t] for i, (row, t) in enumerate(zip(cost, fused, strict=True))
+    ]
+
+
 def layer_table(m: Mapping, batch: int, marks: dict[str, list[str]]) -> list[str]:
     """Every layer in every implementation at `batch`, in ms for the whole data set; `marks`
     maps a marker to the implementations (one per layer) it marks."""
     p = m.profile
     k = n_batches(m.n_images, batch)
-    header = ["#", "layer"] + [f"{impl} [ms]" for impl in p.impls]
+    impls, cost = _columns_at(m, batch)
+    inside = fused_inside(m)
+    header = ["#", "layer"] + [f"{impl} [ms]" for impl in impls]
     rows = []
     for i, name in enumerate(p.layers):
         cells = []
-        for impl, t in zip(p.impls, p.cost_s(batch)[i], strict=True):
-            mark = "".join(sym for sym, impls in marks.items() if impls[i] == impl)
+        for impl, t in zip(impls, cost[i], strict=True):
+            mark = "".join(sym for sym, chosen in marks.items() if chosen[i] == impl)
             mark = MARK_BOTH if len(mark) > 1 else mark
-            cells.append(("n/a" if t is None else _ms(t * k)) + (mark or " "))
+            text = "n/a" if t is None else _ms(t * k)
+            if impl == FUSED and i in inside:
+                text = f"in {inside[i]}"
+            cells.append(text + (mark or " "))
         short = name if len(name) <= LAYER_NAME else name[: LAYER_NAME - 3] + "..."
         rows.append([str(i), short] + cells)
     return _columns(header, rows, left=2)
+
+
+def cpu_line(m: Mapping) -> str:
+    """What the CPU device's times are: the fused CPU network's (measured) and the per-layer
+    implementation's, or why the fused network is not in the mapping."""
+    fused = m.profile.meta.get("fused_cpu") or {}
+    if fused.get("layer_s"):
+        return (
+            f"CPU: the whole network as the fused CPU network ({FUSED}; {fused.get('source', 'measured')}); "
+            "the per-layer CPU implementation (cpu) where a mapping mixes CPU and GPU layers."
+        )
+    if fused.get("reason"):
+        return f"CPU: the per-layer CPU implementation only: {fused['reason']}."
+    return "CPU: the per-layer CPU implementation only (the profile holds no times of the fused CPU network)."
 
 
 def format_table(m: Mapping) -> str:
@@ -102,9 +152,15 @@ def format_table(m: Mapping) -> str:
     batches = ", ".join(str(b) for b in p.batch_sizes)
     lines = [
         f"{m.network}: {m.n_images:,} images, batch sizes {batches}; profile: {p.source}",
+        cpu_line(m),
         "",
         f"Times are for all {m.n_images:,} images. Algorithm 1 (HEP-BNN) minimises the layer times alone,",
-        "DP the layers and the copies between host and GPU.",
+        "DP the layers and the copies between host and GPU"
+        + (
+            " (and takes the fused CPU network, the whole network on the CPU, where that costs less)."
+            if _has_fused(m)
+            else "."
+        ),
         "",
     ]
     lines += summary_lines(m)
@@ -114,23 +170,31 @@ def format_table(m: Mapping) -> str:
             f"Algorithm 1 and DP choose the same mapping: batch {a1.batch}, the "
             f"implementations marked {MARK_BOTH}."
         )
-        tables = [(a1.batch, {MARK_BOTH: a1.impls})]
+        tables = [(a1.batch, {MARK_BOTH: marked_impls(a1)})]
     elif a1.batch == dp.batch:
-        differ = [str(i) for i, (x, y) in enumerate(zip(a1.impls, dp.impls, strict=True)) if x != y]
+        differ = [
+            str(i) for i, (x, y) in enumerate(zip(marked_impls(a1), marked_impls(dp), strict=True)) if x != y
+        ]
         lines.append(
             f"Both choose batch {a1.batch}; they differ in layer(s) {', '.join(differ)} "
             f"({MARK_A1} = Algorithm 1, {MARK_DP} = DP, {MARK_BOTH} = both)."
         )
-        tables = [(a1.batch, {MARK_A1: a1.impls, MARK_DP: dp.impls})]
+        tables = [(a1.batch, {MARK_A1: marked_impls(a1), MARK_DP: marked_impls(dp)})]
     else:
         lines.append(
             f"Algorithm 1 chooses batch {a1.batch} (marked {MARK_A1}), DP batch "
             f"{dp.batch} (marked {MARK_DP})."
         )
-        tables = [(a1.batch, {MARK_A1: a1.impls}), (dp.batch, {MARK_DP: dp.impls})]
+        tables = [(a1.batch, {MARK_A1: marked_impls(a1)}), (dp.batch, {MARK_DP: marked_impls(dp)})]
     for batch, marks in tables:
         lines += ["", f"Layer times at batch {batch} ({n_batches(m.n_images, batch):,} batches):"]
         lines += layer_table(m, batch, marks)
+    if any(fused_cpu_layer_s(p, batch) is not None for batch, _ in tables):
+        lines += [
+            f"  {FUSED}: each kernel of the fused CPU network on the last layer it computes (the first "
+            "kernel's time includes the input's checks and layout); in N: computed inside layer N's "
+            "kernel. It runs only as a whole network."
+        ]
     copies = _copies(a1, len(p.layers)) + ([] if m.agree() else _copies(dp, len(p.layers)))
     if copies:
         lines += [""] + copies
@@ -140,9 +204,19 @@ def format_table(m: Mapping) -> str:
         [[str(b), _ms(a1.per_batch_s[b]), _ms(dp.per_batch_s[b])] for b in p.batch_sizes],
         left=0,
     )
-    if all(x == CPU for x in dp.impls):
+    if dp.fused_cpu:
+        lines += [
+            "",
+            f"DP runs the whole network on the CPU as the fused CPU network: {_ms(dp.total_s)} ms for "
+            f"the {m.n_images:,} images at batch {dp.batch}; no per-layer mapping beats it here.",
+        ]
+    elif all(x == CPU for x in dp.impls):
         lines += ["", "DP keeps every layer on the CPU: no GPU configuration beats it here."]
     return "\n".join(lines)
+
+
+def _has_fused(m: Mapping) -> bool:
+    return any(fused_cpu_layer_s(m.profile, b) is not None for b in m.profile.batch_sizes)
 
 
 def write_heatmap(m: Mapping, path) -> Path | None:
@@ -171,8 +245,11 @@ def write_heatmap(m: Mapping, path) -> Path | None:
         squeeze=False,
         layout="constrained",
     )
+    columns = {b: _columns_at(m, b) for b in p.batch_sizes}
     grids = {
-        b: np.array([[np.nan if t is None else max(t / b, 1e-12) * 1e6 for t in row] for row in p.cost_s(b)])
+        b: np.array(
+            [[np.nan if t is None else max(t / b, 1e-12) * 1e6 for t in row] for row in columns[b][1]]
+        )
         for b in p.batch_sizes
     }
     finite = np.concatenate([g[np.isfinite(g)] for g in grids.values()])
@@ -187,7 +264,8 @@ def write_heatmap(m: Mapping, path) -> Path | None:
         im = ax.imshow(np.ma.masked_invalid(g), cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
         chosen = [NAMES[ch.algorithm] for ch in (m.algorithm1, m.dp) if ch.batch == b]
         ax.set_title(f"batch {b}" + (f" (chosen: {', '.join(chosen)})" if chosen else ""), fontsize=8)
-        ax.set_xticks(range(len(p.impls)), p.impls, fontsize=7)
+        impls = columns[b][0]
+        ax.set_xticks(range(len(impls)), impls, fontsize=7)
         ax.set_yticks(
             range(len(p.layers)),
             [f"{i} {n[:26]}" for i, n in enumerate(p.layers)] if j % cols == 0 else [],
@@ -197,7 +275,8 @@ def write_heatmap(m: Mapping, path) -> Path | None:
             if ch.batch == b:
                 style = dict(styles[ch.algorithm])
                 dx = style.pop("dx")
-                ax.scatter([p.impls.index(x) + dx for x in ch.impls], range(len(ch.impls)), zorder=3, **style)
+                chosen = marked_impls(ch)
+                ax.scatter([impls.index(x) + dx for x in chosen], range(len(chosen)), zorder=3, **style)
     for ax in list(axes.flat)[nb:]:
         ax.axis("off")
     handles = [

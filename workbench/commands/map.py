@@ -1,6 +1,8 @@
 """Map a BNN's layers to the CPU or a GPU configuration (HEP-BNN's Algorithm 1 and a
 transfer-aware DP), print the mapping with its costs, and write DIR/mapping.json (the profile
-and both choices) and DIR/heatmap.png.
+and both choices) and DIR/heatmap.png. With a measured profile the CPU's choice is also timed
+as the fused CPU network (the whole network in a few kernels, every step and pooling inside the
+layer before it), which the DP takes when no per-layer mapping beats it.
 
 examples (from the repository root, in the activated environment; `sacbench map` is the same
 as `.venv/bin/python scripts/map_bnn.py`):
@@ -191,11 +193,19 @@ def write_results(mapping, args, stage: Path) -> list[Path]:
 def map_into(staged, net, source, args) -> tuple[int, list[Path], object]:
     """The mapping written into the staged directory and published: (exit status, the files
     written, the mapping)."""
+    from gpu_kernels.cpu_impl import measure_fused
     from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
     from gpu_kernels.mapper import batch_range, map_network
 
+    fused = None  # a saved profile brings its own measurement of the fused CPU network, if any
+    if args.profile == "measured":
+
+        def fused(net, batch_sizes):
+            return measure_fused(net, batch_sizes, repeats=args.repeats, warmup=args.warmup)
+
     try:
-        mapping = map_network(net, batch_range(*args.batch_exp), source, n_images=args.images)
+        sizes = batch_range(*args.batch_exp)
+        mapping = map_network(net, sizes, source, n_images=args.images, fused_cpu=fused)
     except BuildError as exc:
         print_error(PROG, f"the kernel compiler failed: {exc}")
         return 3, [], None

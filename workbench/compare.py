@@ -9,12 +9,18 @@
   mapping and the GPU times come from a modelled profile (gpu_kernels/gpu_model.py: an occupancy
   model of an H200, labelled "modelled"), never from the emulation's noisy wall times, so the
   GPU column is the same in every run;
+* CPU (BNNs of the HEP-BNN pattern): the fused CPU network (gpu_kernels/cpu_impl.py:
+  FusedCpuNetwork, every step and pooling inside the conv or dense layer before it) on all N
+  images in one call, its wall time measured (median of CPU_REPEATS runs); only each fused
+  kernel's last layer exists to compare;
 * FPGA: the network compiled for the SAC array (BNNs lowered onto it, fpga/lowering.py); the
   first n images run on the RTL top under cocotb (tb/rtl_job.py), the rest on the
   instruction-level interpreter (exact cycle model + golden arithmetic). RTL cycles must equal
   the cycle model;
 * every layer a path materialises is compared with golden: mismatching elements per layer and
-  path, the first differing index printed. Any mismatch makes the run fail (exit 1).
+  path, the first differing index printed. Any mismatch makes the run fail (exit 1). Where a
+  path has no output for a layer, the report says why (`absent`: the path did not run and why,
+  or the layer is computed inside layer N's kernel or array operation).
 
 The input scale S (`--input-scale`, else the model's `workbench.input_scale` metadata;
 models/onnx/input_scale.py) multiplies the data's 0..255 pixels before the network: folded into
@@ -341,6 +347,46 @@ def run_gpu(net: ir.Network, x: np.ndarray, opts: Options) -> PathResult | None:
     return PathResult({i: o for i, o in enumerate(res.outputs)}, info)
 
 
+CPU_REPEATS = 3  # timed runs of the fused CPU network (after the checked one); median kept
+
+
+def run_cpu(net: ir.Network, x: np.ndarray) -> tuple[PathResult | None, str | None]:
+    """The fused CPU network on all images at once: (its outputs and measured time, None), or
+    (None, why it does not run this network). The outputs compared are those of a run that keeps
+    every fused kernel's output (golden format, by the last layer each computes), the last
+    layer's those of the timed run of median wall time; the timed runs keep only the scores."""
+    from gpu_kernels.cpu_impl import FusedCpuNetwork, fused_support
+
+    reason = fused_support(net)
+    if reason is not None:
+        return None, reason
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    fused = FusedCpuNetwork(net)
+    checked = fused.run(x, keep_outputs=True)
+    timed = fused.time(x, repeats=CPU_REPEATS)
+    outputs = dict(checked.outputs)
+    outputs[fused.kernels[-1][1]] = timed.scores
+    layer_s = [0.0] * len(net.layers)
+    for (_, last), seconds in zip(fused.kernels, timed.stage_s, strict=True):
+        layer_s[last] = seconds
+    info = {
+        "implementation": "fused CPU network (gpu_kernels/cpu_impl.py)",
+        "times": "measured",
+        "timing": f"perf_counter around one call on all {len(x):,} images (input checks and "
+        f"layout, every kernel), median of {CPU_REPEATS} runs",
+        "threads": timed.threads,
+        "wall_s": timed.wall_s,
+        "ms_per_image": 1e3 * timed.wall_s / len(x),
+        "images_per_s": len(x) / timed.wall_s if timed.wall_s > 0 else None,
+        "kernels": [
+            {"first": first, "last": last, "label": label, "seconds": sec}
+            for (first, last), label, sec in zip(fused.kernels, checked.labels, timed.stage_s, strict=True)
+        ],
+        "layer_s": layer_s,
+    }
+    return PathResult(outputs, info), None
+
+
 def _rtl_run(prog: Program, images: np.ndarray, opts: Options, workdir: Path) -> dict:
     """Run images on the RTL top under cocotb, sharded over simulator processes (local or
     Ray); the speeds are simulated cycles per wall second: `sim_cycles_per_s` from `start` to
@@ -484,6 +530,38 @@ def mismatches(ref: PathResult, path: PathResult | None, n_layers: int) -> list:
     return out
 
 
+def absent(n_layers: int, path: PathResult | None, not_run: str | None, fused_into: dict) -> list:
+    """Per layer, why the path has no output to compare (None where it has one):
+    {"not_run": why} when the path did not run, {"fused_into": N} when the layer is computed
+    inside layer N's kernel or array operation (only N's output exists), else
+    {"not_materialised": what}."""
+    out = []
+    for i in range(n_layers):
+        if path is not None and i in path.outputs:
+            out.append(None)
+        elif path is None:
+            out.append({"not_run": not_run or "the path did not run"})
+        elif i in fused_into:
+            out.append({"fused_into": int(fused_into[i])})
+        else:
+            out.append({"not_materialised": "the path keeps no output of this layer"})
+    return out
+
+
+def fpga_fused_into(fpga: PathResult) -> dict:
+    """Layer -> the layer whose array operation computes it (a conv's Step, a shift's conv...)."""
+    return {i: lay["layer"] for lay in fpga.info["layers"] for i in range(lay["first"], lay["layer"])}
+
+
+def cpu_fused_into(cpu: PathResult | None) -> dict:
+    """Layer -> the layer whose fused CPU kernel computes it."""
+    kernels = cpu.info["kernels"] if cpu else []
+    return {i: k["last"] for k in kernels for i in range(k["first"], k["last"])}
+
+
+GPU_NOT_RUN = "the GPU kernels cover BNN layers only"
+
+
 def _inject(path: PathResult | None, name: str) -> None:
     """Flip one element of the path's last output (self-test of the mismatch report)."""
     if path is None:
@@ -565,14 +643,21 @@ def run(opts: Options) -> tuple[dict, int]:
     warnings = [] if constant is None else [constant_warning(net, constant, len(x), scale_entry)]
     try:
         gpu = run_gpu(net, x, opts)
+        cpu, cpu_not_run = run_cpu(net, x)
         with tempfile.TemporaryDirectory(dir=opts.out) as tmp:
             fpga = run_fpga(net, x, opts, Path(tmp))
     except NumericsError as exc:
         raise CompareError(f"{net.name}: {exc}") from None
     if opts.inject_fault:
-        _inject(gpu if opts.inject_fault == "gpu" else fpga, opts.inject_fault)
+        _inject({"gpu": gpu, "cpu": cpu}.get(opts.inject_fault, fpga), opts.inject_fault)
     n_layers = len(net.layers)
     mm_gpu, mm_fpga = mismatches(ref, gpu, n_layers), mismatches(ref, fpga, n_layers)
+    mm_cpu = mismatches(ref, cpu, n_layers)
+    why = {
+        "fpga": absent(n_layers, fpga, None, fpga_fused_into(fpga)),
+        "gpu": absent(n_layers, gpu, GPU_NOT_RUN, {}),
+        "cpu": absent(n_layers, cpu, cpu_not_run, cpu_fused_into(cpu)),
+    }
     last = n_layers - 1
     report = {
         "model": str(opts.model),
@@ -586,13 +671,22 @@ def run(opts: Options) -> tuple[dict, int]:
             "golden": accuracy(ref.outputs[last], labels),
             "gpu": accuracy(gpu.outputs.get(last), labels) if gpu else None,
             "fpga": accuracy(fpga.outputs.get(last), labels),
+            "cpu": accuracy(cpu.outputs.get(last), labels) if cpu else None,
         },
         "gpu_backend": gpu.info["backend"] if gpu else "n/a",
         "mismatches": {
             "gpu": sum(m["count"] for m in mm_gpu if m) if gpu else None,
             "fpga": sum(m["count"] for m in mm_fpga if m),
+            "cpu": sum(m["count"] for m in mm_cpu if m) if cpu else None,
             "layers": [
-                {"index": i, "layer": net.layers[i].describe(), "gpu": mm_gpu[i], "fpga": mm_fpga[i]}
+                {
+                    "index": i,
+                    "layer": net.layers[i].describe(),
+                    "gpu": mm_gpu[i],
+                    "fpga": mm_fpga[i],
+                    "cpu": mm_cpu[i],
+                    "absent": {p: w[i] for p, w in why.items() if w[i] is not None},
+                }
                 for i in range(n_layers)
             ],
         },
@@ -604,13 +698,14 @@ def run(opts: Options) -> tuple[dict, int]:
             "latency_ms_per_batch": None,
             "images_per_s": None,
             "energy_uj_per_image": None,
-            "note": "n/a: the GPU kernels cover BNN layers only",
+            "note": f"n/a: {GPU_NOT_RUN}",
         },
+        "cpu": cpu.info if cpu else {"wall_s": None, "images_per_s": None, "note": f"n/a: {cpu_not_run}"},
         "golden": {"layer_s": ref.info["layer_s"]},
-        "mapping": mapping_table(net, fpga, gpu),
+        "mapping": mapping_table(net, fpga, gpu, cpu),
     }
     fpga_bad = report["mismatches"]["fpga"] or not fpga.info["rtl"].get("cycles_match_model", True)
-    code = 1 if (report["mismatches"]["gpu"] or fpga_bad) else 0
+    code = 1 if (report["mismatches"]["gpu"] or report["mismatches"]["cpu"] or fpga_bad) else 0
     if opts.save_outputs:
         saved = {"golden": ref.outputs[last], "fpga": fpga.outputs[last]}
         if gpu:
@@ -621,8 +716,15 @@ def run(opts: Options) -> tuple[dict, int]:
     return report, code
 
 
-def mapping_table(net: ir.Network, fpga: PathResult, gpu: PathResult | None) -> list:
-    """Where each layer runs on each path."""
+def mapping_table(
+    net: ir.Network, fpga: PathResult, gpu: PathResult | None, cpu: PathResult | None = None
+) -> list:
+    """Where each layer runs on each path (the CPU path: the fused kernel that computes it)."""
+    kernel = {
+        i: k
+        for k, lay in enumerate(cpu.info["kernels"] if cpu else [])
+        for i in range(lay["first"], lay["last"] + 1)
+    }
     on_array = {}
     for lay in fpga.info["layers"]:
         for i in range(lay["first"], lay["layer"] + 1):
@@ -636,6 +738,7 @@ def mapping_table(net: ir.Network, fpga: PathResult, gpu: PathResult | None) -> 
                 "layer": layer.describe(),
                 "fpga": on_array.get(i, "host" if i in fpga.info["host_layers"] else "-"),
                 "gpu": (gpu.info["impls"][i] if gpu else "n/a"),
+                "cpu": f"kernel {kernel[i] + 1}" if i in kernel else "n/a",
             }
         )
     return rows

@@ -1,4 +1,10 @@
-"""Writing a compare report: the table on stdout, report.json, report.md and PNG plots."""
+"""Writing a compare report: the table on stdout, report.json, report.md and PNG plots.
+
+A mismatch cell is `-` where a path has no output of that layer to compare, followed by a
+footnote mark `[k]`; the footnotes under the table say why, from the report's `absent` entries:
+the path did not run (and why), or the layer is fused into layer N (computed inside N's array
+operation or kernel, so only N's output exists), or the path keeps no output of it.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +30,14 @@ def _num(v, fmt="{:,.3f}") -> str:
     return "n/a" if v is None else fmt.format(v)
 
 
+PATHS = (("fpga", "FPGA"), ("gpu", "GPU"), ("cpu", "CPU"))  # the mismatch columns, in order
+_INSIDE = {  # how a layer fused into layer {n} is computed, per path
+    "fpga": "computed together with layer {n} in one array operation",
+    "gpu": "computed inside layer {n}'s kernel",
+    "cpu": "computed inside the fused CPU network's kernel that writes layer {n}",
+}
+
+
 def _mm(m) -> str:
     if m is None:
         return "-"
@@ -34,28 +48,92 @@ def _mm(m) -> str:
     return f"{m['count']}{where}{detail}{' ' + m['note'] if m.get('note') else ''}"
 
 
+def _layers(indices: list) -> str:
+    return f"layer {indices[0]}" if len(indices) == 1 else "layers " + ", ".join(map(str, indices))
+
+
+def _why(r: dict, row: dict, mm: dict, path: str) -> tuple:
+    """Why `path` has no output of this layer: ("not_run", why) | ("fused_into", N) |
+    ("not_materialised", what), from the layer's `absent` entry (reports written before it:
+    from the path's note and the FPGA column)."""
+    why = (mm.get("absent") or {}).get(path)
+    if why:
+        kind = next(iter(why))
+        return kind, why[kind]
+    if path == "gpu" and not _gpu_ran(r):
+        return "not_run", _gpu_note(r)
+    if path == "cpu" and not _cpu_ran(r):
+        return "not_run", _cpu_note(r)
+    cell = row.get(path, "")
+    if path == "fpga" and cell.startswith("array (fused into layer "):
+        return "fused_into", int(cell.removeprefix("array (fused into layer ").rstrip(")"))
+    return "not_materialised", "the report does not say why"
+
+
+def footnotes(r: dict) -> tuple[dict, list]:
+    """({(layer index, path): footnote number} for every `-` mismatch cell, [footnote text]):
+    one footnote per path that did not run, per (path, layer N) that layers are fused into,
+    per other reason; numbered in the order the table shows them (rows, then FPGA, GPU, CPU)."""
+    groups: dict = {}  # (path, kind, value) -> layers, in order of first appearance
+    cells = {}
+    for row, mm in zip(r["mapping"], r["mismatches"]["layers"], strict=True):
+        for path, _ in PATHS:
+            if mm.get(path) is None:
+                key = (path, *_why(r, row, mm, path))
+                groups.setdefault(key, []).append(row["index"])
+                cells[(row["index"], path)] = key
+    number = {key: k for k, key in enumerate(groups, 1)}
+    names = dict(PATHS)
+    notes = []
+    for (path, kind, value), layers in groups.items():
+        name = names[path]
+        if kind == "not_run":
+            notes.append(f"{name} path not run: {value}.")
+        elif kind == "fused_into":
+            notes.append(
+                f"{name} path: {_layers(layers)} fused into layer {value}: "
+                f"{_INSIDE[path].format(n=value)}, so only "
+                f"layer {value}'s output exists to compare."
+            )
+        else:
+            notes.append(f"{name} path: no output of {_layers(layers)} to compare: {value}.")
+    return {cell: number[key] for cell, key in cells.items()}, notes
+
+
+def _cell(mm: dict, path: str, index: int, marks: dict) -> str:
+    """A mismatch cell: the count (and first difference), or `- [k]` with its footnote."""
+    m = mm.get(path)
+    return f"- [{marks[(index, path)]}]" if m is None and (index, path) in marks else _mm(m)
+
+
 def summary_lines(r: dict) -> list:
     f, g = r["fpga"], r["gpu"]
     rtl = f["rtl"]
+    marks, notes = footnotes(r)
     lines = [
         f"model {r['model']} ({r['network']}), {r['images']} images of {r['data']}, "
         f"{r['rtl_images']} on the RTL ({rtl.get('sim') or 'none'})",
         "",
-        f"{'#':>3} {'layer':38s} {'FPGA path':26s} {'GPU':5s} {'FPGA mism.':>12s} {'GPU mism.':>12s}",
+        f"{'#':>3} {'layer':38s} {'FPGA path':26s} {'GPU':5s} {'CPU':9s} "
+        f"{'FPGA mism.':>12s} {'GPU mism.':>12s} {'CPU mism.':>12s}",
     ]
     for row, mm in zip(r["mapping"], r["mismatches"]["layers"], strict=True):
+        i = row["index"]
         lines.append(
-            f"{row['index']:3d} {row['layer']:38s} {row['fpga'][:26]:26s} {row['gpu']:5s} "
-            f"{_mm(mm['fpga']):>12s} {_mm(mm['gpu']):>12s}"
+            f"{i:3d} {row['layer']:38s} {row['fpga'][:26]:26s} {row['gpu']:5s} {row.get('cpu', 'n/a'):9s} "
+            + " ".join(f"{_cell(mm, path, i, marks):>12s}" for path, _ in PATHS)
         )
+    lines += ([""] + [f"[{k}] {text}" for k, text in enumerate(notes, 1)]) if notes else []
     acc = r["accuracy"]
-    gpu_ran = _gpu_ran(r)
+    gpu_ran, cpu_ran = _gpu_ran(r), _cpu_ran(r)
     lines += [
         "",
         f"mismatching elements: FPGA {r['mismatches']['fpga']}"
-        + (f", GPU {r['mismatches']['gpu']}" if gpu_ran else ""),
+        + (f", GPU {r['mismatches']['gpu']}" if gpu_ran else "")
+        + (f", CPU {r['mismatches'].get('cpu')}" if cpu_ran else ""),
         f"accuracy: golden {_pct(acc['golden'])}, "
         + (f"GPU {_pct(acc['gpu'])}, " if gpu_ran else "")
+        + (f"CPU {_pct(acc.get('cpu'))}, " if cpu_ran else "")
         + f"FPGA {_pct(acc['fpga'])}",
         f"FPGA ({f['array']} SAC array at {clock_label(f)}): {f['cycles_per_image']:,} cycles "
         f"per image, {f['latency_ms']:.3f} ms, {f['images_per_s']:,.0f} images/s, "
@@ -73,8 +151,36 @@ def summary_lines(r: dict) -> list:
         )
         if gpu_ran
         else f"GPU path: not run ({_gpu_note(r)})",
+        _cpu_line(r),
     ]
     return lines
+
+
+def _cpu_ran(r: dict) -> bool:
+    return (r.get("cpu") or {}).get("wall_s") is not None
+
+
+def _cpu_note(r: dict) -> str:
+    note = (r.get("cpu") or {}).get("note") or "n/a: this report has no CPU path"
+    return note.removeprefix("n/a: ")
+
+
+def _golden_s(r: dict) -> float:
+    return sum(r.get("golden", {}).get("layer_s") or [])
+
+
+def _cpu_line(r: dict) -> str:
+    """The CPU path's measured time, beside the golden executor's in the same run."""
+    if not _cpu_ran(r):
+        return f"CPU path: not run ({_cpu_note(r)})"
+    c = r["cpu"]
+    golden = _golden_s(r)
+    return (
+        f"CPU (fused CPU network, {c.get('threads', '?')} threads, measured): {r['images']:,} images "
+        f"in {1e3 * c['wall_s']:,.3f} ms, {_num(c.get('ms_per_image'), '{:.4f}')} ms/image, "
+        f"{_num(c.get('images_per_s'), '{:,.0f}')} images/s"
+        + (f" (golden executor, numpy: {1e3 * golden:,.3f} ms)" if golden else "")
+    )
 
 
 def _gpu_times(r: dict) -> str:
@@ -104,6 +210,13 @@ def _gpu_note(r: dict) -> str:
 def write_markdown(r: dict, path: Path, plots: list) -> None:
     f, g = r["fpga"], r["gpu"]
     gpu = f"- GPU path: {_gpu_where(r)}" if _gpu_ran(r) else f"- GPU path: not run ({_gpu_note(r)})"
+    cpu = (
+        f"- CPU path: fused CPU network (gpu_kernels/cpu_impl.py), {r['cpu'].get('threads', '?')} "
+        "threads, measured"
+        if _cpu_ran(r)
+        else f"- CPU path: not run ({_cpu_note(r)})"
+    )
+    marks, notes = footnotes(r)
     lines = [
         f"# Compare report: {r['network']}",
         "",
@@ -111,32 +224,39 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
         f"- data: {r['data']}, {r['images']} images "
         f"({r['rtl_images']} through the RTL on {f['rtl'].get('sim') or 'none'})",
         gpu,
+        cpu,
         "",
         "## Agreement with the golden model (mismatching elements per layer)",
         "",
-        "| # | layer | FPGA path | GPU impl | FPGA mismatches | GPU mismatches |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| # | layer | FPGA path | GPU impl | CPU kernel | FPGA mismatches | GPU mismatches "
+        "| CPU mismatches |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row, mm in zip(r["mapping"], r["mismatches"]["layers"], strict=True):
+        i = row["index"]
         lines.append(
-            f"| {row['index']} | {row['layer']} | {row['fpga']} | {row['gpu']} | "
-            f"{_mm(mm['fpga'])} | {_mm(mm['gpu'])} |"
+            f"| {i} | {row['layer']} | {row['fpga']} | {row['gpu']} | {row.get('cpu', 'n/a')} | "
+            + " | ".join(_cell(mm, p, i, marks) for p, _ in PATHS)
+            + " |"
         )
     acc = r["accuracy"]
+    if notes:
+        lines += ["", "`- [k]`: no output of that layer on that path to compare, because:", ""]
+        lines += [f"{k}. {text}" for k, text in enumerate(notes, 1)]
+    cpu_ran = _cpu_ran(r)
     lines += [
-        "",
-        "`-`: the path does not materialise that layer (fused into the next one).",
         "",
         "## Accuracy",
         "",
-        "| golden | GPU | FPGA |",
-        "| --- | --- | --- |",
-        f"| {_pct(acc['golden'])} | {_pct(acc['gpu']) if _gpu_ran(r) else 'not run'} | {_pct(acc['fpga'])} |",
+        "| golden | GPU | FPGA | CPU |",
+        "| --- | --- | --- | --- |",
+        f"| {_pct(acc['golden'])} | {_pct(acc['gpu']) if _gpu_ran(r) else 'not run'} | {_pct(acc['fpga'])} | "
+        f"{_pct(acc.get('cpu')) if cpu_ran else 'not run'} |",
         "",
         "## Cost",
         "",
-        f"| | FPGA | GPU{_modelled(r)} |",
-        "| --- | --- | --- |",
+        f"| | FPGA | GPU{_modelled(r)} | CPU{' (measured)' if cpu_ran else ''} |",
+        "| --- | --- | --- | --- |",
     ]
     gpu_cols = (
         [
@@ -147,20 +267,43 @@ def write_markdown(r: dict, path: Path, plots: list) -> None:
         if _gpu_ran(r)
         else ["not run"] * 3
     )
+    c = r.get("cpu") or {}
+    cpu_cols = (
+        [
+            f"{1e3 * c['wall_s']:,.3f} ms for {r['images']:,} images in one call "
+            f"({_num(c.get('ms_per_image'), '{:.4f}')} ms per image)",
+            f"{_num(c.get('images_per_s'), '{:,.0f}')} images/s",
+            "n/a",
+        ]
+        if cpu_ran
+        else ["not run"] * 3
+    )
     lines += [
         f"| latency | {f['latency_ms']:.3f} ms per image ({f['cycles_per_image']:,} cycles "
-        f"at {clock_label(f)}) | {gpu_cols[0]} |",
-        f"| throughput | {f['images_per_s']:,.0f} images/s | {gpu_cols[1]} |",
+        f"at {clock_label(f)}) | {gpu_cols[0]} | {cpu_cols[0]} |",
+        f"| throughput | {f['images_per_s']:,.0f} images/s | {gpu_cols[1]} | {cpu_cols[1]} |",
         f"| energy | {f['energy_uj_per_image']:.3f} uJ/image (op-energy model, "
-        f"docs/energy.md) | {gpu_cols[2]} |",
+        f"docs/energy.md) | {gpu_cols[2]} | {cpu_cols[2]} |",
         "",
     ]
     if _gpu_ran(r) and _gpu_times(r) == "modelled":
         lines += [
             f"No GPU on this machine: the CUDA kernels ran in the CPU emulation (that is "
-            f"what the mismatch column checks); the mapping and the GPU times come from "
+            f"what the GPU mismatches column checks); the mapping and the GPU times come from "
             f"a model ({g.get('profile', 'gpu_kernels/gpu_model.py')}), the same in every "
             f"run, not from measurements.",
+            "",
+        ]
+    if cpu_ran:
+        golden = _golden_s(r)
+        lines += [
+            f"CPU: the fused CPU network ({c.get('threads', '?')} threads), {c.get('timing', 'measured')}"
+            + (
+                f"; the golden executor (numpy) took {1e3 * golden:,.3f} ms for the same images"
+                if golden
+                else ""
+            )
+            + ".",
             "",
         ]
     lines += [
@@ -205,6 +348,9 @@ def write_plots(r: dict, out: Path) -> list:
     if g.get("layer_s"):
         how = "modelled, H200" if _gpu_times(r) == "modelled" else f"{r['gpu_backend']}, measured"
         series.append((f"GPU ({how})", np.array(g["layer_s"]) / n, 2, "tab:green"))
+    if (r.get("cpu") or {}).get("layer_s"):  # a fused kernel's time on the last layer it computes
+        cpu_s = np.array([t if t > 0 else np.nan for t in r["cpu"]["layer_s"]], dtype=float)
+        series.append(("CPU (fused CPU network, measured)", cpu_s / n, 3, "tab:purple"))
     slots = 1 + max(s[2] for s in series)
     fig, ax = plt.subplots(figsize=(3.5 + 1.05 * len(names), 5))
     width = 0.8 / slots
@@ -216,8 +362,8 @@ def write_plots(r: dict, out: Path) -> list:
     ax.set_xticks(np.arange(len(names)) + width * (slots - 1) / 2)
     ax.set_xticklabels(names, fontsize=7)
     fused = (
-        "a layer fused into the next (a conv with its step, a shift with its conv) is "
-        "counted on the layer it feeds"
+        "a layer fused into a later one (a conv with its step, a shift with its conv; on the CPU "
+        "path a conv with its step and pooling) is counted on that layer"
     )
     ax.set_title(f"{r['network']}: time per layer\n({fused})", fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))

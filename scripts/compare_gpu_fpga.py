@@ -11,4 +11,4 @@ from workbench.commands.args import run_guarded
 from workbench.commands.compare import main
 
 if __name__ == "__main__":  # exit status and one-line errors: workbench/commands/args.py
-    sys.exit(run_guarded("compare_gpu_fpga", main))
+    sys.exit(run_guarded("sacbench compare", main))

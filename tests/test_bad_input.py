@@ -147,7 +147,7 @@ def test_compare_flags(flags, code, words, tmp, capsys):
     got, err = run_compare(["--model", SAC, "--images", "2", *flags], capsys, tmp)
     line = one_line(err)
     assert got == code and words.replace("{tmp}", str(tmp)) in line, line
-    assert line.startswith("compare_gpu_fpga: error: ")
+    assert line.startswith("sacbench compare: error: ")
 
 
 @pytest.mark.parametrize("model, code, words", MODEL_CASES, ids=[c[0] for c in MODEL_CASES])
@@ -205,7 +205,7 @@ def test_every_help_shows_the_exit_status(command, capsys):
 @pytest.mark.parametrize(
     "script, prog, words",
     [
-        ("compare_gpu_fpga", "compare_gpu_fpga", "required: --model"),
+        ("compare_gpu_fpga", "sacbench compare", "required: --model"),
         ("demo", "sacbench demo", "unrecognized arguments: --no-such-flag"),
         ("map_bnn", "sacbench map", "unrecognized arguments: --no-such-flag"),
     ],

@@ -508,7 +508,7 @@ def test_compare_ends_when_the_head_is_lost(cluster_factory, tmp_path):
     assert not ray_lines(err), ray_lines(err)
     # the job's own node was the head: its connection breaks (at once), or the watchdog
     # finds the head gone (HEAD_LOST_S)
-    assert last.startswith("compare_gpu_fpga: error: RTL shards on Ray: ") and (
+    assert last.startswith("sacbench compare: error: RTL shards on Ray: ") and (
         f"lost the connection to the Ray cluster at {cluster.address}" in last
         or f"the Ray cluster at {cluster.address} stopped answering" in last
     ), last

@@ -193,16 +193,16 @@ def test_force_replaces_the_report_as_a_whole(tmp_path):
 @pytest.mark.parametrize(
     "fault, code, words",
     [
-        (KeyboardInterrupt(), 130, "compare_gpu_fpga: interrupted (SIGINT)"),
+        (KeyboardInterrupt(), 130, "sacbench compare: interrupted (SIGINT)"),
         (
             OSError(errno.ENOSPC, "No space left on device", "layer_times.png"),
             3,
-            "compare_gpu_fpga: error: disk full writing layer_times.png; nothing half-written was kept",
+            "sacbench compare: error: disk full writing layer_times.png; nothing half-written was kept",
         ),
         (
             RuntimeError("matplotlib broke"),
             3,
-            "compare_gpu_fpga: error: internal error: "
+            "sacbench compare: error: internal error: "
             "RuntimeError: matplotlib broke (--debug shows the traceback)",
         ),
     ],

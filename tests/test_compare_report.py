@@ -561,5 +561,5 @@ def test_more_rtl_images_than_images_is_said_not_silently_cut():
 
     assert rtl_images_note(2, 5) is None and rtl_images_note(5, 5) is None
     note = rtl_images_note(10, 5)
-    assert note.startswith("compare_gpu_fpga: note: --rtl-images 10 is more than --images 5")
+    assert note.startswith("sacbench compare: note: --rtl-images 10 is more than --images 5")
     assert "\n" not in note

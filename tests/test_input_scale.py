@@ -184,7 +184,7 @@ def test_the_flag_changes_the_accuracy_and_the_warning_goes(tmp_path, capsys):
     assert code == 0 and plain["input_scale"]["scale"] is None
     assert len(lines) == 1 and len(plain["warnings"]) == 1
     assert lines[0].startswith(
-        "compare_gpu_fpga: warning: layer 1 (Step 64 ch) gives every one of the 40 images"
+        "sacbench compare: warning: layer 1 (Step 64 ch) gives every one of the 40 images"
     )
     assert "--input-scale" in lines[0]
     code, scaled, captured, lines = compare(
@@ -205,7 +205,7 @@ def test_the_model_carries_its_scale_and_the_flag_overrides_it(tmp_path, capsys)
     code, own, _, lines = compare(["--model", path, *HEPBNN_RUN], tmp_path, capsys, "own")
     assert code == 0 and own["input_scale"]["scale"] == 255
     assert own["input_scale"]["source"] == f"model metadata ({META_SCALE})"
-    assert lines == [f"compare_gpu_fpga: note: input scale 255 from the model metadata ({META_SCALE})"]
+    assert lines == [f"sacbench compare: note: input scale 255 from the model metadata ({META_SCALE})"]
     code, over, _, lines = compare(
         ["--model", path, *HEPBNN_RUN, "--input-scale", "1"], tmp_path, capsys, "over"
     )

@@ -100,7 +100,7 @@ def test_failed_simulator_build_exits_3_and_keeps_the_log(monkeypatch, capsys, t
     )
     last = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
     assert code == 3 and last.startswith(
-        "compare_gpu_fpga: error: building the verilator simulator of no_such_top failed"
+        "sacbench compare: error: building the verilator simulator of no_such_top failed"
     )
     log = tmp_path / "out.rtl_failure.log"  # next to the report directory, not in it
     assert log.exists() and last.endswith(f"simulator log: {log}")
@@ -275,7 +275,7 @@ def test_cycle_watchdog_exits_3_naming_image_and_instruction(monkeypatch, capsys
     assert code == 3, last
     assert "did not finish within 50 cycles (the watchdog); the decoder is at instruction " in last
     assert last.startswith(
-        "compare_gpu_fpga: error: RTL simulation (verilator) of shard 0 "
+        "sacbench compare: error: RTL simulation (verilator) of shard 0 "
         "(images 0..0) failed at image 0: RunTimeout: the run from pc 0 "
     ), last
     assert_left_as_before(tmp_path, out, failure_log=True)
@@ -301,8 +301,8 @@ def _default_sigint():
 @pytest.mark.parametrize(
     "sig, code, words",
     [
-        (signal.SIGTERM, 143, "compare_gpu_fpga: terminated (SIGTERM)"),
-        (signal.SIGINT, 130, "compare_gpu_fpga: interrupted (SIGINT)"),
+        (signal.SIGTERM, 143, "sacbench compare: terminated (SIGTERM)"),
+        (signal.SIGINT, 130, "sacbench compare: interrupted (SIGINT)"),
     ],
 )
 def test_sigint_and_sigterm_end_the_simulators_and_leave_no_files(sig, code, words, tmp_path):

@@ -516,7 +516,7 @@ def _ray_shard(
 SHARD_RETRIES = 3
 WAIT_S = 1.0  # ray.wait's timeout: the main thread stays in Python, where signals and
 #                         the session's watchdog reach it
-PROG = "compare_gpu_fpga"  # the compare job's name in its one-line messages
+PROG = "sacbench compare"  # the compare job's name in its one-line messages
 
 
 def _final_words(signum: int | None, lost: str | None, joining: bool) -> tuple[str, int]:

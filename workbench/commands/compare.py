@@ -41,7 +41,8 @@ from workbench.compare import (  # noqa: E402
     run,
 )
 
-PROG = "compare_gpu_fpga"
+PROG = "sacbench compare"
+TOOL = "compare_gpu_fpga"  # the name output markers carry (reports written before keep theirs)
 # what a report directory holds (report.json first: the marker of directories written before
 # they carried safeio's marker file)
 REPORT_FILES = ("report.json", "report.md", "layer_times.png", "fpga_cycles.png", "outputs")
@@ -123,7 +124,7 @@ def build_parser() -> ArgumentParser:
     ap.add_argument(
         "--save-outputs", action="store_true", help="write DIR/outputs/{golden,gpu,fpga}.npy (final scores)"
     )
-    ap.add_argument("--inject-fault", choices=["gpu", "fpga"], help=argparse.SUPPRESS)
+    ap.add_argument("--inject-fault", choices=["gpu", "fpga", "cpu"], help=argparse.SUPPRESS)
     return ap
 
 
@@ -182,7 +183,7 @@ def main(argv=None) -> int:
         if note:
             print(note, file=sys.stderr)
         with StagedDirectory(
-            args.out, force=args.force, tool=PROG, legacy=REPORT_FILES, inputs=(args.model, args.data)
+            args.out, force=args.force, tool=TOOL, legacy=REPORT_FILES, inputs=(args.model, args.data)
         ) as staged:
             opts.out = staged.path
             report, code = run(opts)

@@ -289,6 +289,11 @@ def test(
         verilator_on_path()
     if "." not in test_module:
         test_module = f"tb.{test_module}"
+    plusargs = []
+    if sim == "icarus" and waves:
+        # cocotb's dump module names the build's own directory, which was the temporary
+        # sibling of a staged build (safeio.build): the trace goes where the test runs
+        plusargs.append(f"+dumpfile_path={Path(test_dir or bdir) / f'{toplevel}.fst'}")
     return _runner(sim).test(
         test_module=test_module,
         hdl_toplevel=toplevel,
@@ -301,6 +306,7 @@ def test(
         seed=seed,
         timescale=("1ns", "1ps"),
         log_file=log_file,
+        plusargs=plusargs,
     )
 
 

@@ -10,6 +10,9 @@ this machine are listed in docs/verification.md.
 What the tools print is a log, not a result: a build's output (Verilator, make, the compiler)
 goes to a log file (build/sim/logs/, its path on stderr), a simulation's output (the cocotb log)
 to stderr, so that the stdout of `make sim` and `sacbench sim` carries pytest's report only.
+A build that really starts (none is complete for its sources, parameters and tools) says so on
+stderr once, with the time the last build of that simulator and top took on this machine: each
+build records its own time in its directory (BUILD_TIME).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import os
 import re
 import shutil
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from safeio.build import STAMP, staged_build
@@ -29,6 +34,8 @@ RTL = ROOT / "rtl"
 BUILD = ROOT / "build" / "sim"
 SIMULATORS = ("icarus", "verilator")
 LOG_TAIL = 30  # lines of a failed build's log shown on stderr
+BUILD_TIME = "build_time.json"  # in a build directory: how long that build took, and when
+CLOCK = time.monotonic  # what builds are timed with (tests give it made-up times)
 
 
 def verilator_on_path() -> None:
@@ -134,6 +141,7 @@ def build(
     waves: bool | None = None,
     threads: int = 1,
     log_file: Path | None = None,
+    announce: Callable[[str, Path], None] | None = None,
 ) -> Path:
     """Build `toplevel` from rtl/ with `parameters`; returns the build directory.
 
@@ -145,7 +153,11 @@ def build(
     (pytest-xdist workers, RTL shards) wait for each other under its lock.
 
     The build's output goes to `log_file` (default: build/sim/logs/<toplevel>.<sim>-<digest>.log,
-    :func:`build_log`); a failed build names it and shows its last lines on stderr."""
+    :func:`build_log`); a failed build names it and shows its last lines on stderr. Only a
+    build that really starts says so, once (:func:`build_message`: the last build's time, the
+    log): on stderr, or to `announce(line, log)` when given (the compare job's build runs in a
+    child process whose output is not the console). Its own time goes into the build
+    directory (BUILD_TIME) for the next one."""
     _check_sim(sim)
     parameters = dict(parameters or {})
     waves = _waves(waves)
@@ -191,7 +203,12 @@ def build(
             vlt.write_text(vlt_text)  # scratch: in the temporary build directory
             args.append(str(vlt))
         log.parent.mkdir(parents=True, exist_ok=True)
-        print(f"building the {sim} simulator of {toplevel} (log: {log})", file=sys.stderr, flush=True)
+        line = build_message(toplevel, sim, log, last_build(bdir, sim))
+        if announce is None:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            announce(line, log)
+        t0 = CLOCK()
         try:
             _runner(sim).build(
                 sources=sources(),
@@ -212,8 +229,56 @@ def build(
                 f"the {sim} build of {toplevel} failed ({' '.join(str(exc).split()) or type(exc).__name__}); "
                 f"its log: {log}"
             ) from exc
+        record = {"toplevel": toplevel, "sim": sim, "parameters": parameters, "seconds": CLOCK() - t0}
+        record["finished"] = time.time()  # which build is the last one
+        (tmp / BUILD_TIME).write_text(json.dumps(record) + "\n")  # scratch: in the temporary build directory
 
     return staged_build(bdir, stamp, make)
+
+
+def _read_build_time(path: Path) -> dict | None:
+    try:
+        record = json.loads(path.read_text())
+        return record if float(record["seconds"]) >= 0 else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def last_build(bdir: Path, sim: str) -> dict | None:
+    """The build to go by for a build of `bdir` on `sim`: the last one of `bdir` itself (its
+    record, "same": True), else the newest of the same top on `sim` in another configuration
+    (its sibling directories, "same": False); None when none is recorded on this machine."""
+    own = _read_build_time(Path(bdir) / BUILD_TIME)
+    if own is not None:
+        return {**own, "same": True}
+    others = [
+        r for p in sorted(Path(bdir).parent.glob(f"{sim}-*/{BUILD_TIME}")) if (r := _read_build_time(p))
+    ]
+    newest = max(others, key=lambda r: float(r.get("finished") or 0), default=None)
+    return None if newest is None else {**newest, "same": False}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under 1 s"
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def build_message(toplevel: str, sim: str, log: Path, last: dict | None) -> str:
+    """The line a build that starts says: what it builds, how long the last such build took on
+    this machine (`last`, :func:`last_build`), where its log goes."""
+    if last is None:
+        took = "no earlier build of it timed on this machine"
+    elif last["same"]:
+        took = f"its last build on this machine took {_duration(float(last['seconds']))}"
+    else:
+        took = (
+            f"the last {sim} build of it on this machine, of another configuration, took "
+            f"{_duration(float(last['seconds']))}"
+        )
+    return f"building the {sim} simulator of {toplevel} ({took}; log: {log})"
 
 
 def build_log(bdir: Path) -> Path:

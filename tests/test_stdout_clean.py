@@ -112,7 +112,7 @@ def test_a_build_writes_its_output_to_a_log_and_a_failed_one_names_it(tmp_path, 
     bdir = sim.build("sac_cell", "icarus")
     out, err = capfd.readouterr()
     log = sim.build_log(bdir)
-    assert out == "" and f"(log: {log})" in err and "ccache" not in err
+    assert out == "" and f"; log: {log})" in err and "ccache" not in err
     assert "ccache c++" in log.read_text() and (bdir / "sim").exists()
     monkeypatch.setattr(sim, "_runner", lambda _sim: FakeRunner(fail=True))
     with pytest.raises(RuntimeError, match=r"return code: 2\); its log: .*\.log"):

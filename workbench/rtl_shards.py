@@ -3,10 +3,16 @@ simulator process (tb/rtl_job.py on the bench wrapper rtl/accelerator_tb_wrapper
 loaded once per process), and the results are merged back in image order. Every image runs
 alone through the same program, so the merged results equal those of a single process.
 
-The simulator is built once (tb.sim.build, cached under build/sim/). Shards run as local
-processes, or as tasks on a Ray cluster (`address`: "local" starts a Ray instance on this
-machine, anything else is handed to ``ray.init(address=...)``; the project must be installed at
-the same path on every node, where each node builds the simulator once).
+The simulator is built once (tb.sim.build, cached under build/sim/, its log under
+build/sim/logs/ where it stays after the run). Shards run as local processes, or as tasks on a
+Ray cluster (`address`: "local" starts a Ray instance on this machine, anything else is handed
+to ``ray.init(address=...)``; the project must be installed at the same path on every node,
+where each node builds the simulator once).
+
+What the console shows (stderr): one line for the run; one line when a build really starts,
+with the time the last one took on this machine (tb.sim.build_message); then a progress bar
+whose time left is measured on the shards' finished images (workbench.eta.Lanes): none until
+the first image is done.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safeio.atomic import alive
+from workbench.eta import Lanes, about
 from workbench.process_groups import (
     StopWatch,
     end_group_when_orphaned,
@@ -71,8 +78,9 @@ def shard_bounds(n: int, jobs: int) -> list[tuple[int, int]]:
 
 
 # simulated cycles per second of the whole 8x8 top on this kind of machine (2 cores, quiet),
-# per simulator: for time estimates only (benchmarks/sim_speed.py measures them); the speed
-# falls about in proportion to the array's cells
+# per simulator (benchmarks/sim_speed.py measures them; the speed falls about in proportion to
+# the array's cells): for the shards' wall-clock limit only, a hang guard many times this
+# estimate. What the console shows is measured on the run itself (workbench.eta.Lanes).
 SPEED_8X8 = {"verilator": 180_000, "icarus": 600}
 
 
@@ -84,18 +92,10 @@ def estimate_s(prog: Program, sim: str, images: int, jobs: int) -> float:
 
 
 def build(prog: Program, sim: str, log_file: Path | None = None) -> Path:
-    from tb.sim import is_built
-
-    cfg = prog.config
-    if not is_built(TOPLEVEL, sim, cfg.hdl_parameters()):
-        print(
-            f"building the {sim} model of the {cfg.rows}x{cfg.cols} accelerator (first time "
-            f"for this configuration: a few minutes{'' if log_file is None else '; log: '}"
-            f"{log_file or ''})",
-            file=sys.stderr,
-            flush=True,
-        )
-    return _supervised_build(TOPLEVEL, sim, cfg.hdl_parameters(), log_file)
+    """The simulator of the bench wrapper for prog's array, built if need be (the build says
+    so on stderr when it really starts); its log goes to `log_file`, by default tb.sim's
+    build/sim/logs/<top>.<sim>-<digest>.log, which stays after the run."""
+    return _supervised_build(TOPLEVEL, sim, prog.config.hdl_parameters(), log_file)
 
 
 def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path | None) -> Path:
@@ -114,7 +114,9 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
             "log": str(log_file) if log_file else None,
             "build_root": str(tb_sim.BUILD),  # a caller's choice of build root
             "result": str(Path(tmp) / "result.json"),
+            "started": str(Path(tmp) / "started.json"),  # written when a build really starts
         }
+        started = _Started(Path(spec["started"]))
         (Path(tmp) / "spec.json").write_text(json.dumps(spec))  # scratch: in a temporary directory
         with open(Path(tmp) / "worker.log", "wb") as wlog:  # log: the build worker's output
             proc = subprocess.Popen(
@@ -125,9 +127,10 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
                 start_new_session=True,
             )
         try:
-            code = _wait_unless_stopped(proc, f"the {sim} build of {toplevel}")
+            code = _wait_unless_stopped(proc, f"the {sim} build of {toplevel}", started.check)
         finally:
             kill_group(proc)  # whatever is left of the group: make, g++, ...
+        started.check()
         result = Path(spec["result"])
         done = json.loads(result.read_text()) if result.exists() else {}
         if code == 0 and "bdir" in done:
@@ -139,21 +142,43 @@ def _supervised_build(toplevel: str, sim: str, parameters: dict, log_file: Path 
         else:  # the child failed before it could say why: its last line
             tail = _log_text(Path(tmp) / "worker.log").strip().splitlines()
             why = tail[-1] if tail else f"the build process exited with status {code}"
+        log = log_file or started.log
         raise ShardError(
             f"building the {sim} simulator of {toplevel} failed ({why})",
-            _log_text(log_file) if log_file else "",
+            _log_text(log) if log else "",
         )
 
 
-def _wait_unless_stopped(proc: subprocess.Popen, what: str) -> int:
+class _Started:
+    """The build child's word that a build really started (tb.sim.build's `announce`): its
+    line is said on this process's stderr, once, as soon as it comes."""
+
+    def __init__(self, path: Path):
+        self.path, self.log = path, None
+
+    def check(self) -> None:
+        if self.log is not None or not self.path.exists():
+            return
+        try:
+            said = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return
+        self.log = Path(said["log"])
+        print(said["line"], file=sys.stderr, flush=True)
+
+
+def _wait_unless_stopped(proc: subprocess.Popen, what: str, every=None) -> int:
     """proc's exit status; raises ShardError when a process of its group stays stopped (state
-    T, e.g. SIGSTOP) for STOPPED_GRACE_S: a stopped compiler would otherwise hang the job."""
+    T, e.g. SIGSTOP) for STOPPED_GRACE_S: a stopped compiler would otherwise hang the job.
+    `every()` is called at every poll."""
     stop = StopWatch(proc.pid, STOPPED_GRACE_S)
     while True:
         try:
             return proc.wait(timeout=POLL_S)
         except subprocess.TimeoutExpired:
             pass
+        if every is not None:
+            every()
         if stop.too_long():
             raise ShardError(
                 f"{what} is stopped (SIGSTOP?) and did not continue within {STOPPED_GRACE_S:.0f} s"
@@ -167,6 +192,12 @@ def _build_worker(spec_path: str) -> int:
     from tb import sim as tb_sim
 
     tb_sim.BUILD = Path(spec["build_root"])
+
+    def announce(line: str, log: Path) -> None:  # to the supervising process, which says it
+        tmp = Path(spec["started"] + ".tmp")
+        tmp.write_text(json.dumps({"line": line, "log": str(log)}))  # scratch: in the build's temp dir
+        os.replace(tmp, spec["started"])
+
     try:
         bdir = tb_sim.build(
             spec["toplevel"],
@@ -174,6 +205,7 @@ def _build_worker(spec_path: str) -> int:
             spec["parameters"],
             waves=False,
             log_file=Path(spec["log"]) if spec["log"] else None,
+            announce=announce,
         )
         done, code = {"bdir": str(bdir)}, 0
     except (SystemExit, Exception) as exc:  # the runner exits on a failed tool run
@@ -372,7 +404,7 @@ class ShardProcess:
         self._scratch.cleanup()
 
 
-def supervise(shards: list, bar=None, total: int | None = None) -> list[dict]:
+def supervise(shards: list, bar: Progress | None = None) -> list[dict]:
     """Waits for every ShardProcess; returns their results in order. Whatever ends the wait
     (a failed shard, Ctrl-C, SIGTERM) ends every shard's processes first."""
     try:
@@ -380,10 +412,8 @@ def supervise(shards: list, bar=None, total: int | None = None) -> list[dict]:
         while pending:
             time.sleep(POLL_S)
             pending = [sh for sh in pending if not sh.poll()]
-            done = round(sum(_progress_of(sh.workdir) for sh in shards), 2)
-            if bar is not None and done != bar.n:
-                bar.n = done
-                bar.refresh()
+            if bar is not None:
+                bar.show([_progress_of(sh.workdir) for sh in shards])
         return [sh.result() for sh in shards]
     finally:
         for sh in shards:
@@ -443,14 +473,6 @@ def _worker(spec_path: str) -> int:
     return 1
 
 
-def _duration(s: float) -> str:
-    if s < 90:
-        return f"{max(1, round(s))} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
-
-
 def _progress_of(workdir: Path) -> float:
     """Images a shard has done, with the fraction of the image it is in."""
     try:
@@ -465,13 +487,17 @@ def run_local(
     sim: str,
     jobs: int,
     workdir: Path,
-    bar=None,
+    bar: Progress | None = None,
     timeout_s: float | None = None,
+    bdir: Path | None = None,
 ) -> list[dict]:
     """Shards as local simulator processes, all at once (min(jobs, images) of them),
-    supervised together."""
+    supervised together, on the simulator in `bdir` (built here when None)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    bdir = build(prog, sim, workdir / "build.log")
+    if bdir is None:
+        bdir = build(prog, sim)
+    if bar is not None:
+        bar.start()
     shards = []
     try:
         for k, (lo, hi) in enumerate(shard_bounds(len(images), jobs)):
@@ -493,8 +519,7 @@ def run_local(
         raise
     results = supervise(shards, bar)
     if bar is not None:
-        bar.n = len(images)
-        bar.refresh()
+        bar.show([hi - lo for lo, hi in shard_bounds(len(images), jobs)])
     return results
 
 
@@ -505,7 +530,7 @@ def _ray_shard(
     runs it supervised in a temporary directory there, returns the results."""
     remove_stale_scratch()  # of this node's earlier runs, killed
     with scratch_dir() as tmp:
-        bdir = build(prog, sim, Path(tmp) / "build.log")
+        bdir = build(prog, sim)  # its log in that node's build/sim/logs/
         return run_shard(prog, images, sim, bdir, Path(tmp) / "run", label, timeout_s)
 
 
@@ -535,7 +560,7 @@ def run_ray(
     jobs: int,
     address: str,
     workdir: Path,
-    bar=None,
+    bar: Progress | None = None,
     timeout_s: float | None = None,
 ) -> tuple[list[dict], float]:
     """Shards as Ray tasks (one CPU each) on the cluster at `address` ("local": a Ray
@@ -549,8 +574,8 @@ def run_ray(
         raise ShardError(f"--address needs Ray (pip package ray[tune]): {exc}") from None
     from workbench.ray_session import ClusterLost, RaySession
 
+    # the simulator is built on this machine by run(), before; other nodes build their own
     workdir.mkdir(parents=True, exist_ok=True)
-    build(prog, sim, workdir / "build.log")  # once here; other nodes build their own
     if ray.is_initialized():  # the caller's own Ray: used as it is
         return _ray_tasks(ray, prog, images, sim, jobs, bar, timeout_s), 0.0
     where = "local Ray" if address == "local" else f"the Ray cluster at {address}"
@@ -604,14 +629,16 @@ def _ray_tasks(
     ]
     # each result as it comes: a failed shard ends the job at once (an interruption or a
     # failure needs no cancelling: the tasks of a driver that disconnects are ended)
+    if bar is not None:
+        bar.start()
     results, pending = {}, list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1, timeout=WAIT_S)
         for ref in ready:
             k = refs.index(ref)
             results[k] = _shard_result(ray, ref, labels[k])
-            if bar is not None:
-                bar.update(bounds[k][1] - bounds[k][0])
+        if bar is not None:  # whole shards: their images are done when the task is
+            bar.show([hi - lo if k in results else 0 for k, (lo, hi) in enumerate(bounds)])
     return [results[k] for k in range(len(refs))]
 
 
@@ -633,6 +660,51 @@ def _shard_result(ray, ref, label: str) -> dict:
             f"{SHARD_RETRIES} retries spent): {first[0] if first else ''}",
             str(exc),
         ) from None
+
+
+class Progress:
+    """The RTL progress bar (stderr): images done, a fraction for the ones running, and the
+    time left measured on the shards' finished images (workbench.eta.Lanes): no estimate
+    until the first image is done, whatever the simulator or a build took before."""
+
+    WAITING = "time left: after the first image"
+
+    def __init__(self, sizes: list[int], desc: str, enabled: bool = True, clock=time.perf_counter):
+        from tqdm import tqdm
+
+        self.sizes, self.clock = list(sizes), clock
+        self.lanes = Lanes(self.sizes, clock())
+        self.bar = tqdm(
+            total=sum(self.sizes),
+            desc=desc,
+            unit="image",
+            disable=not enabled,
+            leave=False,
+            file=_CurrentStderr(),
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
+            postfix=self.WAITING,
+        )
+
+    def start(self) -> None:
+        """The shards start now: their time per image is measured from here."""
+        self.lanes = Lanes(self.sizes, self.clock())
+
+    def postfix(self) -> str:
+        left = self.lanes.left_s(self.clock())
+        if left is None:
+            return self.WAITING
+        return "" if self.lanes.finished() >= sum(self.sizes) else f"{about(left)} left"
+
+    def show(self, done: list[float]) -> None:
+        """`done[i]`: the images shard i has done (a fraction for the one it is in)."""
+        self.lanes.update(self.clock(), done)
+        n = round(sum(min(d, s) for d, s in zip(done, self.sizes, strict=True)), 2)
+        self.bar.n = int(n) if n == int(n) else n  # "2/4", not "2.0/4"
+        self.bar.set_postfix_str(self.postfix(), refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 class _CurrentStderr:
@@ -663,32 +735,27 @@ def run(
     per shard {images, load_s, job_s, sim_s, process_s, ...}, "wall_s": the whole run with
     process start-ups and the build check, "jobs": shards run, "connect_s": of wall_s, the
     time to reach (or start) the Ray cluster}."""
-    from tqdm import tqdm
-
     remove_stale_scratch()  # of earlier runs, killed (SIGKILL) on this machine
     n_shards = min(jobs, len(images))
     if progress:
-        est = estimate_s(prog, sim, len(images), n_shards)
         print(
             f"RTL: {len(images)} image(s) of ~{prog.cycles_per_image():,} cycles each on {sim}"
-            f" in {n_shards} job(s): about {_duration(est)} once the simulator runs",
+            f" in {n_shards} job(s)",
             file=sys.stderr,
             flush=True,
         )
-    bar = tqdm(
-        total=len(images),
-        desc=f"RTL ({sim}, {n_shards} job{'s' * (n_shards > 1)})",
-        unit="image",
-        disable=not progress,
-        leave=False,
-        file=_CurrentStderr(),
-    )
     t0, connect_s = time.perf_counter(), 0.0
+    bdir = build(prog, sim)  # here, before the bar: a build says so on its own line
+    bar = Progress(
+        [hi - lo for lo, hi in shard_bounds(len(images), jobs)],
+        f"RTL ({sim}, {n_shards} job{'s' * (n_shards > 1)})",
+        progress,
+    )
     try:
         if address:
             shards, connect_s = run_ray(prog, images, sim, jobs, address, workdir, bar, timeout_s)
         else:
-            shards = run_local(prog, images, sim, jobs, workdir, bar, timeout_s)
+            shards = run_local(prog, images, sim, jobs, workdir, bar, timeout_s, bdir)
     finally:
         bar.close()
     wall = time.perf_counter() - t0

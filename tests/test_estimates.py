@@ -1,0 +1,199 @@
+"""What the console says about time: no estimate before the first unit (an image, an epoch) has
+finished, then the measured time per unit x the units left (workbench/eta.py, on made-up
+clocks: nothing here sleeps or times a real run); a build says so only when it really starts,
+with the time the last one took (tb/sim.py's record in the build directory); the build log the
+compare job prints is under build/ and stays after a successful run."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from workbench.eta import Lanes, SearchPhases, about, duration, work_left_s
+
+
+class Clock:
+    def __init__(self, t: float = 0.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_durations_for_a_person():
+    assert [duration(s) for s in (0.3, 1.4, 45, 89.6, 600, 5399, 7200)] == [
+        "under 1 s",
+        "1 s",
+        "45 s",
+        "90 s",
+        "10 min",
+        "90 min",
+        "2.0 h",
+    ]
+    assert about(0.2) == "under 1 s" and about(120) == "~2 min"
+
+
+# -- the RTL images: lanes (shards) running at once ---------------------------------------------
+def test_no_estimate_before_the_first_image_has_finished():
+    lanes = Lanes([4], start=100.0)
+    assert lanes.left_s(100.0) is None
+    lanes.update(150.0, [0.99])  # nearly done with the first image: still nothing finished
+    assert lanes.left_s(150.0) is None and lanes.finished() == 0
+
+
+def test_the_estimate_is_the_first_image_measured_times_the_images_left():
+    lanes = Lanes([4], start=100.0)  # the simulator started at 100 (after any build)
+    lanes.update(142.0, [1.0])  # the first image took 42 s
+    assert lanes.per_unit(0) == 42.0
+    assert lanes.left_s(142.0) == 3 * 42.0
+    assert lanes.left_s(152.0) == 3 * 42.0 - 10  # counting down until the next image
+    lanes.update(172.0, [2.0])  # the second took 30 s: the later images' own mean
+    assert lanes.per_unit(0) == 30.0 and lanes.left_s(172.0) == 2 * 30.0
+    lanes.update(300.0, [4.0])
+    assert lanes.left_s(300.0) == 0.0
+
+
+def test_lanes_run_at_once_and_the_slowest_decides():
+    lanes = Lanes([2, 2, 1], start=0.0)
+    lanes.update(10.0, [1.0, 0.5, 0.2])  # lane 0 measured (10 s per image), the others not yet
+    # lanes 1 and 2 are taken to be as slow as the slowest measured: 2 and 1 images from 0
+    assert lanes.left_s(10.0) == max(10.0 * 1, 10.0 * 2 - 10, 10.0 * 1 - 10)
+    lanes.update(40.0, [1.0, 1.0, 0.9])  # lane 1: 40 s per image
+    assert lanes.left_s(40.0) == max(10.0 * 1 - 30, 40.0 * 1, 40.0 * 1 - 40)
+
+
+def test_several_images_finished_between_two_looks():
+    lanes = Lanes([6], start=0.0)
+    lanes.update(20.0, [2.0])  # two images in 20 s, seen at once
+    assert lanes.per_unit(0) == 10.0 and lanes.left_s(20.0) == 40.0
+    lanes.update(26.0, [4.0])  # then two more in 6 s
+    assert lanes.per_unit(0) == 3.0 and lanes.left_s(26.0) == 6.0
+
+
+def test_the_rtl_bar_measures_from_the_shards_start_not_from_the_build(monkeypatch):
+    from workbench.rtl_shards import Progress
+
+    clock = Clock(0.0)
+    bar = Progress([2, 2], "RTL (icarus, 2 jobs)", enabled=False, clock=clock)
+    clock.t = 600.0  # a 10-minute build
+    assert bar.postfix() == Progress.WAITING
+    bar.start()
+    clock.t = 640.0
+    bar.show([0.5, 0.7])
+    assert bar.postfix() == Progress.WAITING  # nothing finished: no time left shown
+    clock.t = 650.0
+    bar.show([1.0, 0.9])  # 50 s for the first image, not 650
+    assert bar.postfix() == f"~{duration(50.0)} left"
+    bar.show([2.0, 2.0])
+    assert bar.postfix() == "" and bar.bar.n == 4
+    bar.close()
+
+
+# -- the search: epochs of two phases ----------------------------------------------------------
+def test_work_left_is_the_measured_mean_times_the_units_left():
+    assert work_left_s([], 10, 2) is None
+    assert work_left_s([30.0, 50.0], 10, 2) == 40.0 * 10 / 2
+    assert work_left_s([30.0], 0, 1) == 0.0
+
+
+def test_search_phases_say_nothing_before_their_first_epoch():
+    ph = SearchPhases(super_epochs=3 * 20, trial_epochs=20, trainings=9, parallel=2)
+    assert ph.left_s() == {} and ph.line() == ""
+    ph.super_epoch(12.0)
+    ph.super_epoch(18.0)
+    # 58 epochs left at 15 s, two trials at a time
+    assert ph.left_s() == {SearchPhases.SUPER: 58 * 15.0 / 2}
+    assert ph.line() == f"left: super networks ~{duration(58 * 15.0 / 2)}"
+    # a final training's epochs are measured, but its length is known once one has finished
+    for _ in range(4):
+        ph.final_epoch("a", 5.0)
+    assert SearchPhases.FINAL not in ph.left_s()
+    ph.training_done("a")  # 4 epochs: 8 trainings of 4 epochs left at 5 s
+    assert ph.left_s()[SearchPhases.FINAL] == 8 * 4 * 5.0 / 2
+    ph.final_epoch("b", 7.0)  # one running, one epoch in: its 3 left at its own 7 s
+    mean = (4 * 5.0 + 7.0) / 5  # ... and 7 waiting at the mean of all
+    assert ph.left_s()[SearchPhases.FINAL] == pytest.approx((3 * 7.0 + 7 * 4 * mean) / 2)
+
+
+def test_the_last_trial_has_no_parallel_help():
+    ph = SearchPhases(super_epochs=2 * 10, trial_epochs=10, trainings=0, parallel=4)
+    for _ in range(15):
+        ph.super_epoch(2.0)
+    assert ph.left_s() == {SearchPhases.SUPER: 5 * 2.0}  # one trial left: one at a time
+
+
+# -- builds: said when they start, timed, their logs kept ----------------------------------------
+class FakeRunner:
+    """Stands in for cocotb's runner: a build that writes its log and takes `seconds` of the
+    fake clock."""
+
+    def __init__(self, clock: Clock, seconds: float):
+        self.clock, self.seconds = clock, seconds
+
+    def build(self, log_file, build_dir, **kwargs):
+        Path(log_file).write_text("built\n")
+        (Path(build_dir) / "sim").write_text("built")
+        self.clock.t += self.seconds
+
+
+def test_a_build_says_so_only_when_it_starts_with_the_last_builds_time(tmp_path, monkeypatch, capfd):
+    from tb import sim
+
+    clock = Clock(1000.0)
+    monkeypatch.setattr(sim, "BUILD", tmp_path / "sim")
+    monkeypatch.setattr(sim, "CLOCK", clock)
+    monkeypatch.setattr(sim, "_runner", lambda _sim: FakeRunner(clock, 42.0))
+    bdir = sim.build("sac_cell", "icarus", {"X": 1})
+    err = capfd.readouterr().err
+    assert "building the icarus simulator of sac_cell (no earlier build of it timed" in err
+    record = json.loads((bdir / sim.BUILD_TIME).read_text())
+    assert record["seconds"] == 42.0 and record["parameters"] == {"X": 1}
+    assert sim.last_build(bdir, "icarus")["seconds"] == 42.0  # read back
+
+    sim.build("sac_cell", "icarus", {"X": 1})  # complete and current: no build, no line
+    assert capfd.readouterr().err == ""
+
+    (bdir / ".build-complete").write_text("older sources")  # this configuration again
+    sim.build("sac_cell", "icarus", {"X": 1})
+    assert "(its last build on this machine took 42 s; log: " in capfd.readouterr().err
+
+    monkeypatch.setattr(sim, "_runner", lambda _sim: FakeRunner(clock, 300.0))
+    other = sim.build("sac_cell", "icarus", {"X": 2})  # another configuration: the newest other
+    assert "the last icarus build of it on this machine, of another configuration, took 42 s" in (
+        capfd.readouterr().err
+    )
+    assert sim.last_build(other, "icarus")["seconds"] == 300.0
+    assert sim.last_build(tmp_path / "sim" / "sac_cell" / "verilator-x", "verilator") is None
+
+
+def test_an_unreadable_record_is_no_record(tmp_path):
+    from tb import sim
+
+    bdir = tmp_path / "top" / "icarus-abc"
+    bdir.mkdir(parents=True)
+    (bdir / sim.BUILD_TIME).write_text("{not json")
+    assert sim.last_build(bdir, "icarus") is None
+    msg = sim.build_message("top", "icarus", Path("/x.log"), None)
+    assert (
+        msg
+        == "building the icarus simulator of top (no earlier build of it timed on this machine; log: /x.log)"
+    )
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="no iverilog (make setup installs it)")
+def test_the_compare_jobs_build_prints_a_log_path_that_stays(tmp_path, monkeypatch, capfd):
+    """The compare job's build runs in a child process: its line comes through once, when the
+    build starts, naming a log under the build root that is there after the build."""
+    from tb import sim
+    from workbench import rtl_shards
+
+    monkeypatch.setattr(sim, "BUILD", tmp_path / "build" / "sim")
+    bdir = rtl_shards._supervised_build("sac_cell", "icarus", {}, None)
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("building the icarus simulator of sac_cell (")
+    log = Path(lines[0].split("log: ")[1].rstrip(")"))
+    assert log.is_file() and log.is_relative_to(tmp_path / "build" / "sim" / "logs")
+    assert (bdir / sim.BUILD_TIME).is_file()
+    assert rtl_shards._supervised_build("sac_cell", "icarus", {}, None) == bdir
+    assert capfd.readouterr().err == ""  # built: nothing said

@@ -7,6 +7,7 @@ compare job prints is under build/ and stays after a successful run."""
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -121,6 +122,45 @@ def test_the_last_trial_has_no_parallel_help():
     for _ in range(15):
         ph.super_epoch(2.0)
     assert ph.left_s() == {SearchPhases.SUPER: 5 * 2.0}  # one trial left: one at a time
+
+
+def test_the_search_progress_lines_end_with_the_time_left(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("ray.tune")
+    from workbench.search import ray_backend
+    from workbench.search.trial import TrialConfig
+
+    clock = Clock(0.0)
+    monkeypatch.setattr(ray_backend, "time", SimpleNamespace(perf_counter=clock))
+    opts = SimpleNamespace(cpus=1, cost="cycles", out=str(tmp_path))
+    cfg = TrialConfig(
+        "sac", "cycles", 1000, 1.0, 0, epochs=2, final_seeds=2, out=str(tmp_path / "t"), name="t"
+    )
+    progress = ray_backend.Progress(opts, 1, 0.0, [cfg])
+    trial = SimpleNamespace(config={"name": "t", "kind": "trial", "trial": {"epochs": 2}})
+
+    def result(**kw):
+        progress.on_trial_result(0, [], trial, {"final": False, "val_accuracy": 0.5, **kw})
+        return capsys.readouterr().out.strip()
+
+    epoch = {"phase": "search", "cost": 900.0, "arch": "c8"}
+    assert result(epoch=1, seconds=30.0, **epoch).endswith("; left: super networks ~30 s")
+    final = {"phase": "final", "desc": "float twin", "epochs": 2}
+    clock.t = 100.0
+    line = result(epoch=1, seconds=10.0, training=0, **final)
+    assert "final trainings" not in line  # no training finished yet: its length is unknown
+    clock.t = 112.0
+    result(epoch=2, seconds=22.0, training=0, **final)
+    clock.t = 150.0  # (a trial's final-training lines come every FINAL_LINE_S at most)
+    line = result(epoch=1, seconds=8.0, training=1, **final)  # the first training is done
+    # its one epoch left at its own 8 s (the first training: 10 and 12 s per epoch)
+    assert line.endswith("; left: super networks ~30 s, final trainings ~8 s")
+
+
+def test_a_rerun_is_said_to_resume():
+    from workbench.search.driver import resume_line
+
+    line = resume_line(Path("out/search/x"))
+    assert line.startswith("[search]") and "the same command resumes" in line and "out/search/x" in line
 
 
 # -- builds: said when they start, timed, their logs kept ----------------------------------------

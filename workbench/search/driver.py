@@ -144,6 +144,17 @@ def _final_words(opts: SearchOptions, signum: int | None, lost: str | None, join
     return f"sacbench search: error: {lost_line(opts, lost)}", 3
 
 
+def resume_line(out: Path) -> str:
+    """What a stopped search keeps (results.py reads back what has finished; trial.py and the
+    final trainings resume from their checkpoints), and when the time left shows."""
+    return (
+        f"[search] if it stops, the same command resumes from what has finished in {out}: "
+        f"finished trials and trainings are read back, an unfinished final training continues "
+        f"after its last epoch, an unfinished super network starts again; the time left of "
+        f"each phase shows once its first epoch has finished"
+    )
+
+
 def _run_search(opts: SearchOptions) -> dict:
     configs = opts.trial_configs()
     check_finished(configs)
@@ -174,6 +185,7 @@ def _run_search(opts: SearchOptions) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
         print(f"{done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", file=sys.stderr, flush=True)
+        print(resume_line(out), file=sys.stderr, flush=True)
     try:
         errors = _run_trials(opts, todo + todo_jobs, configs, t0, ray_tmp) if todo or todo_jobs else []
     except BaseException as exc:

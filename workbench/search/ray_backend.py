@@ -15,9 +15,12 @@ from pathlib import Path
 from ray.tune import Callback
 
 from safeio import write_text_atomic
+from workbench.eta import SearchPhases, about
 from workbench.ray_session import ClusterLost, RaySession
 from workbench.search.errors import SearchError, TrialFailed
 from workbench.search.evaluation import FinalJob, read_final, run_final
+from workbench.search.families import IntegerFamily
+from workbench.search.families import family as get_family
 from workbench.search.options import SearchOptions, _parallel, check_address
 from workbench.search.results import lost_line, read_result, settings_differ, write_pareto
 from workbench.search.trial import TrialConfig, run_trial
@@ -171,14 +174,74 @@ def trial_resources(opts: SearchOptions, threads: int, trials: int) -> dict:
 FINAL_LINE_S = 30.0
 
 
+def search_phases(opts: SearchOptions, todo: list) -> SearchPhases:
+    """The time left of the phases of the unfinished work `todo` (TrialConfig and FinalJob):
+    the super networks' epochs (none for a trial whose super network is checkpointed, done),
+    and the final trainings (each trial's seeds, or its one fabric training, and the jobs)."""
+    trials = [c for c in todo if isinstance(c, TrialConfig)]
+    return SearchPhases(
+        super_epochs=sum(c.epochs for c in trials if not _supernet_done(c)),
+        trial_epochs=max((c.epochs for c in trials), default=1),
+        trainings=sum(_trainings(c) for c in trials) + len(todo) - len(trials),
+        parallel=_parallel(opts),
+    )
+
+
+def _supernet_done(cfg: TrialConfig) -> bool:
+    return (Path(cfg.out) / "checkpoint" / "supernet.pt").exists()  # trial.py's checkpoint
+
+
+def _trainings(cfg: TrialConfig) -> int:
+    """The final trainings of a trial: its seeds (integer families), or the fabric's one."""
+    return cfg.final_seeds if isinstance(get_family(cfg.family), IntegerFamily) else 1
+
+
 class Progress(Callback):
     """A Ray Tune callback: one line per trial epoch and per finished trial or training, and
-    pareto.json after every finished one (so an interrupted search keeps what is done)."""
+    pareto.json after every finished one (so an interrupted search keeps what is done). The
+    epoch lines end with the time left of each phase, measured on the epochs so far
+    (workbench.eta.SearchPhases): none before the first epoch of a phase has finished."""
 
-    def __init__(self, opts, total, t0):
+    def __init__(self, opts, total, t0, todo: list | tuple = ()):
         self.opts, self.total, self.t0, self.finished = opts, total, t0, 0
         self.started, self.durations = {}, []  # trial name -> start; seconds
         self.last_line = {}  # trial name -> time of its last line
+        self.phases = search_phases(opts, list(todo))
+        self.trainings = {c.name: _trainings(c) for c in todo if isinstance(c, TrialConfig)}
+        self.training = {}  # trial name -> (its final training's key, time of its last epoch)
+        self.trainings_closed = {}  # trial name -> its final trainings finished
+
+    def _final_epoch(self, name: str, result: dict) -> None:
+        """An epoch of a final training: of the trial's k-th one (result "training", from
+        trial.py) or of a baseline's job; the one before it in the trial has finished."""
+        now = time.perf_counter()
+        key = (name, result.get("training", 0))
+        before = self.training.get(name)
+        if before is not None and before[0] != key:
+            self._close_training(name)
+            before = None
+        # the epoch's time: since the training's last epoch, or the first epoch's own
+        seconds = now - before[1] if before else (result.get("seconds") if result["epoch"] == 1 else None)
+        self.phases.final_epoch(key, seconds)
+        self.training[name] = (key, now)
+
+    def _close_training(self, name: str) -> None:
+        key, _ = self.training.pop(name)
+        self.phases.training_done(key)
+        self.trainings_closed[name] = self.trainings_closed.get(name, 0) + 1
+
+    def _trial_over(self, name: str) -> None:
+        """Its final trainings are over: those it read back (trained before) count as done."""
+        if name in self.training:
+            self._close_training(name)
+        expected = self.trainings.get(name, 1)  # a baseline's job: one
+        for k in range(self.trainings_closed.get(name, 0), expected):
+            self.phases.training_done((name, k))
+        self.trainings_closed[name] = expected
+
+    def _left(self) -> str:
+        line = self.phases.line()
+        return f"; {line}" if line else ""
 
     def on_trial_start(self, iteration, trials, trial, **info):
         # a trial started again after a lost worker keeps its first start
@@ -190,6 +253,7 @@ class Progress(Callback):
         if result.get("final"):
             return
         if result.get("phase") == "final":
+            self._final_epoch(name, result)
             # at most one line per trial every FINAL_LINE_S (digits: 160 short epochs),
             # and the last epoch of each phase
             now = time.perf_counter()
@@ -199,21 +263,23 @@ class Progress(Callback):
             print(
                 f"[search {elapsed:6.0f} s] {name}: final training, {result['desc']} "
                 f"epoch {result['epoch']}/{result['epochs']}, val "
-                f"{100 * result['val_accuracy']:.1f}%",
+                f"{100 * result['val_accuracy']:.1f}%{self._left()}",
                 flush=True,
             )
             return
+        self.phases.super_epoch(result["seconds"])  # the epoch's measured time (trial.py)
         epochs = trial.config["trial"].get("epochs")  # a search trial's
         print(
             f"[search {elapsed:6.0f} s] {name}: epoch {result['epoch']}/{epochs}, "
             f"val {100 * result['val_accuracy']:.1f}%, {self.opts.cost} "
-            f"{result['cost']:,.4g}, {result['arch']}",
+            f"{result['cost']:,.4g}, {result['arch']}{self._left()}",
             flush=True,
         )
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self.finished += 1
         name = trial.config["name"]
+        self._trial_over(name)
         error = (trial.last_result or {}).get("error")
         if error:  # the trial's own exception (_trainable)
             self.started.pop(name, None)
@@ -242,8 +308,7 @@ class Progress(Callback):
                 f" {res['arch_text']}; val {100 * res['accuracy']['val']:.2f}% (mean "
                 f"of {len(res.get('finals')) or 1} seed(s)), {self.opts.cost} "
                 f"{res['costs'].get(self.opts.cost):,.4g} "
-                f"({res['budget_ratio']:.2f}x its budget)"
-                + (f"; about {eta / 60:.1f} min left" if left else ""),
+                f"({res['budget_ratio']:.2f}x its budget)" + (f"; {about(eta)} left in all" if left else ""),
                 flush=True,
             )
         write_pareto(self.opts)
@@ -276,6 +341,7 @@ class Progress(Callback):
     def on_trial_error(self, iteration, trials, trial, **info):
         self.finished += 1
         self.started.pop(trial.config["name"], None)
+        self._trial_over(trial.config["name"])
         print(f"[search] {trial.config['name']} FAILED (see {self.opts.out}/ray for its log)", flush=True)
 
 
@@ -308,7 +374,7 @@ def fit(opts: SearchOptions, todo: list, configs: list, t0: float) -> list:
             name="tune",
             storage_path=str((out / "ray").resolve()),
             verbose=0,
-            callbacks=[Progress(opts, len(todo), t0)],
+            callbacks=[Progress(opts, len(todo), t0, todo)],
             failure_config=tune.FailureConfig(max_failures=MAX_NODE_LOSSES),
         ),
     )

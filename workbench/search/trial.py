@@ -431,7 +431,8 @@ def _final_trainings(cfg: TrialConfig, arch, progress) -> dict:
     finals = []
     for k in range(cfg.final_seeds):
         job = model_job(cfg, arch, k, models_root(cfg))
-        res = run_final(job, on_epoch_end=progress)
+        # each epoch says which of the trial's trainings it is (the search's time left)
+        res = run_final(job, on_epoch_end=lambda entry, k=k: progress({**entry, "training": k}))
         finals.append(
             {
                 "seed": k,

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from safeio.build import STAMP, staged_build
+from safeio.build import staged_build
 
 ROOT = Path(__file__).resolve().parents[1]
 RTL = ROOT / "rtl"
@@ -320,12 +320,6 @@ def _version(dist: str) -> str:
         return version(dist)
     except PackageNotFoundError:
         return ""
-
-
-def is_built(toplevel: str, sim: str, parameters: dict) -> bool:
-    """Whether the plain build (no waves, one thread, no coverage) of this configuration is
-    complete and current (a later :func:`build` would reuse it)."""
-    return (build_dir(toplevel, sim, parameters) / STAMP).exists()
 
 
 def test(

@@ -258,7 +258,9 @@ def last_build(bdir: Path, sim: str) -> dict | None:
     return None if newest is None else {**newest, "same": False}
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """`seconds` for a person: "under 1 s", "45 s", "12 min", "1.5 h" (the project's one such
+    formatter: workbench.eta and the build lines use it)."""
     if seconds < 1:
         return "under 1 s"
     if seconds < 90:
@@ -272,11 +274,11 @@ def build_message(toplevel: str, sim: str, log: Path, last: dict | None) -> str:
     if last is None:
         took = "no earlier build of it timed on this machine"
     elif last["same"]:
-        took = f"its last build on this machine took {_duration(float(last['seconds']))}"
+        took = f"its last build on this machine took {duration(float(last['seconds']))}"
     else:
         took = (
             f"the last {sim} build of it on this machine, of another configuration, took "
-            f"{_duration(float(last['seconds']))}"
+            f"{duration(float(last['seconds']))}"
         )
     return f"building the {sim} simulator of {toplevel} ({took}; log: {log})"
 

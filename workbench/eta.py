@@ -3,23 +3,15 @@ workbench/rtl_shards.py) and a search's epochs (workbench/search/ray_backend.py)
 
 No estimate comes from a constant speed, and none exists before the first unit (an image, an
 epoch) has finished: until then the callers say nothing about the time left. The clock is the
-caller's (`now` arguments), so that the estimates are tested with made-up times.
+caller's (`now` arguments), so that the estimates are tested with made-up times. A time for a
+person is written by tb.sim's `duration` (also the build lines'), imported here.
 """
 
 from __future__ import annotations
 
 import math
 
-
-def duration(seconds: float) -> str:
-    """`seconds` for a person: "under 1 s", "45 s", "12 min", "1.5 h"."""
-    if seconds < 1:
-        return "under 1 s"
-    if seconds < 90:
-        return f"{max(1, round(seconds))} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+from tb.sim import duration
 
 
 def about(seconds: float) -> str:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from workbench.eta import Lanes, SearchPhases, about, duration, work_left_s
+from workbench.eta import Lanes, SearchPhases, about, duration
 
 
 class Clock:
@@ -91,37 +91,118 @@ def test_the_rtl_bar_measures_from_the_shards_start_not_from_the_build(monkeypat
     bar.close()
 
 
-# -- the search: epochs of two phases ----------------------------------------------------------
-def test_work_left_is_the_measured_mean_times_the_units_left():
-    assert work_left_s([], 10, 2) is None
-    assert work_left_s([30.0, 50.0], 10, 2) == 40.0 * 10 / 2
-    assert work_left_s([30.0], 0, 1) == 0.0
-
-
+# -- the search: lanes (Ray Tune trials) of two phases -----------------------------------------
 def test_search_phases_say_nothing_before_their_first_epoch():
-    ph = SearchPhases(super_epochs=3 * 20, trial_epochs=20, trainings=9, parallel=2)
-    assert ph.left_s() == {} and ph.line() == ""
-    ph.super_epoch(12.0)
-    ph.super_epoch(18.0)
-    # 58 epochs left at 15 s, two trials at a time
+    lanes = {f"t{i}": (20, 3) for i in range(3)}  # 3 trials: 20 super epochs, then 3 seeds each
+    ph = SearchPhases(lanes, parallel=2)
+    assert ph.left_s() == {} and ph.line() == "" and ph.total_s() is None
+    ph.super_epoch("t0", 12.0)
+    ph.super_epoch("t1", 18.0)
+    # 19 + 19 + 20 epochs left at 15 s, two trials at a time
     assert ph.left_s() == {SearchPhases.SUPER: 58 * 15.0 / 2}
     assert ph.line() == f"left: super networks ~{duration(58 * 15.0 / 2)}"
+    assert ph.total_s() is None  # the final trainings' length is not known yet
     # a final training's epochs are measured, but its length is known once one has finished
     for _ in range(4):
-        ph.final_epoch("a", 5.0)
+        ph.final_epoch("t0", 0, 5.0)  # t0's super network is over (its final trainings began)
     assert SearchPhases.FINAL not in ph.left_s()
-    ph.training_done("a")  # 4 epochs: 8 trainings of 4 epochs left at 5 s
-    assert ph.left_s()[SearchPhases.FINAL] == 8 * 4 * 5.0 / 2
-    ph.final_epoch("b", 7.0)  # one running, one epoch in: its 3 left at its own 7 s
-    mean = (4 * 5.0 + 7.0) / 5  # ... and 7 waiting at the mean of all
-    assert ph.left_s()[SearchPhases.FINAL] == pytest.approx((3 * 7.0 + 7 * 4 * mean) / 2)
+    ph.final_epoch("t0", 1, 7.0)  # t0's first training is done (4 epochs); its second at 7 s
+    # 19 + 20 epochs left in two trials: the longer one (20 epochs) decides
+    assert ph.left_s()[SearchPhases.SUPER] == max(20 * 15.0, (19 + 20) * 15.0 / 2) == 300.0
+    mean = (4 * 5.0 + 7.0) / 5
+    t0 = 3 * 7.0 + 1 * 4 * mean  # its running training's 3 epochs at its own 7 s, one more to come
+    t1 = t2 = 3 * 4 * mean
+    assert ph.left_s()[SearchPhases.FINAL] == pytest.approx((t0 + t1 + t2) / 2)
+    lanes = [t0, t1 + 19 * 15.0, t2 + 20 * 15.0]  # each trial's work in both phases
+    assert ph.total_s() == pytest.approx(max(max(lanes), sum(lanes) / 2))
+    ph.lane_done("t0")
+    assert ph.left_s()[SearchPhases.FINAL] == pytest.approx((t1 + t2) / 2)
+
+
+def test_a_trials_seeds_run_one_after_the_other():
+    """One trial, 3 seeds, 4 trials at a time: its first training took 4 epochs at 5 s, the
+    second has run one: 3 + 4 epochs at 5 s are left in the trial, one after the other (35 s;
+    shared among the 2 trainings left as if they ran at once it would be 17.5 s)."""
+    ph = SearchPhases({"t": (0, 3)}, parallel=4)
+    for _ in range(4):
+        ph.final_epoch("t", 0, 5.0)
+    ph.final_epoch("t", 1, 5.0)  # the first training is done (4 epochs), the second 1 epoch in
+    assert ph.left_s() == {SearchPhases.FINAL: 35.0} and ph.total_s() == 35.0
+    ph.final_epoch("t", 2, None)  # the third began (its first epoch not measured)
+    assert ph.left_s() == {SearchPhases.FINAL: 15.0}
+    ph.lane_done("t")
+    assert ph.left_s() == {} and ph.total_s() == 0.0
+
+
+def test_trials_running_side_by_side_share_the_time():
+    """4 trials of 10 epochs, 4 at a time, each halfway at 6 s per epoch: 30 s left, not 60."""
+    ph = SearchPhases({f"t{i}": (10, 0) for i in range(4)}, parallel=4)
+    for _ in range(5):
+        for i in range(4):
+            ph.super_epoch(f"t{i}", 6.0)
+    assert ph.left_s() == {SearchPhases.SUPER: 30.0} and ph.total_s() == 30.0
+    # two at a time: the 4 trials' 20 epochs at 6 s on 2 lanes
+    ph.parallel = 2
+    assert ph.left_s() == {SearchPhases.SUPER: 60.0}
 
 
 def test_the_last_trial_has_no_parallel_help():
-    ph = SearchPhases(super_epochs=2 * 10, trial_epochs=10, trainings=0, parallel=4)
-    for _ in range(15):
-        ph.super_epoch(2.0)
+    ph = SearchPhases({"a": (10, 0), "b": (10, 0)}, parallel=4)
+    for _ in range(10):
+        ph.super_epoch("a", 2.0)
+    for _ in range(5):
+        ph.super_epoch("b", 2.0)
     assert ph.left_s() == {SearchPhases.SUPER: 5 * 2.0}  # one trial left: one at a time
+
+
+def test_a_trials_done_line_says_the_time_left_in_all_from_the_same_model(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("ray.tune")
+    from workbench.search import ray_backend
+    from workbench.search.trial import TrialConfig
+
+    clock = Clock(0.0)
+    monkeypatch.setattr(ray_backend, "time", SimpleNamespace(perf_counter=clock))
+    monkeypatch.setattr(ray_backend, "write_pareto", lambda opts: None)
+    res = {
+        "arch_text": "c8",
+        "accuracy": {"val": 0.5},
+        "finals": [{}],
+        "costs": {"cycles": 900.0},
+        "budget_ratio": 0.9,
+    }
+    monkeypatch.setattr(ray_backend, "read_result", lambda out: res)
+    opts = SimpleNamespace(cpus=2, cost="cycles", out=str(tmp_path))
+    cfgs = [
+        TrialConfig(
+            "sac", "cycles", 1000, 1.0, s, epochs=2, final_seeds=1, out=str(tmp_path / f"t{s}"), name=f"t{s}"
+        )
+        for s in range(2)
+    ]
+    progress = ray_backend.Progress(opts, 2, 0.0, cfgs)
+    trials = {
+        c.name: SimpleNamespace(
+            config={"name": c.name, "kind": "trial", "trial": {"epochs": 2, "out": c.out}}, last_result={}
+        )
+        for c in cfgs
+    }
+
+    def result(name, **kw):
+        progress.on_trial_result(0, [], trials[name], {"final": False, "val_accuracy": 0.5, **kw})
+
+    epoch = {"phase": "search", "cost": 900.0, "arch": "c8"}
+    final = {"phase": "final", "desc": "integer", "epochs": 3}
+    for name in ("t0", "t1"):
+        result(name, epoch=1, seconds=10.0, **epoch)
+    result("t0", epoch=2, seconds=10.0, **epoch)
+    for e in (1, 2, 3):
+        clock.t += 4.0
+        result("t0", epoch=e, seconds=4.0, training=0, **final)
+    capsys.readouterr()
+    progress.on_trial_complete(0, [], trials["t0"])
+    # t1: one super epoch at 10 s, then a training of 3 epochs at 4 s
+    line = capsys.readouterr().out.strip()
+    assert line.endswith(f"; {about(10.0 + 3 * 4.0)} left in all"), line
+    assert not hasattr(ray_backend, "eta_seconds")  # one model of the time left
 
 
 def test_the_search_progress_lines_end_with_the_time_left(tmp_path, monkeypatch, capsys):
@@ -152,8 +233,9 @@ def test_the_search_progress_lines_end_with_the_time_left(tmp_path, monkeypatch,
     result(epoch=2, seconds=22.0, training=0, **final)
     clock.t = 150.0  # (a trial's final-training lines come every FINAL_LINE_S at most)
     line = result(epoch=1, seconds=8.0, training=1, **final)  # the first training is done
-    # its one epoch left at its own 8 s (the first training: 10 and 12 s per epoch)
-    assert line.endswith("; left: super networks ~30 s, final trainings ~8 s")
+    # its one epoch left at its own 8 s (the first training: 10 and 12 s per epoch); the
+    # trial's super network is over since its final trainings began
+    assert line.endswith("; left: final trainings ~8 s")
 
 
 def test_a_rerun_is_said_to_resume():

@@ -57,17 +57,6 @@ def test_pareto_front():
     assert pareto_front(pts) == [0, 5, 3, 4]  # (0.95, 20) and (0.85, 30) are dominated
 
 
-def test_eta_counts_the_trials_already_running():
-    """Two trials started together, one done after an hour: the other is nearly done too
-    (the old estimate said another hour)."""
-    from workbench.search.ray_backend import eta_seconds
-
-    assert eta_seconds(3600, [3590], 0, 2) == 10
-    assert eta_seconds(3600, [], 0, 2) == 0
-    assert eta_seconds(100, [40, 90], 4, 2) == (60 + 10 + 400) / 2
-    assert eta_seconds(100, [150], 0, 1) == 0  # running longer than the mean
-
-
 def test_parallel_steps():
     chain = {k: [k - 1] if k else [] for k in range(5)}
     assert parallel_steps(chain, 1) == parallel_steps(chain, 4) == 5

@@ -75,78 +75,133 @@ class Lanes:
         return max(0.0, left)
 
 
-def work_left_s(unit_s: list[float], units_left: float, parallel: int) -> float | None:
-    """Seconds for `units_left` units of work (epochs) that took `unit_s` each so far on
-    average, `parallel` at a time; None before any unit has been measured."""
-    if not unit_s:
-        return None
-    return sum(unit_s) / len(unit_s) * max(0.0, units_left) / max(1, parallel)
+def _span(works: list[float], parallel: int) -> float:
+    """Seconds for the lanes' `works` (seconds of work each), `parallel` lanes at a time: the
+    longest lane's work (its units run one after the other), or all the work shared among the
+    lanes that have some (at most `parallel` of them at once), whichever is longer."""
+    works = [w for w in works if w > 0]
+    if not works:
+        return 0.0
+    return max(max(works), sum(works) / min(max(1, parallel), len(works)))
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+class _Lane:
+    """One Ray Tune trial of a search: its super network's epochs left, then its final
+    trainings (indices 0..trainings-1), one after the other."""
+
+    def __init__(self, super_epochs: int, trainings: int):
+        self.super_left, self.trainings = max(0, int(super_epochs)), max(0, int(trainings))
+        self.current = None  # index of the final training running now
+        self.next = 0  # index of the first final training not started
+        self.epochs, self.seconds = 0, []  # the running training's epochs seen, their measured times
 
 
 class SearchPhases:
-    """The time left of a search's two phases, from its epochs' measured times, `parallel`
-    Ray Tune trials at a time:
+    """The time left of a search, from its epochs' measured times. Its work runs in lanes,
+    `parallel` at a time: a lane is one Ray Tune trial, either a search trial (its super
+    network's epochs, then its final trainings one after the other: the seeds of
+    workbench/search/trial.py, or the fabric's one training) or a baseline's job (one final
+    training).
 
-    - "super networks": `super_epochs` epochs in all (the unfinished trials' super networks),
-      each trial `trial_epochs` of them;
-    - "final trainings": `trainings` trainings in all (the trials' seeds and the baselines'),
-      each as many epochs as the longest one that has finished here (every final training of
-      a search follows the same recipe); no estimate before one has finished. A running
-      training's epochs left take its own measured time per epoch (architectures differ in
-      size), the waiting ones' the mean of all.
+    - "super networks": each lane's super-network epochs left at the mean measured time of a
+      super-network epoch; no estimate before one has finished;
+    - "final trainings": each lane's trainings to come, each as many epochs as the longest one
+      that has finished here (every final training of a search follows the same recipe) at the
+      mean measured time of a final-training epoch, and its running training's epochs left at
+      that training's own measured time (architectures differ in size); no estimate before a
+      training has finished.
 
-    Each phase's time is the work left in it at its measured time per epoch, as if it had the
-    trials to itself; the two share them, so the whole search takes about their sum."""
+    A phase's time left (`left_s`), and the whole search's (`total_s`: each lane's work in both
+    phases), is the longest lane's work or the work of all lanes shared among min(parallel,
+    lanes with work left), whichever is longer."""
 
     SUPER, FINAL = "super networks", "final trainings"
 
-    def __init__(self, super_epochs: int, trial_epochs: int, trainings: int, parallel: int):
-        self.super_epochs, self.trial_epochs = int(super_epochs), max(1, int(trial_epochs))
-        self.trainings, self.parallel = int(trainings), max(1, int(parallel))
+    def __init__(self, lanes: dict, parallel: int):
+        """`lanes`: {name: (super-network epochs left, final trainings)} of every unfinished
+        trial (a baseline's job: (0, 1))."""
+        self.parallel = max(1, int(parallel))
+        self.lanes = {name: _Lane(*work) for name, work in lanes.items()}
         self.super_s: list[float] = []  # measured seconds of the super-network epochs
         self.final_s: list[float] = []  # ... of the final trainings' epochs
-        self.running: dict = {}  # final training (any key) -> [epochs seen, their measured seconds]
         self.finished_epochs: list[int] = []  # epochs of each final training finished here
-        self.trainings_done = 0
 
-    def super_epoch(self, seconds: float) -> None:
+    def _lane(self, name) -> _Lane:
+        return self.lanes.setdefault(name, _Lane(0, 1))
+
+    def super_epoch(self, lane, seconds: float) -> None:
+        """An epoch of lane `lane`'s super network finished, in `seconds`."""
+        ln = self._lane(lane)
         self.super_s.append(float(seconds))
+        ln.super_left = max(0, ln.super_left - 1)
 
-    def final_epoch(self, training, seconds: float | None) -> None:
-        """An epoch of final training `training` (a key) finished; `seconds`: its measured time
-        (None: not measured, e.g. the first epoch of a resumed training)."""
-        seen = self.running.setdefault(training, [0, []])
-        seen[0] += 1
+    def final_epoch(self, lane, training: int, seconds: float | None) -> None:
+        """An epoch of lane `lane`'s final training `training` (its index in the lane)
+        finished; `seconds`: its measured time (None: not measured, e.g. the first epoch of a
+        resumed training). The lane's super network is over, and so is any training before
+        this one."""
+        ln = self._lane(lane)
+        ln.super_left = 0
+        if ln.current != training:
+            self._close(ln)
+            ln.current, ln.next = training, max(ln.next, training + 1)
+        ln.epochs += 1
         if seconds is not None:
             self.final_s.append(float(seconds))
-            seen[1].append(float(seconds))
+            ln.seconds.append(float(seconds))
 
-    def training_done(self, training) -> None:
-        """Final training `training` has finished (or was read back: no epochs)."""
-        epochs = self.running.pop(training, [0, []])[0]
-        self.trainings_done += 1
-        if epochs:
-            self.finished_epochs.append(epochs)
+    def lane_done(self, lane) -> None:
+        """Lane `lane` has finished (or failed): none of its work is left; the trainings it
+        read back (trained before, no epochs) count as done."""
+        ln = self._lane(lane)
+        self._close(ln)
+        ln.super_left, ln.next = 0, ln.trainings
+
+    def _close(self, ln: _Lane) -> None:
+        if ln.current is not None and ln.epochs:
+            self.finished_epochs.append(ln.epochs)
+        ln.current, ln.epochs, ln.seconds = None, 0, []
+
+    def _super_work(self, ln: _Lane) -> float | None:
+        if not ln.super_left:
+            return 0.0
+        return ln.super_left * _mean(self.super_s) if self.super_s else None
+
+    def _final_work(self, ln: _Lane) -> float | None:
+        waiting = max(0, ln.trainings - ln.next)
+        if not waiting and ln.current is None:
+            return 0.0
+        if not (self.finished_epochs and self.final_s):
+            return None
+        per, mean = max(self.finished_epochs), _mean(self.final_s)
+        work = waiting * per * mean
+        if ln.current is not None:
+            work += max(0, per - ln.epochs) * (_mean(ln.seconds) if ln.seconds else mean)
+        return work
 
     def left_s(self) -> dict:
-        """{phase: seconds left} of the phases with an estimate (and work left)."""
+        """{phase: seconds left} of the phases with an estimate and work left."""
         out = {}
-        left = self.super_epochs - len(self.super_s)
-        trials = math.ceil(left / self.trial_epochs) if left > 0 else 0
-        est = work_left_s(self.super_s, left, min(self.parallel, max(1, trials)))
-        if est is not None and left > 0:
-            out[self.SUPER] = est
-        if self.finished_epochs and self.final_s:
-            per = max(self.finished_epochs)
-            mean = sum(self.final_s) / len(self.final_s)
-            waiting = max(0, self.trainings - self.trainings_done - len(self.running))
-            work = per * waiting * mean  # epoch-seconds
-            for n, own in self.running.values():
-                work += max(0, per - n) * (sum(own) / len(own) if own else mean)
-            units = waiting + len(self.running)
-            if work > 0:
-                out[self.FINAL] = work / min(self.parallel, max(1, units))
+        for phase, work in ((self.SUPER, self._super_work), (self.FINAL, self._final_work)):
+            works = [work(ln) for ln in self.lanes.values()]
+            if None not in works and (span := _span(works, self.parallel)) > 0:
+                out[phase] = span
         return out
+
+    def total_s(self) -> float | None:
+        """Seconds until the whole search is done (every lane's work in both phases); None
+        while a phase with work left has no estimate."""
+        works = []
+        for ln in self.lanes.values():
+            s, f = self._super_work(ln), self._final_work(ln)
+            if s is None or f is None:
+                return None
+            works.append(s + f)
+        return _span(works, self.parallel)
 
     def line(self) -> str:
         """The phases with an estimate, as "left: super networks ~3 min, final trainings

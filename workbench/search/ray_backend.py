@@ -177,14 +177,13 @@ FINAL_LINE_S = 30.0
 def search_phases(opts: SearchOptions, todo: list) -> SearchPhases:
     """The time left of the phases of the unfinished work `todo` (TrialConfig and FinalJob):
     the super networks' epochs (none for a trial whose super network is checkpointed, done),
-    and the final trainings (each trial's seeds, or its one fabric training, and the jobs)."""
-    trials = [c for c in todo if isinstance(c, TrialConfig)]
-    return SearchPhases(
-        super_epochs=sum(c.epochs for c in trials if not _supernet_done(c)),
-        trial_epochs=max((c.epochs for c in trials), default=1),
-        trainings=sum(_trainings(c) for c in trials) + len(todo) - len(trials),
-        parallel=_parallel(opts),
-    )
+    and the final trainings (each trial's seeds, or its one fabric training, and the jobs), one
+    lane per Ray Tune trial: a trial's epochs and trainings run one after the other."""
+    lanes = {c.name: (0, 1) for c in todo}  # a baseline's job: one final training
+    for c in todo:
+        if isinstance(c, TrialConfig):
+            lanes[c.name] = (0 if _supernet_done(c) else c.epochs, _trainings(c))
+    return SearchPhases(lanes, parallel=_parallel(opts))
 
 
 def _supernet_done(cfg: TrialConfig) -> bool:
@@ -199,53 +198,38 @@ def _trainings(cfg: TrialConfig) -> int:
 class Progress(Callback):
     """A Ray Tune callback: one line per trial epoch and per finished trial or training, and
     pareto.json after every finished one (so an interrupted search keeps what is done). The
-    epoch lines end with the time left of each phase, measured on the epochs so far
-    (workbench.eta.SearchPhases): none before the first epoch of a phase has finished."""
+    epoch lines end with the time left of each phase, a finished trial's line with the time
+    left in all, both measured on the epochs so far (workbench.eta.SearchPhases, one model):
+    none before the first epoch of a phase has finished."""
 
     def __init__(self, opts, total, t0, todo: list | tuple = ()):
         self.opts, self.total, self.t0, self.finished = opts, total, t0, 0
-        self.started, self.durations = {}, []  # trial name -> start; seconds
         self.last_line = {}  # trial name -> time of its last line
         self.phases = search_phases(opts, list(todo))
-        self.trainings = {c.name: _trainings(c) for c in todo if isinstance(c, TrialConfig)}
-        self.training = {}  # trial name -> (its final training's key, time of its last epoch)
-        self.trainings_closed = {}  # trial name -> its final trainings finished
+        self.training = {}  # trial name -> (its running final training, time of its last epoch)
 
     def _final_epoch(self, name: str, result: dict) -> None:
         """An epoch of a final training: of the trial's k-th one (result "training", from
         trial.py) or of a baseline's job; the one before it in the trial has finished."""
         now = time.perf_counter()
-        key = (name, result.get("training", 0))
+        k = int(result.get("training", 0))
         before = self.training.get(name)
-        if before is not None and before[0] != key:
-            self._close_training(name)
-            before = None
         # the epoch's time: since the training's last epoch, or the first epoch's own
-        seconds = now - before[1] if before else (result.get("seconds") if result["epoch"] == 1 else None)
-        self.phases.final_epoch(key, seconds)
-        self.training[name] = (key, now)
-
-    def _close_training(self, name: str) -> None:
-        key, _ = self.training.pop(name)
-        self.phases.training_done(key)
-        self.trainings_closed[name] = self.trainings_closed.get(name, 0) + 1
+        if before is not None and before[0] == k:
+            seconds = now - before[1]
+        else:
+            seconds = result.get("seconds") if result["epoch"] == 1 else None
+        self.phases.final_epoch(name, k, seconds)
+        self.training[name] = (k, now)
 
     def _trial_over(self, name: str) -> None:
-        """Its final trainings are over: those it read back (trained before) count as done."""
-        if name in self.training:
-            self._close_training(name)
-        expected = self.trainings.get(name, 1)  # a baseline's job: one
-        for k in range(self.trainings_closed.get(name, 0), expected):
-            self.phases.training_done((name, k))
-        self.trainings_closed[name] = expected
+        """Its work is over: its final trainings too (those it read back, trained before)."""
+        self.training.pop(name, None)
+        self.phases.lane_done(name)
 
     def _left(self) -> str:
         line = self.phases.line()
         return f"; {line}" if line else ""
-
-    def on_trial_start(self, iteration, trials, trial, **info):
-        # a trial started again after a lost worker keeps its first start
-        self.started.setdefault(trial.config["name"], time.perf_counter())
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         name = trial.config["name"]
@@ -267,7 +251,7 @@ class Progress(Callback):
                 flush=True,
             )
             return
-        self.phases.super_epoch(result["seconds"])  # the epoch's measured time (trial.py)
+        self.phases.super_epoch(name, result["seconds"])  # the epoch's measured time (trial.py)
         epochs = trial.config["trial"].get("epochs")  # a search trial's
         print(
             f"[search {elapsed:6.0f} s] {name}: epoch {result['epoch']}/{epochs}, "
@@ -282,7 +266,6 @@ class Progress(Callback):
         self._trial_over(name)
         error = (trial.last_result or {}).get("error")
         if error:  # the trial's own exception (_trainable)
-            self.started.pop(name, None)
             where = trial.last_result.get("error_log")
             print(
                 f"[search] {name} FAILED: {error.splitlines()[0]}"
@@ -295,27 +278,20 @@ class Progress(Callback):
             return
         res = read_result(Path(trial.config["trial"]["out"]))
         elapsed = time.perf_counter() - self.t0
-        left = self.total - self.finished
-        now = time.perf_counter()
-        self.durations.append(now - self.started.pop(name, self.t0))
-        ages = [now - t for t in self.started.values()]
-        eta = eta_seconds(
-            sum(self.durations) / len(self.durations), ages, left - len(ages), _parallel(self.opts)
-        )
+        left = self.phases.total_s() if self.finished < self.total else None
         if res:
             print(
                 f"[search {elapsed:6.0f} s] {name} done ({self.finished}/{self.total}):"
                 f" {res['arch_text']}; val {100 * res['accuracy']['val']:.2f}% (mean "
                 f"of {len(res.get('finals')) or 1} seed(s)), {self.opts.cost} "
                 f"{res['costs'].get(self.opts.cost):,.4g} "
-                f"({res['budget_ratio']:.2f}x its budget)" + (f"; {about(eta)} left in all" if left else ""),
+                f"({res['budget_ratio']:.2f}x its budget)" + (f"; {about(left)} left in all" if left else ""),
                 flush=True,
             )
         write_pareto(self.opts)
 
     def _final_done(self, name: str, job: dict) -> None:
         res = read_final(job["out"])
-        self.started.pop(name, None)
         if res:
             elapsed = time.perf_counter() - self.t0
             print(
@@ -340,19 +316,8 @@ class Progress(Callback):
 
     def on_trial_error(self, iteration, trials, trial, **info):
         self.finished += 1
-        self.started.pop(trial.config["name"], None)
         self._trial_over(trial.config["name"])
         print(f"[search] {trial.config['name']} FAILED (see {self.opts.out}/ray for its log)", flush=True)
-
-
-def eta_seconds(trial_s: float, running_ages: list, queued: int, parallel: int) -> float:
-    """Time left in a sweep whose finished trials took `trial_s` on average: the running trials
-    (started `running_ages` seconds ago) finish after about trial_s each, the `queued` ones run
-    `parallel` at a time after them."""
-    running = [max(0.0, trial_s - age) for age in running_ages]
-    if queued <= 0:
-        return max(running, default=0.0)
-    return (sum(running) + queued * trial_s) / max(1, parallel)
 
 
 def _tune_config(item) -> dict:

@@ -113,12 +113,44 @@ class Mapping:
         return (a1.batch, a1.impls, a1.fused_cpu) == (dp.batch, dp.impls, dp.fused_cpu)
 
 
+def fused_cpu_meta(prof: Profile) -> dict:
+    """The profile's measurement of the fused CPU network (meta["fused_cpu"]; {} when it has
+    none), checked as a saved profile may hold anything: `kernels` [first, last] pairs of whole
+    layer indices, 0 <= first <= last < the profile's layers; `batch_s` {batch size: seconds}
+    and `layer_s` {batch size: seconds per layer} objects (each row is checked where it is
+    used, fused_cpu_layer_s); `reason` a string. GpuKernelError (bad input) naming the field."""
+    fused = prof.meta.get("fused_cpu") or {}
+    where = "profile meta fused_cpu"
+    if not isinstance(fused, dict):
+        raise GpuKernelError(f"{where}: needs an object, got {fused!r}")
+    kernels, n = fused.get("kernels", []), len(prof.layers)
+    if not isinstance(kernels, list) or not all(
+        isinstance(k, list)
+        and len(k) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in k)
+        and 0 <= k[0] <= k[1] < n
+        for k in kernels
+    ):
+        raise GpuKernelError(
+            f"{where}, kernels: needs [first, last] layer pairs, 0 <= first <= last < {n}, got {kernels!r}"
+        )
+    for key in ("batch_s", "layer_s"):
+        if not isinstance(fused.get(key, {}), dict):
+            raise GpuKernelError(f"{where}, {key}: needs an object (batch size: times), got {fused[key]!r}")
+    bad = {b: t for b, t in fused.get("batch_s", {}).items() if not isinstance(t, (int, float)) or t < 0}
+    if bad:
+        raise GpuKernelError(f"{where}, batch_s: needs non-negative seconds, got {bad!r}")
+    if not isinstance(fused.get("reason", ""), str):
+        raise GpuKernelError(f"{where}, reason: needs a string, got {fused['reason']!r}")
+    return fused
+
+
 def fused_cpu_layer_s(prof: Profile, b: int) -> list | None:
     """Seconds per layer of the fused CPU network for one batch of b images (each kernel's time
     on the last layer it computes, 0 on the layers inside it), from the profile's
-    meta["fused_cpu"]; None where the profile has none for b."""
-    fused = prof.meta.get("fused_cpu") or {}
-    row = (fused.get("layer_s") or {}).get(str(b))
+    meta["fused_cpu"] (checked: fused_cpu_meta); None where the profile has none for b."""
+    fused = fused_cpu_meta(prof)
+    row = fused.get("layer_s", {}).get(str(b))
     if row is None:
         return None
     if len(row) != len(prof.layers) or any(not isinstance(t, (int, float)) or t < 0 for t in row):

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 
 from gpu_kernels.configs import CPU
-from gpu_kernels.mapper import Choice, Mapping, fused_cpu_layer_s, n_batches
+from gpu_kernels.mapper import Choice, Mapping, fused_cpu_layer_s, fused_cpu_meta, n_batches
 from safeio import atomic_path
 
 NAMES = {"algorithm1": "Algorithm 1", "dp": "DP"}
@@ -89,8 +89,8 @@ def marked_impls(ch: Choice) -> list[str]:
 
 def fused_inside(m: Mapping) -> dict[int, int]:
     """Layer -> the layer whose fused CPU kernel computes it, for the layers computed inside a
-    later layer's kernel."""
-    kernels = (m.profile.meta.get("fused_cpu") or {}).get("kernels") or []
+    later layer's kernel (the profile's fused_cpu checked: GpuKernelError when malformed)."""
+    kernels = fused_cpu_meta(m.profile).get("kernels", [])
     return {i: last for first, last in kernels for i in range(first, last)}
 
 
@@ -135,7 +135,7 @@ def layer_table(m: Mapping, batch: int, marks: dict[str, list[str]]) -> list[str
 def cpu_line(m: Mapping) -> str:
     """What the CPU device's times are: the fused CPU network's (measured) and the per-layer
     implementation's, or why the fused network is not in the mapping."""
-    fused = m.profile.meta.get("fused_cpu") or {}
+    fused = fused_cpu_meta(m.profile)
     if fused.get("layer_s"):
         return (
             f"CPU: the whole network as the fused CPU network ({FUSED}; {fused.get('source', 'measured')}); "

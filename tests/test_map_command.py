@@ -140,6 +140,37 @@ def test_bad_flags_one_line_exit_2_before_work(args, message, tmp_path, capsys):
     assert "profiling" not in err and not out and not out_dir.exists()
 
 
+@pytest.mark.parametrize(
+    "fused,message",
+    [
+        ({"kernels": [[0]]}, "kernels: needs [first, last] layer pairs, 0 <= first <= last < 10, got [[0]]"),
+        ({"kernels": [[0, 10]]}, "kernels: needs [first, last] layer pairs"),
+        ({"kernels": [[2, 1]]}, "kernels: needs [first, last] layer pairs"),
+        ({"kernels": [["0", 1]]}, "kernels: needs [first, last] layer pairs"),
+        ({"kernels": "0-1"}, "kernels: needs [first, last] layer pairs"),
+        ({"layer_s": [1.0]}, "layer_s: needs an object (batch size: times)"),
+        ({"batch_s": {"1": -1.0}}, "batch_s: needs non-negative seconds"),
+        ("fast", "profile meta fused_cpu: needs an object"),
+    ],
+)
+def test_a_saved_profile_with_a_bad_fused_cpu_measurement_is_exit_2(fused, message, tmp_path, capsys):
+    """A saved profile's fused CPU network measurement (meta fused_cpu) is checked like its
+    times: one line, exit 2, nothing written."""
+    profile, n = saved_profile(tmp_path)
+    doc = json.loads(profile.read_text())
+    doc.setdefault("meta", {})["fused_cpu"] = fused
+    profile.write_text(json.dumps(doc))
+    out_dir = tmp_path / "o"
+    code, out, err = run_map(
+        ["--network", "fashion", "--profile", profile, "--batch-exp", "0", "1", "--out", out_dir], capsys
+    )
+    assert code == 2 and message in err, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(
+        "sacbench map: error: profile meta fused_cpu"
+    )
+    assert not out and not out_dir.exists()
+
+
 def test_out_is_a_file_or_holds_other_files(tmp_path, capsys):
     profile, _ = saved_profile(tmp_path)
     common = ["--profile", profile, "--batch-exp", "0", "1", "--out"]

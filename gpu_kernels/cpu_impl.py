@@ -351,9 +351,10 @@ class FusedCpuNetwork:
 
     def time(self, x, repeats: int = 3, warmup: int = 0, threads: int | None = None) -> FusedTiming:
         """Run the batch `repeats` times (after `warmup` untimed runs), without keeping the
-        intermediate outputs, and return the run of median wall time: its seconds (perf_counter
-        around `run`: the input's checks and layout and every kernel), its kernels' seconds and
-        its scores."""
+        intermediate outputs, and return the run of median wall time (statistics.median_low:
+        of an even count, the faster of the two middle runs, since a run's time is one run's,
+        its kernels' times with it): its seconds (perf_counter around `run`: the input's checks
+        and layout and every kernel), its kernels' seconds and its scores."""
         import time
 
         for _ in range(warmup):
@@ -363,8 +364,8 @@ class FusedCpuNetwork:
             t0 = time.perf_counter()
             res = self.run(x, threads)
             runs.append((time.perf_counter() - t0, res))
-        wall, res = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
-        return FusedTiming(wall, list(res.stage_s), res.scores, self.lib.max_threads)
+        wall, res = sorted(runs, key=lambda r: r[0])[(len(runs) - 1) // 2]  # median_low
+        return FusedTiming(wall, list(res.stage_s), res.scores, self.lib.max_threads, self.kernels)
 
     @staticmethod
     def _golden_format(st, out, bnn):
@@ -446,10 +447,9 @@ def measure_fused(
     """The fused CPU network's measured time for a batch of b images, for each batch size:
     the mapper's whole-network CPU candidate (gpu_kernels.mapper, `fused_cpu`). A JSON-ready
     dict: `batch_s` {b: seconds per batch} (the median run's wall time: input checks and
-    layout, every kernel), `layer_s` {b: seconds per layer} (each kernel's time on the last
-    layer it computes, 0 on the layers computed inside it; the rest of the wall time, the
-    input's checks and layout, on the first kernel's), `kernels` [[first, last]], `threads`,
-    `source`; or only `reason` when the fused network cannot run `net`."""
+    layout, every kernel; FusedCpuNetwork.time), `layer_s` {b: seconds per layer}
+    (FusedTiming.layer_s), `kernels` [[first, last]], `threads`, `source`; or only `reason`
+    when the fused network cannot run `net`."""
     reason = fused_support(net)
     if reason is not None:
         return {"reason": reason}
@@ -458,14 +458,10 @@ def measure_fused(
     batch_s, layer_s = {}, {}
     for b in sorted({int(b) for b in batch_sizes}):
         t = fused.time(_random_input(net, b, rng), repeats, warmup, threads)
-        per_layer = [0.0] * len(net.layers)
-        for (_, last), s in zip(fused.kernels, t.stage_s, strict=True):
-            per_layer[last] += s
-        per_layer[fused.kernels[0][1]] += max(0.0, t.wall_s - sum(t.stage_s))
-        batch_s[str(b)], layer_s[str(b)] = t.wall_s, per_layer
+        batch_s[str(b)], layer_s[str(b)] = t.wall_s, t.layer_s(len(net.layers))
     return {
         "source": f"measured: fused CPU network (gpu_kernels/cpu_impl.py), {t.threads} threads, "
-        + ("one run" if repeats <= 1 else f"median of {repeats} runs"),
+        + ("one run" if repeats <= 1 else f"median of {repeats} runs" + _LOWER[repeats % 2 == 0]),
         "threads": t.threads,
         "repeats": max(1, repeats),
         "warmup": warmup,
@@ -475,12 +471,27 @@ def measure_fused(
     }
 
 
+_LOWER = {False: "", True: " (the faster middle one)"}  # median_low of an even count
+
+
 class FusedTiming:
-    def __init__(self, wall_s, stage_s, scores, threads):
+    def __init__(self, wall_s, stage_s, scores, threads, kernels):
         self.wall_s = wall_s  # one run: the input's checks and layout, every kernel
         self.stage_s = stage_s  # seconds per fused kernel in that run
         self.scores = scores  # that run's output, golden format
         self.threads = threads  # OpenMP threads
+        self.kernels = kernels  # (first, last) layer of each fused kernel
+
+    def layer_s(self, n_layers: int) -> list[float]:
+        """The run's seconds spread onto the network's `n_layers` layers: each fused kernel's
+        time on the last layer it computes, 0 on the layers computed inside it; the rest of
+        the wall time (the input's checks and layout, before the first kernel) is charged to
+        the first kernel, on its last layer. The layers add up to `wall_s`."""
+        per_layer = [0.0] * n_layers
+        for (_, last), s in zip(self.kernels, self.stage_s, strict=True):
+            per_layer[last] += s
+        per_layer[self.kernels[0][1]] += max(0.0, self.wall_s - sum(self.stage_s))
+        return per_layer
 
 
 class FusedResult:

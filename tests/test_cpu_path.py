@@ -105,7 +105,12 @@ def test_the_cpu_columns_outputs_are_the_fused_networks_own(tmp_path):
     want = golden.run(net, x)
     for i, out in res.outputs.items():
         np.testing.assert_array_equal(out, want.outputs[i])
-    assert sum(res.info["layer_s"]) <= res.info["wall_s"]
+    # the kernels' times on their last layers, the input's checks and layout on the first's:
+    # the layers add up to the wall time (as the mapper's measurement: FusedTiming.layer_s)
+    assert sum(res.info["layer_s"]) == pytest.approx(res.info["wall_s"])
+    assert res.info["layer_s"][2] >= res.info["kernels"][0]["seconds"]
+    assert [res.info["layer_s"][i] for i in (5, 8, 9)] == [k["seconds"] for k in res.info["kernels"][1:]]
+    assert [res.info["layer_s"][i] for i in (0, 1, 3, 4, 6, 7)] == [0.0] * 6
 
 
 def test_an_injected_cpu_fault_is_a_mismatch(tmp_path):

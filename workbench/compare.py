@@ -366,9 +366,6 @@ def run_cpu(net: ir.Network, x: np.ndarray) -> tuple[PathResult | None, str | No
     timed = fused.time(x, repeats=CPU_REPEATS)
     outputs = dict(checked.outputs)
     outputs[fused.kernels[-1][1]] = timed.scores
-    layer_s = [0.0] * len(net.layers)
-    for (_, last), seconds in zip(fused.kernels, timed.stage_s, strict=True):
-        layer_s[last] = seconds
     info = {
         "implementation": "fused CPU network (gpu_kernels/cpu_impl.py)",
         "times": "measured",
@@ -382,7 +379,7 @@ def run_cpu(net: ir.Network, x: np.ndarray) -> tuple[PathResult | None, str | No
             {"first": first, "last": last, "label": label, "seconds": sec}
             for (first, last), label, sec in zip(fused.kernels, checked.labels, timed.stage_s, strict=True)
         ],
-        "layer_s": layer_s,
+        "layer_s": timed.layer_s(len(net.layers)),  # input checks and layout: the first kernel's
     }
     return PathResult(outputs, info), None
 

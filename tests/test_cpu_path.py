@@ -32,9 +32,9 @@ ZOO = ROOT / "models" / "zoo"
 pytestmark = needs_gxx
 
 
-def compare_run(model, tmp_path, **kw):
+def compare_run(model, tmp_path, data="random:4", **kw):
     opts = compare.Options(
-        model=model, data="random:4", images=5, rtl_images=0, out=tmp_path / "out", progress=False, **kw
+        model=model, data=data, images=5, rtl_images=0, out=tmp_path / "out", progress=False, **kw
     )
     return compare.run(opts)
 
@@ -61,7 +61,7 @@ def off_pattern_bnn() -> ir.Network:
 def test_compare_has_a_cpu_column_with_zero_mismatches_on_a_small_bnn(tmp_path):
     from workbench.report import summary_lines, write_markdown
 
-    r, code = compare_run(ZOO / "bnn_digits.onnx", tmp_path)
+    r, code = compare_run(ZOO / "bnn_digits.onnx", tmp_path, data="digits")  # labelled images
     assert code == 0
     cpu = r["cpu"]
     assert cpu["times"] == "measured" and cpu["wall_s"] > 0 and cpu["threads"] >= 1
@@ -79,7 +79,7 @@ def test_compare_has_a_cpu_column_with_zero_mismatches_on_a_small_bnn(tmp_path):
     assert [row["cpu"] for row in r["mapping"]] == ["kernel 1"] * 3 + ["kernel 2"] * 3 + ["kernel 3"] * 3 + [
         "kernel 4"
     ]
-    assert r["accuracy"]["cpu"] == r["accuracy"]["golden"] or r["accuracy"]["golden"] is None
+    assert r["accuracy"]["golden"] is not None and r["accuracy"]["cpu"] == r["accuracy"]["golden"]
     # the GPU column is the emulation's exactness, as before
     assert r["mismatches"]["gpu"] == 0
     lines = summary_lines(r)
@@ -266,10 +266,6 @@ def test_sacbench_map_measures_the_fused_network_for_its_cpu_choice(tmp_path, ca
     assert sorted(fused["batch_s"]) == ["1", "2"] and all(t > 0 for t in fused["batch_s"].values())
     assert "CPU: the whole network as the fused CPU network (fused cpu; measured: fused CPU network" in text
     assert "fused cpu [ms]" in text
-    if doc["dp"]["fused_cpu"]:
-        b = doc["dp"]["batch"]
-        assert doc["dp"]["total_s"] == pytest.approx(fused["batch_s"][str(b)] * -(-100 // b))
-        assert "DP runs the whole network on the CPU as the fused CPU network" in text
     again = tmp_path / "again"
     code, text2, err = run_map(
         ["--network", ZOO / "bnn_digits.onnx", "--profile", out / "mapping.json", "--batch-exp", "0", "1",
@@ -280,3 +276,22 @@ def test_sacbench_map_measures_the_fused_network_for_its_cpu_choice(tmp_path, ca
     doc2 = json.loads((again / "mapping.json").read_text())
     assert doc2["profile"]["meta"]["fused_cpu"] == fused
     assert doc2["dp"]["fused_cpu"] == doc["dp"]["fused_cpu"] and doc2["dp"]["impls"] == doc["dp"]["impls"]
+    # the same measurement with every per-layer time slow (1,000 s): the DP must take the fused
+    # network, its time the measured batch's x the batches
+    slow = json.loads((out / "mapping.json").read_text())
+    slow["profile"]["layer_s"] = {
+        b: [[None if t is None else 1e3 for t in times] for times in rows]
+        for b, rows in slow["profile"]["layer_s"].items()
+    }
+    (tmp_path / "slow.json").write_text(json.dumps(slow))
+    code, text3, err = run_map(
+        ["--network", ZOO / "bnn_digits.onnx", "--profile", tmp_path / "slow.json", "--batch-exp", "0", "1",
+         "--images", "100", "--out", tmp_path / "slow"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    dp = json.loads((tmp_path / "slow" / "mapping.json").read_text())["dp"]
+    assert dp["fused_cpu"] and dp["impls"] == ["cpu"] * len(dp["impls"])
+    b = dp["batch"]
+    assert dp["total_s"] == pytest.approx(fused["batch_s"][str(b)] * -(-100 // b))
+    assert "DP runs the whole network on the CPU as the fused CPU network" in text3

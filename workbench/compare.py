@@ -50,8 +50,8 @@ from models.checks import NumericsError
 from models.datasets import DatasetError, load_for_network
 from models.numerics import bnn
 from models.onnx.input_scale import (
-    MAX_INPUT_SCALE,
     META_SCALE,
+    check_scale,
     fold_input_scale,
     input_range_for,
     scale_pixels,
@@ -603,15 +603,11 @@ def check_options(opts: Options) -> None:
         raise CompareError("--batch must be at least 1")
     if opts.rtl_timeout is not None and not (math.isfinite(opts.rtl_timeout) and opts.rtl_timeout > 0):
         raise CompareError(f"--rtl-timeout must be a positive number of seconds, got {opts.rtl_timeout}")
-    if opts.input_scale is not None and not (
-        isinstance(opts.input_scale, (int, float))
-        and math.isfinite(opts.input_scale)
-        and 0 < opts.input_scale <= MAX_INPUT_SCALE
-    ):
-        raise CompareError(
-            f"--input-scale must be a positive finite number at most {MAX_INPUT_SCALE:,}, "
-            f"got {opts.input_scale!r}"
-        )
+    if opts.input_scale is not None:
+        try:
+            check_scale(opts.input_scale, "--input-scale")  # the one check of a scale
+        except ValueError as exc:
+            raise CompareError(str(exc)) from None
     cap = os.environ.get("RTL_WATCHDOG_CYCLES", "").strip()
     if cap and not (cap.isdigit() and int(cap) > 0):
         raise CompareError(

@@ -268,10 +268,15 @@ module accelerator #(
     // The addresses and fill flags are registered on their way to the banks (timing closure:
     // the counters' adders, the candidate addresses and each bank's select in one cycle, the
     // block RAM's address setup in the next); the flags wait one more cycle, for the load.
+    // The host's read address takes the same register (from the port, a cycle before h_off
+    // holds it), so no multiplexer sits between the register and the block RAM: the register
+    // holds busy's value of the cycle before, which differs from busy only in the first cycle
+    // of a run (no bank is read then) and in the first idle one (a host read there was issued
+    // while busy, which the port does not serve).
     reg  [CMAX*DAW-1:0] bank_addr_q;
     reg  [CMAX-1:0]     bank_fill_r;
     always @(posedge clk) begin
-        bank_addr_q <= bank_addr;
+        bank_addr_q <= busy ? bank_addr : {CMAX{host_addr[DAW-1:0]}};
         bank_fill_r <= bank_fill;
         bank_fill_q <= bank_fill_r;
     end
@@ -311,7 +316,40 @@ module accelerator #(
     // so each bank's write port has one source (no host/array multiplexers per bank).
     localparam [12:0] NBANKS = CMAX[12:0];
     wire h_dbuf_we = h_write && h_region == R_DBUF && {1'b0, h_off[27:16]} < NBANKS;
-    wire [11:0] wb_shift = busy ? out_ch : h_off[27:16];
+    // The host's data-buffer writes wait a cycle in registers, and so does `busy` for the write
+    // side (wb_busy): everything the write-back shifter and the entry chain select from is then
+    // a register (timing closure: no path from the decoder's `busy` through the shifter). Array
+    // writes come from row_wb_q (below), a cycle after a cycle in which busy was high.
+    reg         hd_we_q, wb_busy;
+    reg  [11:0] hd_bank_q;
+    reg  [DAW-1:0] hd_entry_q;
+    reg  [7:0]  hd_byte_q;
+    always @(posedge clk) begin
+        hd_we_q <= h_dbuf_we;
+        hd_bank_q <= h_off[27:16];
+        hd_entry_q <= h_off[DAW-1:0];
+        hd_byte_q <= host_wdata_q[7:0];
+        wb_busy <= busy;
+    end
+    wire [11:0] wb_shift = wb_busy ? out_ch : hd_bank_q;
+    // A host write reaches its bank 3 cycles after h_write (hd_*_q, the bank's register wb,
+    // the write), one or two cycles after a read issued right behind it reads the bank: the
+    // two writes before a read's data are formed keep a copy here, and a read of their bank
+    // and entry takes the byte from it (host_rdata below), so the port reads its own writes
+    // at once, one access per cycle, as it did before the write-back was registered.
+    reg  [1:0]     hw_v;
+    reg  [11:0]    hw_bank [0:1];
+    reg  [DAW-1:0] hw_entry [0:1];
+    reg  [7:0]     hw_byte [0:1];
+    always @(posedge clk) begin
+        hw_v <= {hw_v[0], hd_we_q};
+        hw_bank[0] <= hd_bank_q;
+        hw_bank[1] <= hw_bank[0];
+        hw_entry[0] <= hd_entry_q;
+        hw_entry[1] <= hw_entry[0];
+        hw_byte[0] <= hd_byte_q;
+        hw_byte[1] <= hw_byte[0];
+    end
     localparam [31:0] WR_START = 32 + FEED + COLS;   // k of row 0's first result
     // Row 0's write token, its pixel's entry and flags and the partial-sum entry it reads are
     // functions of k, computed for the next cycle (k + 1) and registered (timing closure: k's
@@ -337,7 +375,17 @@ module accelerator #(
     // of DAW bits through log2(CMAX) multiplexer stages per bank).
     localparam WB = 1 + 8;
     wire [WB-1:0] wback [0:(BKW+1)*CMAX-1];
-    wire [DAW-1:0] wr_entry0 = busy ? wr_entry_sum0[DAW-1:0] : h_off[DAW-1:0];
+    // Posted writes (timing closure): a row's {write, byte} is registered before the shifter
+    // and each bank's {write, entry, byte} after it, so the path from the row's accumulator
+    // through the quantization, the shifter and the route to the block RAMs is cut in three.
+    // A write lands 2 cycles after the row produced it; the instruction retires without
+    // waiting: the next instruction's FETCH and DECODE come first (fpga/cycle_model.py FETCH)
+    // and a MATMUL's first bank read follows them, so every write lands before the banks are
+    // read again (and before `done`, which HALT's FETCH and DECODE precede as well).
+    reg  [WB-1:0]  row_wb_q [0:ROWS-1];                    // row r's {write, byte}, a cycle late
+    reg  [DAW-1:0] wr_entry_sum0_q;                        // ... and row 0's entry with it
+    always @(posedge clk) wr_entry_sum0_q <= wr_entry_sum0[DAW-1:0];
+    wire [DAW-1:0] wr_entry0 = wb_busy ? wr_entry_sum0_q : hd_entry_q;
     wire [DAW-1:0] wb_entry [0:CMAX-1];                    // bank b's write entry this cycle
     reg  [DAW-1:0] wb_entry_q [0:CMAX-1];                  // ... and in the cycle before
     generate
@@ -351,11 +399,13 @@ module accelerator #(
             always @(posedge clk) wb_entry_q[gi] <= wb_entry[gi];
             if (gi == 0) begin : row0_or_host
                 wire write = exec_mm && byte_mode && wr_v[gi] && (tile_rows != 8'd0);
-                assign wback[gi] = busy ? {write, row_result[gi]} : {h_dbuf_we, host_wdata_q[7:0]};
+                always @(posedge clk) row_wb_q[gi] <= {write, row_result[gi]};
+                assign wback[gi] = wb_busy ? row_wb_q[gi] : {hd_we_q, hd_byte_q};
             end else if (gi < ROWS) begin : row
                 localparam [7:0] R8 = gi;
                 wire write = exec_mm && byte_mode && wr_v[gi] && (R8 < tile_rows);
-                assign wback[gi] = {write, row_result[gi]};
+                always @(posedge clk) row_wb_q[gi] <= {write, row_result[gi]};
+                assign wback[gi] = row_wb_q[gi];
             end else begin : none
                 assign wback[gi] = {WB{1'b0}};
             end
@@ -372,14 +422,19 @@ module accelerator #(
         end
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
             assign bank_dir[gi*4 +: 4] = steer[BKW*CMAX + gi];
-            wire [WB-1:0] wb = wback[BKW*CMAX + gi];        // {write, byte}: array or host
+            reg  [WB-1:0]  wb;                              // {write, byte}: array or host
+            reg  [DAW-1:0] wb_addr;                         // ... and its entry
+            always @(posedge clk) begin
+                wb <= wback[BKW*CMAX + gi];
+                wb_addr <= wb_entry[gi];
+            end
             // A bank never reads an entry it writes in the same cycle and uses the word: the
             // decoder refuses a MATMUL whose output banks and entries overlap its input ones
             // (OVERLAP), banks outside the input window are read but not used, and the host
             // writes while idle, where a read of the written entry is not the host's read.
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW), .READ_OLD_ON_COLLISION(0)) u_ram (
-                .clk(clk), .we(wb[WB-1]), .waddr(wb_entry[gi]), .wdata(wb[7:0]),
-                .raddr(busy ? bank_addr_q[gi*DAW +: DAW] : h_off[DAW-1:0]), .rdata(bank_q[gi*8 +: 8]));
+                .clk(clk), .we(wb[WB-1]), .waddr(wb_addr), .wdata(wb[7:0]),
+                .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(bank_q[gi*8 +: 8]));
         end
     endgenerate
 
@@ -521,6 +576,9 @@ module accelerator #(
     /* verilator lint_off UNUSEDSIGNAL */
     wire [11:0] hb_q = h_off_q[27:16];
     /* verilator lint_on UNUSEDSIGNAL */
+    wire fwd0 = hw_v[0] && hw_bank[0] == hb_q && hw_entry[0] == h_off_q[DAW-1:0];
+    wire fwd1 = hw_v[1] && hw_bank[1] == hb_q && hw_entry[1] == h_off_q[DAW-1:0];
+    wire [7:0] dbuf_byte = fwd0 ? hw_byte[0] : fwd1 ? hw_byte[1] : bank_q[hb_q[BKW-1:0]*8 +: 8];
     always @* begin
         case (h_region_q)
             R_CTRL:  host_rdata = ctrl_q;
@@ -528,7 +586,7 @@ module accelerator #(
             R_WMEM:  host_rdata = wmem_q[h_off_q[7:0]*32 +: 32];
             R_BMEM:  host_rdata = bmem_q;
             R_SMEM:  host_rdata = smem_q[h_off_q[7:0]*32 +: 32];
-            R_DBUF:  host_rdata = {24'd0, bank_q[hb_q[BKW-1:0]*8 +: 8]};
+            R_DBUF:  host_rdata = {24'd0, dbuf_byte};
             R_PBUF:  host_rdata = pbuf_q[hb_q[RW-1:0]];
             R_TRACE: host_rdata = h_off_q[0] ? trace_act_q : trace_cycle_q;
             default: host_rdata = 32'd0;

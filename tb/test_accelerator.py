@@ -14,6 +14,7 @@ from pathlib import Path
 import cocotb
 import numpy as np
 import pytest
+from cocotb.triggers import FallingEdge
 
 from fpga.arch import ArrayConfig
 from fpga.compiler import compile_network
@@ -25,7 +26,7 @@ from models.datasets import adapt_to_network, load_dataset
 from models.numerics.sac import OutputMode
 from models.onnx.importer import import_onnx
 from tb.bitserial import start_clock
-from tb.host_port import R_DBUF, R_PBUF, HostPort, RtlDevice
+from tb.host_port import R_DBUF, R_PBUF, READ_LATENCY, HostPort, RtlDevice
 from tb.programs import BNN_CASE, compiled_network_cases
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
@@ -167,6 +168,42 @@ async def host_writes_reach_one_bank(dut):
     bad = [(key, g & 0xFF, w) for (key, w), g in zip(want.items(), got, strict=True) if g & 0xFF != w]
     assert not bad, f"data buffer after host writes: (bank, entry), got, want: {bad[:4]}"
     dut._log.info(f"{len(writes)} host writes to the data buffer: each in its own bank and entry")
+
+
+@cocotb.test()
+async def host_reads_its_writes_at_once(dut):
+    """A data-buffer read issued 0, 1, 2 or 3 cycles after a write to the same bank and entry
+    returns the written byte (the port's contract: one access per cycle, each seeing the ones
+    before). The host's writes reach the banks a few cycles late, through the write-back's
+    registers; the port covers the gap, which a read straight behind the write tests, and a
+    second write to the same entry in between tests which copy wins."""
+    cfg, host = await setup(dut)
+    rng = seeded_rng(dut._log, stream=3)
+    d = dut
+    bad = []
+    for gap in range(4):
+        for double in (False, True, False, True):
+            b, e = int(rng.integers(cfg.cmax)), int(rng.integers(cfg.ddepth))
+            first, second = (int(v) for v in rng.integers(256, size=2))
+            ops = [(1, b, e, first)]
+            if double:  # a second write to the entry right behind the first: the newer wins
+                ops.append((1, b, e, second))
+            want = second if double else first
+            ops += [(0, 0, 0, 0)] * gap + [(2, b, e, 0)]  # idle cycles, then the read
+            for kind, bank, entry, value in ops:
+                d.host_en.value = int(kind != 0)
+                d.host_we.value = int(kind == 1)
+                d.host_addr.value = (R_DBUF << 28) | (bank << 16) | entry
+                d.host_wdata.value = value
+                await FallingEdge(d.clk)
+            d.host_en.value = 0
+            for _ in range(READ_LATENCY - 1):
+                await FallingEdge(d.clk)
+            got = int(d.host_rdata.value) & 0xFF
+            if got != want:
+                bad.append((gap, b, e, got, want))
+    assert not bad, f"reads right behind writes (idle cycles, bank, entry, got, want): {bad[:4]}"
+    dut._log.info("16 reads 0..3 cycles behind writes to the same entry: each sees the newest write")
 
 
 CONFIGS = {

@@ -207,3 +207,39 @@ def test_rank_agreement_is_kendall_over_the_common_names():
     assert protocol.rank_agreement(sup, fin)["tau"] == 1.0
     assert protocol.rank_agreement({"a": 1, "b": 2}, {"a": 2, "b": 1})["tau"] == -1.0
     assert protocol.rank_agreement({"a": 1}, {"a": 2, "b": 1}) == {"tau": None, "p": None, "n": 1}
+
+
+def _plot_doc(front_costs):
+    """A pareto.json-shaped document with one search model per cost, all on the front."""
+    models = [
+        {
+            "cost": c,
+            "budget": c,
+            "on_front": True,
+            "accuracy": {"val": 0.9},
+            "intervals": {"val": [0.88, 0.92]},
+        }
+        for c in front_costs
+    ]
+    return {"models": models, "unit": "cycles per image", "cost": "cycles", "family": "sac", "data": "digits"}
+
+
+@pytest.mark.parametrize("costs", [[1000], [1000, 2000]])
+def test_plot_shows_a_front_of_any_size(costs, tmp_path, monkeypatch):
+    """pareto.png marks the front's models themselves (a staircase alone draws nothing for a
+    one-model front) and joins several with the staircase; the budgets are dotted lines."""
+    import matplotlib.pyplot as plt
+
+    from workbench.search import front
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    front.plot(_plot_doc(costs), tmp_path / "pareto.png")
+    (ax,) = figures[0].axes
+    marks = [ln for ln in ax.lines if ln.get_label().startswith("search's Pareto front")]
+    assert len(marks) == 1 and list(marks[0].get_xdata()) == costs and marks[0].get_marker() == "o"
+    staircases = [ln for ln in ax.lines if ln.get_drawstyle() == "steps-post"]
+    assert len(staircases) == (len(costs) > 1)
+    dotted = [ln for ln in ax.lines if ln.get_linestyle() == ":"]
+    assert sorted(ln.get_xdata()[0] for ln in dotted) == costs
+    assert (tmp_path / "pareto.png").stat().st_size > 0

@@ -279,14 +279,18 @@ def plot(doc: dict, path: Path) -> Path:
         )
     front = sorted((m["cost"], 100 * m["accuracy"]["val"]) for m in doc["models"] if m.get("on_front"))
     if front:
-        ax.step(
+        # the front's models filled over their hollow search markers (a line alone is invisible
+        # when the front holds one model), joined by its staircase when there are several
+        ax.plot(
             [c for c, _ in front],
             [v for _, v in front],
-            where="post",
+            "o",
             color="tab:blue",
-            lw=1.2,
-            label="search's Pareto front",
+            ms=7,
+            label="search's Pareto front" + (" (one model)" if len(front) == 1 else ""),
         )
+        if len(front) > 1:
+            ax.step([c for c, _ in front], [v for _, v in front], where="post", color="tab:blue", lw=1.2)
     zoo = doc.get("zoo")
     if zoo:
         lo, hi = zoo["intervals"]["val"]

@@ -781,7 +781,7 @@ def test_collect_only_writes_the_front_of_the_finished_trials_and_trains_nothing
     run_trial(TrialConfig(**{**done.__dict__, "export": False}), log=None)
     assert main([*args, "--collect-only"]) == 0
     out, err = capsys.readouterr()
-    assert f"--collect-only: 1 not finished and not trained: {left.name}" in err
+    assert f"--collect-only: 1 not finished and not trained: {left.name}" in out  # its result
     assert f"(1 trial(s) not finished: {left.name})" in out
     doc = json.loads((tmp_path / "pareto.json").read_text())
     assert not doc["complete"] and doc["unfinished"] == [left.name]

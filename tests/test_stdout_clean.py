@@ -86,6 +86,14 @@ def test_search_progress_goes_to_stderr(tmp_path, capsys, monkeypatch):
     assert f"{left.name}: epoch 1/1" in err and "[search] 2 trial(s) (1 already done" in err
     assert f"(1 trial(s) not finished: {left.name})" in out and "pareto.json" in out
     assert json.loads((tmp_path / "pareto.json").read_text())["unfinished"] == [left.name]
+    # --collect-only: its listing of what has finished and what has not is its result (stdout)
+    assert main([*args, "--collect-only"]) == 0
+    out, err = capsys.readouterr()
+    assert_results_only(out)
+    listing = out.splitlines()[0]
+    assert listing.startswith(f"2 trial(s) (1 already done in {tmp_path})"), out
+    assert listing.endswith(f"; --collect-only: 1 not finished and not trained: {left.name}")
+    assert "--collect-only" not in err
 
 
 # -- the benches: builds to a log file, simulations to stderr ----------------------------------

@@ -4,7 +4,9 @@ protocol.py); interrupted or left by a lost cluster, it keeps what has finished 
 resume. The options and checks are in options.py, what has finished in results.py.
 
 The console: progress (what is done, each trial's epochs, ray_backend.py's lines) goes to
-stderr while the trials run; stdout is left to the command's results (commands/search.py).
+stderr while the trials run; stdout is left to the command's results (commands/search.py),
+--collect-only's listing of what has finished and what has not included (that is what the
+flag asks for).
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ def _run_search(opts: SearchOptions) -> dict:
     todo = [c for c in configs if read_result(Path(c.out)) is None]
     todo_jobs = [j for j in jobs if read_final(j.out) is None]
     t0 = time.perf_counter()
-    done = f"[search] {len(configs)} trial(s) ({len(configs) - len(todo)} already done in {out})" + (
+    done = f"{len(configs)} trial(s) ({len(configs) - len(todo)} already done in {out})" + (
         f", {len(jobs)} baseline training(s) ({len(jobs) - len(todo_jobs)} done: "
         f"{', '.join(sorted({p['role'] for p in plan}))}, {configs[0].final_seeds} "
         f"seed(s) each)"
@@ -174,17 +176,20 @@ def _run_search(opts: SearchOptions) -> dict:
     if opts.collect_only:
         if len(todo) == len(configs):
             raise SearchError(f"--collect-only: no trial of these options has finished in {out / 'trials'}")
-        print(
+        print(  # the result --collect-only asks for: on stdout
             f"{done}; --collect-only: {len(todo)} not finished and not trained"
             + (": " + ", ".join(c.name for c in todo) if todo else ""),
-            file=sys.stderr,
             flush=True,
         )
         todo, todo_jobs, ray_tmp = [], [], None
     else:
         out.mkdir(parents=True, exist_ok=True)
         ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-        print(f"{done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}", file=sys.stderr, flush=True)
+        print(
+            f"[search] {done}; Ray's logs in {ray_tmp}, trial logs in {out / 'ray'}",
+            file=sys.stderr,
+            flush=True,
+        )
         print(resume_line(out), file=sys.stderr, flush=True)
     try:
         errors = _run_trials(opts, todo + todo_jobs, configs, t0, ray_tmp) if todo or todo_jobs else []

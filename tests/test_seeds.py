@@ -141,7 +141,8 @@ def run_sdp_ram(monkeypatch, capfd, build, env) -> dict:
         monkeypatch.setenv(name, value)
     capfd.readouterr()
     test_sdp_ram.test_sdp_ram("icarus", 32, 64, 1)
-    out = capfd.readouterr().out
+    cap = capfd.readouterr()
+    out = cap.out + cap.err  # the seed line on stdout, the simulator's log (cocotb's seed) on stderr
     printed = re.search(r"seed (\d+) \(TB_SEED=(\d+) replays this run\)", out)
     cocotb_seed = re.search(r"Seeding Python random module with (\d+)", out)
     digest = re.search(r"stimulus ([0-9a-f]{12}): match", out)

@@ -55,7 +55,7 @@ help:
 	@echo "              icarus); kill tables on the console, logs in build/mutants/"
 	@echo "make formal - formal proofs (SymbiYosys, yices) of stream_fifo, popcount_pipe and sac_cell:"
 	@echo "              the table of formal/jobs.toml's properties; FORMAL_ARGS=--mutants runs the"
-	@echo "              modules' mutants, FORMAL_ARGS='--only JOB' one job (~3 min on 2 cores)"
+	@echo "              modules' mutants, FORMAL_ARGS='--only JOB' one job (1-2 min on 2 cores)"
 	@echo "make gpu-check OUT=dir - GPU check: versions, exactness, benchmarks (an NVIDIA GPU;"
 	@echo "              no set-up: the GPU machine's own Python; default OUT=$(OUT))"
 	@echo "make clean  - remove build/, sim_build/, out/ and test caches"

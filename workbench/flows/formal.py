@@ -604,9 +604,11 @@ def parse_args(argv):
         description=__doc__.split("\n\n")[0],
         epilog="examples:\n  make formal\n  .venv/bin/python scripts/formal.py --quick\n"
         "  .venv/bin/python scripts/formal.py --only stream_fifo_d4,popcount_n64\n"
-        "  .venv/bin/python scripts/formal.py --mutants",
+        "  .venv/bin/python scripts/formal.py --mutants\n\n"
+        "status 1 here: a property failed (a counterexample, an induction that does not close, a cover\n"
+        "not reached); with --mutants 0 whatever was killed",
     )
-    p.add_argument("--only", default="", help="job names, comma-separated (default: every job)")
+    p.add_argument("--only", help="job names, comma-separated (default: every job)")
     p.add_argument(
         "--job-list", type=Path, default=JOBS_FILE, help="the jobs (their wrappers beside the file)"
     )
@@ -619,7 +621,7 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs must be at least 1, got {args.jobs}")
-    args.only = [s.strip() for s in args.only.split(",") if s.strip()]
+    args.only = [s.strip() for s in (args.only or "").split(",") if s.strip()]
     return args
 
 

@@ -6,7 +6,8 @@
 // registered nodes instead. Leaves add 3 bits (a full adder: one 6-input LUT per output bit,
 // which also absorbs the cells' own `active` gates), inner nodes add 4 children; every node is
 // registered, so the longest path is one small adder. LATENCY = 1 + the number of inner levels
-// (2 for 64 bits, 4 for 256, 7 for 8,192) and must stay within MAX_LATENCY.
+// (4 for 64 bits, 5 for 256, 7 for 8,192; make formal proves it at 4, 13 and 64 bits) and
+// must stay within MAX_LATENCY.
 module popcount_pipe #(
     parameter N = 64,               // input bits
     parameter W = 7,                // output width, >= clog2(N+1)

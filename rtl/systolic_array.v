@@ -25,7 +25,7 @@
 //
 // Activity: `active_count` is the number of cells that switched on (one per nonzero weight and
 // nonzero data word) COUNT_DELAY cycles earlier, from a pipelined population count (COUNT_DELAY
-// is 2 for 64 cells, 4 for 256, 7 for 8,192; elaboration stops if it exceeds
+// is 4 for 64 cells, 5 for 256, 7 for 8,192; elaboration stops if it exceeds
 // COUNT_DELAY_MAX, the delay the user of the count tolerates).
 module systolic_array #(
     parameter ROWS = 8,

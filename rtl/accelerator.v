@@ -114,6 +114,10 @@ module accelerator #(
     assign done = dec_done & ~dec_start;
     assign error = dec_error & ~dec_start;
 
+    wire           mm_fetch, fetch_shift_en;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [11:0]    fetch_in_ch;                 // the steering uses its low log2(CMAX) bits
+    /* verilator lint_on UNUSEDSIGNAL */
     instruction_decoder #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH),
         .PDEPTH(PDEPTH), .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH),
         .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) u_decoder (
@@ -125,7 +129,8 @@ module accelerator #(
         .mode(mode), .acc_in(acc_in), .shift_en(shift_en), .group(group), .fill(fill),
         .height(height), .width(width), .in_addr(in_addr), .out_addr(out_addr),
         .in_ch(in_ch), .out_ch(out_ch), .acc_addr(acc_addr), .pixels(pixels),
-        .tile_rows(tile_rows), .tile_cols(tile_cols));
+        .tile_rows(tile_rows), .tile_cols(tile_cols),
+        .mm_fetch(mm_fetch), .fetch_in_ch(fetch_in_ch), .fetch_shift_en(fetch_shift_en));
 
     // ---------------------------------------------------------------- host port decode
     reg         host_en_q, host_we_q;
@@ -283,7 +288,11 @@ module accelerator #(
 
     // Bank b is steered by entry b - in_ch of the shift word: a logarithmic shifter moves entry
     // i to bank in_ch + i (log2(CMAX) stages of 2:1 multiplexers instead of a COLS*8:1
-    // multiplexer per bank). Banks outside the tile's window get whatever lands there (the
+    // multiplexer per bank). The directions hold for a whole MATMUL, so the shifter works in
+    // the MATMUL's FETCH, on the word's fields (the decoder's fetch_*; the shift word is loaded
+    // by the LOAD_WEIGHTS before), and each bank registers its direction by DECODE, where pixel
+    // 0's addresses are computed (timing closure: the shifter and the candidate select were one
+    // path to the address registers). Banks outside the tile's window get whatever lands there (the
     // identity below in_ch and past the word, padding entries past the window): the feeder
     // takes no slot from them, so their read addresses do not matter and no in-window flag
     // travels with the entries.
@@ -294,7 +303,7 @@ module accelerator #(
     generate
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : steer_entry
             if (gi < NSE) begin : entry
-                assign steer[gi] = shift_en ? shift_word[gi*4 +: 4] : IDENTITY;
+                assign steer[gi] = fetch_shift_en ? shift_word[gi*4 +: 4] : IDENTITY;
             end else begin : none
                 assign steer[gi] = IDENTITY;
             end
@@ -303,9 +312,9 @@ module accelerator #(
             for (gi = 0; gi < CMAX; gi = gi + 1) begin : pos
                 if (gi >= (1 << gt)) begin : from
                     assign steer[(gt+1)*CMAX + gi] =
-                        in_ch[gt] ? steer[gt*CMAX + gi - (1 << gt)] : steer[gt*CMAX + gi];
+                        fetch_in_ch[gt] ? steer[gt*CMAX + gi - (1 << gt)] : steer[gt*CMAX + gi];
                 end else begin : below
-                    assign steer[(gt+1)*CMAX + gi] = in_ch[gt] ? IDENTITY : steer[gt*CMAX + gi];
+                    assign steer[(gt+1)*CMAX + gi] = fetch_in_ch[gt] ? IDENTITY : steer[gt*CMAX + gi];
                 end
             end
         end
@@ -421,7 +430,9 @@ module accelerator #(
             end
         end
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
-            assign bank_dir[gi*4 +: 4] = steer[BKW*CMAX + gi];
+            reg [3:0] dir_q;                                // the bank's direction this MATMUL
+            always @(posedge clk) if (mm_fetch) dir_q <= steer[BKW*CMAX + gi];
+            assign bank_dir[gi*4 +: 4] = dir_q;
             reg  [WB-1:0]  wb;                              // {write, byte}: array or host
             reg  [DAW-1:0] wb_addr;                         // ... and its entry
             always @(posedge clk) begin

@@ -64,7 +64,13 @@ module instruction_decoder #(
     output reg  [19:0]      acc_addr,
     output reg  [23:0]      pixels,
     output reg  [7:0]       tile_rows,      // shape of the loaded tile
-    output reg  [7:0]       tile_cols
+    output reg  [7:0]       tile_cols,
+    // In a MATMUL's FETCH (mm_fetch), its in_ch and shift_en fields as the word holds them, a
+    // cycle before in_ch and shift_en: what the top computes once per MATMUL from them (the
+    // banks' shift directions) is registered by DECODE.
+    output wire             mm_fetch,
+    output wire [11:0]      fetch_in_ch,
+    output wire             fetch_shift_en
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
     // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
@@ -140,6 +146,9 @@ module instruction_decoder #(
     wire [11:0] f_outch = w[107:96];
     wire [19:0] f_acc = w[127:108];
     wire [23:0] f_prod = f_h * f_w;
+    assign mm_fetch = (state == S_FETCH) && (op == OP_MM);
+    assign fetch_in_ch = f_inch;
+    assign fetch_shift_en = f_shift;
     // Toggle coverage off for f_pix, f_nout and slots: 32-bit copies of f_prod and f_slots
     // (whose toggles are counted) for the range checks; their top bits are tied to 0.
     /* verilator coverage_off */

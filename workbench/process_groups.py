@@ -2,7 +2,8 @@
 what it starts in turn (a simulator, a compiler, mutmut's workers) belongs to its group and ends
 with it, whatever ends the supervisor's wait (a failure, a timeout, Ctrl-C, SIGTERM). Read from
 /proc: the scheduler states of a group's processes (a stopped one, state T, would hang a job).
-Used by the RTL shards (workbench/rtl_shards.py) and by mutation testing (workbench/flows/mutants.py)."""
+Used by the RTL shards (workbench/rtl_shards.py), mutation testing (workbench/flows/mutants.py)
+and the formal flow (workbench/flows/formal.py)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ from pathlib import Path
 GROUP_GONE_S = 10.0  # how long kill_group waits for a killed group's last process to end
 
 
-def group_states(pgid: int) -> list[str]:
-    """Scheduler states (R, S, T, Z, ...) of the processes in process group `pgid`."""
-    states = []
+def process_stats():
+    """(pid, fields) of every process now, from /proc/PID/stat: fields after the command name,
+    i.e. state, ppid, pgrp, session, ... (a process that ends while being read is left out)."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        return states
+        return
     for name in names:
         if not name.isdigit():
             continue
@@ -32,10 +33,12 @@ def group_states(pgid: int) -> list[str]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, ...
-        if len(fields) > 2 and fields[2] == str(pgid):
-            states.append(fields[0])
-    return states
+        yield int(name), stat[stat.rindex(")") + 2 :].split()
+
+
+def group_states(pgid: int) -> list[str]:
+    """Scheduler states (R, S, T, Z, ...) of the processes in process group `pgid`."""
+    return [fields[0] for _, fields in process_stats() if len(fields) > 2 and fields[2] == str(pgid)]
 
 
 def wait_group_gone(pgid: int, limit_s: float = GROUP_GONE_S) -> None:

@@ -45,6 +45,7 @@ from pathlib import Path
 from safeio import write_text_atomic
 from workbench.commands.args import FAILURE, MISMATCH, ArgumentParser, BadInput
 from workbench.flows.mutants import MUTANT_LIST, apply_mutant, load_rtl_mutants
+from workbench.process_groups import process_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMAL = ROOT / "formal"
@@ -285,21 +286,13 @@ _stopping = threading.Event()  # set when a run is being ended: no new sby start
 
 
 def session_pids(sid: int) -> list[int]:
-    """The processes of session `sid` (sby puts its engines in process groups of their own,
+    """The live processes of session `sid` (sby puts its engines in process groups of their own,
     inside the session it was started in)."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, session, ...
-        if len(fields) > 3 and fields[3] == str(sid) and fields[0] not in ("Z", "X"):
-            pids.append(int(name))
-    return pids
+    return [
+        pid
+        for pid, fields in process_stats()
+        if len(fields) > 3 and fields[3] == str(sid) and fields[0] not in ("Z", "X")
+    ]
 
 
 def kill_session(proc: subprocess.Popen) -> None:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from safeio import write_text_atomic
 from workbench.commands.args import FAILURE, MISMATCH, ArgumentParser, BadInput
-from workbench.flows.mutants import MUTANT_LIST, apply_mutant, load_rtl_mutants
+from workbench.flows.mutants import MUTANT_LIST, apply_mutant, load_rtl_mutants, rel
 from workbench.process_groups import process_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -494,13 +494,6 @@ def table(rows: list[Row]) -> str:
         cells = [r.job, r.property, r.module, r.engine, r.result, f"{r.seconds:.0f}"]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return "\n".join(lines)
-
-
-def rel(path: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 # -- mutants --------------------------------------------------------------------------------------

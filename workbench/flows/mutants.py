@@ -190,8 +190,9 @@ def fmt_time(seconds: float) -> str:
 
 
 def rel(path: Path) -> str:
+    """`path` relative to the project root where it lies inside it (for messages), else as given."""
     try:
-        return str(path.relative_to(ROOT))
+        return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
         return str(path)
 

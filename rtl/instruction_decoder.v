@@ -10,9 +10,10 @@
 // Timing: the next word is read ahead (start_pc while idle, pc + 1 while executing) and
 // registered as it leaves the memory (`w_q`), so the memory's clock-to-out is off FETCH's
 // path; executions last at least two cycles, which gives the read-ahead its time, and the top
-// registers `start` so that the word at start_pc is read in the cycle before. FETCH runs every
-// check and the pixel product and registers the results, and a MATMUL's fields (the top computes
-// pixel 0's bank addresses from them in DECODE); DECODE latches the rest and starts EXEC.
+// registers `start` so that the word at start_pc is read in the cycle before. FETCH computes
+// the pixel product and every check that does not need it, and registers them with a MATMUL's
+// fields (the top computes pixel 0's bank addresses from them in DECODE); DECODE compares the
+// registered product with the bounds FETCH registered, latches the rest and starts EXEC.
 module instruction_decoder #(
     // the accelerator's sizes (accelerator.v says what each is): the checks of every word
     // against them are fpga/isa.py's
@@ -114,12 +115,11 @@ module instruction_decoder #(
     assign imem_addr = (state == S_IDLE) ? start_pc[IAW-1:0]
                      : (state == S_EXEC) ? pc[IAW-1:0] + 1'b1 : pc[IAW-1:0];
     // results of FETCH's checks, used in DECODE
-    reg [3:0]  err_q;
     reg [23:0] pix_q;                        // height x width
     reg [23:0] mm_len_q;                     // a MATMUL's execution cycles
     reg        pc_over_q;
     assign retire = (state == S_EXEC && k == exec_len - 24'd1)
-                  || (state == S_DECODE && !pc_over_q && op == OP_HALT && err_q == E_NONE);
+                  || (state == S_DECODE && !pc_over_q && op == OP_HALT && err_pre_q == E_NONE);
 
     // ---- field extraction (combinational, from the fetched word) ----
     // the word registered as it leaves the memory: in FETCH and DECODE the word at pc (read
@@ -149,15 +149,9 @@ module instruction_decoder #(
     assign mm_fetch = (state == S_FETCH) && (op == OP_MM);
     assign fetch_in_ch = f_inch;
     assign fetch_shift_en = f_shift;
-    // Toggle coverage off for f_pix, f_nout and slots: 32-bit copies of f_prod and f_slots
-    // (whose toggles are counted) for the range checks; their top bits are tied to 0.
-    /* verilator coverage_off */
-    wire [31:0] f_pix = {8'd0, f_prod};
-    /* verilator coverage_on */
+    // Toggle coverage off for slots: a 32-bit copy of f_slots (whose toggles are counted) for
+    // the range checks; its top bits are tied to 0.
     wire byte_mode = (f_mode == 2'd0) || (f_mode == 2'd1);
-    /* verilator coverage_off */
-    wire [31:0] f_nout = (f_mode == M_PIXSUM) ? 32'd1 : f_pix;
-    /* verilator coverage_on */
     // Channels a MATMUL's window spans, tile_cols x group, for each of the 8 group sizes:
     // registered, so FETCH only selects one by the word's group field. tile_cols changes in a
     // LOAD_WEIGHTS' DECODE and the next FETCH is at least three cycles later (LOAD_WEIGHTS
@@ -192,46 +186,108 @@ module instruction_decoder #(
     endfunction
 
     wire pc_over = ({{(31-IAW){1'b0}}, pc} >= L_IMEM);
-    reg [3:0] err;
+
+    // The checks in two halves, so that the pixel product never meets a comparator in the cycle
+    // it is computed (the FETCH path was memory -> product (a DSP multiplier) -> checks -> error
+    // register). FETCH: every check that does not need the product, and for each one that
+    // does, the bound the product is compared with ("a + n > limit" is "a > limit or
+    // n > limit - a": limit - a does not wait for n). DECODE: the product, registered, against
+    // those bounds, and the error codes in fpga/isa.py's order.
+    reg [3:0] err_pre;                       // opcode, reserved bits, LOAD_WEIGHTS, NOWEIGHTS
     always @* begin
-        err = E_NONE;
+        err_pre = E_NONE;
         if (op != OP_LW && op != OP_MM && op != OP_HALT)
-            err = E_OPCODE;
+            err_pre = E_OPCODE;
         else if ((op == OP_LW && (w & ~USED_LW) != 128'd0)
               || (op == OP_MM && (w & ~USED_MM) != 128'd0)
               || (op == OP_HALT && (w & ~USED_HALT) != 128'd0)
               || (op == OP_MM && ((!f_shift && f_fill != 8'd0) || (!f_accin && f_acc != 20'd0)
                                   || (!byte_mode && f_outch != 12'd0))))
-            err = E_RESERVED;
+            err_pre = E_RESERVED;
         else if (op == OP_LW) begin
             if (f_rows == 8'd0 || {24'd0, f_rows} > L_ROWS || f_cols == 8'd0 || {24'd0, f_cols} > L_COLS)
-                err = E_TILE;
+                err_pre = E_TILE;
             else if (over({8'd0, f_waddr}, {24'd0, f_rows}, L_WDEPTH)
                   || over({8'd0, f_baddr}, {24'd0, f_rows}, L_BDEPTH)
                   || {8'd0, f_saddr} >= L_SDEPTH)
-                err = E_WRANGE;
-        end else if (op == OP_MM) begin
-            if (tile_rows == 8'd0)
-                err = E_NOWEIGHTS;
-            else if (f_h == 12'd0 || f_w == 12'd0 || f_pix > L_DDEPTH)
+                err_pre = E_WRANGE;
+        end else if (op == OP_MM && tile_rows == 8'd0)
+            err_pre = E_NOWEIGHTS;
+    end
+
+    // A MATMUL's product-free terms, named after the check they belong to; each *_room is the
+    // bound a check compares the pixel count with (25 bits: DDEPTH and PDEPTH are at most 2^20,
+    // and a term whose subtraction would wrap is decided by its flag first).
+    wire        pixsum = (f_mode == M_PIXSUM);
+    wire        shape_zero = (f_h == 12'd0 || f_w == 12'd0);
+    wire        in_past = ({12'd0, f_in} > L_DDEPTH) || over({20'd0, f_inch}, slots, L_CMAX);
+    wire [24:0] in_room = L_DDEPTH[24:0] - {5'd0, f_in};
+    wire        acc_past = ({12'd0, f_acc} > L_PDEPTH);
+    wire [24:0] acc_room = L_PDEPTH[24:0] - {5'd0, f_acc};
+    wire        out_past = byte_mode
+                    ? ({12'd0, f_out} > L_DDEPTH) || over({20'd0, f_outch}, {24'd0, tile_rows}, L_CMAX)
+                    : ({12'd0, f_out} > L_PDEPTH) || (pixsum && 32'd1 > L_PDEPTH - {12'd0, f_out});
+    wire [24:0] out_room = (byte_mode ? L_DDEPTH[24:0] : L_PDEPTH[24:0]) - {5'd0, f_out};
+    // the overlap checks: channels (byte modes) or accumulation (the others) clash, and then the
+    // two windows [a, a + n) and [b, b + m) intersect: (a < b or n > a - b) and (b < a or m > b - a)
+    wire        ovl_en = byte_mode
+                    ? clash({20'd0, f_inch}, slots, {20'd0, f_outch}, {24'd0, tile_rows})
+                    : (f_accin && f_out != f_acc);
+    wire [19:0] ovl_a = byte_mode ? f_in : f_acc;
+    wire        ovl_a_below = (ovl_a < f_out);           // a < b
+    wire        ovl_b_below = (f_out < ovl_a);           // b < a
+    wire [24:0] ovl_a_gap = {5'd0, ovl_a} - {5'd0, f_out};
+    wire [24:0] ovl_b_gap = {5'd0, f_out} - {5'd0, ovl_a};
+    // a PIXSUM's window at b is one entry long (n for [a, ..) is always the pixel count)
+    wire        ovl_b_one = !byte_mode && pixsum;
+
+    reg [3:0]  err_pre_q;
+    reg        mm_q, byte_mode_q, accin_q, pixsum_q, shape_zero_q, in_past_q, acc_past_q,
+               out_past_q, ovl_en_q, ovl_a_below_q, ovl_b_below_q, ovl_b_one_q;
+    reg [24:0] in_room_q, acc_room_q, out_room_q, ovl_a_gap_q, ovl_b_gap_q;
+    always @(posedge clk) if (state == S_FETCH) begin
+        err_pre_q <= err_pre;
+        mm_q <= (op == OP_MM);
+        byte_mode_q <= byte_mode;
+        accin_q <= f_accin;
+        pixsum_q <= pixsum;
+        shape_zero_q <= shape_zero;
+        in_past_q <= in_past;
+        in_room_q <= in_room;
+        acc_past_q <= acc_past;
+        acc_room_q <= acc_room;
+        out_past_q <= out_past;
+        out_room_q <= out_room;
+        ovl_en_q <= ovl_en;
+        ovl_a_below_q <= ovl_a_below;
+        ovl_b_below_q <= ovl_b_below;
+        ovl_a_gap_q <= ovl_a_gap;
+        ovl_b_gap_q <= ovl_b_gap;
+        ovl_b_one_q <= ovl_b_one;
+    end
+
+    // DECODE: the registered pixel count against the bounds
+    wire [24:0] pix25 = {1'b0, pix_q};
+    /* verilator coverage_off */
+    wire [31:0] pix32 = {8'd0, pix_q};
+    /* verilator coverage_on */
+    wire        ovl_hit = ovl_en_q
+                    && (ovl_a_below_q || (ovl_b_one_q ? ovl_a_gap_q == 25'd0 : pix25 > ovl_a_gap_q))
+                    && (ovl_b_below_q || pix25 > ovl_b_gap_q);
+    reg [3:0] err;
+    always @* begin
+        err = err_pre_q;
+        if (err_pre_q == E_NONE && mm_q) begin
+            if (shape_zero_q || pix32 > L_DDEPTH)
                 err = E_SHAPE;
-            else if (over({12'd0, f_in}, f_pix, L_DDEPTH) || over({20'd0, f_inch}, slots, L_CMAX))
+            else if (in_past_q || pix25 > in_room_q)
                 err = E_DBUF;
-            else if (f_accin && over({12'd0, f_acc}, f_pix, L_PDEPTH))
+            else if (accin_q && (acc_past_q || pix25 > acc_room_q))
                 err = E_PBUF;
-            else if (byte_mode) begin
-                if (over({12'd0, f_out}, f_pix, L_DDEPTH) || over({20'd0, f_outch}, {24'd0, tile_rows}, L_CMAX))
-                    err = E_DBUF;
-                else if (clash({20'd0, f_inch}, slots, {20'd0, f_outch}, {24'd0, tile_rows})
-                      && clash({12'd0, f_in}, f_pix, {12'd0, f_out}, f_pix))
-                    err = E_OVERLAP;
-            end else begin
-                if (over({12'd0, f_out}, f_nout, L_PDEPTH))
-                    err = E_PBUF;
-                else if (f_accin && f_out != f_acc
-                      && clash({12'd0, f_acc}, f_pix, {12'd0, f_out}, f_nout))
-                    err = E_OVERLAP;
-            end
+            else if (out_past_q || (!(pixsum_q && !byte_mode_q) && pix25 > out_room_q))
+                err = byte_mode_q ? E_DBUF : E_PBUF;
+            else if (ovl_hit)
+                err = E_OVERLAP;
         end
     end
 
@@ -265,10 +321,9 @@ module instruction_decoder #(
                 end
                 S_FETCH: begin                      // the word is here: check it
                     state <= S_DECODE;
-                    err_q <= err;
                     pc_over_q <= pc_over;
-                    pix_q <= f_pix[23:0];
-                    mm_len_q <= {f_pix[20:0], 3'd0} + MM_FIXED[23:0] + {16'd0, tile_rows}
+                    pix_q <= f_prod;
+                    mm_len_q <= {f_prod[20:0], 3'd0} + MM_FIXED[23:0] + {16'd0, tile_rows}
                               + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
                     // A MATMUL's fields are out a cycle before it executes: the top computes
                     // pixel 0's bank addresses in DECODE (accelerator.v). Nothing reads them
@@ -290,12 +345,12 @@ module instruction_decoder #(
                 end
                 S_DECODE: begin
                     k <= 24'd0;
-                    if (pc_over_q || err_q != E_NONE) begin
+                    if (pc_over_q || err != E_NONE) begin
                         state <= S_IDLE;
                         busy <= 1'b0;
                         done <= 1'b1;
                         error <= 1'b1;
-                        error_code <= pc_over_q ? E_PC : err_q;
+                        error_code <= pc_over_q ? E_PC : err;
                     end else if (op == OP_HALT) begin
                         state <= S_IDLE;
                         busy <= 1'b0;

@@ -117,7 +117,9 @@ module accelerator #(
     wire           mm_fetch, fetch_shift_en;
     /* verilator lint_off UNUSEDSIGNAL */
     wire [11:0]    fetch_in_ch;                 // the steering uses its low log2(CMAX) bits
+    wire [19:0]    fetch_in_addr;               // the channel shift uses its low DAW bits
     /* verilator lint_on UNUSEDSIGNAL */
+    wire [11:0]    fetch_height, fetch_width;
     instruction_decoder #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH),
         .PDEPTH(PDEPTH), .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH),
         .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) u_decoder (
@@ -130,7 +132,8 @@ module accelerator #(
         .height(height), .width(width), .in_addr(in_addr), .out_addr(out_addr),
         .in_ch(in_ch), .out_ch(out_ch), .acc_addr(acc_addr), .pixels(pixels),
         .tile_rows(tile_rows), .tile_cols(tile_cols),
-        .mm_fetch(mm_fetch), .fetch_in_ch(fetch_in_ch), .fetch_shift_en(fetch_shift_en));
+        .mm_fetch(mm_fetch), .fetch_in_ch(fetch_in_ch), .fetch_shift_en(fetch_shift_en),
+        .fetch_in_addr(fetch_in_addr), .fetch_height(fetch_height), .fetch_width(fetch_width));
 
     // ---------------------------------------------------------------- host port decode
     reg         host_en_q, host_we_q;
@@ -231,28 +234,18 @@ module accelerator #(
         end
     endgenerate
 
-    // ---------------------------------------------------------------- MATMUL pixel counters
-    // The pixel whose addresses are being computed and its position, for the channel-shift
-    // addresses: pixel p during k = 8p - 1 .. 8p + 6 (pixel 0 from DECODE, where the decoder
-    // already holds the MATMUL's fields), so that the addresses are registered before the
-    // banks read pixel p at k = 8p.
+    // ---------------------------------------------------------------- MATMUL pixel counter
+    // The pixel whose addresses are being computed: pixel p during k = 8p - 1 .. 8p + 6 (pixel
+    // 0 from DECODE; the channel shift loads its candidates in the MATMUL's FETCH), so that the
+    // addresses are registered before the banks read pixel p at k = 8p.
     reg [23:0] rd_p;
-    reg [11:0] rd_y, rd_x;
     wire mm_first = exec_mm && k == 24'd0;
+    wire rd_step = exec_mm && k[2:0] == 3'd6;
     always @(posedge clk) begin
-        if (!exec_mm) begin
+        if (!exec_mm)
             rd_p <= 24'd0;
-            rd_y <= 12'd0;
-            rd_x <= 12'd0;
-        end else if (k[2:0] == 3'd6) begin
+        else if (rd_step)
             rd_p <= rd_p + 24'd1;
-            if (rd_x + 12'd1 == width) begin
-                rd_x <= 12'd0;
-                rd_y <= rd_y + 12'd1;
-            end else begin
-                rd_x <= rd_x + 12'd1;
-            end
-        end
     end
     // cycles from a MATMUL's first bank read to its first bit in the array: the read, the
     // serializers' load and the feeder's two registers (data_feeder.v; fpga/cycle_model.py
@@ -266,9 +259,9 @@ module accelerator #(
     wire [CMAX-1:0]     bank_fill;
     wire [CMAX*8-1:0]   bank_q;
     reg  [CMAX-1:0]     bank_fill_q;
-    wire [DAW-1:0] rd_base = in_addr[DAW-1:0] + rd_p[DAW-1:0];
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
-        .base(rd_base), .y(rd_y), .x(rd_x), .height(height), .width(width),
+        .clk(clk), .start(mm_fetch), .base(fetch_in_addr[DAW-1:0]),
+        .height(fetch_height), .width(fetch_width), .step(rd_step),
         .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
     // The addresses and fill flags are registered on their way to the banks (timing closure:
     // the counters' adders, the candidate addresses and each bank's select in one cycle, the

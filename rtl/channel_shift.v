@@ -3,21 +3,28 @@
 //
 // Every data-buffer bank (= channel) is read at its own address: the current pixel moved by
 // the bank's shift direction d (0..8, source offset (d/3 - 1, d%3 - 1); 9..15 read as the
-// identity 4). The nine candidate addresses and their in-frame flags are computed once and
-// shared; each bank only selects one. Where the source pixel lies outside the H x W frame the
-// bank's `fill` flag is set and the feeder substitutes the fill value (zero fill for SAC).
+// identity 4). The nine candidate addresses and their in-frame flags are held in registers
+// shared by all banks; each bank only selects one. Where the source pixel lies outside the
+// H x W frame the bank's `fill` flag is set and the feeder substitutes the fill value (zero
+// fill for SAC).
+//
+// Timing: the candidates are counters, not sums. `start` loads pixel 0's (base, base +- width,
+// each +- 1, from the MATMUL's fields) and `step` moves every candidate to the next pixel (+1)
+// and updates the four edge flags from the pixel's position, so no adder sits between these
+// registers and the banks' address selects, whose wires span every bank of the die.
 module channel_shift #(
     parameter BANKS = 64,
     parameter AW = 10,          // data-buffer entry address width
-    parameter DW = 12           // width of y, x, height, width
+    parameter DW = 12           // width of the pixel position, height and width
 ) (
-    input  wire [AW-1:0]        base,       // entry of the current pixel
-    input  wire [DW-1:0]        y,
-    input  wire [DW-1:0]        x,
-    input  wire [DW-1:0]        height,
+    input  wire                 clk,
+    input  wire                 start,      // load pixel 0 of the frame below
+    input  wire [AW-1:0]        base,       // (start) the entry of pixel 0
+    input  wire [DW-1:0]        height,     // (start) the frame's height and width
     input  wire [DW-1:0]        width,
+    input  wire                 step,       // move to the next pixel (row-major)
     input  wire [BANKS*4-1:0]   dir,
-    output wire [BANKS*AW-1:0]  addr,
+    output wire [BANKS*AW-1:0]  addr,       // of the current pixel (pixel 0 from the cycle after start)
     output wire [BANKS-1:0]     fill
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
@@ -28,23 +35,56 @@ module channel_shift #(
         end
     endgenerate
 
+    // the frame and the pixel's position in it, for the edge flags
+    reg [DW-1:0] h_q, w_q, y, x;
+    reg up_ok, down_ok, left_ok, right_ok;      // the neighbour in that direction is in the frame
+    wire [DW:0] y2 = {1'b0, y} + {{(DW-1){1'b0}}, 2'd2};
+    wire [DW:0] x2 = {1'b0, x} + {{(DW-1){1'b0}}, 2'd2};
+    wire row_end = ({1'b0, x} + 1'b1 == {1'b0, w_q});
+    always @(posedge clk) begin
+        if (start) begin
+            h_q <= height;
+            w_q <= width;
+            y <= {DW{1'b0}};
+            x <= {DW{1'b0}};
+            up_ok <= 1'b0;
+            left_ok <= 1'b0;
+            down_ok <= (height > {{(DW-1){1'b0}}, 1'b1});
+            right_ok <= (width > {{(DW-1){1'b0}}, 1'b1});
+        end else if (step) begin
+            if (row_end) begin
+                x <= {DW{1'b0}};
+                y <= y + 1'b1;
+                left_ok <= 1'b0;
+                right_ok <= (w_q > {{(DW-1){1'b0}}, 1'b1});
+                up_ok <= 1'b1;
+                down_ok <= (y2 < {1'b0, h_q});
+            end else begin
+                x <= x + 1'b1;
+                left_ok <= 1'b1;
+                right_ok <= (x2 < {1'b0, w_q});
+            end
+        end
+    end
+
     wire [AW-1:0] row_step = width[AW-1:0];
-    wire [8:0] in_frame;
     wire [AW-1:0] cand [0:8];
-
-    // rows: y-1 exists when y > 0, y+1 when y+1 < H; columns likewise
-    wire up_ok = (y != {DW{1'b0}});
-    wire down_ok = (y + 1'b1 < height);
-    wire left_ok = (x != {DW{1'b0}});
-    wire right_ok = (x + 1'b1 < width);
-
+    wire [8:0] in_frame;
     genvar d, b;
     generate
         for (d = 0; d < 9; d = d + 1) begin : direction
             localparam integer DY = d / 3 - 1;
             localparam integer DX = d % 3 - 1;
-            wire [AW-1:0] vert = (DY < 0) ? base - row_step : (DY > 0) ? base + row_step : base;
-            assign cand[d] = (DX < 0) ? vert - 1'b1 : (DX > 0) ? vert + 1'b1 : vert;
+            wire [AW-1:0] vert0 = (DY < 0) ? base - row_step : (DY > 0) ? base + row_step : base;
+            wire [AW-1:0] init = (DX < 0) ? vert0 - 1'b1 : (DX > 0) ? vert0 + 1'b1 : vert0;
+            reg  [AW-1:0] at;
+            always @(posedge clk) begin
+                if (start)
+                    at <= init;
+                else if (step)
+                    at <= at + 1'b1;
+            end
+            assign cand[d] = at;
             assign in_frame[d] = ((DY < 0) ? up_ok : (DY > 0) ? down_ok : 1'b1)
                                & ((DX < 0) ? left_ok : (DX > 0) ? right_ok : 1'b1);
         end

@@ -66,12 +66,15 @@ module instruction_decoder #(
     output reg  [23:0]      pixels,
     output reg  [7:0]       tile_rows,      // shape of the loaded tile
     output reg  [7:0]       tile_cols,
-    // In a MATMUL's FETCH (mm_fetch), its in_ch and shift_en fields as the word holds them, a
-    // cycle before in_ch and shift_en: what the top computes once per MATMUL from them (the
-    // banks' shift directions) is registered by DECODE.
+    // In a MATMUL's FETCH (mm_fetch), some of its fields as the word holds them, a cycle
+    // before the registered ones above: what the top computes once per MATMUL from them (the
+    // banks' shift directions, pixel 0's candidate addresses) is registered by DECODE.
     output wire             mm_fetch,
     output wire [11:0]      fetch_in_ch,
-    output wire             fetch_shift_en
+    output wire             fetch_shift_en,
+    output wire [19:0]      fetch_in_addr,
+    output wire [11:0]      fetch_height,
+    output wire [11:0]      fetch_width
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
     // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
@@ -149,6 +152,9 @@ module instruction_decoder #(
     assign mm_fetch = (state == S_FETCH) && (op == OP_MM);
     assign fetch_in_ch = f_inch;
     assign fetch_shift_en = f_shift;
+    assign fetch_in_addr = f_in;
+    assign fetch_height = f_h;
+    assign fetch_width = f_w;
     // Toggle coverage off for slots: a 32-bit copy of f_slots (whose toggles are counted) for
     // the range checks; its top bits are tied to 0.
     wire byte_mode = (f_mode == 2'd0) || (f_mode == 2'd1);

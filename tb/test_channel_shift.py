@@ -1,51 +1,76 @@
-"""Bench for rtl/channel_shift.v (the data-buffer address generator): for every pixel of
-frames of several shapes and a random direction per bank (including the unused codes 9..15),
-the bank's address and fill flag must point at the pixel models.numerics.sac.channel_shift
-reads. The golden shift runs on an image whose values are pixel numbers + 1, so its output
-names the source pixel (0 = fill)."""
+"""Bench for rtl/channel_shift.v (the data-buffer address generator): after `start` with a
+frame and its base entry, and after each `step`, for every pixel of frames of several shapes
+and a random direction per bank (including the unused codes 9..15), the bank's address and
+fill flag must point at the pixel models.numerics.sac.channel_shift reads. The golden shift
+runs on an image whose values are pixel numbers + 1, so its output names the source pixel
+(0 = fill). Frames follow each other without a gap, and a `step` lasts a random number of
+cycles apart (the accelerator steps every 8), so the counters are checked across restarts."""
 
 import os
 
 import cocotb
 import numpy as np
 import pytest
-from cocotb.triggers import Timer
+from cocotb.triggers import FallingEdge, ReadOnly
 
 from models.numerics import sac
-from tb.bitserial import bus_bits
+from tb.bitserial import bus_bits, start_clock
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
+
+
+async def check_pixel(dut, src, banks, aw, in_addr, where):
+    """Every bank's address and fill flag at pixel (y, x) of `where`; returns at the next
+    falling edge."""
+    _, _, y, x = where
+    await ReadOnly()
+    fill = bus_bits(dut.fill.value, banks)
+    addr = bus_bits(dut.addr.value, banks * aw)
+    for b in range(banks):
+        v = int(src[b, y, x])
+        assert fill[b] == int(v == 0), (*where, b)
+        if v:
+            got = sum(bit << i for i, bit in enumerate(addr[b * aw : (b + 1) * aw]))
+            want = (in_addr + v - 1) % (1 << aw)
+            assert got == want, (*where, b, got, want)
+    await FallingEdge(dut.clk)
 
 
 @cocotb.test()
 async def every_pixel(dut):
     banks, aw = int(os.environ["PARAM_BANKS"]), int(os.environ["PARAM_AW"])
     rng = seeded_rng(dut._log)
-    for h, w in [(1, 1), (1, 5), (4, 1), (3, 3), (5, 7), (8, 8)]:
+    await start_clock(dut)
+    dut.start.value = 0
+    dut.step.value = 0
+    for h, w in [(1, 1), (1, 5), (4, 1), (3, 3), (5, 7), (8, 8), (2, 120)]:
         p_count = h * w
-        in_addr = int(rng.integers(0, (1 << aw) - p_count + 1))
+        # any base: the addresses wrap modulo 2^AW as the top's do (entries past the frame's
+        # edges are filled, never read)
+        in_addr = int(rng.integers(0, 1 << aw))
         codes = rng.integers(0, 16, size=banks)
         dirs = sac.table_directions(codes)
         index_image = (np.arange(p_count) + 1).reshape(1, h, w).repeat(banks, axis=0)
         src = sac.channel_shift(index_image.astype(np.uint8), dirs, fill=0)
+        dut.dir.value = sum(int(c) << (4 * b) for b, c in enumerate(codes))
         dut.height.value = h
         dut.width.value = w
-        dut.dir.value = sum(int(c) << (4 * b) for b, c in enumerate(codes))
+        dut.base.value = in_addr
+        dut.start.value = 1
+        await FallingEdge(dut.clk)
+        dut.start.value = 0
+        # inputs other than start and step are don't-cares after start
+        dut.height.value = int(rng.integers(0, 1 << 12))
+        dut.width.value = int(rng.integers(0, 1 << 12))
+        dut.base.value = int(rng.integers(0, 1 << aw))
         for y in range(h):
             for x in range(w):
-                p = y * w + x
-                dut.y.value = y
-                dut.x.value = x
-                dut.base.value = in_addr + p
-                await Timer(1, "ns")
-                fill = bus_bits(dut.fill.value, banks)
-                addr = bus_bits(dut.addr.value, banks * aw)
-                for b in range(banks):
-                    v = int(src[b, y, x])
-                    assert fill[b] == int(v == 0), (h, w, y, x, b)
-                    if v:
-                        got = sum(bit << i for i, bit in enumerate(addr[b * aw : (b + 1) * aw]))
-                        assert got == in_addr + v - 1, (h, w, y, x, b, got, in_addr + v - 1)
+                await check_pixel(dut, src, banks, aw, in_addr, (h, w, y, x))
+                for _ in range(int(rng.integers(0, 3))):  # cycles without a step hold the pixel
+                    await check_pixel(dut, src, banks, aw, in_addr, (h, w, y, x))
+                dut.step.value = 1
+                await FallingEdge(dut.clk)
+                dut.step.value = 0
         dut._log.info(f"{h}x{w}: {banks} banks match")
 
 

@@ -12,6 +12,7 @@ import fcntl
 import functools
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -33,20 +34,37 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU_SOURCE = Path(__file__).resolve().parent / "cpu" / "bnn_cpu.cpp"
 TAPS_HEADER = CUDA_DIR / "taps.h"  # shared with the CUDA kernels
 
-EMU_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC")
+# The emulation is compiled with GCC's ThreadSanitizer instrumentation but linked without its
+# runtime: every load and store calls a __tsan_* hook that emu_runtime.h defines, which checks
+# the kernels' accesses to shared memory (races between threads of a block, reads of bytes no
+# thread wrote). -z defs: a hook the compiler calls but the runtime lacks fails the build.
+EMU_FLAGS = (
+    "-std=c++17",
+    "-O2",
+    "-fPIC",
+    "-fvisibility=hidden",
+    "-fsanitize=thread",
+    "--param=tsan-instrument-func-entry-exit=0",
+    # the kernels' __popc as one instruction (x86-64 has had it since 2008), not a libgcc call
+    *(("-mpopcnt",) if platform.machine() in ("x86_64", "AMD64") else ()),
+)
+EMU_LINK_FLAGS = ("-shared", "-fPIC", "-Wl,-z,defs")
 # The AddressSanitizer build of the emulation: every load and store of the kernels is checked
 # against ASan's shadow memory, where EmuBuffer poisons its guard zones, so an out-of-bounds
 # read is caught as well as a write. The library needs the ASan runtime loaded first
-# (LD_PRELOAD=asan_runtime(), see devices.EmulatedGpu and selfcheck --asan).
+# (LD_PRELOAD=asan_runtime(), see devices.EmulatedGpu and selfcheck --asan). ASan and the
+# ThreadSanitizer instrumentation exclude each other: this build checks warps and barriers but
+# not shared memory.
 EMU_ASAN_FLAGS = (
     "-std=c++17",
     "-O1",
     "-g",
     "-fno-omit-frame-pointer",
     "-fsanitize=address",
-    "-shared",
     "-fPIC",
+    "-fvisibility=hidden",
 )
+EMU_ASAN_LINK_FLAGS = ("-shared", "-fPIC", "-fsanitize=address")
 # -march=native: the CPU implementation is built on the machine that runs it (never shipped),
 # and AVX-512 VPOPCNTDQ, where present, turns the popcount loops into vector instructions.
 CPU_FLAGS = ("-std=c++17", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
@@ -116,11 +134,26 @@ def emulation_wrapper() -> str:
     return "\n".join(lines) + "\n"
 
 
+def compile_emulation(
+    source: Path, out: Path, sanitize: bool = False, what: str = "the kernel emulation library"
+) -> None:
+    """g++ `source` (C++ including emu_shim.h, the kernels and emu_launch.h) into the shared
+    library `out`: compiled with EMU_FLAGS (or EMU_ASAN_FLAGS), then linked."""
+    flags, link = (EMU_ASAN_FLAGS, EMU_ASAN_LINK_FLAGS) if sanitize else (EMU_FLAGS, EMU_LINK_FLAGS)
+    obj = out.with_name(out.name + ".o")
+    label = f"{what}{' with AddressSanitizer' if sanitize else ''} (g++)"
+    try:
+        _run(["g++", *flags, f"-I{CUDA_DIR}", "-c", str(source), "-o", str(obj)], label)
+        _run(["g++", *link, str(obj), "-o", str(out)], f"{label}, linking")
+    finally:
+        obj.unlink(missing_ok=True)
+
+
 def emulation_library(sanitize: bool = False) -> Path:
     """Shared library with every kernel instantiation compiled for the CPU emulation; with
     `sanitize`, built with AddressSanitizer (see EMU_ASAN_FLAGS)."""
     wrapper = emulation_wrapper()
-    flags = EMU_ASAN_FLAGS if sanitize else EMU_FLAGS
+    flags = (EMU_ASAN_FLAGS + EMU_ASAN_LINK_FLAGS) if sanitize else (EMU_FLAGS + EMU_LINK_FLAGS)
     key = _key(_tool_version("g++"), flags, wrapper, _sources_digest(source_files()))
     d = build_dir()
     name = "emu-asan" if sanitize else "emu"
@@ -128,10 +161,35 @@ def emulation_library(sanitize: bool = False) -> Path:
     def produce(tmp: Path):
         src = d / f"{name}-{key}.cpp"
         src.write_text(wrapper)  # scratch: the compiler's input, under the lock
-        _run(
-            ["g++", *flags, f"-I{CUDA_DIR}", str(src), "-o", str(tmp)],
-            f"the kernel emulation library{' with AddressSanitizer' if sanitize else ''} (g++)",
+        compile_emulation(src, tmp, sanitize)
+
+    return _cached(d / f"{name}-{key}.so", produce)
+
+
+def kernel_emulation_library(
+    source: Path, kernels: list[str], sanitize: bool = False, defines: tuple = ()
+) -> Path:
+    """Shared library of other CUDA source (a file of plain __global__ kernels, e.g. the tests'
+    fixtures) for the emulation: exports emu_<name> for each kernel name of `kernels`; `defines`
+    are -D options (e.g. "EMU_FORCE_UCONTEXT"). Cached like emulation_library."""
+    source = Path(source).resolve()
+    wrapper = (
+        "\n".join(
+            [f"#define {d}" for d in defines]
+            + ['#include "emu_shim.h"', f'#include "{source}"', '#include "emu_launch.h"']
+            + [f"EMU_EXPORT(emu_{k}, {k})" for k in kernels]
         )
+        + "\n"
+    )
+    flags = (EMU_ASAN_FLAGS + EMU_ASAN_LINK_FLAGS) if sanitize else (EMU_FLAGS + EMU_LINK_FLAGS)
+    key = _key(_tool_version("g++"), flags, wrapper, source.read_bytes(), _sources_digest(source_files()))
+    d = build_dir()
+    name = f"{source.stem}{'-asan' if sanitize else ''}"
+
+    def produce(tmp: Path):
+        src = d / f"{name}-{key}.cpp"
+        src.write_text(wrapper)  # scratch: the compiler's input, under the lock
+        compile_emulation(src, tmp, sanitize, f"{source.name} for the emulation")
 
     return _cached(d / f"{name}-{key}.so", produce)
 

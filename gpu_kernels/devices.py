@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from gpu_kernels import build
-from gpu_kernels.errors import BackendError, BuildError, GpuKernelError, LaunchError
+from gpu_kernels.errors import BackendError, BuildError, GpuKernelError, KernelFaultError, LaunchError
 from gpu_kernels.kernel_table import (
     KERNELS,
     NVRTC_OPTIONS,
@@ -165,14 +165,73 @@ class EmuBuffer:
         return bool((self._raw[:g] == self.FILL).all() and (self._raw[-g:] == self.FILL).all())
 
 
-class EmulatedGpu:
-    """Runs the kernels compiled by g++ (build.emulation_library) block by block, thread by
-    thread, on the CPU. Exact, slow, and what CI uses to check every configuration.
+# emu_launch.h / emu_runtime.h: emu::Status
+EMU_OK, EMU_TOO_MANY_THREADS, EMU_BAD_ORDER, EMU_KERNEL_FAULT, EMU_NO_MEMORY = range(5)
 
-    order: "in-order", "reversed" or "shuffled" (blocks, and threads within each block; the
-    default comes from $GPU_KERNELS_EMU_ORDER, e.g. "shuffled:7"); seed: the first launch's
-    shuffle seed (launch i uses seed + i). sanitize: load the AddressSanitizer build (the
-    process must have the ASan runtime preloaded, see build.asan_runtime)."""
+
+class EmuLibrary:
+    """A library built by build.emulation_library or build.compile_emulation: its entry points
+    (one per kernel, emu_launch.h's EMU_EXPORT), the visiting order of the next launch and the
+    launch's outcome, raised as the GPU path's errors."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(str(path))
+        self.lib.emu_set_order.argtypes = [ctypes.c_int, ctypes.c_ulonglong]
+        self.lib.emu_set_order.restype = None
+        self.lib.emu_last_error.argtypes = []
+        self.lib.emu_last_error.restype = ctypes.c_char_p
+        self.lib.emu_checks_shared_memory.restype = ctypes.c_int
+        self.checks_shared_memory = bool(self.lib.emu_checks_shared_memory())
+
+    def entry(self, symbol: str):
+        fn = getattr(self.lib, symbol)
+        fn.argtypes = [ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_void_p)]
+        fn.restype = ctypes.c_int
+        return fn
+
+    def call(self, fn, name: str, grid, block, params, order: str = "in-order", seed: int = 0) -> None:
+        """Run entry point `fn` (kernel `name`) on grid x block with the cuLaunchKernel-style
+        `params`; raise LaunchError, KernelFaultError (a rule the emulation checks was broken:
+        its one-line report) or GpuKernelError."""
+        self.lib.emu_set_order(ORDERS.index(order), seed)
+        dims = (ctypes.c_uint * 6)(*grid, *block)
+        status = fn(dims, params)
+        if status == EMU_OK:
+            return
+        threads = block[0] * block[1] * block[2]
+        if status == EMU_TOO_MANY_THREADS:
+            raise LaunchError(
+                f"{name}: a block of {threads} threads exceeds the "
+                f"kernels' launch bound of {KERNEL_MAX_THREADS} (on a GPU: "
+                f"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)"
+            )
+        if status == EMU_KERNEL_FAULT:
+            raise KernelFaultError(self.lib.emu_last_error().decode(errors="replace"))
+        if status == EMU_NO_MEMORY:
+            raise GpuKernelError(f"{name}: no memory for the stacks of {threads} emulated threads")
+        raise GpuKernelError(f"{name}: emulated launch failed (status {status})")
+
+
+def emu_params(values) -> tuple:
+    """cuLaunchKernel-style argument array of `values` (ctypes objects, which must outlive the
+    launch: the second item holds them)."""
+    params = (ctypes.c_void_p * len(values))(
+        *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values]
+    )
+    return params, values
+
+
+class EmulatedGpu:
+    """Runs the kernels compiled by g++ (build.emulation_library) on the CPU, every thread a
+    fiber: warps meet at their collectives, blocks at their barriers, and shared memory is
+    checked for races (emu_runtime.h). Exact, slow, and what CI uses to check every
+    configuration.
+
+    order: "in-order", "reversed" or "shuffled" (blocks, the warps of a block, the lanes of a
+    warp between collectives; the default comes from $GPU_KERNELS_EMU_ORDER, e.g.
+    "shuffled:7"); seed: the first launch's shuffle seed (launch i uses seed + i). sanitize:
+    load the AddressSanitizer build (the process must have the ASan runtime preloaded, see
+    build.asan_runtime; that build does not check shared memory)."""
 
     backend = "emulation"
     is_real_gpu = False
@@ -183,16 +242,9 @@ class EmulatedGpu:
         self.sanitize = sanitize
         if sanitize:
             _Asan.load()
-        self._lib = ctypes.CDLL(str(build.emulation_library(sanitize)))
-        self._lib.emu_set_order.argtypes = [ctypes.c_int, ctypes.c_ulonglong]
-        self._lib.emu_set_order.restype = None
+        self._emu = EmuLibrary(build.emulation_library(sanitize))
         self._launches = 0
-        self._entry = {}
-        for key, spec in KERNELS.items():
-            fn = getattr(self._lib, spec.symbol)
-            fn.argtypes = [ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_void_p)]
-            fn.restype = ctypes.c_int
-            self._entry[key] = fn
+        self._entry = {key: self._emu.entry(spec.symbol) for key, spec in KERNELS.items()}
 
     def describe(self) -> str:
         return (
@@ -230,25 +282,14 @@ class EmulatedGpu:
                 buffers.append(v)
             else:
                 holders.append(ctypes.c_int32(v))
-        params = (ctypes.c_void_p * len(holders))(
-            *[ctypes.cast(ctypes.pointer(h), ctypes.c_void_p) for h in holders]
-        )
-        dims = (ctypes.c_uint * 6)(*launch.grid, *launch.block)
-        entry, mode = self._entry[key], ORDERS.index(self.order)
+        params, holders = emu_params(holders)
+        entry = self._entry[key]
 
         def go():
-            self._lib.emu_set_order(mode, self.seed + self._launches)
+            seed = self.seed + self._launches
             self._launches += 1
-            status = entry(dims, params)
+            self._emu.call(entry, spec.expr, launch.grid, launch.block, params, self.order, seed)
             _ = holders  # the argument values must outlive the call
-            if status == 1:
-                raise LaunchError(
-                    f"{spec.expr}: a block of {launch.threads} threads exceeds the "
-                    f"kernels' launch bound of {KERNEL_MAX_THREADS} (on a GPU: "
-                    f"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)"
-                )
-            if status != 0:
-                raise GpuKernelError(f"{spec.expr}: emulated launch failed (status {status})")
             for b in buffers:
                 if not b.guards_intact():
                     raise GpuKernelError(

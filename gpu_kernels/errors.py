@@ -10,6 +10,12 @@ class LaunchError(GpuKernelError):
     """A launch that does not fit CUDA's limits (threads per block, grid dimensions)."""
 
 
+class KernelFaultError(GpuKernelError):
+    """A kernel broke a rule the CPU emulation checks: a malformed warp collective, a divergent
+    barrier, a shared-memory race or a read of shared memory no thread wrote (the message is one
+    line naming the kernel, the threads and the address)."""
+
+
 class MappingError(GpuKernelError):
     """A per-layer mapping that is malformed (unknown implementation, wrong length, ...)."""
 

@@ -1,14 +1,13 @@
-"""The CPU emulation as a checker of the CUDA source: blocks and threads visited in order,
-reversed or shuffled (every kernel must give the golden result in each), the AddressSanitizer
-build whose poisoned guard zones catch out-of-bounds reads, and the refusal to emulate what a
-sequential emulation cannot (barriers, shared memory, warp intrinsics)."""
+"""The CPU emulation as a checker of the CUDA source: blocks, warps and threads visited in
+order, reversed or shuffled (every kernel must give the golden result in each), the
+AddressSanitizer build whose poisoned guard zones catch out-of-bounds reads, and the refusal to
+emulate what it does not model (__activemask, __match_*_sync, __reduce_*_sync). Warps,
+barriers and the shared-memory checks: tests/test_gpu_emulation_warps.py."""
 
-import ctypes
 import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from gpu_kernels import CONFIGS, run_network
@@ -22,64 +21,6 @@ from models.random_networks import fashion_bnn, random_images
 from tests.helpers import ROOT, assert_same, needs_gxx
 
 pytestmark = needs_gxx
-
-# A kernel that records the order threads run in: out[global thread id] = visit number
-SEQUENCE_KERNEL = r"""
-#include "emu_shim.h"
-#include "common.cuh"
-BNN_KERNEL visit_sequence(int* out, int n) {
-    const int id = (int)((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x)
-                   * (int)(blockDim.x * blockDim.y * blockDim.z)
-                   + (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
-    out[id] = out[n]++;                  // out[n]: the visit counter (a race on a real GPU)
-}
-#include "emu_launch.h"
-EMU_EXPORT(emu_visit_sequence, visit_sequence)
-"""
-
-
-@pytest.fixture(scope="module")
-def sequence_lib(tmp_path_factory):
-    d = tmp_path_factory.mktemp("emu_order")
-    (d / "seq.cpp").write_text(SEQUENCE_KERNEL)
-    subprocess.run(
-        ["g++", *EMU_FLAGS, f"-I{CUDA_DIR}", str(d / "seq.cpp"), "-o", str(d / "seq.so")],
-        check=True,
-        capture_output=True,
-    )
-    lib = ctypes.CDLL(str(d / "seq.so"))
-    lib.emu_visit_sequence.restype = ctypes.c_int
-    return lib
-
-
-def visits(lib, order: str, seed: int, grid=(3, 2, 1), block=(4, 2, 2)) -> np.ndarray:
-    n = int(np.prod(grid) * np.prod(block))
-    out = np.zeros(n + 1, np.int32)
-    lib.emu_set_order(("in-order", "reversed", "shuffled").index(order), ctypes.c_ulonglong(seed))
-    ptr, count = ctypes.c_void_p(out.ctypes.data), ctypes.c_int(n)
-    params = (ctypes.c_void_p * 2)(
-        ctypes.cast(ctypes.pointer(ptr), ctypes.c_void_p), ctypes.cast(ctypes.pointer(count), ctypes.c_void_p)
-    )
-    assert lib.emu_visit_sequence((ctypes.c_uint * 6)(*grid, *block), params) == 0
-    assert out[n] == n  # every thread ran exactly once
-    return out[:n]
-
-
-def test_order_switch_visits_blocks_and_threads_in_the_chosen_order(sequence_lib):
-    n, per_block = 96, 16
-    assert np.array_equal(visits(sequence_lib, "in-order", 0), np.arange(n))
-    assert np.array_equal(visits(sequence_lib, "reversed", 0), np.arange(n)[::-1])
-    a, b = visits(sequence_lib, "shuffled", 7), visits(sequence_lib, "shuffled", 8)
-    print("seeds 7 and 8")
-    assert np.array_equal(a, visits(sequence_lib, "shuffled", 7))  # the seed replays
-    assert not np.array_equal(a, b) and sorted(a) == list(range(n))
-    for v in (a, b):
-        blocks = v.reshape(-1, per_block)  # rows: blocks in id order
-        # a block runs all its threads before the next starts; both blocks and threads permuted
-        assert all(r.max() - r.min() == per_block - 1 for r in blocks)
-        assert not np.array_equal(np.argsort(blocks.min(1)), np.arange(len(blocks)))
-        assert any(not np.array_equal(np.argsort(r), np.arange(per_block)) for r in blocks)
-
 
 SUBSET = all_cases(CONFIGS)[::9]  # ~145 of the 1302 cases: every kind and configuration
 
@@ -120,19 +61,20 @@ def test_order_comes_from_the_environment(monkeypatch):
 @pytest.mark.parametrize(
     "snippet, reason",
     [
-        ("__shared__ int tile[32]; tile[threadIdx.x] = 1; out[0] = tile[0];", "shared_memory"),
-        ("out[threadIdx.x] = 1; __syncthreads(); out[0] += out[1];", "syncthreads"),
-        ("out[threadIdx.x] = __ballot_sync(0xffffffffu, threadIdx.x & 1);", "warp_intrinsics"),
-        ("out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, (int)threadIdx.x, 1);", "warp_intrinsics"),
+        ("out[threadIdx.x] = __activemask();", "activemask"),
+        ("out[threadIdx.x] = __match_any_sync(0xffffffffu, threadIdx.x & 1);", "match_sync"),
+        ("out[threadIdx.x] = __reduce_add_sync(0xffffffffu, threadIdx.x);", "reduce_sync"),
     ],
 )
-def test_emulation_refuses_barriers_shared_memory_and_warp_intrinsics(tmp_path, snippet, reason):
-    """A kernel the sequential emulation cannot run faithfully does not compile for it, and the
-    compiler's message says why."""
+def test_emulation_refuses_what_it_does_not_model(tmp_path, snippet, reason):
+    """A kernel the emulation cannot run faithfully does not compile for it, and the compiler's
+    message says why."""
     src = tmp_path / "k.cpp"
-    src.write_text(f'#include "emu_shim.h"\n#include "common.cuh"\nBNN_KERNEL k(int* out) {{ {snippet} }}\n')
+    src.write_text(
+        f'#include "emu_shim.h"\n#include "common.cuh"\nBNN_KERNEL k(unsigned* out) {{ {snippet} }}\n'
+    )
     proc = subprocess.run(
-        ["g++", *EMU_FLAGS, f"-I{CUDA_DIR}", str(src), "-o", str(tmp_path / "k.so")],
+        ["g++", *EMU_FLAGS, f"-I{CUDA_DIR}", "-fsyntax-only", str(src)],
         capture_output=True,
         text=True,
     )

@@ -1,10 +1,10 @@
 // Shared definitions of the BNN kernels.
 //
 // The same text is compiled three ways: by NVRTC (CuPy RawModule), by nvcc with NVRTC's
-// options (the compile check: registers, spills) and by g++ with emu_shim.h (CPU emulation). So: no system headers, no shared memory,
-// no __syncthreads, no warp intrinsics (the emulation runs the threads of a block one after the
-// other and refuses to compile those, see emu_shim.h), and only the CUDA built-ins emu_shim.h
-// provides.
+// options (the compile check: registers, spills) and by g++ with emu_shim.h (CPU emulation). So:
+// no system headers, and only the CUDA built-ins emu_shim.h provides (static __shared__
+// memory, __syncthreads*, the *_sync warp collectives, __popc; emu_runtime.h says how the
+// emulation runs and checks them).
 #pragma once
 
 typedef unsigned char u8;

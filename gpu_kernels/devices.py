@@ -250,7 +250,7 @@ class EmulatedGpu:
         return (
             f"emulation ({self.order}"
             + (f", seed {self.seed}" if self.order == "shuffled" else "")
-            + (", AddressSanitizer" if self.sanitize else "")
+            + (", AddressSanitizer, shared memory unchecked" if self.sanitize else "")
             + ")"
         )
 

@@ -7,13 +7,14 @@ address. Seeds are fixed and printed."""
 
 import ctypes
 import os
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from gpu_kernels.build import asan_runtime, kernel_emulation_library
+from gpu_kernels.build import NVCC_ARCH, asan_runtime, kernel_emulation_library
 from gpu_kernels.devices import EmuLibrary, emu_params
 from gpu_kernels.errors import BuildError, KernelFaultError
 from tests.helpers import ROOT, needs_gxx
@@ -61,6 +62,17 @@ ORDERS = [("in-order", 0), ("reversed", 0), ("shuffled", 5), ("shuffled", 6)]
 
 def test_the_build_checks_shared_memory(emu):
     assert emu.checks_shared_memory
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_fixture_kernels_are_plain_cuda(tmp_path):
+    """What the emulation runs here compiles as it is for the GPU."""
+    proc = subprocess.run(
+        ["nvcc", "-std=c++17", f"-arch={NVCC_ARCH}", "-cubin", str(FIXTURE), "-o", str(tmp_path / "k.cubin")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 @pytest.mark.parametrize("order, seed", ORDERS)

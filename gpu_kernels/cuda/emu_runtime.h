@@ -449,10 +449,20 @@ EMU_RUNTIME inline void find_static_segment() {
                     p->lo = lo;
                     p->len = ph.p_memsz;
                     p->bias = info->dlpi_addr;
-                    return 1;
                 }
             }
-            return 0;
+            if (p->len == 0) return 0;
+            // the segment's read-only-after-relocation start (constant tables of pointers,
+            // the GOT) is not shared memory: what kernels may read there nobody writes
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+                const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+                if (ph.p_type == PT_GNU_RELRO && lo <= p->lo && hi > p->lo && hi < p->lo + p->len) {
+                    p->len -= hi - p->lo;
+                    p->lo = hi;
+                }
+            }
+            return 1;
         },
         &probe);
     if (probe.len == 0) return;

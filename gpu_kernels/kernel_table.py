@@ -55,6 +55,7 @@ def _specs() -> dict[str, KernelSpec]:
         out += [
             KernelSpec(f"bin_conv3x3/w{bits}", f"bin_conv3x3<{word}>", conv),
             KernelSpec(f"step_pack/w{bits}", f"step_pack<{word}>", ("p", "p", "p", "p", "i")),
+            KernelSpec(f"step_pack_warp/w{bits}", f"step_pack_warp<{word}>", ("p", "p", "p", "p", "i")),
             KernelSpec(f"maxpool2x2/w{bits}", f"maxpool2x2<{word}, true>", ("p", "p", "i", "i", "i")),
             KernelSpec(f"flatten_packed/w{bits}", f"flatten_packed<{word}>", ("p", "p", "i", "i")),
             KernelSpec(f"bin_dense/w{bits}", f"bin_dense<{word}>", ("p", "p", "p", "p", "i")),

@@ -167,11 +167,17 @@ class ConvOp(Op):
         )
 
 
+# The Step layer's two kernels (cuda/step.cu), the same result: "thread" = step_pack, a thread
+# per output word; "warp" = step_pack_warp, a warp per output word packed by __ballot_sync from
+# contiguous loads.
+STEP_KERNELS = {"thread": "step_pack", "warp": "step_pack_warp"}
+
+
 class StepOp(Op):
-    def __init__(self, index, layer, fin, fout):
+    def __init__(self, index, layer, fin, fout, step_kernel: str = "thread"):
         super().__init__(index, layer, fin, fout)
         self.consts["lo"], self.consts["hi"] = step_bounds(layer.threshold, layer.direction)
-        self.kernel = f"step_pack/{_wsuffix(fout.word_bits)}"
+        self.kernel = f"{STEP_KERNELS[step_kernel]}/{_wsuffix(fout.word_bits)}"
 
     def _pixels(self):
         return int(np.prod(self.fin.shape[1:], dtype=np.int64)) if self.fin.spatial else 1
@@ -334,10 +340,13 @@ def input_format(net: ir.Network, word_bits: int) -> Fmt:
     return Fmt(kind, net.input_shape, word_bits)
 
 
-def prepare(net: ir.Network, word_bits: int) -> list[Op]:
-    """One Op per layer; refuses layers the BNN kernels do not implement."""
+def prepare(net: ir.Network, word_bits: int, step_kernel: str = "thread") -> list[Op]:
+    """One Op per layer; refuses layers the BNN kernels do not implement. `step_kernel`: which
+    kernel Step layers use (STEP_KERNELS)."""
     if word_bits not in bnn.WORD_DTYPES:
         raise GpuKernelError(f"word size must be 32 or 64 bits, got {word_bits!r}")
+    if step_kernel not in STEP_KERNELS:
+        raise GpuKernelError(f"step kernel {step_kernel!r}: use one of {', '.join(STEP_KERNELS)}")
     ops = []
     fin = input_format(net, word_bits)
     for i, layer in enumerate(net.layers):
@@ -349,7 +358,7 @@ def prepare(net: ir.Network, word_bits: int) -> list[Op]:
             )
         shape, kind = net.shapes[i + 1]
         fout = Fmt("int" if kind == "uint8" else kind, shape, word_bits)
-        ops.append(cls(i, layer, fin, fout))
+        ops.append(cls(i, layer, fin, fout, step_kernel) if cls is StepOp else cls(i, layer, fin, fout))
         fin = fout
     return ops
 

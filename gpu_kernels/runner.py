@@ -168,6 +168,7 @@ class Runner:
         *,
         threads: int = launch_mod.DEFAULT_THREADS,
         window: int | None = None,
+        step_kernel: str = "thread",
     ):
         self.net = load_network(net)
         self.impls, mapping_batch = resolve_mapping(mapping, len(self.net.layers))
@@ -175,7 +176,7 @@ class Runner:
         if self.batch is not None and (not isinstance(self.batch, (int, np.integer)) or self.batch < 1):
             raise GpuKernelError(f"batch must be a positive integer, got {self.batch!r}")
         self.word_bits = word_bits
-        self.ops: list[Op] = prepare(self.net, word_bits)
+        self.ops: list[Op] = prepare(self.net, word_bits, step_kernel)
         self.gpu = get_gpu(backend)
         if self.gpu is None:
             self.impls = [CPU] * len(self.ops)
@@ -395,6 +396,7 @@ def run_network(
     threads: int = launch_mod.DEFAULT_THREADS,
     window: int | None = None,
     progress: bool = False,
+    step_kernel: str = "thread",
 ) -> RunResult:
     """Run `net` (ir.Network, .onnx path or onnx.ModelProto) on the batch `x` (golden input
     format, [N, *net.input_shape]).
@@ -404,8 +406,12 @@ def run_network(
     backend: "auto" (CuPy if a CUDA device is usable, else the emulation), "cupy", "emulation",
     or "cpu" (every layer on the CPU implementation, whatever the mapping says).
     batch: images per pass (default: the mapping's, else all at once).
+    step_kernel: "thread" (step_pack, a thread per packed word) or "warp" (step_pack_warp, a
+    warp per word, __ballot_sync) for the Step layers on the GPU.
     Returns a RunResult: every layer's output in golden format (keep_outputs), scores,
     predictions (first max), per-layer seconds, the host<->device transfers, the backend used.
     """
-    runner = Runner(net, mapping, backend, word_bits, batch, threads=threads, window=window)
+    runner = Runner(
+        net, mapping, backend, word_bits, batch, threads=threads, window=window, step_kernel=step_kernel
+    )
     return runner.run(x, keep_outputs=keep_outputs, predictions=predictions, progress=progress)

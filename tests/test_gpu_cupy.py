@@ -17,7 +17,11 @@ from gpu_kernels.layer_cases import case_seed, make_case
 from models import golden
 from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 from tests.helpers import assert_same
-from tests.test_gpu_kernels import test_kernel_equals_golden, test_padding_bits_never_count
+from tests.test_gpu_kernels import (
+    test_kernel_equals_golden,
+    test_padding_bits_never_count,
+    test_step_warp_kernel_equals_golden,
+)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -40,7 +44,7 @@ def needs_build(what: str) -> None:
 
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
 # the matrix (imported above), here on CuPy only
-MATRIX_TESTS = (test_kernel_equals_golden, test_padding_bits_never_count)
+MATRIX_TESTS = (test_kernel_equals_golden, test_padding_bits_never_count, test_step_warp_kernel_equals_golden)
 
 
 @pytest.fixture(params=["cupy"])

@@ -48,6 +48,19 @@ def test_whole_network_in_shuffled_order():
         assert_same(a, b, f"layer {i} shuffled")
 
 
+@pytest.mark.parametrize("order", ["reversed", "shuffled:77"])
+def test_whole_network_with_the_warp_step_kernel(order):
+    """step_pack_warp's warps meet at every ballot whatever the order of warps and lanes; the
+    network's outputs stay golden."""
+    print(f"order {order}")
+    net = fashion_bnn(43)
+    x = random_images(44, 3, net.input_shape)
+    ref = golden.run(net, x)
+    res = run_network(net, x, "XYZ", backend=EmulatedGpu(*parse_order(order)), batch=2, step_kernel="warp")
+    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
+        assert_same(a, b, f"layer {i} {order}")
+
+
 def test_order_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv(ORDER_ENV, "shuffled:11")
     gpu = EmulatedGpu()

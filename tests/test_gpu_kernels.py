@@ -113,6 +113,35 @@ def test_kernel_equals_golden(backend, kind):
     assert not failed, report(f"{backend} cases of {kind}", len(cases), failed)
 
 
+STEP_KINDS = ("step_spatial", "step_flat")
+# threads per block for the warp step kernel: whole warps, a partial last warp (48 = 32 + 16,
+# 100 = 3 x 32 + 4) and fewer than a warp (the plan's own smaller blocks also occur)
+STEP_WARP_THREADS = (256, 100, 48, 20)
+
+
+def step_warp_check(backend, case: tuple, threads: int):
+    kind, config, bits, variant, pad, batch = case
+    seed = case_seed(kind, bits, variant, pad, batch)
+
+    def check():
+        net, x = make_case(kind, bits, variant, pad, batch, seed)
+        ref = golden.run(net, x).outputs[0]
+        runner = Runner(net, [config], backend, bits, threads=threads, step_kernel="warp")
+        assert runner.ops[0].kernel == f"step_pack_warp/w{bits}"
+        return mismatch(runner.run(x).outputs[0], ref)
+
+    return f"{case_name(case)} seed {seed} threads {threads}", check
+
+
+def test_step_warp_kernel_equals_golden(backend):
+    """step_pack_warp (a warp per packed word, __ballot_sync) on every case of both step layer
+    types, every configuration, with blocks of whole and partial warps."""
+    cases = [c for kind in STEP_KINDS for c in cases_of(kind)]
+    checks = [step_warp_check(backend, c, t) for c in cases for t in STEP_WARP_THREADS]
+    failed = failures_of(checks)
+    assert not failed, report(f"{backend} cases of step_pack_warp", len(checks), failed)
+
+
 def test_the_matrix_loops_every_case_once():
     """The tests' loops (one per layer type) cover the generator's cases exactly once each, and
     the generator still makes the whole matrix."""

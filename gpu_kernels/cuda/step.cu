@@ -26,3 +26,38 @@ BNN_KERNEL step_pack(SPLIT_PARAMS, const int* __restrict__ x, const int* __restr
         out[row * f_total + f] = word;
     });
 }
+
+// The same step, one output word per warp: lane b compares channel c0 + s + b and
+// __ballot_sync packs the warp's k comparisons into bits s .. s + k - 1 of the word (k = the
+// lanes of the warp: 32, or fewer in a block's last warp), so that a warp's loads of x, lo and
+// hi are k consecutive ints (step_pack's thread reads B consecutive channels of its own word:
+// a warp's load touches 32 lines). Same arguments, work axes and result as step_pack; the
+// warps of a block, not its threads, take the block's outputs in turn, so every lane of a
+// warp runs the same iterations and meets at every ballot.
+template <typename W>
+BNN_KERNEL step_pack_warp(SPLIT_PARAMS, const int* __restrict__ x, const int* __restrict__ lo,
+                          const int* __restrict__ hi, W* __restrict__ out, int C) {
+    const int B = (int)(8 * sizeof(W));
+    const int threads = (int)(blockDim.x * blockDim.y * blockDim.z);
+    const int t = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
+    const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
+    const int k = imin(32, threads - warp * 32);
+    const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;
+    const int n0 = (int)blockIdx.x * n_chunk, nn = imin(n_total, n0 + n_chunk) - n0;
+    const int p0 = (int)blockIdx.y * p_chunk, np = imin(p_total, p0 + p_chunk) - p0;
+    const int f0 = (int)blockIdx.z * f_chunk, nf = imin(f_total, f0 + f_chunk) - f0;
+    const i64 outputs = (i64)nn * np * nf;
+    for (i64 o = warp; o < outputs; o += warps) {
+        const int f = f0 + (int)(o % nf), p = p0 + (int)(o / nf % np), n = n0 + (int)(o / nf / np);
+        const i64 row = (i64)n * p_total + p;
+        const int* v = x + row * C;
+        const int c0 = f * B, nb = imin(B, C - c0);
+        W word = 0;
+        for (int s = 0; s < nb; s += k) {
+            const int c = c0 + s + lane;
+            const bool on = s + lane < nb && lo[c] <= v[c] && v[c] <= hi[c];
+            word |= (W)__ballot_sync(mask, on) << s;
+        }
+        if (lane == 0) out[row * f_total + f] = word;
+    }
+}

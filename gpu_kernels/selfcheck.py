@@ -1,8 +1,10 @@
 """Bit-exactness check of every kernel without pytest (for a GPU machine whose Python lacks
 it): the matrix of tests/test_gpu_kernels.py plus whole networks, on a chosen backend, against
-the golden executor. On the emulation it can visit blocks and threads reversed or shuffled and
-run the AddressSanitizer build (this process re-executes itself with the ASan runtime
-preloaded).
+the golden executor (the Step cases also with step_pack_warp). On the emulation it can visit
+blocks, warps and threads reversed or shuffled and run the AddressSanitizer build (this
+process re-executes itself with the ASan runtime preloaded). A fault the emulation reports (a
+malformed warp collective, a divergent barrier, a shared-memory race) fails its case, with
+the report's line.
 
     python -m gpu_kernels.selfcheck --backend cupy [--json results.json] [--maxfail 3]
     python -m gpu_kernels.selfcheck --backend emulation --order shuffled:7 --asan --every 5
@@ -31,6 +33,7 @@ from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 from safeio import write_json_atomic
 
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
+WARP_STEP_THREADS = (256, 48)  # step_pack_warp's blocks: whole warps, a partial last warp
 ASAN_MARK = "GPU_KERNELS_SELFCHECK_ASAN"  # set once the process runs under the ASan runtime
 
 
@@ -50,18 +53,25 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dic
     def stop():
         return maxfail and len(failures) >= maxfail
 
-    for case in progress(all_cases(CONFIGS)[::every], f"kernels on {name}", "case"):
-        kind, config, bits, variant, pad, batch = case
+    cases = all_cases(CONFIGS)[::every]
+    # then the Step cases again with step_pack_warp, in blocks of whole warps and with a
+    # partial last warp
+    warp_steps = [
+        (*c, threads) for c in cases if c[0] in ("step_spatial", "step_flat") for threads in WARP_STEP_THREADS
+    ]
+    for case in progress(cases + warp_steps, f"kernels on {name}", "case"):
+        kind, config, bits, variant, pad, batch = case[:6]
         net, x = make_case(kind, bits, variant, pad, batch, case_seed(kind, bits, variant, pad, batch))
+        extra = {} if len(case) == 6 else {"step_kernel": "warp", "threads": case[6]}
         try:
-            res = run_network(net, x, [config], backend=gpu, word_bits=bits)
+            res = run_network(net, x, [config], backend=gpu, word_bits=bits, **extra)
             ok = _equal(res, golden.run(net, x))
         except GpuKernelError as exc:
             ok = False
             case = (*case, f"error: {exc}")
         n += 1
         if not ok:
-            failures.append("-".join(map(str, case)))
+            failures.append("-".join(map(str, case if len(case) == 6 else (*case[:6], "warp", *case[6:]))))
             if stop():
                 break
     nets = (

@@ -25,6 +25,7 @@ static constexpr int warpSize = ::emu::WARP;
 #define __launch_bounds__(...)          // the launcher checks KERNEL_MAX_THREADS instead
 // One copy per kernel instantiation serves each block in turn: blocks run one at a time.
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 
 inline int __popc(unsigned int v) { return __builtin_popcount(v); }
 inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }

@@ -170,9 +170,10 @@ EMU_OK, EMU_TOO_MANY_THREADS, EMU_BAD_ORDER, EMU_KERNEL_FAULT, EMU_NO_MEMORY = r
 
 
 class EmuLibrary:
-    """A library built by build.emulation_library or build.compile_emulation: its entry points
-    (one per kernel, emu_launch.h's EMU_EXPORT), the visiting order of the next launch and the
-    launch's outcome, raised as the GPU path's errors."""
+    """A library built by build.emulation_library or build.kernel_emulation_library: its entry
+    points (one per kernel, emu_launch.h's EMU_EXPORT), the largest block it takes, the
+    visiting order of the next launch and the launch's outcome, raised as the GPU path's
+    errors."""
 
     def __init__(self, path):
         self.lib = ctypes.CDLL(str(path))
@@ -182,6 +183,8 @@ class EmuLibrary:
         self.lib.emu_last_error.restype = ctypes.c_char_p
         self.lib.emu_checks_shared_memory.restype = ctypes.c_int
         self.checks_shared_memory = bool(self.lib.emu_checks_shared_memory())
+        self.lib.emu_max_threads.restype = ctypes.c_int
+        self.max_threads = int(self.lib.emu_max_threads())
 
     def entry(self, symbol: str):
         fn = getattr(self.lib, symbol)
@@ -202,7 +205,7 @@ class EmuLibrary:
         if status == EMU_TOO_MANY_THREADS:
             raise LaunchError(
                 f"{name}: a block of {threads} threads exceeds the "
-                f"kernels' launch bound of {KERNEL_MAX_THREADS} (on a GPU: "
+                f"kernels' launch bound of {self.max_threads} (on a GPU: "
                 f"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)"
             )
         if status == EMU_KERNEL_FAULT:

@@ -16,7 +16,7 @@ import pytest
 
 from gpu_kernels.build import NVCC_ARCH, asan_runtime, kernel_emulation_library
 from gpu_kernels.devices import EmuLibrary, emu_params
-from gpu_kernels.errors import BuildError, KernelFaultError
+from gpu_kernels.errors import BuildError, KernelFaultError, LaunchError
 from tests.helpers import ROOT, needs_gxx
 
 pytestmark = needs_gxx
@@ -62,6 +62,15 @@ ORDERS = [("in-order", 0), ("reversed", 0), ("shuffled", 5), ("shuffled", 6)]
 
 def test_the_build_checks_shared_memory(emu):
     assert emu.checks_shared_memory
+
+
+def test_blocks_above_cudas_limit_are_refused(emu):
+    """Source without common.cuh's KERNEL_MAX_THREADS takes CUDA's own limit."""
+    assert emu.max_threads == 1024
+    with pytest.raises(
+        LaunchError, match="a block of 1056 threads exceeds the kernels' launch bound of 1024"
+    ):
+        run(emu, "misuse", (1, 1, 1), (1056, 1, 1), np.zeros(1056, np.int32), 0)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

@@ -283,6 +283,9 @@ inline int launch(const char* name, void (*kernel)(A...), const unsigned* dims, 
 
 }  // namespace emu
 
+// The largest block a launch takes (the kernels' launch bound).
+EMU_API int emu_max_threads() { return KERNEL_MAX_THREADS; }
+
 // The visiting order of every later launch (Python sets it before each launch).
 EMU_API void emu_set_order(int order, unsigned long long seed) {
     ::emu::launch_order = order;

@@ -19,6 +19,7 @@ Targets on an H200 for 10,000 images: Fashion-MNIST shape under 20 ms, CIFAR-10 
 
     python benchmarks/gpu_bnn.py --backend cupy --out results/
     python benchmarks/gpu_bnn.py --backend cupy --shapes fashion --data fashion --out results/
+    python benchmarks/gpu_bnn.py --backend cupy --step-kernel warp --out results-warp/
     python benchmarks/gpu_bnn.py --backend emulation --images 8 --fashion-exp 1 2 --shapes fashion \\
         --out /tmp/x
 
@@ -40,6 +41,7 @@ import numpy as np
 from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
+from gpu_kernels.layer_ops import STEP_KERNELS
 from gpu_kernels.mapper import batch_range, evaluate, map_network
 from gpu_kernels.mapper_report import format_table, write_heatmap
 from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, NO_READING, energy_per_call, gpu_energy_j
@@ -138,6 +140,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         "images": n_images,
         "data": data_source,
         "word_bits": args.word_bits,
+        "step_kernel": args.step_kernel,
         "budget_s": round(budget_end - t_start, 1),
         "target_s": TARGET_S.get(name),
         "status": "profiling",
@@ -160,6 +163,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         progress=True,
         launches=args.launches,
         deadline=profile_deadline,
+        step_kernel=args.step_kernel,
     )
     mapping = map_network(net, batch_range(*exps), src, n_images=n_images)
     profile_s = time.perf_counter() - t_start
@@ -228,7 +232,14 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
             print(f"{run_name:>12}: skipped ({run['skipped']})", flush=True)
             rec.write()
             continue
-        runner = Runner(net, run["impls"], backend=args.backend, word_bits=args.word_bits, batch=run["batch"])
+        runner = Runner(
+            net,
+            run["impls"],
+            backend=args.backend,
+            word_bits=args.word_bits,
+            batch=run["batch"],
+            step_kernel=args.step_kernel,
+        )
         check = runner.run(x[:n_check])  # exactness, and the warm-up
         exact = all(
             np.array_equal(a, b) for a, b in zip(check.outputs, ref.outputs, strict=True)
@@ -356,6 +367,13 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--images", type=int, default=TARGET_IMAGES)
     ap.add_argument("--word-bits", type=int, default=64, choices=(32, 64))
+    ap.add_argument(
+        "--step-kernel",
+        default="thread",
+        choices=tuple(STEP_KERNELS),
+        help="the Step layers' kernel: step_pack (a thread per word) or step_pack_warp (a warp per "
+        "word, __ballot_sync)",
+    )
     ap.add_argument("--fashion-exp", type=int, nargs=2, default=(6, 12), metavar=("BL", "BU"))
     ap.add_argument("--cifar10-exp", type=int, nargs=2, default=(6, 10), metavar=("BL", "BU"))
     ap.add_argument(

@@ -211,8 +211,10 @@ class MeasuredProfile:
         slow_s: float = 0.05,
         launches: int = 4,
         deadline: float | None = None,
+        step_kernel: str = "thread",
     ):
         self.backend, self.word_bits = backend, word_bits
+        self.step_kernel = step_kernel  # the Step layers' kernel (layer_ops.STEP_KERNELS)
         self.repeats, self.warmup = max(1, repeats), max(0, warmup)
         self.impls = list(impls)
         self.launch_kw = {k: v for k, v in (("threads", threads), ("window", window)) if v is not None}
@@ -235,7 +237,14 @@ class MeasuredProfile:
 
     def profile(self, net, batch_sizes) -> Profile:
         net = load_network(net)
-        runner = Runner(net, "X", backend=self.backend, word_bits=self.word_bits, **self.launch_kw)
+        runner = Runner(
+            net,
+            "X",
+            backend=self.backend,
+            word_bits=self.word_bits,
+            step_kernel=self.step_kernel,
+            **self.launch_kw,
+        )
         gpu, rng = runner.gpu, np.random.default_rng(self.seed)
         if gpu is None and any(m != CPU for m in self.impls):
             raise GpuKernelError(
@@ -306,6 +315,7 @@ class MeasuredProfile:
             source,
             {
                 "word_bits": self.word_bits,
+                "step_kernel": self.step_kernel,
                 "repeats": self.repeats,
                 "warmup": self.warmup,
                 "slow_s": self.slow_s,

@@ -47,6 +47,19 @@ def test_gpu_benchmark_smoke_on_emulation(tmp_path):
     assert set(profile["host_s"]) == {"2", "4"}  # host issue times kept
 
 
+def test_gpu_benchmark_with_the_warp_step_kernel(tmp_path):
+    """--step-kernel warp: the profile and every run use step_pack_warp, exactly."""
+    out = bench(
+        "--shapes", "fashion", "--images", "3", "--fashion-exp", "1", "1", "--check", "3",
+        "--step-kernel", "warp", out=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads((tmp_path / "gpu_bnn_fashion.json").read_text())
+    assert res["step_kernel"] == "warp" and res["all_exact"]
+    profile = json.loads((tmp_path / "mapping_fashion.json").read_text())["profile"]
+    assert profile["meta"]["step_kernel"] == "warp"
+
+
 def test_budget_leaves_out_batch_sizes_and_runs_then_stops(tmp_path):
     """A budget too small for anything but the first batch size: the larger one is left out,
     every full run is skipped for the budget, and the JSON says so."""

@@ -63,15 +63,16 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dic
         kind, config, bits, variant, pad, batch = case[:6]
         net, x = make_case(kind, bits, variant, pad, batch, case_seed(kind, bits, variant, pad, batch))
         extra = {} if len(case) == 6 else {"step_kernel": "warp", "threads": case[6]}
+        label = case if len(case) == 6 else (*case[:6], "warp", *case[6:])
         try:
             res = run_network(net, x, [config], backend=gpu, word_bits=bits, **extra)
             ok = _equal(res, golden.run(net, x))
         except GpuKernelError as exc:
             ok = False
-            case = (*case, f"error: {exc}")
+            label = (*label, f"error: {exc}")
         n += 1
         if not ok:
-            failures.append("-".join(map(str, case if len(case) == 6 else (*case[:6], "warp", *case[6:]))))
+            failures.append("-".join(map(str, label)))
             if stop():
                 break
     nets = (

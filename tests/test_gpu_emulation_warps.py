@@ -25,6 +25,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "emu_kernels.cu"
 NAMES = [
     "visit_sequence",
     "warp_votes",
+    "shuffle_operands",
     "half_warps",
     "block_sum_shuffle",
     "block_sum_shared",
@@ -141,6 +142,49 @@ def test_warp_collectives_equal_their_model(emu, order, seed):
     run(emu, "warp_votes", (2, 1, 1), (16, 2, 2), v, out, order=order, seed=seed)  # 2-D blocks
     expect = np.concatenate([warp_model(v[w * 32 : (w + 1) * 32]) for w in range(4)])
     assert np.array_equal(out.reshape(128, 10), expect)
+
+
+def ptx_shuffle(op: int, v, arg, width: int) -> list:
+    """The 32 results of one shuffle as the PTX ISA's shfl.sync pseudo-code computes them, with
+    the clamp operand CUDA passes (c = (32 - width) << 8 | clamp, clamp 0 for up, 31 for the
+    others): the operand's low 5 bits, a source outside the segment reads the own value."""
+    segmask, clamp = (32 - width) & 31, 0 if op == 1 else 31
+    out = []
+    for lane in range(32):
+        b = int(arg[lane]) & 31
+        max_lane, min_lane = (lane & segmask) | (clamp & ~segmask & 31), lane & segmask
+        j, ok = {
+            0: (min_lane | (b & ~segmask & 31), True),
+            1: (lane - b, lane - b >= max_lane),
+            2: (lane + b, lane + b <= max_lane),
+            3: (lane ^ b, (lane ^ b) <= max_lane),
+        }[op]
+        out.append(int(v[j if ok else lane]))
+    return out
+
+
+@pytest.mark.parametrize("order, seed", ORDERS[::2])
+def test_shuffles_equal_the_ptx_definition(emu, order, seed):
+    """Every shuffle and width against PTX's shfl.sync, with per-lane sources (earlier segments
+    for xor, negative and >= 32 operands, which wrap to their low 5 bits)."""
+    print(f"values seed 104, order {order}, seed {seed}")
+    rng = np.random.default_rng(104)
+    cases = [
+        (op, w, lo, hi) for op in range(4) for w in (1, 2, 4, 8, 16, 32) for lo, hi in ((0, 32), (-40, 70))
+    ]
+    operands = np.stack([rng.integers(lo, hi, 32) for _, _, lo, hi in cases]).astype(np.int32)
+    for i, (op, *_rest) in enumerate(cases):
+        if op in (1, 2):
+            operands[i] = operands[i, 0]  # a delta the same in every lane, as usual
+    v = rng.integers(-1000, 1000, size=(len(cases), 32)).astype(np.int32)
+    ops = np.array([c[0] for c in cases], np.int32)
+    widths = np.array([c[1] for c in cases], np.int32)
+    out = np.zeros((len(cases), 32), np.int32)
+    args = (v, ops, widths, operands, out, len(cases))
+    run(emu, "shuffle_operands", (1, 1, 1), (32, 1, 1), *args, order=order, seed=seed)
+    for i, (op, w, lo, hi) in enumerate(cases):
+        want = ptx_shuffle(op, v[i], operands[i], w)
+        assert out[i].tolist() == want, (op, w, lo, hi, operands[i].tolist())
 
 
 def test_collectives_of_half_warps_and_partial_syncwarp(emu):

@@ -380,15 +380,17 @@ EMU_RUNTIME inline void fault(const char* fmt, ...) {
 EMU_INLINE bool valid_width(int w) { return w >= 1 && w <= WARP && (w & (w - 1)) == 0; }
 
 // The lane a shuffle reads for `lane` (PTX shfl.sync semantics, with CUDA's clamp values):
-// lanes are split into segments of `width`; a source outside the caller's segment (up, down,
-// xor) reads the caller's own value.
+// the source lane or offset is its operand's low 5 bits (PTX: bval = b[4:0]; a delta or lane
+// mask of 32 or more, or a negative one, wraps as on the GPU); lanes are split into segments
+// of `width`; a source outside the caller's segment (up, down, xor) reads the caller's own
+// value.
 EMU_INLINE int shuffle_source(int op, int lane, int arg, int width) {
-    const int seg = lane & ~(width - 1);
+    const int seg = lane & ~(width - 1), b = arg & (WARP - 1);
     switch (op) {
-        case SHFL_IDX: return seg + (arg & (width - 1));
-        case SHFL_UP: { const int j = lane - arg; return j >= seg ? j : lane; }
-        case SHFL_DOWN: { const int j = lane + arg; return j < seg + width ? j : lane; }
-        default: { const int j = lane ^ arg; return j < seg + width ? j : lane; }  // SHFL_XOR
+        case SHFL_IDX: return seg + (b & (width - 1));
+        case SHFL_UP: { const int j = lane - b; return j >= seg ? j : lane; }
+        case SHFL_DOWN: { const int j = lane + b; return j < seg + width ? j : lane; }
+        default: { const int j = lane ^ b; return j < seg + width ? j : lane; }  // SHFL_XOR
     }
 }
 

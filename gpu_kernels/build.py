@@ -45,10 +45,16 @@ EMU_FLAGS = (
     "-fvisibility=hidden",
     "-fsanitize=thread",
     "--param=tsan-instrument-func-entry-exit=0",
+    # memcpy/memset/memmove as calls (not expanded inline, not fortified into __*_chk), which
+    # EMU_LINK_FLAGS route through emu_runtime.h's checking wrappers
+    "-fno-builtin-memcpy",
+    "-fno-builtin-memset",
+    "-fno-builtin-memmove",
+    "-U_FORTIFY_SOURCE",
     # the kernels' __popc as one instruction (x86-64 has had it since 2008), not a libgcc call
     *(("-mpopcnt",) if platform.machine() in ("x86_64", "AMD64") else ()),
 )
-EMU_LINK_FLAGS = ("-shared", "-fPIC", "-Wl,-z,defs")
+EMU_LINK_FLAGS = ("-shared", "-fPIC", "-Wl,-z,defs", "-Wl,--wrap=memcpy,--wrap=memset,--wrap=memmove")
 # The AddressSanitizer build of the emulation: every load and store of the kernels is checked
 # against ASan's shadow memory, where EmuBuffer poisons its guard zones, so an out-of-bounds
 # read is caught as well as a write. The library needs the ASan runtime loaded first

@@ -30,6 +30,7 @@ NAMES = [
     "block_sum_shuffle",
     "block_sum_shared",
     "reads_unwritten_shared",
+    "copies_into_shared",
     "barrier_votes",
     "misuse",
 ]
@@ -277,6 +278,22 @@ def test_read_of_shared_memory_no_thread_wrote(emu):
         "reads_unwritten_shared(int*)::tile+256, which no thread of its block has written"
     )
     assert (out[:64] == np.r_[np.arange(1, 64), -1]).all()  # block 0 ran
+
+
+def test_memcpy_and_memset_into_shared_memory_are_checked(emu):
+    """What memcpy and memset write counts as written (they are calls the instrumentation does
+    not see; the library routes them through checking wrappers), and copies of many threads
+    into the same bytes are a race."""
+    x = np.arange(128, dtype=np.int32)
+    out = np.zeros(64, np.int32)
+    run(emu, "copies_into_shared", (1, 1, 1), (64, 1, 1), x, out, 0, order="shuffled", seed=8)
+    assert out.tolist() == list(range(32)) + [0] * 32
+    msg = fault(emu, "copies_into_shared", (1, 1, 1), (64, 1, 1), x, out, 1)
+    assert msg == (
+        "copies_into_shared: shared-memory race on copies_into_shared(int const*, int*, int)::tile+0: "
+        "thread (0,0,0) of block (0,0,0) wrote it and thread (1,0,0) of block (0,0,0) wrote it between "
+        "the same two barriers"
+    )
 
 
 MISUSE = [

@@ -15,8 +15,9 @@
 //   * Shared memory: __shared__ variables are the library's statics (blocks run one at a time,
 //     so one copy serves each block in turn). The library is compiled with GCC's
 //     ThreadSanitizer instrumentation but without its runtime: every load and store of the
-//     kernels calls a __tsan_* hook defined below, which checks accesses to the library's
-//     static data, per byte, against a shadow: a read of a byte no thread of the block wrote,
+//     kernels calls a __tsan_* hook defined below (memcpy, memset and memmove a wrapper, see
+//     __wrap_memcpy), which checks accesses to the library's static data, per byte, against
+//     a shadow: a read of a byte no thread of the block wrote,
 //     and two accesses of one byte by different threads in one phase, at least one a write,
 //     not ordered by a warp-wide collective of their warp (a race), are errors.
 //   * Orders: blocks, the warps of a block (in every phase) and the lanes of a warp (between
@@ -579,6 +580,36 @@ EMU_HOOK void __tsan_func_entry(void*) {}
 EMU_HOOK void __tsan_func_exit() {}
 EMU_HOOK void __tsan_vptr_update(void**, void*) {}
 EMU_HOOK void __tsan_vptr_read(void**) {}
+
+#if EMU_CHECKS_SHARED
+// memcpy, memset, memmove: the instrumentation sees neither a call to them nor what the
+// compiler expands inline for them (TSan's runtime intercepts them instead), so the library
+// is compiled to call them (-fno-builtin-*, -U_FORTIFY_SOURCE: build.EMU_FLAGS) and linked
+// with --wrap for each (build.EMU_LINK_FLAGS): what a kernel copies into or out of shared
+// memory is checked like its other accesses. (An explicit __builtin_memcpy/__builtin_memset of
+// a constant size can still be expanded inline, unchecked.)
+extern "C" void* __real_memcpy(void*, const void*, size_t);
+extern "C" void* __real_memmove(void*, const void*, size_t);
+extern "C" void* __real_memset(void*, int, size_t);
+EMU_HOOK void* __wrap_memcpy(void* dst, const void* src, size_t n) {
+    if (n) {
+        ::emu::hook(const_cast<void*>(src), n, false);
+        ::emu::hook(dst, n, true);
+    }
+    return __real_memcpy(dst, src, n);
+}
+EMU_HOOK void* __wrap_memmove(void* dst, const void* src, size_t n) {
+    if (n) {
+        ::emu::hook(const_cast<void*>(src), n, false);
+        ::emu::hook(dst, n, true);
+    }
+    return __real_memmove(dst, src, n);
+}
+EMU_HOOK void* __wrap_memset(void* dst, int c, size_t n) {
+    if (n) ::emu::hook(dst, n, true);
+    return __real_memset(dst, c, n);
+}
+#endif
 
 // The last launch's error, one line (empty after a launch that succeeded).
 EMU_API const char* emu_last_error() { return ::emu::rt ? ::emu::rt->error : ""; }

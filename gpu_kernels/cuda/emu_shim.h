@@ -49,11 +49,11 @@ namespace emu {
 template <typename T>
 inline T shuffle(int op, unsigned mask, T var, int arg, int width) {
     static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8, "shuffles move up to 8 bytes");
-    unsigned long long bits = 0;
-    std::memcpy(&bits, &var, sizeof(T));
+    unsigned long long bits = 0;  // (__builtin_memcpy: inline, not the checked memcpy)
+    __builtin_memcpy(&bits, &var, sizeof(T));
     bits = warp_collective(op, mask, bits, arg, width);
     T out;
-    std::memcpy(&out, &bits, sizeof(T));
+    __builtin_memcpy(&out, &bits, sizeof(T));
     return out;
 }
 }  // namespace emu

@@ -51,6 +51,10 @@ EMU_FLAGS = (
     "-fno-builtin-memset",
     "-fno-builtin-memmove",
     "-U_FORTIFY_SOURCE",
+    # a frame larger than a page touches each page on its way down, so that one larger than the
+    # fiber's stack (CUDA allows 512 KiB of local memory) faults at the guard page instead of
+    # jumping over it into another fiber's stack (emu_runtime.h, reserve_stacks)
+    "-fstack-clash-protection",
     # the kernels' __popc as one instruction (x86-64 has had it since 2008), not a libgcc call
     *(("-mpopcnt",) if platform.machine() in ("x86_64", "AMD64") else ()),
 )
@@ -69,6 +73,7 @@ EMU_ASAN_FLAGS = (
     "-fsanitize=address",
     "-fPIC",
     "-fvisibility=hidden",
+    "-fstack-clash-protection",  # as in EMU_FLAGS
 )
 EMU_ASAN_LINK_FLAGS = ("-shared", "-fPIC", "-fsanitize=address")
 # -march=native: the CPU implementation is built on the machine that runs it (never shipped),

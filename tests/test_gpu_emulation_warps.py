@@ -8,6 +8,7 @@ address. Seeds are fixed and printed."""
 import ctypes
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -31,6 +32,7 @@ NAMES = [
     "block_sum_shared",
     "reads_unwritten_shared",
     "copies_into_shared",
+    "large_frame",
     "barrier_votes",
     "misuse",
 ]
@@ -367,6 +369,31 @@ def test_misused_collectives_and_barriers_are_reported(emu, bug, threads, text):
     out = np.full(threads, -1, np.int32)
     run(emu, "misuse", (1, 1, 1), (threads, 1, 1), out, 0)
     assert (out == 0).all()
+
+
+LARGE_FRAME_SCRIPT = """
+import ctypes, numpy as np
+from gpu_kernels.build import kernel_emulation_library
+from gpu_kernels.devices import EmuLibrary, emu_params
+emu = EmuLibrary(kernel_emulation_library({fixture!r}, {names!r}))
+out = np.zeros(2, np.int32)
+params, holders = emu_params([ctypes.c_void_p(out.ctypes.data), ctypes.c_int32(256)])
+emu.call(emu.entry("emu_large_frame"), "large_frame", (1, 1, 1), (2, 1, 1), params)
+print("returned", out.tolist())
+"""
+
+
+def test_a_frame_larger_than_the_stack_dies_at_the_guard_page():
+    """A thread's 136 KiB frame touched at its low end only: the process dies of SIGSEGV at the
+    guard page (-fstack-clash-protection) instead of writing into the stack below."""
+    kernel_emulation_library(FIXTURE, NAMES)  # built here, not in the child
+    proc = subprocess.run(
+        [sys.executable, "-c", LARGE_FRAME_SCRIPT.format(fixture=str(FIXTURE), names=NAMES)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == -signal.SIGSEGV, (proc.returncode, proc.stdout, proc.stderr[-2000:])
 
 
 ASAN_SCRIPT = """

@@ -286,8 +286,10 @@ constexpr size_t STACK_SIZE = 512 * 1024;  // ASan's redzones make frames larger
 constexpr size_t STACK_SIZE = 128 * 1024;
 #endif
 
-// Stacks for n threads (kept for later launches); each below a guard page, so that a kernel
-// overflowing its stack faults instead of writing into its neighbour's.
+// Stacks for n threads (kept for later launches); each above a guard page (at its low end,
+// where it grows to), so that a kernel overflowing its stack faults instead of writing into
+// its neighbour's. A frame larger than the page could jump the guard: the library is compiled
+// with -fstack-clash-protection (build.EMU_FLAGS), which touches every page of a large frame.
 EMU_RUNTIME inline bool reserve_stacks(int n) {
     Runtime& r = runtime();
     if ((size_t)n <= r.stack_slots) return true;

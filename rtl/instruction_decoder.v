@@ -112,16 +112,21 @@ module instruction_decoder #(
     localparam [127:0] USED_HALT = {124'd0, 4'hF};
 
     reg [1:0] state;
-    reg [23:0] exec_len;
+    // The execution's last cycle as a register (timing closure: `retire` enables the pc, the
+    // trace and the write-back's token, and a compare of k with the length before them was the
+    // top's longest path): `exec_last` is the length - 2, and `last_q` is set in the cycle
+    // after k reaches it. Every execution lasts at least two cycles, so k = 0 is never last.
+    reg [23:0] exec_last;
+    reg        last_q;
     // read ahead: start_pc while idle (start moves to FETCH), pc + 1 while executing (the
     // retire cycle moves to FETCH with pc + 1), pc in FETCH and DECODE
     assign imem_addr = (state == S_IDLE) ? start_pc[IAW-1:0]
                      : (state == S_EXEC) ? pc[IAW-1:0] + 1'b1 : pc[IAW-1:0];
     // results of FETCH's checks, used in DECODE
     reg [23:0] pix_q;                        // height x width
-    reg [23:0] mm_len_q;                     // a MATMUL's execution cycles
+    reg [23:0] mm_last_q;                    // a MATMUL's execution cycles - 2
     reg        pc_over_q;
-    assign retire = (state == S_EXEC && k == exec_len - 24'd1)
+    assign retire = (state == S_EXEC && last_q)
                   || (state == S_DECODE && !pc_over_q && op == OP_HALT && err_pre_q == E_NONE);
 
     // ---- field extraction (combinational, from the fetched word) ----
@@ -301,6 +306,7 @@ module instruction_decoder #(
     // 24 + FEED_LATENCY + COLS (FEED_LATENCY = 4: the bank read, the serializers' load and the
     // feeder's two registers); see fpga/cycle_model.py
     localparam [31:0] MM_FIXED = 28 + COLS;
+    localparam [31:0] MM_LAST = MM_FIXED - 2;  // for exec_last
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;
@@ -329,7 +335,7 @@ module instruction_decoder #(
                     state <= S_DECODE;
                     pc_over_q <= pc_over;
                     pix_q <= f_prod;
-                    mm_len_q <= {f_prod[20:0], 3'd0} + MM_FIXED[23:0] + {16'd0, tile_rows}
+                    mm_last_q <= {f_prod[20:0], 3'd0} + MM_LAST[23:0] + {16'd0, tile_rows}
                               + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
                     // A MATMUL's fields are out a cycle before it executes: the top computes
                     // pixel 0's bank addresses in DECODE (accelerator.v). Nothing reads them
@@ -351,6 +357,7 @@ module instruction_decoder #(
                 end
                 S_DECODE: begin
                     k <= 24'd0;
+                    last_q <= 1'b0;
                     if (pc_over_q || err != E_NONE) begin
                         state <= S_IDLE;
                         busy <= 1'b0;
@@ -371,16 +378,17 @@ module instruction_decoder #(
                         s_addr <= f_saddr;
                         tile_rows <= f_rows;
                         tile_cols <= f_cols;
-                        exec_len <= {16'd0, f_rows} + 24'd1;
+                        exec_last <= {16'd0, f_rows} - 24'd1;     // rows + 1 cycles
                     end else begin
                         state <= S_EXEC;
                         exec_mm <= 1'b1;
                         pixels <= pix_q;
-                        exec_len <= mm_len_q;
+                        exec_last <= mm_last_q;
                     end
                 end
                 default: begin                      // S_EXEC
                     k <= k + 24'd1;
+                    last_q <= (k == exec_last);
                     if (retire) begin
                         state <= S_FETCH;
                         exec_lw <= 1'b0;

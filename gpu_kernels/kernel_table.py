@@ -42,6 +42,8 @@ class KernelSpec:
 
 def _specs() -> dict[str, KernelSpec]:
     conv = ("p", "p", "p", "p", "i", "i", "i", "i", "i")  # x, w, bias, out, H, W, C, pad, Wo
+    # x, weight bits, lo, hi, out, H, W, C, pad, Wo, F (int_conv.cu: int_conv_step_pack)
+    fused = ("p", "p", "p", "p", "p", "i", "i", "i", "i", "i", "i")
     out = [
         KernelSpec("int_conv3x3/u8", "int_conv3x3<unsigned char>", conv),
         KernelSpec("int_conv3x3/i32", "int_conv3x3<int>", conv),
@@ -54,6 +56,8 @@ def _specs() -> dict[str, KernelSpec]:
     for bits, word in WORD_TYPES.items():
         out += [
             KernelSpec(f"bin_conv3x3/w{bits}", f"bin_conv3x3<{word}>", conv),
+            KernelSpec(f"int_conv_step_pack/u8/w{bits}", f"int_conv_step_pack<unsigned char, {word}>", fused),
+            KernelSpec(f"int_conv_step_pack/i32/w{bits}", f"int_conv_step_pack<int, {word}>", fused),
             KernelSpec(f"step_pack/w{bits}", f"step_pack<{word}>", ("p", "p", "p", "p", "i")),
             KernelSpec(f"step_pack_warp/w{bits}", f"step_pack_warp<{word}>", ("p", "p", "p", "p", "i")),
             KernelSpec(f"maxpool2x2/w{bits}", f"maxpool2x2<{word}, true>", ("p", "p", "i", "i", "i")),
@@ -72,6 +76,15 @@ def kernel_max_threads(header: Path = CUDA_DIR / "common.cuh") -> int:
     m = re.search(r"^#define KERNEL_MAX_THREADS (\d+)\s*$", header.read_text(), re.M)
     if m is None:
         raise RuntimeError(f"{header}: no '#define KERNEL_MAX_THREADS <n>' line")
+    return int(m.group(1))
+
+
+def fused_weight_words(source: Path = CUDA_DIR / "int_conv.cu") -> int:
+    """FUSED_WEIGHT_WORDS of int_conv.cu: the 32-bit words of weight bits int_conv_step_pack
+    holds in shared memory (9 * C * ceil(F / 32) at most; the number is written once, there)."""
+    m = re.search(r"^#define FUSED_WEIGHT_WORDS (\d+)\b", source.read_text(), re.M)
+    if m is None:
+        raise RuntimeError(f"{source}: no '#define FUSED_WEIGHT_WORDS <n>' line")
     return int(m.group(1))
 
 

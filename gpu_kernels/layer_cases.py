@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 
-from models import ir
+from models import golden, ir
 from models.checks import INT32_MAX, INT32_MIN
 
 LAYER_KINDS = (
@@ -107,3 +107,33 @@ def all_cases(configs):
         for variant, pad, batch in itertools.product(variants, pads, BATCHES):
             out.append((kind, config, bits, variant, pad, batch))
     return out
+
+
+# The fused IntConv2d + Step kernel (int_conv_step_pack): every int_conv case of the matrix
+# (uint8 and int32 input, both word sizes, channel variants, padding 0/1, batches) with a Step
+# after the conv; 37 filters, so the last output word is partial and a word's channels are not
+# a multiple of a warp.
+FUSED_KINDS = ("int_conv_u8", "int_conv_i32")
+
+
+def make_fused_case(kind: str, word_bits: int, variant: str, pad: int, batch: int, seed: int):
+    """(network IntConv2d + Step, input batch). The Step's thresholds are conv outputs of the
+    batch itself (golden executor), so that sums equal to a threshold occur and both signs are
+    common; the first four channels get thresholds beyond int32 (always / never on, both
+    directions); directions are random."""
+    net, x = make_case(kind, word_bits, variant, pad, batch, seed)
+    rng = np.random.default_rng(seed + 1)
+    sums = golden.run(net, x).outputs[0]  # [N, F, Ho, Wo]
+    f = sums.shape[1]
+    flat = sums.transpose(1, 0, 2, 3).reshape(f, -1)
+    thr = flat[np.arange(f), rng.integers(0, flat.shape[1], f)].astype(np.int64)
+    d = _pm1(rng, f)
+    thr[:4] = [1 << 40, -(1 << 40), 1 << 40, -(1 << 40)]
+    d[:4] = [1, 1, -1, -1]
+    layers = [*net.layers, ir.Step(threshold=thr, direction=d)]
+    return ir.Network(net.input_shape, net.input_kind, layers), x
+
+
+def fused_cases(configs):
+    """Every (kind, config, word_bits, variant, pad, batch) of the fused kernel's matrix."""
+    return [c for c in all_cases(configs) if c[0] in FUSED_KINDS]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_kernels.errors import GpuKernelError
+from gpu_kernels.kernel_table import fused_weight_words
 from gpu_kernels.launch import Work
 from models import ir
 from models.checks import INT32_MAX, INT32_MIN
@@ -198,6 +199,69 @@ class StepOp(Op):
             x.shape[0] * self._pixels(),
             self.fin.channels,
         )
+
+
+FUSED_WEIGHT_WORDS = fused_weight_words()  # int_conv.cu: the shared-memory tile of weight bits
+
+
+def fused_conv_step_refusal(conv: Op, step: Op) -> str | None:
+    """Why an (integer conv, Step) pair of ops cannot run as int_conv_step_pack, or None when
+    it can: the conv must be an IntConv2d, the Step right after it, and the conv's weight bits,
+    9 * C * ceil(F / 32) words, must fit the kernel's shared tile."""
+    if not isinstance(conv, ConvOp) or not isinstance(conv.layer, ir.IntConv2d):
+        return f"{conv.label} is not an IntConv2d"
+    if not isinstance(step, StepOp) or step.index != conv.index + 1:
+        return f"{conv.label} is not followed by a Step"
+    c, f = conv.fin.channels, conv.fout.channels
+    words = 9 * c * -(-f // 32)
+    if words > FUSED_WEIGHT_WORDS:
+        return (
+            f"{conv.label}: its weights need {words} words of shared memory "
+            f"(9 x {c} channels x ceil({f} / 32)), int_conv_step_pack holds {FUSED_WEIGHT_WORDS}"
+        )
+    return None
+
+
+class FusedConvStepOp(Op):
+    """An IntConv2d and the Step after it as one kernel, int_conv_step_pack (cuda/int_conv.cu):
+    the conv's sums are compared in registers and packed by __ballot_sync, so the int32 tensor
+    between the two layers never exists. Runs as the conv's index; its output is the Step's."""
+
+    def __init__(self, conv: ConvOp, step: StepOp):
+        why = fused_conv_step_refusal(conv, step)
+        if why is not None:
+            raise GpuKernelError(f"cannot fuse: {why}")
+        super().__init__(conv.index, conv.layer, conv.fin, step.fout)
+        self.conv, self.step = conv, step
+        w = np.asarray(conv.layer.weight)  # +-1 [F, C, 3, 3]
+        f, c = w.shape[:2]
+        bits = (w.transpose(2, 3, 1, 0).reshape(9 * c, f) > 0).astype(np.uint8)  # [tap * C + c, f]
+        nc = -(-f // 32)
+        padded = np.zeros((9 * c, nc * 32), np.uint8)
+        padded[:, :f] = bits
+        self.consts["wbits"] = np.ascontiguousarray(
+            np.packbits(padded.reshape(9 * c, nc, 32), axis=-1, bitorder="little").view("<u4")[..., 0]
+        ).astype(np.uint32)
+        # the bias moves into the bounds: lo <= sum + bias <= hi  <=>  lo - bias <= sum <= hi - bias
+        bias = np.asarray(conv.layer.bias, dtype=np.int64)
+        self.consts["lo"], self.consts["hi"] = step_bounds(
+            np.asarray(step.layer.threshold, dtype=np.int64) - bias, step.layer.direction
+        )
+        suffix = "u8" if conv.fin.kind == "uint8" else "i32"
+        self.kernel = f"int_conv_step_pack/{suffix}/{_wsuffix(step.fout.word_bits)}"
+
+    @property
+    def label(self):
+        return f"{self.conv.label} + {self.step.label} (fused)"
+
+    def work(self, n):
+        _, ho, wo = self.conv.fout.shape
+        return Work(n, ho * wo, self.fout.words, row=wo)
+
+    def kernel_args(self, x, out, c):
+        cin, h, w = self.fin.shape
+        f, _, wo = self.conv.fout.shape
+        return [x, c["wbits"], c["lo"], c["hi"], out, h, w, cin, self.layer.padding, wo, f]
 
 
 class MaxPoolOp(Op):

@@ -26,7 +26,15 @@ from gpu_kernels.cpu_impl import cpu_impl
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import GpuKernelError, MappingError
 from gpu_kernels.launch import KERNEL_MAX_THREADS
-from gpu_kernels.layer_ops import ArgmaxOp, Op, ReorderOp, check_int32_ranges, prepare
+from gpu_kernels.layer_ops import (
+    ArgmaxOp,
+    FusedConvStepOp,
+    Op,
+    ReorderOp,
+    check_int32_ranges,
+    fused_conv_step_refusal,
+    prepare,
+)
 from gpu_kernels.progress import progress as show_progress
 from models import golden
 from models.onnx import load_network
@@ -169,9 +177,13 @@ class Runner:
         threads: int = launch_mod.DEFAULT_THREADS,
         window: int | None = None,
         step_kernel: str = "thread",
+        fuse=None,
     ):
         self.net = load_network(net)
         self.impls, mapping_batch = resolve_mapping(mapping, len(self.net.layers))
+        if fuse is None:  # a mapper Mapping / Choice brings its fused pairs
+            choice = mapping.dp if hasattr(mapping, "dp") and hasattr(mapping, "algorithm1") else mapping
+            fuse = getattr(choice, "fused_gpu", None) or ()
         self.batch = batch if batch is not None else mapping_batch
         if self.batch is not None and (not isinstance(self.batch, (int, np.integer)) or self.batch < 1):
             raise GpuKernelError(f"batch must be a positive integer, got {self.batch!r}")
@@ -182,11 +194,43 @@ class Runner:
             self.impls = [CPU] * len(self.ops)
         self.backend = self.gpu.backend if self.gpu is not None else "cpu"
         self.threads, self.window = threads, window
-        self._dev_consts: dict[int, dict] = {}
+        self._dev_consts: dict[tuple, dict] = {}
         self._host_out: dict[int, np.ndarray] = {}
         self._plans: dict[tuple, launch_mod.Launch] = {}
         self.argmax = ArgmaxOp(len(self.ops), self.ops[-1].fout)
         self.reorder = ReorderOp(self.ops[0].fin)
+        self.fused = self._fused_ops(fuse)
+
+    def _fused_ops(self, fuse) -> dict[int, Op]:
+        """{first layer index: fused op} for the pairs `fuse` names: "auto" (every IntConv2d +
+        Step pair mapped to one GPU configuration whose weights fit int_conv_step_pack) or
+        first-layer indices i (layers i and i + 1, which must be such a pair: else
+        GpuKernelError)."""
+        if isinstance(fuse, str) and fuse != "auto":
+            raise GpuKernelError(f"fuse {fuse!r}: use 'auto' or a list of first-layer indices")
+        n, out = len(self.ops), {}
+        if self.gpu is None:  # every layer on the CPU: nothing to fuse
+            return out
+        wanted = range(n - 1) if fuse == "auto" else fuse
+        for i in wanted:
+            if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not 0 <= i < n - 1:
+                raise GpuKernelError(f"fuse names layer {i!r}; a fused pair starts at one of 0..{n - 2}")
+            why = fused_conv_step_refusal(self.ops[i], self.ops[i + 1])
+            if why is None and (self.impls[i] == CPU or self.impls[i] != self.impls[i + 1]):
+                why = (
+                    f"layers {i} and {i + 1} are mapped to {self.impls[i]} and {self.impls[i + 1]}, "
+                    f"not one GPU configuration"
+                )
+            if why is not None:
+                if fuse == "auto":
+                    continue
+                raise GpuKernelError(f"cannot fuse layers {i} and {i + 1}: {why}")
+            if i - 1 in out:
+                raise GpuKernelError(
+                    f"fuse names layers {i - 1} and {i}: a layer is in one fused pair at most"
+                )
+            out[int(i)] = FusedConvStepOp(self.ops[i], self.ops[i + 1])
+        return out
 
     @property
     def cpu(self):
@@ -197,7 +241,7 @@ class Runner:
     def plan(self, op: Op, n: int, config: str) -> launch_mod.Launch | None:
         if op.kernel is None:
             return None
-        key = (op.index, n, config)
+        key = (op.index, op.kernel, n, config)
         if key not in self._plans:
             limit = self.gpu.max_threads(op.kernel) if self.gpu is not None else KERNEL_MAX_THREADS
             self._plans[key] = launch_mod.plan(
@@ -206,9 +250,10 @@ class Runner:
         return self._plans[key]
 
     def consts_on_gpu(self, op: Op) -> dict:
-        if op.index not in self._dev_consts:
-            self._dev_consts[op.index] = {k: self.gpu.upload(v) for k, v in op.consts.items()}
-        return self._dev_consts[op.index]
+        key = (op.index, op.kernel)  # a fused op runs as its first layer's index
+        if key not in self._dev_consts:
+            self._dev_consts[key] = {k: self.gpu.upload(v) for k, v in op.consts.items()}
+        return self._dev_consts[key]
 
     # -- one layer --------------------------------------------------------------------------
     def prepare_op_gpu(self, op: Op, x, config: str):
@@ -272,14 +317,14 @@ class Runner:
         devices = [HOST if m == CPU else GPU for m in self.impls]
         for op, impl in zip(self.ops, self.impls, strict=True):  # refuse unmappable launches up front
             if impl != CPU:
-                self.plan(op, min(batch, n_images), impl)
+                self.plan(self.fused.get(op.index, op), min(batch, n_images), impl)
         records = [
             LayerRecord(op.index, op.layer.describe(), impl, dev)
             for op, impl, dev in zip(self.ops, self.impls, devices, strict=True)
         ]
         for op, rec in zip(self.ops, records, strict=True):
-            if rec.device == GPU and op.kernel is not None:
-                rec.launch = self.plan(op, min(batch, n_images), rec.impl).as_dict()
+            if rec.device == GPU and op.kernel is not None and op.index - 1 not in self.fused:
+                rec.launch = self.plan(self.fused.get(op.index, op), min(batch, n_images), rec.impl).as_dict()
         transfers: dict[tuple, Transfer] = {}
         outputs = [[] for _ in self.ops] if keep_outputs else None
         scores_parts, pred_parts = [], []
@@ -321,8 +366,18 @@ class Runner:
             else:
                 cur = fin0.from_golden(x[s : s + batch])
             for op, rec in zip(self.ops, records, strict=True):
+                if op.index - 1 in self.fused:  # computed inside the previous layer's kernel
+                    if keep_outputs:
+                        outputs[op.index].append(("dev", cur))
+                    continue
                 cur = move(cur, where, rec.device, op.index, pending)
                 where = rec.device
+                if op.index in self.fused:
+                    # the pair's kernel time goes to its last layer, as the fused CPU network's
+                    cur = self._timed_gpu(self.fused[op.index], cur, rec.impl, pending, records[op.index + 1])
+                    if keep_outputs:
+                        outputs[op.index].append(None)
+                    continue
                 if where == GPU:
                     cur = self._timed_gpu(op, cur, rec.impl, pending, rec)
                 else:
@@ -348,6 +403,8 @@ class Runner:
         wall = time.perf_counter() - t_start
 
         def golden_format(i, parts):
+            if parts and parts[0] is None:  # the int32 tensor a fused kernel never wrote
+                return None
             arrays = [gpu.download(p[1]) if isinstance(p, tuple) else p for p in parts]
             return self.ops[i].fout.to_golden(np.concatenate(arrays), net.shapes[i + 1][1])
 
@@ -397,6 +454,7 @@ def run_network(
     window: int | None = None,
     progress: bool = False,
     step_kernel: str = "thread",
+    fuse=None,
 ) -> RunResult:
     """Run `net` (ir.Network, .onnx path or onnx.ModelProto) on the batch `x` (golden input
     format, [N, *net.input_shape]).
@@ -408,10 +466,22 @@ def run_network(
     batch: images per pass (default: the mapping's, else all at once).
     step_kernel: "thread" (step_pack, a thread per packed word) or "warp" (step_pack_warp, a
     warp per word, __ballot_sync) for the Step layers on the GPU.
+    fuse: IntConv2d + Step pairs to run as one kernel (int_conv_step_pack): first-layer indices,
+    "auto" (every such pair mapped to one GPU configuration whose weights fit), or None (the
+    mapping's fused pairs, if it is a mapper Choice/Mapping; else none). The conv's int32
+    output is never written: its entry in `outputs` is None.
     Returns a RunResult: every layer's output in golden format (keep_outputs), scores,
     predictions (first max), per-layer seconds, the host<->device transfers, the backend used.
     """
     runner = Runner(
-        net, mapping, backend, word_bits, batch, threads=threads, window=window, step_kernel=step_kernel
+        net,
+        mapping,
+        backend,
+        word_bits,
+        batch,
+        threads=threads,
+        window=window,
+        step_kernel=step_kernel,
+        fuse=fuse,
     )
     return runner.run(x, keep_outputs=keep_outputs, predictions=predictions, progress=progress)

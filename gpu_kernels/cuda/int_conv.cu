@@ -27,3 +27,76 @@ BNN_KERNEL int_conv3x3(SPLIT_PARAMS, const T* __restrict__ x, const i8* __restri
         out[(((i64)n * Ho + oy) * Wo + ox) * F + f] = acc;
     });
 }
+
+// The integer first layer fused with the Step after it: 3x3 convolution, threshold and bit
+// packing in one kernel, writing packed words instead of int32 per channel (B = 32 or 64
+// times fewer output bytes, and no second kernel reading the int32 tensor back).
+//
+//   x      [N, H, W, C]   NHWC pixels (T = u8 or int), as int_conv3x3
+//   wbits  [9 * C, nc]    the +-1 weights as bits, nc = ceil(F / 32): bit f % 32 of word
+//                         (tap * C + c) * nc + f / 32 is 1 where weight (f, c, tap) is +1
+//   lo, hi [F]            int32 bounds on the sum WITHOUT the bias: channel f is +1 where
+//                         lo[f] <= sum <= hi[f] (the host folds the bias into the Step's
+//                         bounds: layer_ops.FusedConvStepOp)
+//   out    [N, Ho, Wo, nw] packed words, channel f at bit f % B of word f / B; padding bits 0
+// Work axes: n = image, p = oy * Wo + ox, f = output word. One output word per warp, as
+// step_pack_warp: lane b computes channel c0 + s + b's sum and __ballot_sync packs the warp's
+// k comparisons into bits s .. s + k - 1 (k = the warp's lanes: 32, or fewer in a block's
+// last warp). The block first copies the weight bits into shared memory (every thread a
+// share), then __syncthreads, then reads them from there for every output; the host refuses
+// a layer whose bits exceed FUSED_WEIGHT_WORDS (a kernel given one writes nothing).
+#define FUSED_WEIGHT_WORDS 4096  // 16 KiB: 9 * C * ceil(F / 32) words at most
+
+template <typename T, typename W>
+BNN_KERNEL int_conv_step_pack(SPLIT_PARAMS, const T* __restrict__ x, const u32* __restrict__ wbits,
+                              const int* __restrict__ lo, const int* __restrict__ hi,
+                              W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
+    __shared__ u32 wsh[FUSED_WEIGHT_WORDS];
+    const int B = (int)(8 * sizeof(W));
+    const int nc = (F + 31) / 32, nwords = 9 * C * nc;
+    if (nwords > FUSED_WEIGHT_WORDS) return;  // every thread alike: no barrier is split
+    const int threads = (int)(blockDim.x * blockDim.y * blockDim.z);
+    const int t = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
+    for (int i = t; i < nwords; i += threads) wsh[i] = wbits[i];
+    __syncthreads();
+    const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
+    const int k = imin(32, threads - warp * 32);
+    const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;
+    const int n0 = (int)blockIdx.x * n_chunk, nn = imin(n_total, n0 + n_chunk) - n0;
+    const int p0 = (int)blockIdx.y * p_chunk, np = imin(p_total, p0 + p_chunk) - p0;
+    const int f0 = (int)blockIdx.z * f_chunk, nf = imin(f_total, f0 + f_chunk) - f0;
+    const i64 outputs = (i64)nn * np * nf;
+    for (i64 o = warp; o < outputs; o += warps) {
+        const int f = f0 + (int)(o % nf), p = p0 + (int)(o / nf % np), n = n0 + (int)(o / nf / np);
+        const int oy = p / Wo, ox = p - oy * Wo;
+        const int c0 = f * B, nb = imin(B, F - c0);
+        W word = 0;
+        for (int s = 0; s < nb; s += k) {
+            // a lane past the word's channels computes its last channel again and votes 0, so
+            // that the warp stays converged up to the ballot
+            const bool valid = s + lane < nb;
+            const int ch = c0 + (valid ? s + lane : nb - 1);
+            const u32* wcol = wsh + (ch >> 5);
+            const int bit = ch & 31;
+            int acc = 0;
+            for (int ky = 0; ky < 3; ++ky) {  // the in-frame taps (taps.h's for_each_tap)
+                const int iy = oy + ky - pad;
+                if (iy < 0 || iy >= H) continue;
+                for (int kx = 0; kx < 3; ++kx) {
+                    const int ix = ox + kx - pad;
+                    if (ix < 0 || ix >= Wd) continue;
+                    const T* a = x + (((i64)n * H + iy) * Wd + ix) * C;
+                    const u32* wt = wcol + (ky * 3 + kx) * C * nc;
+                    for (int c = 0; c < C; ++c) {
+                        // m = 0 for a +1 weight, -1 for a -1 weight: (v ^ m) - m = +-v
+                        const int v = (int)a[c], m = (int)((wt[c * nc] >> bit) & 1u) - 1;
+                        acc += (v ^ m) - m;
+                    }
+                }
+            }
+            const bool on = valid && lo[ch] <= acc && acc <= hi[ch];
+            word |= (W)__ballot_sync(mask, on) << s;
+        }
+        if (lane == 0) out[((i64)n * p_total + p) * f_total + f] = word;
+    }
+}

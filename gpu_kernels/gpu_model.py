@@ -39,7 +39,16 @@ from pathlib import Path
 from gpu_kernels.configs import CONFIGS
 from gpu_kernels.errors import LaunchError
 from gpu_kernels.launch import plan
-from gpu_kernels.layer_ops import ConvOp, DenseOp, FlattenOp, MaxPoolOp, StepOp, prepare
+from gpu_kernels.layer_ops import (
+    ConvOp,
+    DenseOp,
+    FlattenOp,
+    FusedConvStepOp,
+    MaxPoolOp,
+    StepOp,
+    fusable_pairs,
+    prepare,
+)
 from gpu_kernels.profiling import Profile
 from models import ir
 
@@ -67,13 +76,19 @@ CALIBRATION = {
     "bin_dense": 3.06,
 }
 CALIBRATION_OTHER = 5.64  # families not measured yet: the mean over every launch measured
+# int_conv_step_pack has not run on a GPU: it gets the factor of int_conv3x3, whose inner loop
+# (9C loads and adds per output channel) it shares, an assumption until it is measured
+CALIBRATION_AS = {"int_conv_step_pack": "int_conv3x3"}
 CALIBRATION_DATA = (
     Path(__file__).resolve().parent.parent / "docs" / "measurements" / "h200_2026-12-04" / "layer_times.json"
 )
 
 
 def trips_per_output(op) -> int:
-    """Inner-loop trips of one output of the op's kernel."""
+    """Inner-loop trips of one output of the op's kernel (the fused kernel: of one lane of the
+    warp that computes an output word, 9C per 32 of the word's channels)."""
+    if isinstance(op, FusedConvStepOp):
+        return 9 * op.fin.channels * -(-min(op.fout.word_bits, op.conv.fout.channels) // 32)
     if isinstance(op, ConvOp):
         return 9 * (op.fin.words if op.fin.kind == "binary" else op.fin.channels)
     if isinstance(op, DenseOp):
@@ -94,7 +109,7 @@ def kernel_family(op) -> str:
 
 def calibration(family: str) -> float:
     """Measured / modelled seconds for a kernel family (CALIBRATION_OTHER if never measured)."""
-    return CALIBRATION.get(family, CALIBRATION_OTHER)
+    return CALIBRATION.get(CALIBRATION_AS.get(family, family), CALIBRATION_OTHER)
 
 
 def kernel_s(op, batch: int, config: str) -> float | None:
@@ -116,7 +131,9 @@ def raw_kernel_s(op, batch: int, config: str) -> float | None:
         return None
     threads = launch.threads
     per_block = math.prod(launch.chunks)
-    per_thread = math.ceil(per_block / threads) * trips_per_output(op)
+    # a thread per output, or (the fused kernel) a warp per output word
+    workers = math.ceil(threads / 32) if isinstance(op, FusedConvStepOp) else threads
+    per_thread = math.ceil(per_block / workers) * trips_per_output(op)
     warps_threads = math.ceil(threads / 32) * 32
     resident = max(1, min(MAX_BLOCKS_PER_SM, MAX_THREADS_PER_SM // warps_threads))
     waves = math.ceil(launch.blocks / (SMS * resident))
@@ -183,8 +200,11 @@ class ModelledProfile:
         f"gpu_kernels/gpu_model.py; not measured)"
     )
 
-    def __init__(self, word_bits: int = 32):
+    def __init__(self, word_bits: int = 32, fused: bool = False):
         self.word_bits = word_bits
+        # also model int_conv_step_pack for every (IntConv2d, Step) pair it can run, in
+        # meta["fused_gpu"], which the mapper's DP weighs against the two kernels
+        self.fused = fused
 
     def profile(self, net: ir.Network, batch_sizes, ops=None) -> Profile:
         """`ops`: `prepare(net, word_bits)`, when the caller has it already."""
@@ -198,6 +218,15 @@ class ModelledProfile:
                 for op, row in zip(ops, layer_s[b], strict=True)
             ]
             copies[b] = [copy_s(f.nbytes(b)) for f in fmts]
+        fused = {}
+        for i in fusable_pairs(ops) if self.fused else ():
+            op = FusedConvStepOp(ops[i], ops[i + 1])
+            rows = {str(b): [kernel_s(op, b, c) for c in CONFIGS] for b in batch_sizes}
+            fused[str(i)] = {
+                "kernel": op.kernel,
+                "layer_s": rows,
+                "host_s": {b: [None if t is None else HOST_ISSUE_S for t in r] for b, r in rows.items()},
+            }
         return Profile(
             net.name,
             [layer.describe() for layer in net.layers],
@@ -219,6 +248,7 @@ class ModelledProfile:
                     "copy_latency_s": COPY_LATENCY_S,
                     "copy_bytes_per_s": COPY_BYTES_PER_S,
                 },
+                **({"fused_gpu": fused} if fused else {}),
             },
             host_s,
         )

@@ -222,6 +222,12 @@ def fused_conv_step_refusal(conv: Op, step: Op) -> str | None:
     return None
 
 
+def fusable_pairs(ops: list[Op]) -> list[int]:
+    """First indices i of the (IntConv2d, Step) pairs of `ops` that int_conv_step_pack can run
+    as one kernel (layers i and i + 1)."""
+    return [i for i in range(len(ops) - 1) if fused_conv_step_refusal(ops[i], ops[i + 1]) is None]
+
+
 class FusedConvStepOp(Op):
     """An IntConv2d and the Step after it as one kernel, int_conv_step_pack (cuda/int_conv.cu):
     the conv's sums are compared in registers and packed by __ballot_sync, so the int32 tensor

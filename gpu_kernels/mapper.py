@@ -55,6 +55,9 @@ class Choice:
     gpu_host_s: float = 0.0  # the host's time to issue them (whole data set)
     fused_cpu: bool = False  # every layer on the CPU as the fused CPU network (its measured
     #                          times: layer_s has each kernel's on the last layer it computes)
+    fused_gpu: list = field(default_factory=list)  # first layers i of the (IntConv2d, Step)
+    #                          pairs run as one kernel, int_conv_step_pack (layer_s: its time on
+    #                          layer i + 1, 0 on layer i)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -110,7 +113,8 @@ class Mapping:
         """Algorithm 1 and DP chose the same batch size and the same implementation per layer
         (the fused CPU network counts as an implementation of its own)."""
         a1, dp = self.algorithm1, self.dp
-        return (a1.batch, a1.impls, a1.fused_cpu) == (dp.batch, dp.impls, dp.fused_cpu)
+        key = lambda c: (c.batch, c.impls, c.fused_cpu, c.fused_gpu)  # noqa: E731
+        return key(a1) == key(dp)
 
 
 def fused_cpu_meta(prof: Profile) -> dict:
@@ -160,6 +164,37 @@ def fused_cpu_layer_s(prof: Profile, b: int) -> list | None:
     return [float(t) for t in row]
 
 
+def fused_gpu_cost(prof: Profile, b: int) -> dict[int, list]:
+    """{first layer i: [seconds per implementation of prof.impls, None where it cannot run or
+    on the CPU]} of the fused (IntConv2d, Step) kernels the profile holds for batch b
+    (meta["fused_gpu"]: {"i": {"layer_s": {b: row}, "host_s": {b: row}}}, written by the
+    measured and the modelled profiles), charged as a layer is: max(kernel, host issue). A
+    malformed entry is a GpuKernelError naming it."""
+    fused = prof.meta.get("fused_gpu") or {}
+    where = "profile meta fused_gpu"
+    if not isinstance(fused, dict):
+        raise GpuKernelError(f"{where}: needs an object, got {fused!r}")
+    out, n, m = {}, len(prof.layers), len(prof.impls)
+    for key, entry in fused.items():
+        if not (isinstance(key, str) and key.isdigit() and int(key) < n - 1) or not isinstance(entry, dict):
+            raise GpuKernelError(f"{where}: needs {{first layer 0..{n - 2}: object}}, got {key!r}: {entry!r}")
+        row = (entry.get("layer_s") or {}).get(str(b))
+        if row is None:
+            continue
+        host = (entry.get("host_s") or {}).get(str(b)) or [None] * m
+        if (
+            len(row) != m
+            or len(host) != m
+            or any(t is not None and (not isinstance(t, (int, float)) or t < 0) for t in [*row, *host])
+        ):
+            raise GpuKernelError(f"{where}, layer {key}, batch {b}: needs {m} non-negative times or nulls")
+        out[int(key)] = [
+            None if t is None or impl == CPU else max(t, h or 0.0)
+            for impl, t, h in zip(prof.impls, row, host, strict=True)
+        ]
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Cost model
 # ---------------------------------------------------------------------------------------------
@@ -181,13 +216,21 @@ def transfers_of(impls, prof: Profile, batch: int, n_images: int) -> list[dict]:
     return out
 
 
-def evaluate(impls, prof: Profile, batch: int, n_images: int) -> tuple[list, list, float]:
-    """(per-layer seconds, copies, total seconds) of a mapping for the whole data set."""
+def evaluate(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tuple[list, list, float]:
+    """(per-layer seconds, copies, total seconds) of a mapping for the whole data set; `fused`:
+    first layers of fused (IntConv2d, Step) pairs (their kernel's time on the pair's last
+    layer, 0 on its first)."""
     k = n_batches(n_images, batch)
     cost = prof.cost_s(batch)
+    pair = fused_gpu_cost(prof, batch) if fused else {}
     layer_s = []
     for i, m in enumerate(impls):
-        t = cost[i][prof.impls.index(m)]
+        if i in fused:
+            t = 0.0
+        elif i - 1 in fused:
+            t = pair[i - 1][prof.impls.index(m)]
+        else:
+            t = cost[i][prof.impls.index(m)]
         if t is None:
             raise GpuKernelError(f"layer {i} cannot run as {m} at batch {batch}")
         layer_s.append(t * k)
@@ -195,22 +238,28 @@ def evaluate(impls, prof: Profile, batch: int, n_images: int) -> tuple[list, lis
     return layer_s, copies, sum(layer_s) + sum(c["seconds"] for c in copies)
 
 
-def gpu_split(impls, prof: Profile, batch: int, n_images: int) -> tuple[float, float]:
+def gpu_split(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tuple[float, float]:
     """(kernel seconds, host issue seconds) of a mapping's GPU layers for the whole data set."""
     k = n_batches(n_images, batch)
     kernel = host = 0.0
+    entries = prof.meta.get("fused_gpu") or {}
     for i, m in enumerate(impls):
-        if m == CPU:
+        if m == CPU or i in fused:
             continue
         j = prof.impls.index(m)
+        if i - 1 in fused:  # the fused pair's kernel, on its last layer
+            entry = entries[str(i - 1)]
+            kernel += (entry["layer_s"][str(batch)][j] or 0.0) * k
+            host += ((entry.get("host_s") or {}).get(str(batch), [0.0] * len(prof.impls))[j] or 0.0) * k
+            continue
         kernel += (prof.layer_s[batch][i][j] or 0.0) * k
         host += (prof.host_row(batch, i)[j] or 0.0) * k
     return kernel, host
 
 
-def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch) -> Choice:
-    layer_s, copies, total = evaluate(impls, prof, batch, n_images)
-    kernel, host = gpu_split(impls, prof, batch, n_images)
+def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch, fused=()) -> Choice:
+    layer_s, copies, total = evaluate(impls, prof, batch, n_images, fused)
+    kernel, host = gpu_split(impls, prof, batch, n_images, fused)
     return Choice(
         algorithm,
         batch,
@@ -222,6 +271,7 @@ def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch) -> Ch
         per_batch,
         kernel,
         host,
+        fused_gpu=sorted(fused),
     )
 
 
@@ -250,13 +300,15 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
     CPU network where the profile has its times and it costs less; then the best batch size."""
     gpu_impls = [m for m in prof.impls if m != CPU]
     host_impls = [CPU] if CPU in prof.impls else []
-    per_batch, picks, fused_at = {}, {}, {}
+    per_batch, picks, fused_at, pairs_at = {}, {}, {}, {}
     for b in prof.batch_sizes:
         k = n_batches(n_images, b)
         L = len(prof.layers)
         layer_cost = prof.cost_s(b)
+        pair_cost = fused_gpu_cost(prof, b)
         cost = {HOST: 0.0, GPU: math.inf}
-        back = []  # per layer: {device: (previous device, impl)}
+        back = []  # per layer: {device: (previous device, impl, fused)}
+        reached = []  # per layer: the cost of reaching each device before it
         for i in range(L):
             # the tensor entering layer i may be copied once, then the layer runs where it is
             reach = {HOST: (cost[HOST], HOST), GPU: (cost[GPU], GPU)}
@@ -264,23 +316,34 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
                 reach[HOST] = (cost[GPU] + prof.d2h_s[b][i] * k, GPU)
             if cost[HOST] + prof.h2d_s[b][i] * k < reach[GPU][0]:
                 reach[GPU] = (cost[HOST] + prof.h2d_s[b][i] * k, HOST)
+            reached.append(reach)
             step, new = {}, {}
             for dev, allowed in ((HOST, host_impls), (GPU, gpu_impls)):
                 m, t = _fastest(layer_cost[i], prof.impls, allowed)
                 new[dev] = reach[dev][0] + t * k if m is not None else math.inf
-                step[dev] = (reach[dev][1], m)
+                step[dev] = (reach[dev][1], m, False)
+            if i - 1 in pair_cost:  # layers i - 1 and i as one kernel, from the GPU before i - 1
+                m, t = _fastest(pair_cost[i - 1], prof.impls, gpu_impls)
+                if m is not None and reached[i - 1][GPU][0] + t * k < new[GPU]:
+                    new[GPU] = reached[i - 1][GPU][0] + t * k
+                    step[GPU] = (reached[i - 1][GPU][1], m, True)
             cost = new
             back.append(step)
         end_host = cost[HOST]
         end_gpu = cost[GPU] + prof.d2h_s[b][L] * k
         dev = HOST if end_host <= end_gpu else GPU
         per_batch[b] = min(end_host, end_gpu)
-        impls = []
-        for i in reversed(range(L)):
-            prev, m = back[i][dev]
-            impls.append(m)
+        impls, pairs, i = [None] * L, [], L - 1
+        while i >= 0:
+            prev, m, fused_pair = back[i][dev]
+            impls[i] = m
+            if fused_pair:
+                impls[i - 1] = m
+                pairs.append(i - 1)
+                i -= 1
             dev = prev
-        picks[b] = impls[::-1]
+            i -= 1
+        picks[b], pairs_at[b] = impls, pairs
         fused = fused_cpu_layer_s(prof, b)
         if fused is not None and sum(fused) * k < per_batch[b]:
             per_batch[b], picks[b], fused_at[b] = sum(fused) * k, [CPU] * L, fused
@@ -292,7 +355,7 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
         layer_s = [t * k for t in fused_at[best]]
         total = sum(layer_s)
         return Choice("dp", best, picks[best], layer_s, [], total, total, per_batch, fused_cpu=True)
-    return _choice("dp", prof, best, picks[best], None, n_images, per_batch)
+    return _choice("dp", prof, best, picks[best], None, n_images, per_batch, pairs_at[best])
 
 
 def _profile_source(src):

@@ -27,7 +27,7 @@ import numpy as np
 
 from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.errors import GpuKernelError, LaunchError
-from gpu_kernels.layer_ops import Fmt
+from gpu_kernels.layer_ops import Fmt, FusedConvStepOp, fusable_pairs
 from gpu_kernels.progress import progress
 from gpu_kernels.runner import Runner
 from models import ir
@@ -212,8 +212,12 @@ class MeasuredProfile:
         launches: int = 4,
         deadline: float | None = None,
         step_kernel: str = "thread",
+        fused: bool = False,
     ):
         self.backend, self.word_bits = backend, word_bits
+        # also time int_conv_step_pack for every (IntConv2d, Step) pair it can run
+        # (meta["fused_gpu"], which the mapper's DP weighs against the two kernels)
+        self.fused = fused
         self.step_kernel = step_kernel  # the Step layers' kernel (layer_ops.STEP_KERNELS)
         self.repeats, self.warmup = max(1, repeats), max(0, warmup)
         self.impls = list(impls)
@@ -257,6 +261,7 @@ class MeasuredProfile:
         if self.progress:
             steps = progress(steps, f"profiling {net.name}", "layer")
         started, prev = {}, None  # batch size -> start time; last finished
+        fused = {}  # meta["fused_gpu"]
         for b, i in steps:
             if b in skipped:
                 continue
@@ -286,6 +291,12 @@ class MeasuredProfile:
                     row.append(kernel)
                     hrow.append(host)
             layer_s[b][i], host_s[b][i] = row, hrow
+            if self.fused and gpu is not None and i in fusable_pairs(runner.ops):
+                fop = FusedConvStepOp(runner.ops[i], runner.ops[i + 1])
+                entry = fused.setdefault(str(i), {"kernel": fop.kernel, "layer_s": {}, "host_s": {}})
+                times = [(None, None) if m == CPU else self._time_gpu(runner, fop, x, m) for m in self.impls]
+                entry["layer_s"][str(b)] = [t for t, _ in times]
+                entry["host_s"][str(b)] = [h for _, h in times]
             if i == L - 1:  # every boundary tensor of batch b
                 fmts = [o.fin for o in runner.ops] + [runner.ops[-1].fout]
                 tensors = [random_tensor(f, b, rng) for f in fmts]
@@ -334,6 +345,19 @@ class MeasuredProfile:
                 "cpu_timer": "perf_counter",
                 "batch_sizes_left_out": skipped,
                 "cpu_threads": runner.cpu.max_threads if CPU in self.impls else None,
+                **(
+                    {
+                        "fused_gpu": {
+                            k: {
+                                **e,
+                                **{t: {str(b): e[t][str(b)] for b in done} for t in ("layer_s", "host_s")},
+                            }
+                            for k, e in fused.items()
+                        }
+                    }
+                    if fused
+                    else {}
+                ),
             },
             {b: host_s[b] for b in done},
         )

@@ -179,3 +179,68 @@ def test_fused_op_counts():
         w = op.work(3)
         assert (w.n, w.p, w.f, w.row) == (3, 28 * 28, 64 // bits, 28)
         assert op.fout == runner.ops[1].fout and op.consts["wbits"].shape == (9, 2)
+
+
+# ---------------------------------------------------------------- the mapper's fused choice
+def _fused_mapping(times_scale=None, word_bits=32):
+    from gpu_kernels.gpu_model import ModelledProfile
+    from gpu_kernels.mapper import map_network
+
+    net = fashion_bnn(0)
+    prof = ModelledProfile(word_bits, fused=True).profile(net, [256, 1024])
+    if times_scale is not None:  # as if measured: the fused kernel times scaled
+        for rows in prof.meta["fused_gpu"]["0"]["layer_s"].values():
+            rows[:] = [t * times_scale for t in rows]
+    return net, map_network(net, [256, 1024], prof, n_images=10_000)
+
+
+def test_modelled_mapper_chooses_the_fused_pair():
+    """Without a GPU the choice follows the model: the fused kernel saves the Step's launch
+    and its reads, so the DP takes it, both layers in one configuration, its time on the
+    Step's row; without fused times (the default profile) nothing is fused."""
+    from gpu_kernels.gpu_model import ModelledProfile
+    from gpu_kernels.mapper import Mapping, map_network
+
+    net, m = _fused_mapping()
+    dp = m.dp
+    assert dp.fused_gpu == [0] and dp.impls[0] == dp.impls[1] != "cpu"
+    assert dp.layer_s[0] == 0.0 and dp.layer_s[1] > 0
+    assert m.profile.meta["fused_gpu"]["0"]["kernel"] == "int_conv_step_pack/u8/w32"
+    plain = map_network(net, [256, 1024], ModelledProfile(32), n_images=10_000)
+    assert plain.dp.fused_gpu == [] and "fused_gpu" not in plain.profile.meta
+    assert dp.total_s < plain.dp.total_s
+    assert m.algorithm1.fused_gpu == []  # Algorithm 1 stays per layer, as published
+    again = Mapping.from_json(m.to_json())
+    assert again.dp.fused_gpu == [0] and not again.agree()
+
+
+@pytest.mark.parametrize("scale, fused", [(100.0, []), (0.01, [0])])
+def test_mapper_follows_the_fused_kernels_times(scale, fused):
+    """With times (measured ones, here the model's scaled) the DP follows them: a fused
+    kernel 100x slower is not taken, one 100x faster is."""
+    _, m = _fused_mapping(scale)
+    assert m.dp.fused_gpu == fused
+
+
+def test_runner_follows_a_fused_choice():
+    """A Choice with a fused pair runs it (emulation, shuffled): later layers golden, the
+    conv's int32 output absent."""
+    net, m = _fused_mapping()
+    x = random_images(8, 3, net.input_shape)
+    res = run_network(net, x, m.dp, backend=EmulatedGpu("shuffled", 8), batch=2)
+    ref = golden.run(net, x)
+    assert res.outputs[0] is None
+    for i in range(1, len(ref.outputs)):
+        assert_same(res.outputs[i], ref.outputs[i], f"layer {i}")
+
+
+def test_malformed_fused_times_are_one_clear_error():
+    from gpu_kernels.mapper import dp_mapping
+
+    _, m = _fused_mapping()
+    m.profile.meta["fused_gpu"]["0"]["layer_s"]["256"] = [1.0]
+    with pytest.raises(GpuKernelError, match=r"^profile meta fused_gpu, layer 0, batch 256: needs 7 "):
+        dp_mapping(m.profile, 10_000)
+    m.profile.meta["fused_gpu"] = {"9": {}}
+    with pytest.raises(GpuKernelError, match=r"^profile meta fused_gpu: needs \{first layer 0..8: object\}"):
+        dp_mapping(m.profile, 10_000)

@@ -248,11 +248,14 @@ class FusedConvStepOp(Op):
         self.consts["wbits"] = np.ascontiguousarray(
             np.packbits(padded.reshape(9 * c, nc, 32), axis=-1, bitorder="little").view("<u4")[..., 0]
         ).astype(np.uint32)
-        # the bias moves into the bounds: lo <= sum + bias <= hi  <=>  lo - bias <= sum <= hi - bias
-        bias = np.asarray(conv.layer.bias, dtype=np.int64)
-        self.consts["lo"], self.consts["hi"] = step_bounds(
-            np.asarray(step.layer.threshold, dtype=np.int64) - bias, step.layer.direction
-        )
+        # the bias moves into the threshold: sum + bias >= t  <=>  sum >= t - bias (<= alike).
+        # The subtraction must not wrap in int64 (a threshold near +-2^63): sum + bias is an
+        # int32 whenever a kernel runs (check_int32_ranges), so a threshold clipped to
+        # [INT32_MIN - 1, INT32_MAX + 1] and a bias clipped to +-2^32 (larger ones are refused
+        # there) give the same comparisons, and t - bias stays far inside int64.
+        bias = np.clip(np.asarray(conv.layer.bias, dtype=np.int64), -(1 << 32), 1 << 32)
+        thr = np.clip(np.asarray(step.layer.threshold, dtype=np.int64), INT32_MIN - 1, INT32_MAX + 1)
+        self.consts["lo"], self.consts["hi"] = step_bounds(thr - bias, step.layer.direction)
         suffix = "u8" if conv.fin.kind == "uint8" else "i32"
         self.kernel = f"int_conv_step_pack/{suffix}/{_wsuffix(step.fout.word_bits)}"
 

@@ -244,3 +244,19 @@ def test_malformed_fused_times_are_one_clear_error():
     m.profile.meta["fused_gpu"] = {"9": {}}
     with pytest.raises(GpuKernelError, match=r"^profile meta fused_gpu: needs \{first layer 0..8: object\}"):
         dp_mapping(m.profile, 10_000)
+
+
+@pytest.mark.parametrize("bias", [7, -7])
+def test_thresholds_at_the_ends_of_int64_fold_without_wrapping(bias):
+    """Thresholds of -2^63 and 2^63 - 1 (both directions) with a nonzero bias: folding the bias
+    into the bounds must not wrap in int64 (always on stays always on, never on never on)."""
+    rng = np.random.default_rng(31)
+    print("seed 31")
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    w = np.where(rng.random((4, 2, 3, 3)) < 0.5, -1, 1).astype(np.int8)
+    conv = ir.IntConv2d(weight=w, bias=np.full(4, bias, np.int64), padding=1)
+    step = ir.Step(threshold=np.array([lo, hi, lo, hi], np.int64), direction=np.array([1, 1, -1, -1], np.int8))
+    net = ir.Network((2, 4, 5), "uint8", [conv, step])
+    x = rng.integers(0, 256, (2, 2, 4, 5)).astype(np.uint8)
+    res = run_network(net, x, "X", backend="emulation", fuse=[0])
+    assert_same(res.outputs[1], golden.run(net, x).outputs[1], "step")

@@ -18,7 +18,8 @@
 //   k = 8p + 1      serializers load pixel p; after the feeder's two registers bit b enters
 //                   the array at k = 8p + F + b
 //   k = 8p + F + r  row r's word of pixel p starts at column 0 (from zero)
-//   k = 8p + 30 + F + COLS + r   partial-sum bank r read for pixel p (acc_in)
+//   k = 8p + 29 + F + COLS + r   partial-sum bank r read for pixel p (acc_in), registered with
+//                                the bias select at 8p + 30 + F + COLS + r
 //   k = 8p + 31 + F + COLS + r   row r's word complete at relu_quant: initial value added
 //   k = 8p + 32 + F + COLS + r   row r's result for pixel p written (pixel-sum: one cycle later)
 module accelerator #(
@@ -468,9 +469,13 @@ module accelerator #(
     // ---------------------------------------------------------------- per-row pipeline
     // Pixel indices and tokens enter row 0 and move down one row per cycle, following the
     // array's row skew. Row r's word of pixel p shows its bit 31 at relu_quant at
-    // k = 8p + 31 + FEED + COLS + r, where the initial value (bias, or the partial sum read one
-    // cycle earlier) is added; the result is written at k = 8p + 32 + FEED + COLS + r.
-    localparam [31:0] INIT_START = 30 + FEED + COLS; // k of row 0's first partial-sum read
+    // k = 8p + 31 + FEED + COLS + r, where the initial value (bias, or the partial sum read two
+    // cycles earlier) is added; the result is written at k = 8p + 32 + FEED + COLS + r.
+    // The partial sum waits a cycle in a register (`init_q`, with the bias select) between its
+    // block RAM and relu_quant's adder (timing closure: the block RAM's clock-to-out and the
+    // 32-bit carry chain were one path); its entry is known long before, so the read moves a
+    // cycle earlier and no cycle is added.
+    localparam [31:0] INIT_START = 29 + FEED + COLS; // k of row 0's first partial-sum read
     /* verilator lint_off UNUSEDSIGNAL */
     wire [23:0] init_rel_n = k - (INIT_START[23:0] - 24'd1);   // (k + 1) - INIT_START
     /* verilator lint_on UNUSEDSIGNAL */
@@ -509,15 +514,18 @@ module accelerator #(
                 wr_firstq[gi] <= wr_in_first;
                 wr_lastq[gi] <= wr_in_last;
             end
-            // row gi reads pixel p's partial sum at k = 8p + 30 + FEED + COLS + gi (rd_in_e =
-            // its entry), sees its write token at 8p + 32 + FEED + COLS + gi
+            // row gi reads pixel p's partial sum at k = 8p + 29 + FEED + COLS + gi (rd_in_e =
+            // its entry), holds it in init_q from 8p + 31 + FEED + COLS + gi, sees its write
+            // token at 8p + 32 + FEED + COLS + gi
             assign wr_v[gi] = wr_in_v && q_valid;    // q_valid: the row's word is complete
 
             wire          q_valid;
             wire [ACC-1:0] raw;
+            reg  [ACC-1:0] init_q;                   // the word's initial value
+            always @(posedge clk) init_q <= acc_in ? pbuf_q[gi] : bias[gi];
             relu_quant #(.LANES(LANES), .ACC_BITS(ACC), .SHIFT(6)) u_rq (
                 .clk(clk), .serial_in(row_out[gi*LANES +: LANES]), .phase(phase0 - SKEW[4:0]),
-                .mode(mode), .init(acc_in ? pbuf_q[gi] : bias[gi]),
+                .mode(mode), .init(init_q),
                 .valid(q_valid), .raw(raw), .result(row_result[gi]));
 
             wire          sum_valid;

@@ -1,6 +1,7 @@
 """The quick subset of `make formal` (workbench/flows/formal.py, the properties in formal/): the
 job list and the mutants it runs are well formed; the quick jobs (the stream FIFO's proof by
-k-induction, the popcount pipeline's at N = 4, their covers) pass through scripts/formal.py with
+k-induction, the popcount pipeline's at N = 4, the AXI top's with a 2-entry FIFO, their covers)
+pass through scripts/formal.py with
 exit status 0; and a check that must fail does: a mutant of the FIFO (a push while full is taken)
 and the popcount property with a latency one cycle short (exit status 1), each a counterexample
 from reset. A few seconds each with the tools installed (`make test` installs the `formal`
@@ -31,15 +32,16 @@ def _env():
     return dict(formal.tool_env(paths), SBY=paths["sby"])
 
 
-def test_the_job_list_covers_the_three_modules_and_their_mutants_apply():
-    assert {j.module for j in JOBS.values()} >= {"stream_fifo", "popcount_pipe", "sac_cell"}
+def test_the_job_list_covers_the_modules_and_their_mutants_apply():
+    modules = {"stream_fifo", "popcount_pipe", "sac_cell", "accelerator_axi"}
+    assert {j.module for j in JOBS.values()} >= modules
     assert any(j.quick for j in JOBS.values())
     for job in JOBS.values():
         assert job.mode == "prove" or job.bounded, job.name  # a bounded check says why
         text = formal.sby_text(job, ROOT / "rtl")
         assert f"prep -top {job.top}" in text and f"{job.mode}: depth {job.depth}" in text
     mutants = formal.relevant_mutants(list(JOBS.values()))
-    assert {m["module"] for m in mutants} == {"stream_fifo", "popcount_pipe", "sac_cell"}
+    assert {m["module"] for m in mutants} == {j.module for j in JOBS.values()}
     for m in mutants:  # each original line is in its module exactly once
         apply_mutant((ROOT / "rtl" / f"{m['module']}.v").read_text(), m)
 
@@ -55,6 +57,20 @@ def test_a_malformed_job_is_refused(tmp_path):
     )
     with pytest.raises(BadInput, match="why it is bounded"):
         formal.load_jobs(bad)
+    bad.write_text(
+        '[[job]]\nname = "x"\nmodule = "stream_fifo"\nprops = "stream_fifo_props.sv"\nproperty = "p"\n'
+        'mode = "prove"\ndepth = 3\ncover_depth = 3\nuses = ["no_such_module"]\n'
+    )
+    with pytest.raises(BadInput, match="uses: there is no other module rtl/no_such_module.v"):
+        formal.load_jobs(bad)
+
+
+def test_a_job_reads_the_modules_it_uses_from_rtl(tmp_path):
+    """The AXI top's jobs read rtl/stream_fifo.v as it is, also against a mutant's copy."""
+    job = JOBS["axi_f2"]
+    text = formal.sby_text(job, tmp_path / "rtl")
+    assert "read_verilog stream_fifo.v" in text and str(ROOT / "rtl" / "stream_fifo.v") in text
+    assert str(tmp_path / "rtl" / "accelerator_axi.v") in text
 
 
 def test_bad_usage_is_one_line_and_exit_2():

@@ -61,6 +61,7 @@ JOB_KEYS = {
     "module": str,
     "props": str,
     "specs": list,
+    "uses": list,
     "parameters": dict,
     "property": str,
     "mode": str,
@@ -101,6 +102,7 @@ class Job:
     depth: int
     cover_depth: int
     specs: tuple = ()
+    uses: tuple = ()  # other rtl/ modules the module instantiates, read unmutated
     parameters: tuple = ()  # (name, value) pairs, in the file's order
     bounded: str = ""
     probes: tuple = ()  # (wrapper wire, internal signal) pairs
@@ -171,6 +173,9 @@ def check_job(entry: dict, where: str, folder: Path) -> Job:
             raise BadInput(f"{where}: {key} must be at least 1, got {entry[key]}")
     if not (ROOT / "rtl" / f"{entry['module']}.v").is_file():
         raise BadInput(f"{where}: there is no rtl/{entry['module']}.v")
+    for name in entry.get("uses", []):
+        if not isinstance(name, str) or name == entry["module"] or not (ROOT / "rtl" / f"{name}.v").is_file():
+            raise BadInput(f"{where}: uses: there is no other module rtl/{name}.v")
     for name in (entry["props"], *entry.get("specs", [])):
         if not isinstance(name, str) or not (folder / name).is_file():
             raise BadInput(f"{where}: there is no formal/{name}")
@@ -189,6 +194,7 @@ def check_job(entry: dict, where: str, folder: Path) -> Job:
         depth=entry["depth"],
         cover_depth=entry["cover_depth"],
         specs=tuple(entry.get("specs", ())),
+        uses=tuple(entry.get("uses", ())),
         parameters=tuple(entry.get("parameters", {}).items()),
         bounded=entry.get("bounded", ""),
         probes=tuple(entry.get("probes", {}).items()),
@@ -231,11 +237,13 @@ def proof_task(job: Job) -> str:
 
 
 def sby_text(job: Job, rtl: Path) -> str:
-    """The SymbiYosys file of `job`, reading rtl/<module>.v from the folder `rtl`."""
+    """The SymbiYosys file of `job`, reading rtl/<module>.v from the folder `rtl` (a mutant's
+    copy or rtl/ itself) and the modules it `uses` from rtl/."""
     task = proof_task(job)
     params = " ".join(f"-set {k} {v}" for k, v in job.parameters)
     script = [
         f"read_verilog {job.module}.v",
+        *(f"read_verilog {u}.v" for u in job.uses),
         *(f"read_verilog -formal {s}" for s in job.specs),
         f"read_verilog -formal -sv {job.props}",
         *([f"chparam {params} {job.top}"] if params else []),
@@ -245,7 +253,11 @@ def sby_text(job: Job, rtl: Path) -> str:
         connect = [f"connect -set {w} {s}" for w, s in job.probes]
         script += [f"hierarchy -top {job.top}", "proc", "flatten", "memory_collect", "memory_map", *connect]
     script.append(f"prep -top {job.top}")
-    files = [rtl / f"{job.module}.v", *(job.folder / s for s in (*job.specs, job.props))]
+    files = [
+        rtl / f"{job.module}.v",
+        *(ROOT / "rtl" / f"{u}.v" for u in job.uses),
+        *(job.folder / s for s in (*job.specs, job.props)),
+    ]
     return "\n".join(
         [
             f"# written by workbench/flows/formal.py for the job {job.name} of formal/jobs.toml",
@@ -365,23 +377,30 @@ def parse_log(workdir: Path) -> dict:
         text = (workdir / "logfile.txt").read_text(errors="replace")
     except OSError:
         return out
-    in_unreached = False
+    items = []
     for line in text.splitlines():
         if m := re.search(r"DONE \((\w+), rc=\d+\)", line):
             out["status"] = m.group(1)
         if "ERROR" in line and (m := re.search(r"ERROR:?\s*(.*)$", line)):
             out["errors"].append(m.group(1).strip())
-        m = SUMMARY.search(line)
-        if not m:
-            continue
-        item = m.group(1)
+        if m := SUMMARY.search(line):
+            items.append(m.group(1))
+    # The log's summary stops after 5 traces ("and N further traces"); the file named after the
+    # status (PASS, FAIL, ...) in the work folder has all of it, its paths relative to that folder.
+    prefix = ""
+    if out["status"] and re.fullmatch(r"[A-Z]+", out["status"]) and (workdir / out["status"]).is_file():
+        items = [ln.strip() for ln in (workdir / out["status"]).read_text(errors="replace").splitlines()]
+        prefix = f"{workdir.name}/"
+    in_unreached = False
+    for item in items:
         if item.startswith("unreached cover statements"):
             in_unreached = True
             continue
         if f := re.match(r"failed assertion \S+ at (\S+)(?: step (\d+))?", item):
             out["failed"].append((f.group(1), f.group(2)))
         elif t := re.match(r"counterexample trace(?: \[(\w+)\])?: (\S+)", item):
-            out["traces"].append((t.group(1) or "basecase", t.group(2)))
+            if t.group(2).endswith(".vcd"):  # (the status file names the .yw witness too)
+                out["traces"].append((t.group(1) or "basecase", prefix + t.group(2)))
         elif c := re.match(r"reached cover statement \S+ at (\S+) step (\d+)", item):
             out["reached"].append((c.group(1), int(c.group(2))))
         elif in_unreached and (u := re.match(r"\S+ at (\S+)", item)):

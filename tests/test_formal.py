@@ -1,7 +1,8 @@
 """The quick subset of `make formal` (workbench/flows/formal.py, the properties in formal/): the
 job list and the mutants it runs are well formed; the quick jobs (the stream FIFO's proof by
-k-induction, the popcount pipeline's at N = 4, the AXI top's with a 2-entry FIFO, their covers)
-pass through scripts/formal.py with
+k-induction, the popcount pipeline's at N = 4, the AXI top's with a 2-entry FIFO, the
+instruction decoder's 12-cycle check against the ISA, their covers) pass through
+scripts/formal.py with
 exit status 0; and a check that must fail does: a mutant of the FIFO (a push while full is taken)
 and the popcount property with a latency one cycle short (exit status 1), each a counterexample
 from reset. A few seconds each with the tools installed (`make test` installs the `formal`
@@ -33,7 +34,7 @@ def _env():
 
 
 def test_the_job_list_covers_the_modules_and_their_mutants_apply():
-    modules = {"stream_fifo", "popcount_pipe", "sac_cell", "accelerator_axi"}
+    modules = {"stream_fifo", "popcount_pipe", "sac_cell", "accelerator_axi", "instruction_decoder"}
     assert {j.module for j in JOBS.values()} >= modules
     assert any(j.quick for j in JOBS.values())
     for job in JOBS.values():
@@ -101,7 +102,10 @@ def test_the_quick_jobs_are_proven_and_covered(tmp_path):
     assert len(rows) == 2 * len(quick), out.stdout
     for job in quick:
         assert f"| {job.name} | {job.property} | {job.module} |" in out.stdout
-    assert sum("| proven |" in r for r in rows) == len(quick), out.stdout
+    proven = sum("| proven |" in r for r in rows)
+    bounded = sum(f"| bounded: depth {j.depth} (" in r for j in quick for r in rows if f"| {j.name} |" in r)
+    assert proven == sum(j.mode == "prove" for j in quick), out.stdout
+    assert bounded == sum(j.mode == "bmc" for j in quick), out.stdout
     assert sum("| covered: " in r for r in rows) == len(quick), out.stdout
 
 

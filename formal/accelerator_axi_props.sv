@@ -35,7 +35,9 @@
 //     command's TLAST and, as TDATA, what the host port returned two cycles after the command
 //     was put on it (a reference queue in this wrapper); TVALID is up whenever a result is
 //     waiting, and the read results in flight never exceed FIFO_DEPTH (none is lost);
-//   - s_axis takes no command while the accelerator is busy.
+//   - s_axis takes no command while the accelerator is busy, and a command it takes is on the
+//     host port in that cycle: a read or a write (bit 63), the address of bits 62:32, a write's
+//     data of bits 31:0.
 // Covers: a read answered, a write answered, a SLVERR, a read through the host port, a command
 // taken on s_axis and a beat leaving on m_axis (with TLAST), a stall on m_axis.
 `default_nettype none
@@ -87,6 +89,8 @@ module accelerator_axi_props #(
     // driven by the job's script after `flatten` (formal/jobs.toml: `probes`).
     (* keep *) wire [31:0] p_host_rdata;    // dut.host_rdata: the port's read data
     (* keep *) wire        p_busy;          // dut.busy
+    (* keep *) wire        p_host_en, p_host_we;        // dut.host_en, dut.host_we
+    (* keep *) wire [31:0] p_host_addr, p_host_wdata;   // dut.host_addr, dut.host_wdata
 
     // ---- reset: the first cycle resets; aresetn stays free afterwards ----
     reg started = 1'b0;
@@ -263,6 +267,13 @@ module accelerator_axi_props #(
         if (m_axis_tvalid) assert({m_axis_tlast, m_axis_tdata} == q[0]);
         // commands wait while the accelerator runs
         if (s_axis_tready) assert(!p_busy);
+        // a command taken is on the host port in that cycle, as the stream format says: bit 63
+        // read, bits 62:32 the address (bit 31 0), bits 31:0 the data of a write
+        if (s_hs) begin
+            assert(p_host_en && p_host_we == !s_axis_tdata[63]);
+            assert(p_host_addr == {1'b0, s_axis_tdata[62:32]});
+            if (!s_axis_tdata[63]) assert(p_host_wdata == s_axis_tdata[31:0]);
+        end
     end
 
     // ---- induction strengthening: the AXI top's state, as the claims above need it ----

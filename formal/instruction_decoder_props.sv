@@ -180,17 +180,19 @@ module instruction_decoder_props #(
         if (running && (exec_lw || exec_mm)) assert({tile_cols, tile_rows} == tile_now);
     end
 
-    // ---- covers ----
+    // ---- covers (PROGRAM = 1 has its own below: its program has no error) ----
     genvar e;
     generate
-        for (e = 1; e <= 10; e = e + 1) begin : code
-            always @(*) if (started && !rst && PROGRAM == 0) cover(done_rise && error && error_code == e);
+        if (!PROGRAM) begin : any_program
+            for (e = 1; e <= 10; e = e + 1) begin : code
+                always @(*) if (started && !rst) cover(done_rise && error && error_code == e);
+            end
+            always @(*) if (started && !rst) begin
+                cover(done_rise && !error);                 // a HALT
+                cover(exec_rise && exec_mm);                // a MATMUL executes
+            end
         end
     endgenerate
-    always @(*) if (started && !rst && PROGRAM == 0) begin
-        cover(done_rise && !error);                         // a HALT
-        cover(exec_rise && exec_mm);                        // a MATMUL executes
-    end
 
     // ---- PROGRAM = 1: LOAD_WEIGHTS, MATMUL, HALT, legal, reach done in the cycle model's time ----
     wire [127:0] w0 = imem[127:0], w1 = imem[255:128], w2 = imem[383:256];

@@ -76,9 +76,10 @@ CALIBRATION = {
     "bin_dense": 3.06,
 }
 CALIBRATION_OTHER = 5.64  # families not measured yet: the mean over every launch measured
-# int_conv_step_pack has not run on a GPU: it gets the factor of int_conv3x3, whose inner loop
-# (9C loads and adds per output channel) it shares, an assumption until it is measured
-CALIBRATION_AS = {"int_conv_step_pack": "int_conv3x3"}
+# the fused kernels have not run on a GPU: int_conv_step_pack gets the factor of int_conv3x3,
+# whose inner loop (9C loads and adds per output channel) it shares, bin_conv_step_pack that of
+# bin_conv3x3 (9 x input words of xor/popcount per output channel): assumptions until measured
+CALIBRATION_AS = {"int_conv_step_pack": "int_conv3x3", "bin_conv_step_pack": "bin_conv3x3"}
 CALIBRATION_DATA = (
     Path(__file__).resolve().parent.parent / "docs" / "measurements" / "h200_2026-12-04" / "layer_times.json"
 )
@@ -87,8 +88,9 @@ CALIBRATION_DATA = (
 def trips_per_output(op) -> int:
     """Inner-loop trips of one output of the op's kernel (the fused kernel: of one lane of the
     warp that computes an output word, 9C per 32 of the word's channels)."""
-    if isinstance(op, FusedConvStepOp):
-        return 9 * op.fin.channels * -(-min(op.fout.word_bits, op.conv.fout.channels) // 32)
+    if isinstance(op, FusedConvStepOp):  # per lane: 9 x input channels (int) or words (binary)
+        per_channel = 9 * (op.fin.words if op.binary else op.fin.channels)
+        return per_channel * -(-min(op.fout.word_bits, op.conv.fout.channels) // 32)
     if isinstance(op, ConvOp):
         return 9 * (op.fin.words if op.fin.kind == "binary" else op.fin.channels)
     if isinstance(op, DenseOp):
@@ -202,7 +204,8 @@ class ModelledProfile:
 
     def __init__(self, word_bits: int = 32, fused: bool = False):
         self.word_bits = word_bits
-        # also model int_conv_step_pack for every (IntConv2d, Step) pair it can run, in
+        # also model int_conv_step_pack / bin_conv_step_pack for every (IntConv2d or
+        # BinConv2d, Step) pair they can run, in
         # meta["fused_gpu"], which the mapper's DP weighs against the two kernels
         self.fused = fused
 

@@ -42,7 +42,8 @@ class KernelSpec:
 
 def _specs() -> dict[str, KernelSpec]:
     conv = ("p", "p", "p", "p", "i", "i", "i", "i", "i")  # x, w, bias, out, H, W, C, pad, Wo
-    # x, weight bits, lo, hi, out, H, W, C, pad, Wo, F (int_conv.cu: int_conv_step_pack)
+    # x, weight bits, lo, hi, out, H, W, C, pad, Wo, F (int_conv.cu: int_conv_step_pack; and
+    # bin_conv.cu: bin_conv_step_pack, its weights the packed words of bin_conv3x3)
     fused = ("p", "p", "p", "p", "p", "i", "i", "i", "i", "i", "i")
     out = [
         KernelSpec("int_conv3x3/u8", "int_conv3x3<unsigned char>", conv),
@@ -56,6 +57,7 @@ def _specs() -> dict[str, KernelSpec]:
     for bits, word in WORD_TYPES.items():
         out += [
             KernelSpec(f"bin_conv3x3/w{bits}", f"bin_conv3x3<{word}>", conv),
+            KernelSpec(f"bin_conv_step_pack/w{bits}", f"bin_conv_step_pack<{word}>", fused),
             KernelSpec(f"int_conv_step_pack/u8/w{bits}", f"int_conv_step_pack<unsigned char, {word}>", fused),
             KernelSpec(f"int_conv_step_pack/i32/w{bits}", f"int_conv_step_pack<int, {word}>", fused),
             KernelSpec(f"step_pack/w{bits}", f"step_pack<{word}>", ("p", "p", "p", "p", "i")),
@@ -85,6 +87,15 @@ def fused_weight_words(source: Path = CUDA_DIR / "int_conv.cu") -> int:
     m = re.search(r"^#define FUSED_WEIGHT_WORDS (\d+)\b", source.read_text(), re.M)
     if m is None:
         raise RuntimeError(f"{source}: no '#define FUSED_WEIGHT_WORDS <n>' line")
+    return int(m.group(1))
+
+
+def bin_fused_weight_bytes(source: Path = CUDA_DIR / "bin_conv.cu") -> int:
+    """BIN_FUSED_WEIGHT_BYTES of bin_conv.cu: the bytes of packed weights bin_conv_step_pack
+    holds in shared memory (9 * nw * F words; larger layers read global memory)."""
+    m = re.search(r"^#define BIN_FUSED_WEIGHT_BYTES (\d+)\b", source.read_text(), re.M)
+    if m is None:
+        raise RuntimeError(f"{source}: no '#define BIN_FUSED_WEIGHT_BYTES <n>' line")
     return int(m.group(1))
 
 

@@ -137,3 +137,10 @@ def make_fused_case(kind: str, word_bits: int, variant: str, pad: int, batch: in
 def fused_cases(configs):
     """Every (kind, config, word_bits, variant, pad, batch) of the fused kernel's matrix."""
     return [c for c in all_cases(configs) if c[0] in FUSED_KINDS]
+
+
+def bin_fused_cases(configs):
+    """Every bin_conv case of the matrix (32/64-bit words, 2B, B + 7 and 5 input channels, 37
+    filters, padding 0/1, batches): the fused BinConv2d + Step kernel's (bin_conv_step_pack),
+    made by make_fused_case like the integer ones."""
+    return [c for c in all_cases(configs) if c[0] == "bin_conv"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_kernels.errors import GpuKernelError
-from gpu_kernels.kernel_table import fused_weight_words
+from gpu_kernels.kernel_table import bin_fused_weight_bytes, fused_weight_words
 from gpu_kernels.launch import Work
 from models import ir
 from models.checks import INT32_MAX, INT32_MIN
@@ -202,16 +202,20 @@ class StepOp(Op):
 
 
 FUSED_WEIGHT_WORDS = fused_weight_words()  # int_conv.cu: the shared-memory tile of weight bits
+BIN_FUSED_WEIGHT_BYTES = bin_fused_weight_bytes()  # bin_conv.cu: the shared tile of packed weights
 
 
 def fused_conv_step_refusal(conv: Op, step: Op) -> str | None:
-    """Why an (integer conv, Step) pair of ops cannot run as int_conv_step_pack, or None when
-    it can: the conv must be an IntConv2d, the Step right after it, and the conv's weight bits,
-    9 * C * ceil(F / 32) words, must fit the kernel's shared tile."""
-    if not isinstance(conv, ConvOp) or not isinstance(conv.layer, ir.IntConv2d):
-        return f"{conv.label} is not an IntConv2d"
+    """Why a (conv, Step) pair of ops cannot run as one kernel, or None when it can: the conv
+    must be an IntConv2d (int_conv_step_pack) or a BinConv2d (bin_conv_step_pack), the Step
+    right after it; an IntConv2d's weight bits, 9 * C * ceil(F / 32) words, must fit the
+    kernel's shared tile (a BinConv2d's larger than its tile are read from global memory)."""
+    if not isinstance(conv, ConvOp):
+        return f"{conv.label} is not an IntConv2d or a BinConv2d"
     if not isinstance(step, StepOp) or step.index != conv.index + 1:
         return f"{conv.label} is not followed by a Step"
+    if isinstance(conv.layer, ir.BinConv2d):
+        return None
     c, f = conv.fin.channels, conv.fout.channels
     words = 9 * c * -(-f // 32)
     if words > FUSED_WEIGHT_WORDS:
@@ -223,15 +227,16 @@ def fused_conv_step_refusal(conv: Op, step: Op) -> str | None:
 
 
 def fusable_pairs(ops: list[Op]) -> list[int]:
-    """First indices i of the (IntConv2d, Step) pairs of `ops` that int_conv_step_pack can run
-    as one kernel (layers i and i + 1)."""
+    """First indices i of the (IntConv2d or BinConv2d, Step) pairs of `ops` that
+    int_conv_step_pack / bin_conv_step_pack can run as one kernel (layers i and i + 1)."""
     return [i for i in range(len(ops) - 1) if fused_conv_step_refusal(ops[i], ops[i + 1]) is None]
 
 
 class FusedConvStepOp(Op):
-    """An IntConv2d and the Step after it as one kernel, int_conv_step_pack (cuda/int_conv.cu):
-    the conv's sums are compared in registers and packed by __ballot_sync, so the int32 tensor
-    between the two layers never exists. Runs as the conv's index; its output is the Step's."""
+    """An IntConv2d or BinConv2d and the Step after it as one kernel, int_conv_step_pack
+    (cuda/int_conv.cu) or bin_conv_step_pack (cuda/bin_conv.cu): the conv's sums are compared
+    in registers and packed by __ballot_sync, so the int32 tensor between the two layers never
+    exists. Runs as the conv's index; its output is the Step's."""
 
     def __init__(self, conv: ConvOp, step: StepOp):
         why = fused_conv_step_refusal(conv, step)
@@ -241,13 +246,23 @@ class FusedConvStepOp(Op):
         self.conv, self.step = conv, step
         w = np.asarray(conv.layer.weight)  # +-1 [F, C, 3, 3]
         f, c = w.shape[:2]
-        bits = (w.transpose(2, 3, 1, 0).reshape(9 * c, f) > 0).astype(np.uint8)  # [tap * C + c, f]
-        nc = -(-f // 32)
-        padded = np.zeros((9 * c, nc * 32), np.uint8)
-        padded[:, :f] = bits
-        self.consts["wbits"] = np.ascontiguousarray(
-            np.packbits(padded.reshape(9 * c, nc, 32), axis=-1, bitorder="little").view("<u4")[..., 0]
-        ).astype(np.uint32)
+        self.binary = isinstance(conv.layer, ir.BinConv2d)
+        if self.binary:
+            # bin_conv3x3's packed weights [9, nw, F]; in shared memory when they fit the tile
+            self.consts["w"] = conv.consts["w"]
+            self.weights_in_shared = conv.consts["w"].nbytes <= BIN_FUSED_WEIGHT_BYTES
+            self.kernel = f"bin_conv_step_pack/{_wsuffix(step.fout.word_bits)}"
+        else:
+            bits = (w.transpose(2, 3, 1, 0).reshape(9 * c, f) > 0).astype(np.uint8)  # [tap * C + c, f]
+            nc = -(-f // 32)
+            padded = np.zeros((9 * c, nc * 32), np.uint8)
+            padded[:, :f] = bits
+            self.consts["wbits"] = np.ascontiguousarray(
+                np.packbits(padded.reshape(9 * c, nc, 32), axis=-1, bitorder="little").view("<u4")[..., 0]
+            ).astype(np.uint32)
+            self.weights_in_shared = True
+            suffix = "u8" if conv.fin.kind == "uint8" else "i32"
+            self.kernel = f"int_conv_step_pack/{suffix}/{_wsuffix(step.fout.word_bits)}"
         # the bias moves into the threshold: sum + bias >= t  <=>  sum >= t - bias (<= alike).
         # The subtraction must not wrap in int64 (a threshold near +-2^63): sum + bias is an
         # int32 whenever a kernel runs (check_int32_ranges), so a threshold clipped to
@@ -256,8 +271,6 @@ class FusedConvStepOp(Op):
         bias = np.clip(np.asarray(conv.layer.bias, dtype=np.int64), -(1 << 32), 1 << 32)
         thr = np.clip(np.asarray(step.layer.threshold, dtype=np.int64), INT32_MIN - 1, INT32_MAX + 1)
         self.consts["lo"], self.consts["hi"] = step_bounds(thr - bias, step.layer.direction)
-        suffix = "u8" if conv.fin.kind == "uint8" else "i32"
-        self.kernel = f"int_conv_step_pack/{suffix}/{_wsuffix(step.fout.word_bits)}"
 
     @property
     def label(self):
@@ -270,7 +283,8 @@ class FusedConvStepOp(Op):
     def kernel_args(self, x, out, c):
         cin, h, w = self.fin.shape
         f, _, wo = self.conv.fout.shape
-        return [x, c["wbits"], c["lo"], c["hi"], out, h, w, cin, self.layer.padding, wo, f]
+        weights = c["w"] if self.binary else c["wbits"]
+        return [x, weights, c["lo"], c["hi"], out, h, w, cin, self.layer.padding, wo, f]
 
 
 class MaxPoolOp(Op):

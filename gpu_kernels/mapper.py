@@ -55,8 +55,9 @@ class Choice:
     gpu_host_s: float = 0.0  # the host's time to issue them (whole data set)
     fused_cpu: bool = False  # every layer on the CPU as the fused CPU network (its measured
     #                          times: layer_s has each kernel's on the last layer it computes)
-    fused_gpu: list = field(default_factory=list)  # first layers i of the (IntConv2d, Step)
-    #                          pairs run as one kernel, int_conv_step_pack (layer_s: its time on
+    fused_gpu: list = field(default_factory=list)  # first layers i of the (IntConv2d or
+    #                          BinConv2d, Step) pairs run as one kernel, int_conv_step_pack or
+    #                          bin_conv_step_pack (layer_s: its time on
     #                          layer i + 1, 0 on layer i)
 
     def as_dict(self) -> dict:
@@ -166,7 +167,7 @@ def fused_cpu_layer_s(prof: Profile, b: int) -> list | None:
 
 def fused_gpu_cost(prof: Profile, b: int) -> dict[int, list]:
     """{first layer i: [seconds per implementation of prof.impls, None where it cannot run or
-    on the CPU]} of the fused (IntConv2d, Step) kernels the profile holds for batch b
+    on the CPU]} of the fused (IntConv2d or BinConv2d, Step) kernels the profile holds for batch b
     (meta["fused_gpu"]: {"i": {"layer_s": {b: row}, "host_s": {b: row}}}, written by the
     measured and the modelled profiles), charged as a layer is: max(kernel, host issue). A
     malformed entry is a GpuKernelError naming it."""
@@ -218,7 +219,7 @@ def transfers_of(impls, prof: Profile, batch: int, n_images: int) -> list[dict]:
 
 def evaluate(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tuple[list, list, float]:
     """(per-layer seconds, copies, total seconds) of a mapping for the whole data set; `fused`:
-    first layers of fused (IntConv2d, Step) pairs (their kernel's time on the pair's last
+    first layers of fused (IntConv2d or BinConv2d, Step) pairs (their kernel's time on the pair's last
     layer, 0 on its first)."""
     k = n_batches(n_images, batch)
     cost = prof.cost_s(batch)

@@ -215,7 +215,8 @@ class MeasuredProfile:
         fused: bool = False,
     ):
         self.backend, self.word_bits = backend, word_bits
-        # also time int_conv_step_pack for every (IntConv2d, Step) pair it can run
+        # also time int_conv_step_pack / bin_conv_step_pack for every (IntConv2d or BinConv2d,
+        # Step) pair they can run
         # (meta["fused_gpu"], which the mapper's DP weighs against the two kernels)
         self.fused = fused
         self.step_kernel = step_kernel  # the Step layers' kernel (layer_ops.STEP_KERNELS)

@@ -202,8 +202,9 @@ class Runner:
         self.fused = self._fused_ops(fuse)
 
     def _fused_ops(self, fuse) -> dict[int, Op]:
-        """{first layer index: fused op} for the pairs `fuse` names: "auto" (every IntConv2d +
-        Step pair mapped to one GPU configuration whose weights fit int_conv_step_pack) or
+        """{first layer index: fused op} for the pairs `fuse` names: "auto" (every IntConv2d or
+        BinConv2d + Step pair mapped to one GPU configuration that int_conv_step_pack or
+        bin_conv_step_pack can run) or
         first-layer indices i (layers i and i + 1, which must be such a pair: else
         GpuKernelError)."""
         if isinstance(fuse, str) and fuse != "auto":
@@ -466,8 +467,9 @@ def run_network(
     batch: images per pass (default: the mapping's, else all at once).
     step_kernel: "thread" (step_pack, a thread per packed word) or "warp" (step_pack_warp, a
     warp per word, __ballot_sync) for the Step layers on the GPU.
-    fuse: IntConv2d + Step pairs to run as one kernel (int_conv_step_pack): first-layer indices,
-    "auto" (every such pair mapped to one GPU configuration whose weights fit), or None (the
+    fuse: IntConv2d + Step and BinConv2d + Step pairs to run as one kernel (int_conv_step_pack,
+    bin_conv_step_pack): first-layer indices, "auto" (every such pair mapped to one GPU
+    configuration that its kernel can run), or None (the
     mapping's fused pairs, if it is a mapper Choice/Mapping; else none). The conv's int32
     output is never written: its entry in `outputs` is None.
     Returns a RunResult: every layer's output in golden format (keep_outputs), scores,

@@ -87,8 +87,9 @@ def test_fused_kernel_equals_golden_in_other_orders(order, every, offset):
 
 @pytest.mark.parametrize("make, seed", [(fashion_bnn, 5), (cifar10_bnn, 6)])
 def test_whole_network_with_the_first_pair_fused(make, seed):
-    """The Fashion and CIFAR-10 shapes with layers 0-1 fused ("auto"), shuffled: every later
-    layer golden, the conv's output absent, the pair's time on the Step's record."""
+    """The Fashion and CIFAR-10 shapes with every conv + Step pair fused ("auto": layers 0-1 by
+    int_conv_step_pack, the binary ones by bin_conv_step_pack), shuffled: every other layer
+    golden, each conv's output absent, the pair's time on the Step's record."""
     print(f"network seed {seed}, images seed {seed + 100}, order shuffled:{seed}")
     net = make(seed)
     x = random_images(seed + 100, 2, net.input_shape)
@@ -97,8 +98,13 @@ def test_whole_network_with_the_first_pair_fused(make, seed):
     assert res.outputs[0] is None and res.layers[0].seconds == 0.0 and res.layers[1].seconds > 0
     filters = net.layers[0].weight.shape[0]  # 64 (Fashion), 128 (CIFAR-10)
     assert res.layers[0].launch["work"]["f"] == filters // 64  # output words per pixel
+    convs = {i for i, layer in enumerate(net.layers) if isinstance(layer, (ir.IntConv2d, ir.BinConv2d))}
+    assert len(convs) > 1  # binary convs fused too
     for i in range(1, len(ref.outputs)):
-        assert_same(res.outputs[i], ref.outputs[i], f"layer {i}")
+        if i in convs:
+            assert res.outputs[i] is None and res.layers[i].seconds == 0.0, f"layer {i}"
+        else:
+            assert_same(res.outputs[i], ref.outputs[i], f"layer {i}")
 
 
 def _two_layer_net(c: int, f: int) -> ir.Network:
@@ -112,7 +118,7 @@ def _two_layer_net(c: int, f: int) -> ir.Network:
 def test_fusing_what_cannot_be_fused_is_one_clear_error():
     net = fashion_bnn(1)
     with pytest.raises(
-        GpuKernelError, match=r"^cannot fuse layers 2 and 3: layer 2 \(MaxPool2d[^)]*\) is not an IntConv2d$"
+        GpuKernelError, match=r"^cannot fuse layers 2 and 3: layer 2 \(MaxPool2d[^)]*\) is not an IntConv2d or a BinConv2d$"
     ):
         Runner(net, "X", "emulation", fuse=[2])
     with pytest.raises(GpuKernelError, match="mapped to X and XY, not one GPU configuration"):
@@ -188,50 +194,58 @@ def _fused_mapping(times_scale=None, word_bits=32):
 
     net = fashion_bnn(0)
     prof = ModelledProfile(word_bits, fused=True).profile(net, [256, 1024])
-    if times_scale is not None:  # as if measured: the fused kernel times scaled
+    if times_scale is not None:  # as if measured: the integer fused kernel's times scaled
         for rows in prof.meta["fused_gpu"]["0"]["layer_s"].values():
             rows[:] = [t * times_scale for t in rows]
     return net, map_network(net, [256, 1024], prof, n_images=10_000)
 
 
 def test_modelled_mapper_chooses_the_fused_pair():
-    """Without a GPU the choice follows the model: the fused kernel saves the Step's launch
-    and its reads, so the DP takes it, both layers in one configuration, its time on the
-    Step's row; without fused times (the default profile) nothing is fused."""
+    """Without a GPU the choice follows the model: a fused kernel saves the Step's launch
+    and its reads, so the DP takes both pairs (the integer one, 0-1, and the binary one, 3-4),
+    both layers of a pair in one configuration, its time on the Step's row; without fused
+    times (the default profile) nothing is fused."""
     from gpu_kernels.gpu_model import ModelledProfile
     from gpu_kernels.mapper import Mapping, map_network
 
     net, m = _fused_mapping()
     dp = m.dp
-    assert dp.fused_gpu == [0] and dp.impls[0] == dp.impls[1] != "cpu"
-    assert dp.layer_s[0] == 0.0 and dp.layer_s[1] > 0
+    assert dp.fused_gpu == [0, 3]
+    for i in dp.fused_gpu:
+        assert dp.impls[i] == dp.impls[i + 1] != "cpu"
+        assert dp.layer_s[i] == 0.0 and dp.layer_s[i + 1] > 0
     assert m.profile.meta["fused_gpu"]["0"]["kernel"] == "int_conv_step_pack/u8/w32"
+    assert m.profile.meta["fused_gpu"]["3"]["kernel"] == "bin_conv_step_pack/w32"
     plain = map_network(net, [256, 1024], ModelledProfile(32), n_images=10_000)
     assert plain.dp.fused_gpu == [] and "fused_gpu" not in plain.profile.meta
     assert dp.total_s < plain.dp.total_s
     assert m.algorithm1.fused_gpu == []  # Algorithm 1 stays per layer, as published
     again = Mapping.from_json(m.to_json())
-    assert again.dp.fused_gpu == [0] and not again.agree()
+    assert again.dp.fused_gpu == [0, 3] and not again.agree()
 
 
-@pytest.mark.parametrize("scale, fused", [(100.0, []), (0.01, [0])])
+@pytest.mark.parametrize("scale, fused", [(100.0, [3]), (0.01, [0, 3])])
 def test_mapper_follows_the_fused_kernels_times(scale, fused):
-    """With times (measured ones, here the model's scaled) the DP follows them: a fused
-    kernel 100x slower is not taken, one 100x faster is."""
+    """With times (measured ones, here the model's scaled: pair 0-1's only) the DP follows
+    them: a fused kernel 100x slower is not taken, one 100x faster is (the binary pair 3-4,
+    left as modelled, is taken either way)."""
     _, m = _fused_mapping(scale)
     assert m.dp.fused_gpu == fused
 
 
 def test_runner_follows_a_fused_choice():
-    """A Choice with a fused pair runs it (emulation, shuffled): later layers golden, the
-    conv's int32 output absent."""
+    """A Choice with fused pairs runs them (emulation, shuffled): other layers golden, the
+    convs' int32 outputs absent."""
     net, m = _fused_mapping()
     x = random_images(8, 3, net.input_shape)
     res = run_network(net, x, m.dp, backend=EmulatedGpu("shuffled", 8), batch=2)
     ref = golden.run(net, x)
-    assert res.outputs[0] is None
-    for i in range(1, len(ref.outputs)):
-        assert_same(res.outputs[i], ref.outputs[i], f"layer {i}")
+    assert m.dp.fused_gpu == [0, 3]
+    for i in range(len(ref.outputs)):
+        if i in m.dp.fused_gpu:
+            assert res.outputs[i] is None, f"layer {i}"
+        else:
+            assert_same(res.outputs[i], ref.outputs[i], f"layer {i}")
 
 
 def test_malformed_fused_times_are_one_clear_error():

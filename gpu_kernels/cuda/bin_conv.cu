@@ -31,3 +31,82 @@ BNN_KERNEL bin_conv3x3(SPLIT_PARAMS, const W* __restrict__ x, const W* __restric
         out[(((i64)n * Ho + oy) * Wo + ox) * F + f] = bias[f] + taps * C - 2 * pop;
     });
 }
+
+// The binary convolution fused with the Step after it: xnor/popcount sums as bin_conv3x3,
+// threshold and bit packing in one kernel, writing packed words instead of int32 per channel
+// (B = 32 or 64 times fewer output bytes, and no step_pack reading the int32 tensor back).
+//
+//   x      [N, H, W, nw]  packed NHWC activations, as bin_conv3x3
+//   w      [9, nw, F]     packed +-1 weights, as bin_conv3x3 (F innermost: the lanes of a warp,
+//                         consecutive channels, read consecutive words)
+//   lo, hi [F]            int32 bounds on the sum WITHOUT the bias: channel f is +1 where
+//                         lo[f] <= sum <= hi[f] (the host folds the bias into the Step's
+//                         bounds: layer_ops.FusedConvStepOp)
+//   out    [N, Ho, Wo, nwo] packed words (nwo = ceil(F / B)), channel f at bit f % B of word
+//                         f / B; padding bits 0
+// Work axes: n = image, p = oy * Wo + ox, f = output word. One output word per warp, as
+// int_conv_step_pack: lane b computes channel c0 + s + b's sum (taps * C - 2 * popcount, the
+// activation words the same for every lane: one broadcast load) and __ballot_sync packs the
+// warp's k comparisons into bits s .. s + k - 1. Weights of at most BIN_FUSED_WEIGHT_BYTES
+// (9 * nw * F words of W) are first copied into shared memory by the block (every thread a
+// share), then __syncthreads, then read from there; a larger layer reads them from global
+// memory (read-only, cached) instead: every thread of a block takes the same branch.
+#define BIN_FUSED_WEIGHT_BYTES 32768  // 32 KiB: 9 * nw * F * sizeof(W) at most for the tile
+
+template <typename W>
+BNN_KERNEL bin_conv_step_pack(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
+                              const int* __restrict__ lo, const int* __restrict__ hi,
+                              W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
+    __shared__ W wsh[BIN_FUSED_WEIGHT_BYTES / sizeof(W)];
+    const int B = (int)(8 * sizeof(W));
+    const int nw = (C + B - 1) / B;
+    const W last = last_word_mask<W>(nw, C);
+    const int nweights = 9 * nw * F;
+    const bool tiled = nweights <= (int)(BIN_FUSED_WEIGHT_BYTES / sizeof(W));
+    const int threads = (int)(blockDim.x * blockDim.y * blockDim.z);
+    const int t = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
+    if (tiled)
+        for (int i = t; i < nweights; i += threads) wsh[i] = w[i];
+    __syncthreads();
+    const W* wsrc = tiled ? wsh : w;
+    const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
+    const int k = imin(32, threads - warp * 32);
+    const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;
+    const int n0 = (int)blockIdx.x * n_chunk, nn = imin(n_total, n0 + n_chunk) - n0;
+    const int p0 = (int)blockIdx.y * p_chunk, np = imin(p_total, p0 + p_chunk) - p0;
+    const int f0 = (int)blockIdx.z * f_chunk, nf = imin(f_total, f0 + f_chunk) - f0;
+    const i64 outputs = (i64)nn * np * nf;
+    for (i64 o = warp; o < outputs; o += warps) {
+        const int f = f0 + (int)(o % nf), p = p0 + (int)(o / nf % np), n = n0 + (int)(o / nf / np);
+        const int oy = p / Wo, ox = p - oy * Wo;
+        const int c0 = f * B, nb = imin(B, F - c0);
+        W word = 0;
+        for (int s = 0; s < nb; s += k) {
+            // a lane past the word's channels computes its last channel again and votes 0, so
+            // that the warp stays converged up to the ballot
+            const bool valid = s + lane < nb;
+            const int ch = c0 + (valid ? s + lane : nb - 1);
+            int taps = 0, pop = 0;
+            for (int ky = 0; ky < 3; ++ky) {  // the in-frame taps (taps.h's for_each_tap)
+                const int iy = oy + ky - pad;
+                if (iy < 0 || iy >= H) continue;
+                for (int kx = 0; kx < 3; ++kx) {
+                    const int ix = ox + kx - pad;
+                    if (ix < 0 || ix >= Wd) continue;
+                    const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
+                    const W* wt = wsrc + (i64)(ky * 3 + kx) * nw * F + ch;
+                    // not unrolled: unrolled, ptxas kept the u32 kernel at 40 registers and
+                    // spilled 160 bytes; rolled it takes 76 and spills nothing (sm_90)
+#pragma unroll 1
+                    for (int j = 0; j < nw - 1; ++j) pop += popcount((W)(a[j] ^ wt[(i64)j * F]));
+                    pop += popcount((W)((a[nw - 1] ^ wt[(i64)(nw - 1) * F]) & last));
+                    ++taps;
+                }
+            }
+            const int acc = taps * C - 2 * pop;
+            const bool on = valid && lo[ch] <= acc && acc <= hi[ch];
+            word |= (W)__ballot_sync(mask, on) << s;
+        }
+        if (lane == 0) out[((i64)n * p_total + p) * f_total + f] = word;
+    }
+}

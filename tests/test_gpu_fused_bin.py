@@ -1,0 +1,144 @@
+"""The fused BinConv2d + Step kernel (bin_conv_step_pack, cuda/bin_conv.cu) against the golden
+models: every bin_conv case of the exactness matrix (32/64-bit words, 2B, B + 7 and 5 input
+channels, 37 filters, padding 0/1, 5x6 images, batches 1, 2, 5, every configuration) with a
+Step after the conv, in the emulation visited in order, reversed and shuffled (each the whole
+matrix: it is cheap), with its shared-memory checks on (no race may be reported), with blocks
+of whole, partial and sub-warp thread counts; a layer whose weights exceed the shared tile
+(read from global memory); the same kernel with its __syncthreads removed is reported as a
+race. Seeds are fixed (layer_cases.case_seed) and printed with each failing case; the orders'
+seeds are printed."""
+
+import numpy as np
+import pytest
+
+from gpu_kernels import CONFIGS, Runner, run_network
+from gpu_kernels.build import kernel_emulation_library
+from gpu_kernels.devices import EmulatedGpu, EmuLibrary
+from gpu_kernels.errors import KernelFaultError
+from gpu_kernels.kernel_table import CUDA_DIR, KERNELS
+from gpu_kernels.layer_cases import bin_fused_cases, case_seed, make_fused_case
+from gpu_kernels.layer_ops import BIN_FUSED_WEIGHT_BYTES
+from models import golden, ir
+from models.random_networks import fashion_bnn, random_images
+from tests.helpers import assert_same, mismatch, needs_gxx
+from tests.test_gpu_kernels import case_name, failures_of, report
+
+pytestmark = needs_gxx
+
+CASES = bin_fused_cases(CONFIGS)
+BIN_FUSED_CASES = 252  # 7 configurations x 2 word sizes x 3 channel variants x 2 pads x 3 batches
+THREADS = (256, 100, 48, 20)  # whole warps, a partial last warp, fewer than a warp
+
+
+def fused_check(gpu, case: tuple, threads: int):
+    kind, config, bits, variant, pad, batch = case
+    seed = case_seed("fused", kind, bits, variant, pad, batch)
+
+    def check():
+        net, x = make_fused_case(kind, bits, variant, pad, batch, seed)
+        ref = golden.run(net, x).outputs[1]
+        runner = Runner(net, [config, config], gpu, bits, threads=threads, fuse=[0])
+        op = runner.fused[0]
+        assert op.kernel == f"bin_conv_step_pack/w{bits}" and op.weights_in_shared
+        res = runner.run(x)
+        if res.outputs[0] is not None:
+            return "the conv's int32 output exists"
+        return mismatch(res.outputs[1], ref)
+
+    return f"{case_name(case)} seed {seed} threads {threads}", check
+
+
+def test_the_cases_cover_the_bin_conv_matrix():
+    assert len(CASES) == BIN_FUSED_CASES
+    assert {c[1] for c in CASES} == set(CONFIGS) and {c[0] for c in CASES} == {"bin_conv"}
+    assert {c[3] for c in CASES} == {"multiple", "partial", "few"} and {c[2] for c in CASES} == {32, 64}
+    net, x = make_fused_case("bin_conv", 64, "partial", 1, 5, 1)  # both signs common
+    out = golden.run(net, x).outputs[1]
+    assert 0.2 < (out == 1).mean() < 0.8
+
+
+@pytest.mark.parametrize("order", ["in-order", "reversed", "shuffled:2024", "shuffled:77"])
+def test_fused_bin_kernel_equals_golden(order):
+    """Every case in each order (blocks, warps and lanes reversed or shuffled), each with one
+    of THREADS in turn (shifted per order): the result never depends on the order, and the
+    shared-memory checks report nothing."""
+    kind, _, seed = order.partition(":")
+    print(f"order {order}")
+    gpu = EmulatedGpu(kind, int(seed or 0))
+    assert gpu._emu.checks_shared_memory
+    shift = ["in-order", "reversed", "shuffled:2024", "shuffled:77"].index(order)
+    checks = [fused_check(gpu, c, THREADS[(i + shift) % len(THREADS)]) for i, c in enumerate(CASES)]
+    failed = failures_of(checks)
+    assert not failed, report(f"bin_conv_step_pack cases {order}", len(checks), failed)
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_weights_beyond_the_shared_tile_are_read_from_global_memory(bits):
+    """70 input channels, 310 filters: 9 x nw x 310 words exceed BIN_FUSED_WEIGHT_BYTES, so
+    the kernel reads the weights from global memory; still golden (shuffled)."""
+    seed = 41 + bits
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    c, f = 70, 310
+    w = np.where(rng.random((f, c, 3, 3)) < 0.5, -1, 1).astype(np.int8)
+    conv = ir.BinConv2d(weight=w, bias=rng.integers(-9, 10, f), padding=1)
+    x = np.where(rng.random((2, c, 3, 4)) < 0.5, -1, 1).astype(np.int8)
+    sums = golden.run(ir.Network((c, 3, 4), "binary", [conv]), x).outputs[0]
+    thr = sums[0, :, 1, 1].astype(np.int64)  # sums equal to a threshold occur
+    step = ir.Step(threshold=thr, direction=np.where(rng.random(f) < 0.5, -1, 1).astype(np.int8))
+    net = ir.Network((c, 3, 4), "binary", [conv, step])
+    runner = Runner(net, "XY", EmulatedGpu("shuffled", seed), bits, fuse=[0])
+    nbytes = 9 * -(-c // bits) * f * bits // 8
+    assert nbytes > BIN_FUSED_WEIGHT_BYTES and not runner.fused[0].weights_in_shared
+    res = runner.run(x)
+    assert res.outputs[0] is None
+    assert_same(res.outputs[1], golden.run(net, x).outputs[1], "step")
+
+
+def test_binary_pairs_are_fused_and_counted():
+    """fuse=[3] on the Fashion shape: the BinConv2d 64 -> 64 + Step pair as one kernel, in
+    shared memory, one output word per pixel and word."""
+    net = fashion_bnn(2)
+    for bits in (32, 64):
+        runner = Runner(net, "X", "emulation", bits, fuse=[3])
+        op = runner.fused[3]
+        assert op.kernel == f"bin_conv_step_pack/w{bits}" and op.weights_in_shared
+        w = op.work(3)
+        assert (w.n, w.p, w.f, w.row) == (3, 14 * 14, 64 // bits, 14)
+        assert op.fout == runner.ops[4].fout and op.consts["w"].shape == (9, 64 // bits, 64)
+    assert sorted(Runner(net, "X", "emulation", fuse="auto").fused) == [0, 3]
+
+
+NO_SYNC = """#include "common.cuh"
+#include "{copy}"
+auto& bin_conv_step_pack_no_sync = bin_conv_step_pack<unsigned int>;
+"""
+
+
+@pytest.mark.parametrize("order", ["in-order", "reversed"])
+def test_removing_the_barrier_is_reported(tmp_path, order):
+    """bin_conv.cu with the fused kernel's __syncthreads deleted: threads read weight words
+    other threads write in the same phase, and the emulation's shared-memory checks stop the
+    launch with one line naming the kernel and the shared tile."""
+    text = (CUDA_DIR / "bin_conv.cu").read_text()
+    barrier = "    __syncthreads();\n    const W* wsrc"
+    assert text.count(barrier) == 1 and text.count("__syncthreads();") == 1
+    (tmp_path / "bin_conv_no_sync.cu").write_text(text.replace(barrier, "    const W* wsrc"))
+    src = tmp_path / "fused_bin_no_sync.cu"
+    src.write_text(NO_SYNC.format(copy=tmp_path / "bin_conv_no_sync.cu"))
+    lib = EmuLibrary(kernel_emulation_library(src, ["bin_conv_step_pack_no_sync"]))
+    assert lib.checks_shared_memory
+    gpu = EmulatedGpu(order)
+    key = "bin_conv_step_pack/w32"
+    assert KERNELS[key].expr == "bin_conv_step_pack<unsigned int>"
+    gpu._emu, gpu._entry = lib, {**gpu._entry, key: lib.entry("emu_bin_conv_step_pack_no_sync")}
+    net = fashion_bnn(3)
+    x = random_images(4, 2, net.input_shape)
+    with pytest.raises(KernelFaultError) as info:
+        run_network(net, x, "X", backend=gpu, fuse=[3])
+    msg = str(info.value)
+    print(msg)
+    assert "\n" not in msg
+    assert msg.startswith("bin_conv_step_pack_no_sync: thread (")
+    assert "shared-memory race on" in msg or "which no thread of its block has written" in msg
+    assert "bin_conv_step_pack<unsigned int>(" in msg and ")::wsh+" in msg

@@ -118,7 +118,8 @@ def _two_layer_net(c: int, f: int) -> ir.Network:
 def test_fusing_what_cannot_be_fused_is_one_clear_error():
     net = fashion_bnn(1)
     with pytest.raises(
-        GpuKernelError, match=r"^cannot fuse layers 2 and 3: layer 2 \(MaxPool2d[^)]*\) is not an IntConv2d or a BinConv2d$"
+        GpuKernelError,
+        match=r"^cannot fuse layers 2 and 3: layer 2 \(MaxPool2d[^)]*\) is not an IntConv2d or a BinConv2d$",
     ):
         Runner(net, "X", "emulation", fuse=[2])
     with pytest.raises(GpuKernelError, match="mapped to X and XY, not one GPU configuration"):
@@ -269,7 +270,9 @@ def test_thresholds_at_the_ends_of_int64_fold_without_wrapping(bias):
     lo, hi = -(1 << 63), (1 << 63) - 1
     w = np.where(rng.random((4, 2, 3, 3)) < 0.5, -1, 1).astype(np.int8)
     conv = ir.IntConv2d(weight=w, bias=np.full(4, bias, np.int64), padding=1)
-    step = ir.Step(threshold=np.array([lo, hi, lo, hi], np.int64), direction=np.array([1, 1, -1, -1], np.int8))
+    step = ir.Step(
+        threshold=np.array([lo, hi, lo, hi], np.int64), direction=np.array([1, 1, -1, -1], np.int8)
+    )
     net = ir.Network((2, 4, 5), "uint8", [conv, step])
     x = rng.integers(0, 256, (2, 2, 4, 5)).astype(np.uint8)
     res = run_network(net, x, "X", backend="emulation", fuse=[0])

@@ -124,7 +124,7 @@ module instruction_decoder #(
                      : (state == S_EXEC) ? pc[IAW-1:0] + 1'b1 : pc[IAW-1:0];
     // results of FETCH's checks, used in DECODE
     reg [23:0] pix_q;                        // height x width
-    reg [23:0] mm_last_q;                    // a MATMUL's execution cycles - 2
+    reg [23:0] mm_rest_q;                    // a MATMUL's execution cycles - 2 - 8 x pixels
     reg        pc_over_q;
     assign retire = (state == S_EXEC && last_q)
                   || (state == S_DECODE && !pc_over_q && op == OP_HALT && err_pre_q == E_NONE);
@@ -335,7 +335,9 @@ module instruction_decoder #(
                     state <= S_DECODE;
                     pc_over_q <= pc_over;
                     pix_q <= f_prod;
-                    mm_last_q <= {f_prod[20:0], 3'd0} + MM_LAST[23:0] + {16'd0, tile_rows}
+                    // the product's part of the length is added in DECODE (timing closure:
+                    // the multiplier and an adder behind it were FETCH's longest path)
+                    mm_rest_q <= MM_LAST[23:0] + {16'd0, tile_rows}
                               + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
                     // A MATMUL's fields are out a cycle before it executes: the top computes
                     // pixel 0's bank addresses in DECODE (accelerator.v). Nothing reads them
@@ -358,6 +360,25 @@ module instruction_decoder #(
                 S_DECODE: begin
                     k <= 24'd0;
                     last_q <= 1'b0;
+                    // The fields an execution reads are latched whatever the checks say (timing
+                    // closure: the product's compares decide only the few state and status
+                    // registers below): nothing reads them outside EXEC of their instruction.
+                    if (op == OP_LW) begin
+                        rows <= f_rows;
+                        cols <= f_cols;
+                        w_addr <= f_waddr;
+                        b_addr <= f_baddr;
+                        s_addr <= f_saddr;
+                        exec_last <= {16'd0, f_rows} - 24'd1;     // rows + 1 cycles
+                    end else begin
+                        pixels <= pix_q;
+                        exec_last <= {pix_q[20:0], 3'd0} + mm_rest_q;
+                    end
+                    // a LOAD_WEIGHTS' checks need no product: its tile is latched on err_pre_q
+                    if (!pc_over_q && err_pre_q == E_NONE && op == OP_LW) begin
+                        tile_rows <= f_rows;
+                        tile_cols <= f_cols;
+                    end
                     if (pc_over_q || err != E_NONE) begin
                         state <= S_IDLE;
                         busy <= 1'b0;
@@ -371,19 +392,9 @@ module instruction_decoder #(
                     end else if (op == OP_LW) begin
                         state <= S_EXEC;
                         exec_lw <= 1'b1;
-                        rows <= f_rows;
-                        cols <= f_cols;
-                        w_addr <= f_waddr;
-                        b_addr <= f_baddr;
-                        s_addr <= f_saddr;
-                        tile_rows <= f_rows;
-                        tile_cols <= f_cols;
-                        exec_last <= {16'd0, f_rows} - 24'd1;     // rows + 1 cycles
                     end else begin
                         state <= S_EXEC;
                         exec_mm <= 1'b1;
-                        pixels <= pix_q;
-                        exec_last <= mm_last_q;
                     end
                 end
                 default: begin                      // S_EXEC

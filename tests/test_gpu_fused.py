@@ -154,9 +154,9 @@ def test_removing_the_barrier_is_reported(tmp_path, order):
     launch with one line naming the kernel and the shared tile (a race, or a read of a word no
     thread has written yet, depending on who comes first)."""
     text = (CUDA_DIR / "int_conv.cu").read_text()
-    barrier = "    __syncthreads();\n    const int warp = t / 32"
+    barrier = "    __syncthreads();\n    FOR_EACH_WARP_OUTPUT"
     assert text.count(barrier) == 1 and text.count("__syncthreads();") == 1
-    (tmp_path / "int_conv_no_sync.cu").write_text(text.replace(barrier, "    const int warp = t / 32"))
+    (tmp_path / "int_conv_no_sync.cu").write_text(text.replace(barrier, "    FOR_EACH_WARP_OUTPUT"))
     src = tmp_path / "fused_no_sync.cu"
     src.write_text(NO_SYNC.format(copy=tmp_path / "int_conv_no_sync.cu"))
     lib = EmuLibrary(kernel_emulation_library(src, ["int_conv_step_pack_no_sync"]))

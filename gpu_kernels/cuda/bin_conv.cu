@@ -63,12 +63,13 @@ BNN_KERNEL bin_conv_step_pack(SPLIT_PARAMS, const W* __restrict__ x, const W* __
     const W last = last_word_mask<W>(nw, C);
     const int nweights = 9 * nw * F;
     const bool tiled = nweights <= (int)(BIN_FUSED_WEIGHT_BYTES / sizeof(W));
-    const int threads = (int)(blockDim.x * blockDim.y * blockDim.z);
-    const int t = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
+    const int threads = block_threads(), t = block_thread();
     if (tiled)
         for (int i = t; i < nweights; i += threads) wsh[i] = w[i];
     __syncthreads();
     const W* wsrc = tiled ? wsh : w;
+    // common.cuh's for_each_warp_output written out: through its lambda ptxas spilled this
+    // kernel (156 bytes stored at sm_90), written out it spills nothing
     const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
     const int k = imin(32, threads - warp * 32);
     const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;

@@ -75,3 +75,35 @@ __device__ __forceinline__ void for_each_output(int n_total, int p_total, int f_
 // Variadic because the lambda body contains commas.
 #define FOR_EACH_OUTPUT(...) \
     for_each_output(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, __VA_ARGS__)
+
+// A thread's index in its block and the block's thread count (x fastest, as CUDA numbers the
+// lanes of a warp).
+__device__ __forceinline__ int block_thread() {
+    return (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
+}
+__device__ __forceinline__ int block_threads() {
+    return (int)(blockDim.x * blockDim.y * blockDim.z);
+}
+
+// One output per warp (the kernels that pack with __ballot_sync): the warps of a block, not its
+// threads, take the block's outputs of the same (n, p, f) chunk in turn, so every lane of a
+// warp runs the same iterations and meets at every collective. body(n, p, f, lane, k, mask):
+// k = the lanes of this warp (32, or fewer in a block's last warp), mask = their bits.
+template <class Body>
+__device__ __forceinline__ void for_each_warp_output(int n_total, int p_total, int f_total,
+                                                     int n_chunk, int p_chunk, int f_chunk,
+                                                     Body body) {
+    const int threads = block_threads(), t = block_thread();
+    const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
+    const int k = imin(32, threads - warp * 32);
+    const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;
+    const int n0 = (int)blockIdx.x * n_chunk, nn = imin(n_total, n0 + n_chunk) - n0;
+    const int p0 = (int)blockIdx.y * p_chunk, np = imin(p_total, p0 + p_chunk) - p0;
+    const int f0 = (int)blockIdx.z * f_chunk, nf = imin(f_total, f0 + f_chunk) - f0;
+    const i64 outputs = (i64)nn * np * nf;
+    for (i64 o = warp; o < outputs; o += warps)
+        body(n0 + (int)(o / nf / np), p0 + (int)(o / nf % np), f0 + (int)(o % nf), lane, k, mask);
+}
+
+#define FOR_EACH_WARP_OUTPUT(...) \
+    for_each_warp_output(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, __VA_ARGS__)

@@ -38,17 +38,7 @@ template <typename W>
 BNN_KERNEL step_pack_warp(SPLIT_PARAMS, const int* __restrict__ x, const int* __restrict__ lo,
                           const int* __restrict__ hi, W* __restrict__ out, int C) {
     const int B = (int)(8 * sizeof(W));
-    const int threads = (int)(blockDim.x * blockDim.y * blockDim.z);
-    const int t = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
-    const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
-    const int k = imin(32, threads - warp * 32);
-    const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;
-    const int n0 = (int)blockIdx.x * n_chunk, nn = imin(n_total, n0 + n_chunk) - n0;
-    const int p0 = (int)blockIdx.y * p_chunk, np = imin(p_total, p0 + p_chunk) - p0;
-    const int f0 = (int)blockIdx.z * f_chunk, nf = imin(f_total, f0 + f_chunk) - f0;
-    const i64 outputs = (i64)nn * np * nf;
-    for (i64 o = warp; o < outputs; o += warps) {
-        const int f = f0 + (int)(o % nf), p = p0 + (int)(o / nf % np), n = n0 + (int)(o / nf / np);
+    FOR_EACH_WARP_OUTPUT([&](int n, int p, int f, int lane, int k, unsigned mask) {
         const i64 row = (i64)n * p_total + p;
         const int* v = x + row * C;
         const int c0 = f * B, nb = imin(B, C - c0);
@@ -59,5 +49,5 @@ BNN_KERNEL step_pack_warp(SPLIT_PARAMS, const int* __restrict__ x, const int* __
             word |= (W)__ballot_sync(mask, on) << s;
         }
         if (lane == 0) out[row * f_total + f] = word;
-    }
+    });
 }

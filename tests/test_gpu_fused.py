@@ -141,10 +141,34 @@ def test_fusing_what_cannot_be_fused_is_one_clear_error():
     assert Runner(net, "cpu", "cpu", fuse=[0]).fused == {}  # nothing runs on a GPU
 
 
-NO_SYNC = """#include "common.cuh"
-#include "{copy}"
-auto& int_conv_step_pack_no_sync = int_conv_step_pack<unsigned char, unsigned int>;
-"""
+def barrier_removed_fault(tmp_path, order, cu_file, barrier, instance, key, fuse):
+    """The Fashion network with `instance` (a fused kernel's template instance) built from
+    `cu_file` with `barrier` (its __syncthreads and the line after it) reduced to that line, run
+    fused through the emulation in `order`; returns the KernelFaultError's message, which must
+    be one line naming the kernel's copy ("<kernel>_no_sync") and its shared tile `wsh`."""
+    text = (CUDA_DIR / cu_file).read_text()
+    assert text.count(barrier) == 1 and text.count("__syncthreads();") == 1
+    kernel = instance.split("<")[0]
+    copy = tmp_path / f"{kernel}_no_sync.cu"
+    copy.write_text(text.replace(barrier, barrier.split("\n", 1)[1]))
+    src = tmp_path / "fused_no_sync.cu"
+    src.write_text(f'#include "common.cuh"\n#include "{copy}"\nauto& {kernel}_no_sync = {instance};\n')
+    lib = EmuLibrary(kernel_emulation_library(src, [f"{kernel}_no_sync"]))
+    assert lib.checks_shared_memory
+    gpu = EmulatedGpu(order)
+    assert KERNELS[key].expr == instance
+    gpu._emu, gpu._entry = lib, {**gpu._entry, key: lib.entry(f"emu_{kernel}_no_sync")}
+    net = fashion_bnn(3)
+    x = random_images(4, 2, net.input_shape)
+    with pytest.raises(KernelFaultError) as info:
+        run_network(net, x, "X", backend=gpu, fuse=fuse)
+    msg = str(info.value)
+    print(msg)
+    assert "\n" not in msg
+    assert msg.startswith(f"{kernel}_no_sync: thread (")
+    assert "shared-memory race on" in msg or "which no thread of its block has written" in msg
+    assert f"{instance}(" in msg and ")::wsh+" in msg
+    return msg
 
 
 @pytest.mark.parametrize("order", ["in-order", "reversed"])
@@ -153,28 +177,15 @@ def test_removing_the_barrier_is_reported(tmp_path, order):
     other threads write in the same phase, and the emulation's shared-memory checks stop the
     launch with one line naming the kernel and the shared tile (a race, or a read of a word no
     thread has written yet, depending on who comes first)."""
-    text = (CUDA_DIR / "int_conv.cu").read_text()
-    barrier = "    __syncthreads();\n    FOR_EACH_WARP_OUTPUT"
-    assert text.count(barrier) == 1 and text.count("__syncthreads();") == 1
-    (tmp_path / "int_conv_no_sync.cu").write_text(text.replace(barrier, "    FOR_EACH_WARP_OUTPUT"))
-    src = tmp_path / "fused_no_sync.cu"
-    src.write_text(NO_SYNC.format(copy=tmp_path / "int_conv_no_sync.cu"))
-    lib = EmuLibrary(kernel_emulation_library(src, ["int_conv_step_pack_no_sync"]))
-    assert lib.checks_shared_memory
-    gpu = EmulatedGpu(order)
-    key = "int_conv_step_pack/u8/w32"
-    assert KERNELS[key].expr == "int_conv_step_pack<unsigned char, unsigned int>"
-    gpu._emu, gpu._entry = lib, {**gpu._entry, key: lib.entry("emu_int_conv_step_pack_no_sync")}
-    net = fashion_bnn(3)
-    x = random_images(4, 2, net.input_shape)
-    with pytest.raises(KernelFaultError) as info:
-        run_network(net, x, "X", backend=gpu, fuse=[0])
-    msg = str(info.value)
-    print(msg)
-    assert "\n" not in msg
-    assert msg.startswith("int_conv_step_pack_no_sync: thread (")
-    assert "shared-memory race on" in msg or "which no thread of its block has written" in msg
-    assert "int_conv_step_pack<unsigned char, unsigned int>(" in msg and ")::wsh+" in msg
+    barrier_removed_fault(
+        tmp_path,
+        order,
+        "int_conv.cu",
+        "    __syncthreads();\n    FOR_EACH_WARP_OUTPUT",
+        "int_conv_step_pack<unsigned char, unsigned int>",
+        "int_conv_step_pack/u8/w32",
+        [0],
+    )
 
 
 def test_fused_op_counts():

@@ -11,16 +11,14 @@ seeds are printed."""
 import numpy as np
 import pytest
 
-from gpu_kernels import CONFIGS, Runner, run_network
-from gpu_kernels.build import kernel_emulation_library
-from gpu_kernels.devices import EmulatedGpu, EmuLibrary
-from gpu_kernels.errors import KernelFaultError
-from gpu_kernels.kernel_table import CUDA_DIR, KERNELS
+from gpu_kernels import CONFIGS, Runner
+from gpu_kernels.devices import EmulatedGpu
 from gpu_kernels.layer_cases import bin_fused_cases, case_seed, make_fused_case
 from gpu_kernels.layer_ops import BIN_FUSED_WEIGHT_BYTES
 from models import golden, ir
-from models.random_networks import fashion_bnn, random_images
+from models.random_networks import fashion_bnn
 from tests.helpers import assert_same, mismatch, needs_gxx
+from tests.test_gpu_fused import barrier_removed_fault
 from tests.test_gpu_kernels import case_name, failures_of, report
 
 pytestmark = needs_gxx
@@ -109,36 +107,17 @@ def test_binary_pairs_are_fused_and_counted():
     assert sorted(Runner(net, "X", "emulation", fuse="auto").fused) == [0, 3]
 
 
-NO_SYNC = """#include "common.cuh"
-#include "{copy}"
-auto& bin_conv_step_pack_no_sync = bin_conv_step_pack<unsigned int>;
-"""
-
-
 @pytest.mark.parametrize("order", ["in-order", "reversed"])
 def test_removing_the_barrier_is_reported(tmp_path, order):
     """bin_conv.cu with the fused kernel's __syncthreads deleted: threads read weight words
     other threads write in the same phase, and the emulation's shared-memory checks stop the
     launch with one line naming the kernel and the shared tile."""
-    text = (CUDA_DIR / "bin_conv.cu").read_text()
-    barrier = "    __syncthreads();\n    const W* wsrc"
-    assert text.count(barrier) == 1 and text.count("__syncthreads();") == 1
-    (tmp_path / "bin_conv_no_sync.cu").write_text(text.replace(barrier, "    const W* wsrc"))
-    src = tmp_path / "fused_bin_no_sync.cu"
-    src.write_text(NO_SYNC.format(copy=tmp_path / "bin_conv_no_sync.cu"))
-    lib = EmuLibrary(kernel_emulation_library(src, ["bin_conv_step_pack_no_sync"]))
-    assert lib.checks_shared_memory
-    gpu = EmulatedGpu(order)
-    key = "bin_conv_step_pack/w32"
-    assert KERNELS[key].expr == "bin_conv_step_pack<unsigned int>"
-    gpu._emu, gpu._entry = lib, {**gpu._entry, key: lib.entry("emu_bin_conv_step_pack_no_sync")}
-    net = fashion_bnn(3)
-    x = random_images(4, 2, net.input_shape)
-    with pytest.raises(KernelFaultError) as info:
-        run_network(net, x, "X", backend=gpu, fuse=[3])
-    msg = str(info.value)
-    print(msg)
-    assert "\n" not in msg
-    assert msg.startswith("bin_conv_step_pack_no_sync: thread (")
-    assert "shared-memory race on" in msg or "which no thread of its block has written" in msg
-    assert "bin_conv_step_pack<unsigned int>(" in msg and ")::wsh+" in msg
+    barrier_removed_fault(
+        tmp_path,
+        order,
+        "bin_conv.cu",
+        "    __syncthreads();\n    const W* wsrc",
+        "bin_conv_step_pack<unsigned int>",
+        "bin_conv_step_pack/w32",
+        [3],
+    )

@@ -37,14 +37,13 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from safeio import write_text_atomic
 from workbench.commands.args import FAILURE, MISMATCH, ArgumentParser, BadInput
-from workbench.flows.mutants import MUTANT_LIST, apply_mutant, load_rtl_mutants, rel
+from workbench.flows.mutants import MUTANT_LIST, apply_mutant, load_rtl_mutants, rel, toml_entries
 from workbench.process_groups import process_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,13 +133,7 @@ class Row:
 # -- the job list ---------------------------------------------------------------------------------
 def load_jobs(path: Path = JOBS_FILE) -> list[Job]:
     """The [[job]] entries of formal/jobs.toml, checked (BadInput naming the job and the key)."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise BadInput(f"{rel(path)}: cannot read the job list: {exc}") from None
-    entries = data.get("job", [])
-    if not entries:
-        raise BadInput(f"{rel(path)}: no [[job]] entries")
+    entries = toml_entries(path, "job", "job list", rel(path))
     jobs, names = [], set()
     for i, entry in enumerate(entries, 1):
         jobs.append(check_job(entry, f"{rel(path)}: job #{i} ({entry.get('name', '?')})", path.parent))

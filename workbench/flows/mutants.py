@@ -87,15 +87,23 @@ def python_scopes(pyproject: dict) -> dict:
     return scopes
 
 
-def load_rtl_mutants(path: Path = MUTANT_LIST) -> list[dict]:
-    """The [[mutant]] entries of the list, checked for their keys and unique ids."""
+def toml_entries(path: Path, table: str, what: str, shown: str | None = None) -> list[dict]:
+    """The [[table]] entries of the TOML file `path` (BadInput naming the file, `shown` or the
+    path as given, when it cannot be read or holds none); `what` names the list in the message."""
+    shown = str(path) if shown is None else shown
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read the mutant list: {exc}") from None
-    mutants = data.get("mutant", [])
-    if not mutants:
-        raise BadInput(f"{path}: no [[mutant]] entries")
+        raise BadInput(f"{shown}: cannot read the {what}: {exc}") from None
+    entries = data.get(table, [])
+    if not entries:
+        raise BadInput(f"{shown}: no [[{table}]] entries")
+    return entries
+
+
+def load_rtl_mutants(path: Path = MUTANT_LIST) -> list[dict]:
+    """The [[mutant]] entries of the list, checked for their keys and unique ids."""
+    mutants = toml_entries(path, "mutant", "mutant list")
     seen = set()
     for i, m in enumerate(mutants):
         missing = [k for k in MUTANT_KEYS if not isinstance(m.get(k), str) or not m[k].strip()]

@@ -31,7 +31,13 @@ FUSED_CASES = 336  # 2 input kinds x 7 configurations x 2 word sizes x 2 channel
 THREADS = (256, 100, 48, 20)
 
 
-def fused_check(gpu, case: tuple, threads: int):
+def int_kernel_taken(op, bits: int) -> bool:
+    return op.kernel.startswith("int_conv_step_pack/")
+
+
+def fused_check(gpu, case: tuple, threads: int, kernel_taken=int_kernel_taken):
+    """A check of one fused case against golden: `kernel_taken(op, bits)` says whether the
+    runner's fused op is the kernel under test."""
     kind, config, bits, variant, pad, batch = case
     seed = case_seed("fused", kind, bits, variant, pad, batch)
 
@@ -39,7 +45,7 @@ def fused_check(gpu, case: tuple, threads: int):
         net, x = make_fused_case(kind, bits, variant, pad, batch, seed)
         ref = golden.run(net, x).outputs[1]
         runner = Runner(net, [config, config], gpu, bits, threads=threads, fuse=[0])
-        assert runner.fused[0].kernel.startswith("int_conv_step_pack/")
+        assert kernel_taken(runner.fused[0], bits)
         res = runner.run(x)
         if res.outputs[0] is not None:
             return "the conv's int32 output exists"

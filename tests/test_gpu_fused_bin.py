@@ -13,13 +13,13 @@ import pytest
 
 from gpu_kernels import CONFIGS, Runner
 from gpu_kernels.devices import EmulatedGpu
-from gpu_kernels.layer_cases import bin_fused_cases, case_seed, make_fused_case
+from gpu_kernels.layer_cases import bin_fused_cases, make_fused_case
 from gpu_kernels.layer_ops import BIN_FUSED_WEIGHT_BYTES
 from models import golden, ir
 from models.random_networks import fashion_bnn
-from tests.helpers import assert_same, mismatch, needs_gxx
-from tests.test_gpu_fused import barrier_removed_fault
-from tests.test_gpu_kernels import case_name, failures_of, report
+from tests.helpers import assert_same, needs_gxx
+from tests.test_gpu_fused import barrier_removed_fault, fused_check
+from tests.test_gpu_kernels import failures_of, report
 
 pytestmark = needs_gxx
 
@@ -28,22 +28,8 @@ BIN_FUSED_CASES = 252  # 7 configurations x 2 word sizes x 3 channel variants x 
 THREADS = (256, 100, 48, 20)  # whole warps, a partial last warp, fewer than a warp
 
 
-def fused_check(gpu, case: tuple, threads: int):
-    kind, config, bits, variant, pad, batch = case
-    seed = case_seed("fused", kind, bits, variant, pad, batch)
-
-    def check():
-        net, x = make_fused_case(kind, bits, variant, pad, batch, seed)
-        ref = golden.run(net, x).outputs[1]
-        runner = Runner(net, [config, config], gpu, bits, threads=threads, fuse=[0])
-        op = runner.fused[0]
-        assert op.kernel == f"bin_conv_step_pack/w{bits}" and op.weights_in_shared
-        res = runner.run(x)
-        if res.outputs[0] is not None:
-            return "the conv's int32 output exists"
-        return mismatch(res.outputs[1], ref)
-
-    return f"{case_name(case)} seed {seed} threads {threads}", check
+def bin_kernel_taken(op, bits: int) -> bool:
+    return op.kernel == f"bin_conv_step_pack/w{bits}" and op.weights_in_shared
 
 
 def test_the_cases_cover_the_bin_conv_matrix():
@@ -65,7 +51,10 @@ def test_fused_bin_kernel_equals_golden(order):
     gpu = EmulatedGpu(kind, int(seed or 0))
     assert gpu._emu.checks_shared_memory
     shift = ["in-order", "reversed", "shuffled:2024", "shuffled:77"].index(order)
-    checks = [fused_check(gpu, c, THREADS[(i + shift) % len(THREADS)]) for i, c in enumerate(CASES)]
+    checks = [
+        fused_check(gpu, c, THREADS[(i + shift) % len(THREADS)], bin_kernel_taken)
+        for i, c in enumerate(CASES)
+    ]
     failed = failures_of(checks)
     assert not failed, report(f"bin_conv_step_pack cases {order}", len(checks), failed)
 

@@ -43,13 +43,15 @@ from gpu_kernels.layer_ops import (
     ConvOp,
     DenseOp,
     FlattenOp,
-    FusedConvStepOp,
+    FusedDenseStepOp,
+    FusedOp,
     MaxPoolOp,
     StepOp,
-    fusable_pairs,
+    fusable_groups,
+    fused_op,
     prepare,
 )
-from gpu_kernels.profiling import Profile
+from gpu_kernels.profiling import Profile, fused_key
 from models import ir
 
 DEVICE = "H200 (sm_90)"
@@ -76,21 +78,34 @@ CALIBRATION = {
     "bin_dense": 3.06,
 }
 CALIBRATION_OTHER = 5.64  # families not measured yet: the mean over every launch measured
-# the fused kernels have not run on a GPU: int_conv_step_pack gets the factor of int_conv3x3,
-# whose inner loop (9C loads and adds per output channel) it shares, bin_conv_step_pack that of
-# bin_conv3x3 (9 x input words of xor/popcount per output channel): assumptions until measured
-CALIBRATION_AS = {"int_conv_step_pack": "int_conv3x3", "bin_conv_step_pack": "bin_conv3x3"}
+# the fused kernels have not run on a GPU: int_conv_step_pack and int_conv_step_pool_pack get
+# the factor of int_conv3x3, whose inner loop (9C loads and adds per output channel) they share,
+# bin_conv_step_pack and bin_conv_step_pool_pack that of bin_conv3x3 (9 x input words of
+# xor/popcount per output channel), bin_dense_step_pack that of bin_dense (input words of
+# xor/popcount per neuron): assumptions until measured
+CALIBRATION_AS = {
+    "int_conv_step_pack": "int_conv3x3",
+    "int_conv_step_pool_pack": "int_conv3x3",
+    "bin_conv_step_pack": "bin_conv3x3",
+    "bin_conv_step_pool_pack": "bin_conv3x3",
+    "bin_dense_step_pack": "bin_dense",
+}
 CALIBRATION_DATA = (
     Path(__file__).resolve().parent.parent / "docs" / "measurements" / "h200_2026-12-04" / "layer_times.json"
 )
 
 
 def trips_per_output(op) -> int:
-    """Inner-loop trips of one output of the op's kernel (the fused kernel: of one lane of the
-    warp that computes an output word, 9C per 32 of the word's channels)."""
-    if isinstance(op, FusedConvStepOp):  # per lane: 9 x input channels (int) or words (binary)
+    """Inner-loop trips of one output of the op's kernel (a fused kernel: of one lane of the
+    warp that computes an output word: per 32 of the word's channels, 9C (conv), 4 x 9C (conv
+    with the 2x2 pooling: four conv pixels per output) or the input words (dense))."""
+    if isinstance(op, FusedOp):
+        rounds = -(-min(op.fout.word_bits, op.parts[1].fout.channels) // 32)
+        if isinstance(op, FusedDenseStepOp):  # per lane: the input words
+            return op.fin.words * rounds
+        # per lane: 9 x input channels (int) or words (binary), at 4 conv pixels when pooled
         per_channel = 9 * (op.fin.words if op.binary else op.fin.channels)
-        return per_channel * -(-min(op.fout.word_bits, op.conv.fout.channels) // 32)
+        return per_channel * rounds * (4 if op.pool is not None else 1)
     if isinstance(op, ConvOp):
         return 9 * (op.fin.words if op.fin.kind == "binary" else op.fin.channels)
     if isinstance(op, DenseOp):
@@ -133,8 +148,8 @@ def raw_kernel_s(op, batch: int, config: str) -> float | None:
         return None
     threads = launch.threads
     per_block = math.prod(launch.chunks)
-    # a thread per output, or (the fused kernel) a warp per output word
-    workers = math.ceil(threads / 32) if isinstance(op, FusedConvStepOp) else threads
+    # a thread per output, or (a fused kernel) a warp per output word
+    workers = math.ceil(threads / 32) if isinstance(op, FusedOp) else threads
     per_thread = math.ceil(per_block / workers) * trips_per_output(op)
     warps_threads = math.ceil(threads / 32) * 32
     resident = max(1, min(MAX_BLOCKS_PER_SM, MAX_THREADS_PER_SM // warps_threads))
@@ -204,9 +219,9 @@ class ModelledProfile:
 
     def __init__(self, word_bits: int = 32, fused: bool = False):
         self.word_bits = word_bits
-        # also model int_conv_step_pack / bin_conv_step_pack for every (IntConv2d or
-        # BinConv2d, Step) pair they can run, in
-        # meta["fused_gpu"], which the mapper's DP weighs against the two kernels
+        # also model the fused kernels for every run of layers they can compute
+        # (layer_ops.fusable_groups: conv + Step, conv + Step + MaxPool2d, BinDense + Step), in
+        # meta["fused_gpu"], which the mapper's DP weighs against the separate kernels
         self.fused = fused
 
     def profile(self, net: ir.Network, batch_sizes, ops=None) -> Profile:
@@ -222,10 +237,10 @@ class ModelledProfile:
             ]
             copies[b] = [copy_s(f.nbytes(b)) for f in fmts]
         fused = {}
-        for i in fusable_pairs(ops) if self.fused else ():
-            op = FusedConvStepOp(ops[i], ops[i + 1])
+        for first, last in fusable_groups(ops) if self.fused else ():
+            op = fused_op(ops, first, last)
             rows = {str(b): [kernel_s(op, b, c) for c in CONFIGS] for b in batch_sizes}
-            fused[str(i)] = {
+            fused[fused_key(first, last)] = {
                 "kernel": op.kernel,
                 "layer_s": rows,
                 "host_s": {b: [None if t is None else HOST_ISSUE_S for t in r] for b, r in rows.items()},

@@ -43,8 +43,10 @@ class KernelSpec:
 def _specs() -> dict[str, KernelSpec]:
     conv = ("p", "p", "p", "p", "i", "i", "i", "i", "i")  # x, w, bias, out, H, W, C, pad, Wo
     # x, weight bits, lo, hi, out, H, W, C, pad, Wo, F (int_conv.cu: int_conv_step_pack; and
-    # bin_conv.cu: bin_conv_step_pack, its weights the packed words of bin_conv3x3)
+    # bin_conv.cu: bin_conv_step_pack, its weights the packed words of bin_conv3x3; their
+    # *_step_pool_pack twins take the pooled width as Wo)
     fused = ("p", "p", "p", "p", "p", "i", "i", "i", "i", "i", "i")
+    fused_dense = ("p", "p", "p", "p", "p", "i", "i")  # x, w, lo, hi, out, K, F (dense.cu)
     out = [
         KernelSpec("int_conv3x3/u8", "int_conv3x3<unsigned char>", conv),
         KernelSpec("int_conv3x3/i32", "int_conv3x3<int>", conv),
@@ -60,6 +62,16 @@ def _specs() -> dict[str, KernelSpec]:
             KernelSpec(f"bin_conv_step_pack/w{bits}", f"bin_conv_step_pack<{word}>", fused),
             KernelSpec(f"int_conv_step_pack/u8/w{bits}", f"int_conv_step_pack<unsigned char, {word}>", fused),
             KernelSpec(f"int_conv_step_pack/i32/w{bits}", f"int_conv_step_pack<int, {word}>", fused),
+            KernelSpec(f"bin_conv_step_pool_pack/w{bits}", f"bin_conv_step_pool_pack<{word}>", fused),
+            KernelSpec(
+                f"int_conv_step_pool_pack/u8/w{bits}",
+                f"int_conv_step_pool_pack<unsigned char, {word}>",
+                fused,
+            ),
+            KernelSpec(
+                f"int_conv_step_pool_pack/i32/w{bits}", f"int_conv_step_pool_pack<int, {word}>", fused
+            ),
+            KernelSpec(f"bin_dense_step_pack/w{bits}", f"bin_dense_step_pack<{word}>", fused_dense),
             KernelSpec(f"step_pack/w{bits}", f"step_pack<{word}>", ("p", "p", "p", "p", "i")),
             KernelSpec(f"step_pack_warp/w{bits}", f"step_pack_warp<{word}>", ("p", "p", "p", "p", "i")),
             KernelSpec(f"maxpool2x2/w{bits}", f"maxpool2x2<{word}, true>", ("p", "p", "i", "i", "i")),

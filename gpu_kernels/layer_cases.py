@@ -13,6 +13,7 @@ import zlib
 
 import numpy as np
 
+from gpu_kernels.runner import Runner
 from models import golden, ir
 from models.checks import INT32_MAX, INT32_MIN
 
@@ -109,28 +110,39 @@ def all_cases(configs):
     return out
 
 
-# The fused IntConv2d + Step kernel (int_conv_step_pack): every int_conv case of the matrix
-# (uint8 and int32 input, both word sizes, channel variants, padding 0/1, batches) with a Step
-# after the conv; 37 filters, so the last output word is partial and a word's channels are not
-# a multiple of a warp.
+# The fused kernels (layer_ops.fused_op): every case of the matrix of the layer they start with
+# (int_conv: uint8 and int32 input; bin_conv; dense), both word sizes, channel variants, padding
+# 0/1, batches, with a Step after it (and for the convs, a 2x2 MaxPool2d after that in the
+# pooled kernels' cases); 37 filters / 70 neurons, so the last output word is partial and a
+# word's channels are not a multiple of a warp.
 FUSED_KINDS = ("int_conv_u8", "int_conv_i32")
 
 
-def make_fused_case(kind: str, word_bits: int, variant: str, pad: int, batch: int, seed: int):
-    """(network IntConv2d + Step, input batch). The Step's thresholds are conv outputs of the
-    batch itself (golden executor), so that sums equal to a threshold occur and both signs are
-    common; the first four channels get thresholds beyond int32 (always / never on, both
-    directions); directions are random."""
+def make_fused_case(
+    kind: str, word_bits: int, variant: str, pad: int, batch: int, seed: int, pool: bool = False
+):
+    """(network conv or dense + Step (+ MaxPool2d with `pool`), input batch). The Step's
+    thresholds are sums of the batch itself (golden executor), so that sums equal to a threshold
+    occur: a random one per channel, or with `pool` the one a fifth from the top (direction +1)
+    or from the bottom (-1), so that a fifth of the Step's outputs are +1 and both signs stay
+    common after the pooling's OR of four; the first four channels get thresholds beyond int32
+    (always / never on, both directions); directions are random."""
     net, x = make_case(kind, word_bits, variant, pad, batch, seed)
     rng = np.random.default_rng(seed + 1)
-    sums = golden.run(net, x).outputs[0]  # [N, F, Ho, Wo]
+    sums = golden.run(net, x).outputs[0]  # [N, F, Ho, Wo] or [N, F]
     f = sums.shape[1]
-    flat = sums.transpose(1, 0, 2, 3).reshape(f, -1)
-    thr = flat[np.arange(f), rng.integers(0, flat.shape[1], f)].astype(np.int64)
-    d = _pm1(rng, f)
+    flat = np.moveaxis(sums, 1, 0).reshape(f, -1)
+    if pool:
+        d = _pm1(rng, f)
+        ranked = np.sort(flat, axis=1)
+        at = np.where(d > 0, (4 * flat.shape[1]) // 5, flat.shape[1] // 5)
+        thr = ranked[np.arange(f), at].astype(np.int64)
+    else:
+        thr = flat[np.arange(f), rng.integers(0, flat.shape[1], f)].astype(np.int64)
+        d = _pm1(rng, f)
     thr[:4] = [1 << 40, -(1 << 40), 1 << 40, -(1 << 40)]
     d[:4] = [1, 1, -1, -1]
-    layers = [*net.layers, ir.Step(threshold=thr, direction=d)]
+    layers = [*net.layers, ir.Step(threshold=thr, direction=d)] + ([ir.MaxPool2d()] if pool else [])
     return ir.Network(net.input_shape, net.input_kind, layers), x
 
 
@@ -144,3 +156,83 @@ def bin_fused_cases(configs):
     filters, padding 0/1, batches): the fused BinConv2d + Step kernel's (bin_conv_step_pack),
     made by make_fused_case like the integer ones."""
     return [c for c in all_cases(configs) if c[0] == "bin_conv"]
+
+
+def dense_fused_cases(configs):
+    """Every dense case of the matrix (32/64-bit words, 2B, B + 7 and 5 inputs, 70 neurons,
+    batches): the fused BinDense + Step kernel's (bin_dense_step_pack)."""
+    return [c for c in all_cases(configs) if c[0] == "dense"]
+
+
+def pool_fused_cases(configs):
+    """Every int_conv and bin_conv case of the matrix (5x6 images: padding 1 pools 5x6 to 2x3,
+    dropping the odd last row; padding 0 pools 3x4 to 1x2): the conv + Step + MaxPool2d
+    kernels' (int_conv_step_pool_pack, bin_conv_step_pool_pack), made by make_fused_case(...,
+    pool=True)."""
+    return [c for c in all_cases(configs) if c[0] in FUSED_KINDS + ("bin_conv",)]
+
+
+# Each fused kernel family and the matrix it is checked on: (the first layer's case kinds, pool)
+FUSED_FAMILIES = {
+    "int_conv_step_pack": (FUSED_KINDS, False),
+    "bin_conv_step_pack": (("bin_conv",), False),
+    "bin_dense_step_pack": (("dense",), False),
+    "int_conv_step_pool_pack": (FUSED_KINDS, True),
+    "bin_conv_step_pool_pack": (("bin_conv",), True),
+}
+FUSED_THREADS = (256, 100, 48, 20)  # threads per block the fused cases take in turn: whole
+#                                     warps, a partial last warp (100 = 3 x 32 + 4, 48 = 32 + 16),
+#                                     fewer than a warp (the plan's own smaller blocks occur too)
+
+
+def fused_family_cases(family: str, configs) -> list[tuple]:
+    """Every (kind, config, word_bits, variant, pad, batch) the fused kernel family is checked
+    on (FUSED_FAMILIES)."""
+    kinds, _ = FUSED_FAMILIES[family]
+    return [c for c in all_cases(configs) if c[0] in kinds]
+
+
+def fused_case_seed(family: str, case: tuple) -> int:
+    """The fixed seed of one fused case (the pair kernels' seeds are those the tests used
+    before the pooled and dense kernels existed)."""
+    kind, _, bits, variant, pad, batch = case
+    pool = FUSED_FAMILIES[family][1]
+    return case_seed("fused", kind, bits, variant, pad, batch, *(("pool",) if pool else ()))
+
+
+def fused_case_label(family: str, case: tuple, threads: int) -> str:
+    kind, config, bits, variant, pad, batch = case
+    return (
+        f"{family} {kind} {config} w{bits} {variant} pad{pad} n{batch} "
+        f"seed {fused_case_seed(family, case)} threads {threads}"
+    )
+
+
+def check_fused_case(gpu, family: str, case: tuple, threads: int, op_check=None) -> str | None:
+    """One fused case against the golden model on `gpu` (a device object or backend name): the
+    network of make_fused_case run with its layers fused into one kernel in the case's
+    configuration, blocks of `threads`. None when the kernel taken is `family`'s, passes
+    `op_check(op)` (when given), writes no tensor but its last layer's and that equals golden;
+    else what differs, in one line."""
+    kind, config, bits, variant, pad, batch = case
+    pool = FUSED_FAMILIES[family][1]
+    net, x = make_fused_case(kind, bits, variant, pad, batch, fused_case_seed(family, case), pool)
+    ref = golden.run(net, x).outputs[-1]
+    last = len(net.layers) - 1
+    runner = Runner(net, [config] * len(net.layers), gpu, bits, threads=threads, fuse=[(0, last)])
+    op = runner.fused.get(0)
+    if op is None or op.family != family or (op_check is not None and not op_check(op)):
+        return f"the kernel taken is {getattr(op, 'kernel', None)!r}, not {family}'s"
+    res = runner.run(x)
+    if any(o is not None for o in res.outputs[:-1]):
+        return "a tensor inside the fused kernel was written"
+    out = res.outputs[-1]
+    if out.dtype != ref.dtype or out.shape != ref.shape:
+        return f"dtype {out.dtype} shape {out.shape}, golden {ref.dtype} {ref.shape}"
+    bad = np.argwhere(out != ref)
+    if bad.size:
+        first = tuple(int(i) for i in bad[0])
+        return (
+            f"{len(bad)} of {out.size} values differ; first at {first}: got {out[first]}, golden {ref[first]}"
+        )
+    return None

@@ -204,54 +204,132 @@ class StepOp(Op):
 FUSED_WEIGHT_WORDS = fused_weight_words()  # int_conv.cu: the shared-memory tile of weight bits
 BIN_FUSED_WEIGHT_BYTES = bin_fused_weight_bytes()  # bin_conv.cu: the shared tile of packed weights
 
+# What runs as one kernel (first layer .. last layer), by the layers' types:
+#   IntConv2d, Step            int_conv_step_pack        (cuda/int_conv.cu)
+#   IntConv2d, Step, MaxPool2d int_conv_step_pool_pack
+#   BinConv2d, Step            bin_conv_step_pack        (cuda/bin_conv.cu)
+#   BinConv2d, Step, MaxPool2d bin_conv_step_pool_pack
+#   BinDense, Step             bin_dense_step_pack       (cuda/dense.cu)
+FUSED_PATTERNS = "IntConv2d or BinConv2d + Step (+ MaxPool2d), BinDense + Step"
 
-def fused_conv_step_refusal(conv: Op, step: Op) -> str | None:
-    """Why a (conv, Step) pair of ops cannot run as one kernel, or None when it can: the conv
-    must be an IntConv2d (int_conv_step_pack) or a BinConv2d (bin_conv_step_pack), the Step
-    right after it; an IntConv2d's weight bits, 9 * C * ceil(F / 32) words, must fit the
-    kernel's shared tile (a BinConv2d's larger than its tile are read from global memory)."""
-    if not isinstance(conv, ConvOp):
-        return f"{conv.label} is not an IntConv2d or a BinConv2d"
-    if not isinstance(step, StepOp) or step.index != conv.index + 1:
-        return f"{conv.label} is not followed by a Step"
-    if isinstance(conv.layer, ir.BinConv2d):
+
+def fusion_refusal(ops: list[Op], first: int, last: int) -> str | None:
+    """Why layers first..last of `ops` cannot run as one kernel, or None when they can: a conv
+    (IntConv2d or BinConv2d) and the Step after it, optionally with the 2x2 MaxPool2d after
+    that, or a BinDense and the Step after it; an IntConv2d's weight bits, 9 * C * ceil(F / 32)
+    words, must fit the kernel's shared tile (a BinConv2d's larger than its tile are read from
+    global memory)."""
+    head = ops[first]
+    if not isinstance(head, (ConvOp, DenseOp)):
+        return f"{head.label} is not an IntConv2d, a BinConv2d or a BinDense"
+    if last not in (first + 1, first + 2) or last >= len(ops):
+        return f"a fused kernel runs 2 or 3 layers ({FUSED_PATTERNS}), not layers {first}..{last}"
+    if not isinstance(ops[first + 1], StepOp):
+        return f"{head.label} is not followed by a Step"
+    if last == first + 2:
+        if isinstance(head, DenseOp):
+            return f"{head.label}: a BinDense fuses with its Step only, not with {ops[last].label}"
+        if not isinstance(ops[last], MaxPoolOp):
+            return f"{ops[first + 1].label} is not followed by a MaxPool2d"
+    if isinstance(head, DenseOp) or isinstance(head.layer, ir.BinConv2d):
         return None
-    c, f = conv.fin.channels, conv.fout.channels
+    c, f = head.fin.channels, head.fout.channels
     words = 9 * c * -(-f // 32)
     if words > FUSED_WEIGHT_WORDS:
         return (
-            f"{conv.label}: its weights need {words} words of shared memory "
+            f"{head.label}: its weights need {words} words of shared memory "
             f"(9 x {c} channels x ceil({f} / 32)), int_conv_step_pack holds {FUSED_WEIGHT_WORDS}"
         )
     return None
 
 
+def fused_conv_step_refusal(conv: Op, step: Op) -> str | None:
+    """Why a (conv, Step) pair of ops cannot run as one kernel, or None when it can (the pair
+    form of fusion_refusal: the Step must be the layer right after the conv)."""
+    if not isinstance(conv, ConvOp):
+        return f"{conv.label} is not an IntConv2d or a BinConv2d"
+    if not isinstance(step, StepOp) or step.index != conv.index + 1:
+        return f"{conv.label} is not followed by a Step"
+    return fusion_refusal([conv, step], 0, 1)
+
+
+def fusable_groups(ops: list[Op]) -> list[tuple[int, int]]:
+    """Every (first, last) run of layers of `ops` one fused kernel can compute: each conv + Step
+    pair, each conv + Step + MaxPool2d triple (both, where the pair is followed by a pool) and
+    each BinDense + Step pair, by first layer."""
+    return [
+        (i, j)
+        for i in range(len(ops) - 1)
+        for j in (i + 1, i + 2)
+        if j < len(ops) and fusion_refusal(ops, i, j) is None
+    ]
+
+
 def fusable_pairs(ops: list[Op]) -> list[int]:
     """First indices i of the (IntConv2d or BinConv2d, Step) pairs of `ops` that
     int_conv_step_pack / bin_conv_step_pack can run as one kernel (layers i and i + 1)."""
-    return [i for i in range(len(ops) - 1) if fused_conv_step_refusal(ops[i], ops[i + 1]) is None]
+    return [i for i, j in fusable_groups(ops) if j == i + 1 and isinstance(ops[i], ConvOp)]
 
 
-class FusedConvStepOp(Op):
-    """An IntConv2d or BinConv2d and the Step after it as one kernel, int_conv_step_pack
-    (cuda/int_conv.cu) or bin_conv_step_pack (cuda/bin_conv.cu): the conv's sums are compared
-    in registers and packed by __ballot_sync, so the int32 tensor between the two layers never
-    exists. Runs as the conv's index; its output is the Step's."""
+def _fused_bounds(bias, step: StepOp) -> tuple[np.ndarray, np.ndarray]:
+    """The Step's [lo, hi] on the sum WITHOUT the bias, which moves into the threshold:
+    sum + bias >= t  <=>  sum >= t - bias (<= alike). The subtraction must not wrap in int64 (a
+    threshold near +-2^63): sum + bias is an int32 whenever a kernel runs (check_int32_ranges),
+    so a threshold clipped to [INT32_MIN - 1, INT32_MAX + 1] and a bias clipped to +-2^32
+    (larger ones are refused there) give the same comparisons, and t - bias stays far inside
+    int64."""
+    bias = np.clip(np.asarray(bias, dtype=np.int64), -(1 << 32), 1 << 32)
+    thr = np.clip(np.asarray(step.layer.threshold, dtype=np.int64), INT32_MIN - 1, INT32_MAX + 1)
+    return step_bounds(thr - bias, step.layer.direction)
 
-    def __init__(self, conv: ConvOp, step: StepOp):
+
+class FusedOp(Op):
+    """Layers first..last as one kernel (fusion_refusal says which runs can be). Runs as the
+    first layer's index; its output is the last layer's; the tensors between them never
+    exist."""
+
+    first: int
+    last: int
+    parts: list
+
+    @property
+    def label(self):
+        return " + ".join(op.label for op in self.parts) + " (fused)"
+
+    @property
+    def family(self) -> str:
+        """The kernel without its format suffix, e.g. 'bin_conv_step_pool_pack'."""
+        return self.kernel.split("/")[0]
+
+
+class FusedConvStepOp(FusedOp):
+    """An IntConv2d or BinConv2d and the Step after it (and the 2x2 MaxPool2d after that, when
+    `pool` is given) as one kernel, int_conv_step_pack / int_conv_step_pool_pack
+    (cuda/int_conv.cu) or bin_conv_step_pack / bin_conv_step_pool_pack (cuda/bin_conv.cu): the
+    conv's sums are compared in registers and packed by __ballot_sync (the pooled kernels OR a
+    channel's four comparisons first), so neither the int32 tensor nor the unpooled words
+    exist."""
+
+    def __init__(self, conv: ConvOp, step: StepOp, pool: MaxPoolOp | None = None):
+        parts = [conv, step] + ([pool] if pool is not None else [])
         why = fused_conv_step_refusal(conv, step)
+        if why is None and pool is not None:
+            ok = isinstance(pool, MaxPoolOp) and pool.index == step.index + 1
+            why = None if ok else f"{step.label} is not followed by a MaxPool2d"
         if why is not None:
             raise GpuKernelError(f"cannot fuse: {why}")
-        super().__init__(conv.index, conv.layer, conv.fin, step.fout)
-        self.conv, self.step = conv, step
+        super().__init__(conv.index, conv.layer, conv.fin, parts[-1].fout)
+        self.conv, self.step, self.pool, self.parts = conv, step, pool, parts
+        self.first, self.last = conv.index, parts[-1].index
         w = np.asarray(conv.layer.weight)  # +-1 [F, C, 3, 3]
         f, c = w.shape[:2]
         self.binary = isinstance(conv.layer, ir.BinConv2d)
+        name = "step_pool_pack" if pool is not None else "step_pack"
         if self.binary:
             # bin_conv3x3's packed weights [9, nw, F]; in shared memory when they fit the tile
             self.consts["w"] = conv.consts["w"]
             self.weights_in_shared = conv.consts["w"].nbytes <= BIN_FUSED_WEIGHT_BYTES
-            self.kernel = f"bin_conv_step_pack/{_wsuffix(step.fout.word_bits)}"
+            self.kernel = f"bin_conv_{name}/{_wsuffix(step.fout.word_bits)}"
         else:
             bits = (w.transpose(2, 3, 1, 0).reshape(9 * c, f) > 0).astype(np.uint8)  # [tap * C + c, f]
             nc = -(-f // 32)
@@ -262,29 +340,54 @@ class FusedConvStepOp(Op):
             ).astype(np.uint32)
             self.weights_in_shared = True
             suffix = "u8" if conv.fin.kind == "uint8" else "i32"
-            self.kernel = f"int_conv_step_pack/{suffix}/{_wsuffix(step.fout.word_bits)}"
-        # the bias moves into the threshold: sum + bias >= t  <=>  sum >= t - bias (<= alike).
-        # The subtraction must not wrap in int64 (a threshold near +-2^63): sum + bias is an
-        # int32 whenever a kernel runs (check_int32_ranges), so a threshold clipped to
-        # [INT32_MIN - 1, INT32_MAX + 1] and a bias clipped to +-2^32 (larger ones are refused
-        # there) give the same comparisons, and t - bias stays far inside int64.
-        bias = np.clip(np.asarray(conv.layer.bias, dtype=np.int64), -(1 << 32), 1 << 32)
-        thr = np.clip(np.asarray(step.layer.threshold, dtype=np.int64), INT32_MIN - 1, INT32_MAX + 1)
-        self.consts["lo"], self.consts["hi"] = step_bounds(thr - bias, step.layer.direction)
-
-    @property
-    def label(self):
-        return f"{self.conv.label} + {self.step.label} (fused)"
+            self.kernel = f"int_conv_{name}/{suffix}/{_wsuffix(step.fout.word_bits)}"
+        self.consts["lo"], self.consts["hi"] = _fused_bounds(conv.layer.bias, step)
 
     def work(self, n):
-        _, ho, wo = self.conv.fout.shape
+        _, ho, wo = self.fout.shape  # the pooled pixels when pooled
         return Work(n, ho * wo, self.fout.words, row=wo)
 
     def kernel_args(self, x, out, c):
         cin, h, w = self.fin.shape
-        f, _, wo = self.conv.fout.shape
+        f = self.conv.fout.shape[0]
         weights = c["w"] if self.binary else c["wbits"]
-        return [x, weights, c["lo"], c["hi"], out, h, w, cin, self.layer.padding, wo, f]
+        return [x, weights, c["lo"], c["hi"], out, h, w, cin, self.layer.padding, self.fout.shape[2], f]
+
+
+class FusedDenseStepOp(FusedOp):
+    """A BinDense and the Step after it as one kernel, bin_dense_step_pack (cuda/dense.cu): each
+    neuron's popcount sum is compared in registers and packed by __ballot_sync, so the int32
+    scores between the two layers never exist."""
+
+    def __init__(self, dense: DenseOp, step: StepOp):
+        ok = isinstance(dense, DenseOp) and isinstance(step, StepOp) and step.index == dense.index + 1
+        if not ok:
+            raise GpuKernelError(f"cannot fuse: {dense.label} is not a BinDense followed by a Step")
+        super().__init__(dense.index, dense.layer, dense.fin, step.fout)
+        self.dense, self.step, self.parts = dense, step, [dense, step]
+        self.first, self.last = dense.index, step.index
+        self.consts["w"] = dense.consts["w"]  # bin_dense's packed weights [nw, F]
+        self.weights_in_shared = False
+        self.kernel = f"bin_dense_step_pack/{_wsuffix(step.fout.word_bits)}"
+        self.consts["lo"], self.consts["hi"] = _fused_bounds(dense.layer.bias, step)
+
+    def work(self, n):
+        return Work(n, 1, self.fout.words)
+
+    def kernel_args(self, x, out, c):
+        return [x, c["w"], c["lo"], c["hi"], out, self.fin.channels, self.dense.fout.channels]
+
+
+def fused_op(ops: list[Op], first: int, last: int) -> FusedOp:
+    """The one kernel that runs layers first..last of `ops` (GpuKernelError when none can)."""
+    if not 0 <= first < last < len(ops):
+        raise GpuKernelError(f"cannot fuse layers {first}..{last}: the network has layers 0..{len(ops) - 1}")
+    why = fusion_refusal(ops, first, last)
+    if why is not None:
+        raise GpuKernelError(f"cannot fuse: {why}")
+    if isinstance(ops[first], DenseOp):
+        return FusedDenseStepOp(ops[first], ops[first + 1])
+    return FusedConvStepOp(ops[first], ops[first + 1], ops[last] if last == first + 2 else None)
 
 
 class MaxPoolOp(Op):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from gpu_kernels.configs import CPU, GPU, HOST
 from gpu_kernels.errors import GpuKernelError
-from gpu_kernels.profiling import JsonProfile, MeasuredProfile, Profile
+from gpu_kernels.profiling import JsonProfile, MeasuredProfile, Profile, fused_key
 from models.onnx import load_network
 from safeio import write_json_atomic
 
@@ -55,10 +55,13 @@ class Choice:
     gpu_host_s: float = 0.0  # the host's time to issue them (whole data set)
     fused_cpu: bool = False  # every layer on the CPU as the fused CPU network (its measured
     #                          times: layer_s has each kernel's on the last layer it computes)
-    fused_gpu: list = field(default_factory=list)  # first layers i of the (IntConv2d or
-    #                          BinConv2d, Step) pairs run as one kernel, int_conv_step_pack or
-    #                          bin_conv_step_pack (layer_s: its time on
-    #                          layer i + 1, 0 on layer i)
+    fused_gpu: list = field(default_factory=list)  # [first, last] of each run of layers the
+    #                          choice computes in one fused GPU kernel (layer_ops.fused_op; a
+    #                          conv + Step (+ MaxPool2d), a BinDense + Step); layer_s: its time on
+    #                          the last layer, 0 on the others. A saved choice's bare i is [i, i + 1]
+
+    def __post_init__(self):
+        self.fused_gpu = [fused_run(r) for r in self.fused_gpu]
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -165,20 +168,63 @@ def fused_cpu_layer_s(prof: Profile, b: int) -> list | None:
     return [float(t) for t in row]
 
 
-def fused_gpu_cost(prof: Profile, b: int) -> dict[int, list]:
-    """{first layer i: [seconds per implementation of prof.impls, None where it cannot run or
-    on the CPU]} of the fused (IntConv2d or BinConv2d, Step) kernels the profile holds for batch b
-    (meta["fused_gpu"]: {"i": {"layer_s": {b: row}, "host_s": {b: row}}}, written by the
-    measured and the modelled profiles), charged as a layer is: max(kernel, host issue). A
-    malformed entry is a GpuKernelError naming it."""
+def fused_run(entry) -> list:
+    """A fused run as [first, last]: from [first, last] (or a tuple), or a bare first layer i
+    (the pair [i, i + 1]: what choices and profiles saved before runs of three layers)."""
+    if isinstance(entry, int) and not isinstance(entry, bool):
+        return [entry, entry + 1]
+    if (
+        isinstance(entry, (list, tuple))
+        and len(entry) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in entry)
+    ):
+        return [int(entry[0]), int(entry[1])]
+    raise GpuKernelError(f"a fused GPU run is [first layer, last layer], got {entry!r}")
+
+
+def _parse_fused_key(key, n: int) -> tuple[int, int] | None:
+    """(first, last) of a meta["fused_gpu"] key ('first-last', or a bare 'i' for the pair i,
+    i + 1), None when malformed or outside 0 <= first < last < n."""
+    if not isinstance(key, str):
+        return None
+    parts = key.split("-")
+    if not 1 <= len(parts) <= 2 or not all(p.isdigit() for p in parts):
+        return None
+    first = int(parts[0])
+    last = int(parts[1]) if len(parts) == 2 else first + 1
+    return (first, last) if first < last < n else None
+
+
+def fused_gpu_entries(prof: Profile) -> dict[tuple, dict]:
+    """{(first, last): entry} of the fused GPU kernels the profile holds (meta["fused_gpu"]:
+    {"first-last": {"kernel", "layer_s": {b: row}, "host_s": {b: row}}}, written by the measured
+    and the modelled profiles; a bare "i" is the pair i, i + 1). A malformed key is a
+    GpuKernelError naming it."""
     fused = prof.meta.get("fused_gpu") or {}
     where = "profile meta fused_gpu"
     if not isinstance(fused, dict):
         raise GpuKernelError(f"{where}: needs an object, got {fused!r}")
-    out, n, m = {}, len(prof.layers), len(prof.impls)
+    n, out = len(prof.layers), {}
     for key, entry in fused.items():
-        if not (isinstance(key, str) and key.isdigit() and int(key) < n - 1) or not isinstance(entry, dict):
-            raise GpuKernelError(f"{where}: needs {{first layer 0..{n - 2}: object}}, got {key!r}: {entry!r}")
+        run = _parse_fused_key(key, n)
+        if run is None or not isinstance(entry, dict):
+            raise GpuKernelError(
+                f"{where}: needs {{'first-last' (0 <= first < last <= {n - 1}): object}}, "
+                f"got {key!r}: {entry!r}"
+            )
+        out[run] = entry
+    return out
+
+
+def fused_gpu_cost(prof: Profile, b: int) -> dict[tuple, list]:
+    """{(first, last): [seconds per implementation of prof.impls, None where it cannot run or
+    on the CPU]} of the fused GPU kernels the profile holds for batch b (fused_gpu_entries),
+    charged as a layer is: max(kernel, host issue). A malformed entry is a GpuKernelError
+    naming it."""
+    where = "profile meta fused_gpu"
+    out, m = {}, len(prof.impls)
+    for (first, last), entry in fused_gpu_entries(prof).items():
+        key = fused_key(first, last)
         row = (entry.get("layer_s") or {}).get(str(b))
         if row is None:
             continue
@@ -188,8 +234,8 @@ def fused_gpu_cost(prof: Profile, b: int) -> dict[int, list]:
             or len(host) != m
             or any(t is not None and (not isinstance(t, (int, float)) or t < 0) for t in [*row, *host])
         ):
-            raise GpuKernelError(f"{where}, layer {key}, batch {b}: needs {m} non-negative times or nulls")
-        out[int(key)] = [
+            raise GpuKernelError(f"{where}, layers {key}, batch {b}: needs {m} non-negative times or nulls")
+        out[(first, last)] = [
             None if t is None or impl == CPU else max(t, h or 0.0)
             for impl, t, h in zip(prof.impls, row, host, strict=True)
         ]
@@ -217,19 +263,34 @@ def transfers_of(impls, prof: Profile, batch: int, n_images: int) -> list[dict]:
     return out
 
 
+def _fused_layers(prof: Profile, batch: int, fused) -> tuple[dict, dict]:
+    """({last layer: (first, last)}, {earlier layer of a run: its last layer}) of the fused runs
+    `fused`, each checked to be in the profile at `batch` (GpuKernelError)."""
+    runs = [tuple(fused_run(r)) for r in fused]
+    have = fused_gpu_cost(prof, batch) if runs else {}
+    for run in runs:
+        if run not in have:
+            raise GpuKernelError(
+                f"layers {run[0]}..{run[1]} run fused, but the profile holds no times of that kernel "
+                f"at batch {batch}"
+            )
+    return {r[1]: r for r in runs}, {j: r[1] for r in runs for j in range(r[0], r[1])}
+
+
 def evaluate(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tuple[list, list, float]:
     """(per-layer seconds, copies, total seconds) of a mapping for the whole data set; `fused`:
-    first layers of fused (IntConv2d or BinConv2d, Step) pairs (their kernel's time on the pair's last
-    layer, 0 on its first)."""
+    the [first, last] runs computed by one fused GPU kernel each (its time on the run's last
+    layer, 0 on the others)."""
     k = n_batches(n_images, batch)
     cost = prof.cost_s(batch)
-    pair = fused_gpu_cost(prof, batch) if fused else {}
+    ends, inside = _fused_layers(prof, batch, fused)
+    run_cost = fused_gpu_cost(prof, batch) if ends else {}
     layer_s = []
     for i, m in enumerate(impls):
-        if i in fused:
+        if i in inside:
             t = 0.0
-        elif i - 1 in fused:
-            t = pair[i - 1][prof.impls.index(m)]
+        elif i in ends:
+            t = run_cost[ends[i]][prof.impls.index(m)]
         else:
             t = cost[i][prof.impls.index(m)]
         if t is None:
@@ -243,13 +304,14 @@ def gpu_split(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tupl
     """(kernel seconds, host issue seconds) of a mapping's GPU layers for the whole data set."""
     k = n_batches(n_images, batch)
     kernel = host = 0.0
-    entries = prof.meta.get("fused_gpu") or {}
+    ends, inside = _fused_layers(prof, batch, fused)
+    entries = fused_gpu_entries(prof) if ends else {}
     for i, m in enumerate(impls):
-        if m == CPU or i in fused:
+        if m == CPU or i in inside:
             continue
         j = prof.impls.index(m)
-        if i - 1 in fused:  # the fused pair's kernel, on its last layer
-            entry = entries[str(i - 1)]
+        if i in ends:  # the fused kernel, on its last layer
+            entry = entries[ends[i]]
             kernel += (entry["layer_s"][str(batch)][j] or 0.0) * k
             host += ((entry.get("host_s") or {}).get(str(batch), [0.0] * len(prof.impls))[j] or 0.0) * k
             continue
@@ -272,7 +334,7 @@ def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch, fused
         per_batch,
         kernel,
         host,
-        fused_gpu=sorted(fused),
+        fused_gpu=sorted(fused_run(r) for r in fused),
     )
 
 
@@ -301,14 +363,14 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
     CPU network where the profile has its times and it costs less; then the best batch size."""
     gpu_impls = [m for m in prof.impls if m != CPU]
     host_impls = [CPU] if CPU in prof.impls else []
-    per_batch, picks, fused_at, pairs_at = {}, {}, {}, {}
+    per_batch, picks, fused_at, runs_at = {}, {}, {}, {}
     for b in prof.batch_sizes:
         k = n_batches(n_images, b)
         L = len(prof.layers)
         layer_cost = prof.cost_s(b)
-        pair_cost = fused_gpu_cost(prof, b)
+        run_cost = fused_gpu_cost(prof, b)
         cost = {HOST: 0.0, GPU: math.inf}
-        back = []  # per layer: {device: (previous device, impl, fused)}
+        back = []  # per layer: {device: (previous device, impl, first layer of a fused run or None)}
         reached = []  # per layer: the cost of reaching each device before it
         for i in range(L):
             # the tensor entering layer i may be copied once, then the layer runs where it is
@@ -322,29 +384,32 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
             for dev, allowed in ((HOST, host_impls), (GPU, gpu_impls)):
                 m, t = _fastest(layer_cost[i], prof.impls, allowed)
                 new[dev] = reach[dev][0] + t * k if m is not None else math.inf
-                step[dev] = (reach[dev][1], m, False)
-            if i - 1 in pair_cost:  # layers i - 1 and i as one kernel, from the GPU before i - 1
-                m, t = _fastest(pair_cost[i - 1], prof.impls, gpu_impls)
-                if m is not None and reached[i - 1][GPU][0] + t * k < new[GPU]:
-                    new[GPU] = reached[i - 1][GPU][0] + t * k
-                    step[GPU] = (reached[i - 1][GPU][1], m, True)
+                step[dev] = (reach[dev][1], m, None)
+            for (first, last), row in sorted(run_cost.items()):
+                if last != i:
+                    continue
+                # layers first..i as one kernel, from the GPU before layer first
+                m, t = _fastest(row, prof.impls, gpu_impls)
+                if m is not None and reached[first][GPU][0] + t * k < new[GPU]:
+                    new[GPU] = reached[first][GPU][0] + t * k
+                    step[GPU] = (reached[first][GPU][1], m, first)
             cost = new
             back.append(step)
         end_host = cost[HOST]
         end_gpu = cost[GPU] + prof.d2h_s[b][L] * k
         dev = HOST if end_host <= end_gpu else GPU
         per_batch[b] = min(end_host, end_gpu)
-        impls, pairs, i = [None] * L, [], L - 1
+        impls, runs, i = [None] * L, [], L - 1
         while i >= 0:
-            prev, m, fused_pair = back[i][dev]
+            prev, m, first = back[i][dev]
             impls[i] = m
-            if fused_pair:
-                impls[i - 1] = m
-                pairs.append(i - 1)
-                i -= 1
+            if first is not None:
+                impls[first:i] = [m] * (i - first)
+                runs.append([first, i])
+                i = first
             dev = prev
             i -= 1
-        picks[b], pairs_at[b] = impls, pairs
+        picks[b], runs_at[b] = impls, runs
         fused = fused_cpu_layer_s(prof, b)
         if fused is not None and sum(fused) * k < per_batch[b]:
             per_batch[b], picks[b], fused_at[b] = sum(fused) * k, [CPU] * L, fused
@@ -356,7 +421,7 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
         layer_s = [t * k for t in fused_at[best]]
         total = sum(layer_s)
         return Choice("dp", best, picks[best], layer_s, [], total, total, per_batch, fused_cpu=True)
-    return _choice("dp", prof, best, picks[best], None, n_images, per_batch, pairs_at[best])
+    return _choice("dp", prof, best, picks[best], None, n_images, per_batch, runs_at[best])
 
 
 def _profile_source(src):

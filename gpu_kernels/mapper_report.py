@@ -6,7 +6,10 @@ implementations there is one table; when only the implementations differ, one ta
 choices; when the batch sizes differ, each choice gets its own table (a layer's time depends on
 the batch size). Where the profile holds the fused CPU network's measured times, its column
 `fused cpu` has each kernel's time on the last layer it computes and `in N` on the layers
-computed inside layer N's kernel.
+computed inside layer N's kernel. Where a choice runs layers as one fused GPU kernel
+(Choice.fused_gpu), the column `fused gpu` has, for each such run, the configuration and the
+kernel's time on its last layer and `in N` on the others, and holds the choice's marks for
+those layers (a line under the table names each run's kernel).
 """
 
 from __future__ import annotations
@@ -15,13 +18,22 @@ import math
 from pathlib import Path
 
 from gpu_kernels.configs import CPU
-from gpu_kernels.mapper import Choice, Mapping, fused_cpu_layer_s, fused_cpu_meta, n_batches
+from gpu_kernels.mapper import (
+    Choice,
+    Mapping,
+    fused_cpu_layer_s,
+    fused_cpu_meta,
+    fused_gpu_cost,
+    fused_gpu_entries,
+    n_batches,
+)
 from safeio import atomic_path
 
 NAMES = {"algorithm1": "Algorithm 1", "dp": "DP"}
 MARK_A1, MARK_DP, MARK_BOTH = "a", "d", "*"
 LAYER_NAME = 32
 FUSED = "fused cpu"  # the column of the fused CPU network (a whole-network candidate)
+FUSED_GPU = "fused gpu"  # the column of the runs of layers a choice computes in one GPU kernel
 
 
 def _ms(seconds: float | None) -> str:
@@ -87,6 +99,50 @@ def marked_impls(ch: Choice) -> list[str]:
     return [FUSED] * len(ch.impls) if ch.fused_cpu else list(ch.impls)
 
 
+def table_impls(ch: Choice) -> list[str]:
+    """marked_impls, with `fused gpu` on the layers the choice computes in a fused GPU kernel
+    (where the layer tables mark them)."""
+    impls = marked_impls(ch)
+    for first, last in ch.fused_gpu:
+        impls[first : last + 1] = [FUSED_GPU] * (last + 1 - first)
+    return impls
+
+
+def _fused_gpu_cells(m: Mapping, batch: int, choices: list[Choice]) -> dict[int, str]:
+    """Layer -> the `fused gpu` column's text at `batch` for the runs the choices take there:
+    '<configuration> <ms>' on a run's last layer (the kernel's time for the data set), 'in N'
+    on its other layers."""
+    k = n_batches(m.n_images, batch)
+    cost = fused_gpu_cost(m.profile, batch)
+    cells = {}
+    for ch in choices:
+        for first, last in ch.fused_gpu:
+            impl = ch.impls[last]
+            t = cost.get((first, last), [None] * len(m.profile.impls))[m.profile.impls.index(impl)]
+            cells[last] = f"{impl} {'n/a' if t is None else _ms(t * k)}"
+            cells.update({j: f"in {last}" for j in range(first, last)})
+    return cells
+
+
+def fused_gpu_lines(m: Mapping, choices: list[Choice]) -> list[str]:
+    """One line per choice that runs fused GPU kernels: each run's layers, kernel, configuration."""
+    entries = fused_gpu_entries(m.profile)
+    lines = []
+    for ch in choices:
+        if ch.fused_gpu:
+            runs = "; ".join(
+                f"{first}-{last} as {entries.get((first, last), {}).get('kernel', '?')} in {ch.impls[last]}"
+                for first, last in ch.fused_gpu
+            )
+            lines.append(f"  {FUSED_GPU}: {NAMES[ch.algorithm]} runs layers {runs}.")
+    if lines:
+        lines.append(
+            f"  {FUSED_GPU}: one kernel per run of layers (its configuration and time on the run's last "
+            "layer; in N: computed inside that kernel, no tensor written)."
+        )
+    return lines
+
+
 def fused_inside(m: Mapping) -> dict[int, int]:
     """Layer -> the layer whose fused CPU kernel computes it, for the layers computed inside a
     later layer's kernel (the profile's fused_cpu checked: GpuKernelError when malformed)."""
@@ -109,12 +165,18 @@ def _columns_at(m: Mapping, batch: int) -> tuple[list[str], list[list]]:
     ]
 
 
-def layer_table(m: Mapping, batch: int, marks: dict[str, list[str]]) -> list[str]:
+def layer_table(
+    m: Mapping, batch: int, marks: dict[str, list[str]], choices: list[Choice] | None = None
+) -> list[str]:
     """Every layer in every implementation at `batch`, in ms for the whole data set; `marks`
-    maps a marker to the implementations (one per layer) it marks."""
+    maps a marker to the implementations (one per layer) it marks (table_impls: `fused gpu` on
+    the layers of the fused GPU runs of `choices`, which get that column)."""
     p = m.profile
     k = n_batches(m.n_images, batch)
     impls, cost = _columns_at(m, batch)
+    gpu_cells = _fused_gpu_cells(m, batch, choices or [])
+    if gpu_cells:
+        impls, cost = impls + [FUSED_GPU], [row + [None] for row in cost]
     inside = fused_inside(m)
     header = ["#", "layer"] + [f"{impl} [ms]" for impl in impls]
     rows = []
@@ -126,6 +188,8 @@ def layer_table(m: Mapping, batch: int, marks: dict[str, list[str]]) -> list[str
             text = "n/a" if t is None else _ms(t * k)
             if impl == FUSED and i in inside:
                 text = f"in {inside[i]}"
+            if impl == FUSED_GPU:
+                text = gpu_cells.get(i, "-")
             cells.append(text + (mark or " "))
         short = name if len(name) <= LAYER_NAME else name[: LAYER_NAME - 3] + "..."
         rows.append([str(i), short] + cells)
@@ -170,26 +234,27 @@ def format_table(m: Mapping) -> str:
             f"Algorithm 1 and DP choose the same mapping: batch {a1.batch}, the "
             f"implementations marked {MARK_BOTH}."
         )
-        tables = [(a1.batch, {MARK_BOTH: marked_impls(a1)})]
+        tables = [(a1.batch, {MARK_BOTH: table_impls(a1)}, [a1])]
     elif a1.batch == dp.batch:
         differ = [
-            str(i) for i, (x, y) in enumerate(zip(marked_impls(a1), marked_impls(dp), strict=True)) if x != y
+            str(i) for i, (x, y) in enumerate(zip(table_impls(a1), table_impls(dp), strict=True)) if x != y
         ]
         lines.append(
             f"Both choose batch {a1.batch}; they differ in layer(s) {', '.join(differ)} "
             f"({MARK_A1} = Algorithm 1, {MARK_DP} = DP, {MARK_BOTH} = both)."
         )
-        tables = [(a1.batch, {MARK_A1: marked_impls(a1), MARK_DP: marked_impls(dp)})]
+        tables = [(a1.batch, {MARK_A1: table_impls(a1), MARK_DP: table_impls(dp)}, [a1, dp])]
     else:
         lines.append(
             f"Algorithm 1 chooses batch {a1.batch} (marked {MARK_A1}), DP batch "
             f"{dp.batch} (marked {MARK_DP})."
         )
-        tables = [(a1.batch, {MARK_A1: marked_impls(a1)}), (dp.batch, {MARK_DP: marked_impls(dp)})]
-    for batch, marks in tables:
+        tables = [(a1.batch, {MARK_A1: table_impls(a1)}, [a1]), (dp.batch, {MARK_DP: table_impls(dp)}, [dp])]
+    for batch, marks, choices in tables:
         lines += ["", f"Layer times at batch {batch} ({n_batches(m.n_images, batch):,} batches):"]
-        lines += layer_table(m, batch, marks)
-    if any(fused_cpu_layer_s(p, batch) is not None for batch, _ in tables):
+        lines += layer_table(m, batch, marks, choices)
+    lines += fused_gpu_lines(m, [a1] if m.agree() else [a1, dp])
+    if any(fused_cpu_layer_s(p, batch) is not None for batch, _, _ in tables):
         lines += [
             f"  {FUSED}: each kernel of the fused CPU network on the last layer it computes (the first "
             "kernel's time includes the input's checks and layout); in N: computed inside layer N's "

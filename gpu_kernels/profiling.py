@@ -27,11 +27,18 @@ import numpy as np
 
 from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.errors import GpuKernelError, LaunchError
-from gpu_kernels.layer_ops import Fmt, FusedConvStepOp, fusable_pairs
+from gpu_kernels.layer_ops import Fmt, fusable_groups, fused_op
 from gpu_kernels.progress import progress
 from gpu_kernels.runner import Runner
 from models import ir
 from models.onnx import load_network
+
+
+def fused_key(first: int, last: int) -> str:
+    """The key of a run of layers first..last computed by one fused kernel in a profile's
+    meta["fused_gpu"]: 'first-last' (the mapper reads a bare 'i' of older profiles as the pair
+    i, i + 1)."""
+    return f"{first}-{last}"
 
 
 @dataclass
@@ -215,9 +222,9 @@ class MeasuredProfile:
         fused: bool = False,
     ):
         self.backend, self.word_bits = backend, word_bits
-        # also time int_conv_step_pack / bin_conv_step_pack for every (IntConv2d or BinConv2d,
-        # Step) pair they can run
-        # (meta["fused_gpu"], which the mapper's DP weighs against the two kernels)
+        # also time the fused kernels for every run of layers they can compute
+        # (layer_ops.fusable_groups: conv + Step, conv + Step + MaxPool2d, BinDense + Step), in
+        # meta["fused_gpu"], which the mapper's DP weighs against the separate kernels
         self.fused = fused
         self.step_kernel = step_kernel  # the Step layers' kernel (layer_ops.STEP_KERNELS)
         self.repeats, self.warmup = max(1, repeats), max(0, warmup)
@@ -263,6 +270,9 @@ class MeasuredProfile:
             steps = progress(steps, f"profiling {net.name}", "layer")
         started, prev = {}, None  # batch size -> start time; last finished
         fused = {}  # meta["fused_gpu"]
+        runs = {}  # first layer -> the fused runs starting there
+        for first, last in fusable_groups(runner.ops):
+            runs.setdefault(first, []).append((first, last))
         for b, i in steps:
             if b in skipped:
                 continue
@@ -292,9 +302,11 @@ class MeasuredProfile:
                     row.append(kernel)
                     hrow.append(host)
             layer_s[b][i], host_s[b][i] = row, hrow
-            if self.fused and gpu is not None and i in fusable_pairs(runner.ops):
-                fop = FusedConvStepOp(runner.ops[i], runner.ops[i + 1])
-                entry = fused.setdefault(str(i), {"kernel": fop.kernel, "layer_s": {}, "host_s": {}})
+            for first, last in runs.get(i, ()) if self.fused and gpu is not None else ():
+                fop = fused_op(runner.ops, first, last)
+                entry = fused.setdefault(
+                    fused_key(first, last), {"kernel": fop.kernel, "layer_s": {}, "host_s": {}}
+                )
                 times = [(None, None) if m == CPU else self._time_gpu(runner, fop, x, m) for m in self.impls]
                 entry["layer_s"][str(b)] = [t for t, _ in times]
                 entry["host_s"][str(b)] = [h for _, h in times]

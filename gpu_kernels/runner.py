@@ -28,11 +28,12 @@ from gpu_kernels.errors import GpuKernelError, MappingError
 from gpu_kernels.launch import KERNEL_MAX_THREADS
 from gpu_kernels.layer_ops import (
     ArgmaxOp,
-    FusedConvStepOp,
+    FusedOp,
     Op,
     ReorderOp,
     check_int32_ranges,
-    fused_conv_step_refusal,
+    fused_op,
+    fusion_refusal,
     prepare,
 )
 from gpu_kernels.progress import progress as show_progress
@@ -201,37 +202,55 @@ class Runner:
         self.reorder = ReorderOp(self.ops[0].fin)
         self.fused = self._fused_ops(fuse)
 
-    def _fused_ops(self, fuse) -> dict[int, Op]:
-        """{first layer index: fused op} for the pairs `fuse` names: "auto" (every IntConv2d or
-        BinConv2d + Step pair mapped to one GPU configuration that int_conv_step_pack or
-        bin_conv_step_pack can run) or
-        first-layer indices i (layers i and i + 1, which must be such a pair: else
-        GpuKernelError)."""
+    def _fused_ops(self, fuse) -> dict[int, FusedOp]:
+        """{first layer index: fused op} for the runs of layers `fuse` names: "auto" (at each
+        layer, from the first, the longest run one fused kernel can compute whose layers are
+        all mapped to one GPU configuration: conv + Step + MaxPool2d before conv + Step), or a
+        list of first-layer indices i (layers i and i + 1) and (first, last) pairs (layers
+        first..last), each a run layer_ops.fusion_refusal accepts, mapped to one GPU
+        configuration (else GpuKernelError)."""
         if isinstance(fuse, str) and fuse != "auto":
             raise GpuKernelError(f"fuse {fuse!r}: use 'auto' or a list of first-layer indices")
         n, out = len(self.ops), {}
         if self.gpu is None:  # every layer on the CPU: nothing to fuse
             return out
-        wanted = range(n - 1) if fuse == "auto" else fuse
-        for i in wanted:
-            if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not 0 <= i < n - 1:
-                raise GpuKernelError(f"fuse names layer {i!r}; a fused pair starts at one of 0..{n - 2}")
-            why = fused_conv_step_refusal(self.ops[i], self.ops[i + 1])
-            if why is None and (self.impls[i] == CPU or self.impls[i] != self.impls[i + 1]):
-                why = (
-                    f"layers {i} and {i + 1} are mapped to {self.impls[i]} and {self.impls[i + 1]}, "
-                    f"not one GPU configuration"
+        if fuse == "auto":
+            i = 0
+            while i < n - 1:
+                run = next(
+                    ((i, j) for j in (i + 2, i + 1) if j < n and self._fusion_refusal(i, j) is None),
+                    None,
                 )
-            if why is not None:
-                if fuse == "auto":
+                if run is None:
+                    i += 1
                     continue
-                raise GpuKernelError(f"cannot fuse layers {i} and {i + 1}: {why}")
-            if i - 1 in out:
+                out[i] = fused_op(self.ops, *run)
+                i = run[1] + 1
+            return out
+        taken: dict[int, tuple] = {}  # layer -> the run it is in
+        for entry in fuse:
+            first, last = _fused_run(entry, n)
+            why = self._fusion_refusal(first, last)
+            if why is not None:
+                raise GpuKernelError(f"cannot fuse {_layers(first, last)}: {why}")
+            clash = next((taken[j] for j in range(first, last + 1) if j in taken), None)
+            if clash is not None:
                 raise GpuKernelError(
-                    f"fuse names layers {i - 1} and {i}: a layer is in one fused pair at most"
+                    f"fuse names {_layers(*clash)} and {_layers(first, last)}: a layer is in one "
+                    f"fused kernel at most"
                 )
-            out[int(i)] = FusedConvStepOp(self.ops[i], self.ops[i + 1])
+            taken.update({j: (first, last) for j in range(first, last + 1)})
+            out[first] = fused_op(self.ops, first, last)
         return out
+
+    def _fusion_refusal(self, first: int, last: int) -> str | None:
+        """Why layers first..last cannot run as one kernel here (their types, or a mapping
+        that does not put them all on one GPU configuration), or None."""
+        why = fusion_refusal(self.ops, first, last)
+        impls = self.impls[first : last + 1]
+        if why is None and (impls[0] == CPU or len(set(impls)) > 1):
+            why = f"{_layers(first, last)} are mapped to {_and(impls)}, not one GPU configuration"
+        return why
 
     @property
     def cpu(self):
@@ -316,15 +335,17 @@ class Runner:
         check_int32_ranges(net, x)
         batch = self.batch or n_images
         devices = [HOST if m == CPU else GPU for m in self.impls]
+        # layer -> the first layer of the fused kernel that computes it, for the later layers
+        inside = {j: i for i, f in self.fused.items() for j in range(i + 1, f.last + 1)}
         for op, impl in zip(self.ops, self.impls, strict=True):  # refuse unmappable launches up front
-            if impl != CPU:
+            if impl != CPU and op.index not in inside:
                 self.plan(self.fused.get(op.index, op), min(batch, n_images), impl)
         records = [
             LayerRecord(op.index, op.layer.describe(), impl, dev)
             for op, impl, dev in zip(self.ops, self.impls, devices, strict=True)
         ]
         for op, rec in zip(self.ops, records, strict=True):
-            if rec.device == GPU and op.kernel is not None and op.index - 1 not in self.fused:
+            if rec.device == GPU and op.kernel is not None and op.index not in inside:
                 rec.launch = self.plan(self.fused.get(op.index, op), min(batch, n_images), rec.impl).as_dict()
         transfers: dict[tuple, Transfer] = {}
         outputs = [[] for _ in self.ops] if keep_outputs else None
@@ -367,15 +388,17 @@ class Runner:
             else:
                 cur = fin0.from_golden(x[s : s + batch])
             for op, rec in zip(self.ops, records, strict=True):
-                if op.index - 1 in self.fused:  # computed inside the previous layer's kernel
-                    if keep_outputs:
-                        outputs[op.index].append(("dev", cur))
+                if op.index in inside:  # computed inside an earlier layer's kernel
+                    if keep_outputs:  # only the kernel's last layer has an output
+                        last = self.fused[inside[op.index]].last == op.index
+                        outputs[op.index].append(("dev", cur) if last else None)
                     continue
                 cur = move(cur, where, rec.device, op.index, pending)
                 where = rec.device
                 if op.index in self.fused:
-                    # the pair's kernel time goes to its last layer, as the fused CPU network's
-                    cur = self._timed_gpu(self.fused[op.index], cur, rec.impl, pending, records[op.index + 1])
+                    # the kernel's time goes to its last layer, as the fused CPU network's
+                    fop = self.fused[op.index]
+                    cur = self._timed_gpu(fop, cur, rec.impl, pending, records[fop.last])
                     if keep_outputs:
                         outputs[op.index].append(None)
                     continue
@@ -441,6 +464,36 @@ class Runner:
         )
 
 
+def _layers(first: int, last: int) -> str:
+    """'layers 3 and 4', 'layers 3, 4 and 5'."""
+    return "layers " + _and([str(j) for j in range(first, last + 1)])
+
+
+def _and(items) -> str:
+    items = [str(x) for x in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _fused_run(entry, n: int) -> tuple[int, int]:
+    """An entry of `fuse`: i (layers i and i + 1) or (first, last), checked against n layers."""
+
+    def index(v) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    if index(entry):
+        if not 0 <= entry < n - 1:
+            raise GpuKernelError(f"fuse names layer {entry!r}; a fused pair starts at one of 0..{n - 2}")
+        return int(entry), int(entry) + 1
+    if isinstance(entry, (tuple, list)) and len(entry) == 2 and all(index(v) for v in entry):
+        first, last = int(entry[0]), int(entry[1])
+        if 0 <= first < last < n:
+            return first, last
+    raise GpuKernelError(
+        f"fuse names {entry!r}; name a first layer i (layers i and i + 1) or a (first, last) pair, "
+        f"0 <= first < last <= {n - 1}"
+    )
+
+
 def run_network(
     net,
     x,
@@ -467,11 +520,11 @@ def run_network(
     batch: images per pass (default: the mapping's, else all at once).
     step_kernel: "thread" (step_pack, a thread per packed word) or "warp" (step_pack_warp, a
     warp per word, __ballot_sync) for the Step layers on the GPU.
-    fuse: IntConv2d + Step and BinConv2d + Step pairs to run as one kernel (int_conv_step_pack,
-    bin_conv_step_pack): first-layer indices, "auto" (every such pair mapped to one GPU
-    configuration that its kernel can run), or None (the
-    mapping's fused pairs, if it is a mapper Choice/Mapping; else none). The conv's int32
-    output is never written: its entry in `outputs` is None.
+    fuse: runs of layers to compute in one kernel (IntConv2d or BinConv2d + Step (+ MaxPool2d),
+    BinDense + Step; layer_ops.FUSED_PATTERNS): first-layer indices i (layers i and i + 1),
+    (first, last) pairs, "auto" (the longest such runs mapped to one GPU configuration), or
+    None (the mapping's fused runs, if it is a mapper Choice/Mapping; else none). Only a run's
+    last layer has an output: the others' entries in `outputs` are None.
     Returns a RunResult: every layer's output in golden format (keep_outputs), scores,
     predictions (first max), per-layer seconds, the host<->device transfers, the backend used.
     """

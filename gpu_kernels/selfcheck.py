@@ -1,6 +1,8 @@
 """Bit-exactness check of every kernel without pytest (for a GPU machine whose Python lacks
-it): the matrix of tests/test_gpu_kernels.py plus whole networks, on a chosen backend, against
-the golden executor (the Step cases also with step_pack_warp). On the emulation it can visit
+it): the matrix of tests/test_gpu_kernels.py (the Step cases also with step_pack_warp), every
+fused kernel on the matrix of the layer it starts with (tests/test_gpu_fused*.py: conv + Step,
+conv + Step + MaxPool2d, BinDense + Step), and whole networks (also with every run of layers
+fused), on a chosen backend, against the golden executor. On the emulation it can visit
 blocks, warps and threads reversed or shuffled and run the AddressSanitizer build (this
 process re-executes itself with the ASan runtime preloaded). A fault the emulation reports (a
 malformed warp collective, a divergent barrier, a shared-memory race) fails its case, with
@@ -8,6 +10,7 @@ the report's line.
 
     python -m gpu_kernels.selfcheck --backend cupy [--json results.json] [--maxfail 3]
     python -m gpu_kernels.selfcheck --backend emulation --order shuffled:7 --asan --every 5
+    python -m gpu_kernels.selfcheck --backend emulation --asan --part fused --every 7
 
 Exit status: 0 every check equal to the golden model, 1 a mismatch, 2 bad arguments, 3 the
 backend cannot start (no CuPy or GPU, a failed build).
@@ -25,7 +28,16 @@ import numpy as np
 from gpu_kernels.configs import CONFIGS
 from gpu_kernels.devices import EmulatedGpu, get_gpu, parse_order
 from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
-from gpu_kernels.layer_cases import all_cases, case_seed, make_case
+from gpu_kernels.layer_cases import (
+    FUSED_FAMILIES,
+    FUSED_THREADS,
+    all_cases,
+    case_seed,
+    check_fused_case,
+    fused_case_label,
+    fused_family_cases,
+    make_case,
+)
 from gpu_kernels.progress import progress
 from gpu_kernels.runner import run_network
 from models import golden
@@ -35,31 +47,38 @@ from safeio import write_json_atomic
 MIXED = ["cpu", "XYZ", "Y", "Z", "XY", "XZ", "YZ", "cpu", "X", "XYZ"]
 WARP_STEP_THREADS = (256, 48)  # step_pack_warp's blocks: whole warps, a partial last warp
 ASAN_MARK = "GPU_KERNELS_SELFCHECK_ASAN"  # set once the process runs under the ASan runtime
+PARTS = ("matrix", "fused", "networks")  # what a run checks (--part; all by default)
 
 
 def _equal(res, ref) -> bool:
+    """Every output equal to golden (the tensors inside a fused kernel, None, are not compared;
+    a run's last layer is)."""
     return all(
-        a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(res.outputs, ref.outputs, strict=True)
+        a is None or (a.dtype == b.dtype and np.array_equal(a, b))
+        for a, b in zip(res.outputs, ref.outputs, strict=True)
     )
 
 
-def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dict:
-    """Every `every`-th case of the matrix (and the whole networks); stops after `maxfail`
-    failures (0: never)."""
+def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True, parts=PARTS) -> dict:
+    """Every `every`-th case of the matrix and of each fused kernel's cases, and the whole
+    networks (`parts`: which of PARTS; `networks=False` leaves those out too); stops after
+    `maxfail` failures (0: never). The result's `fused` counts the checks of each fused kernel
+    family."""
     failures, skipped, n = [], [], 0
+    fused_counts = {}
     gpu = get_gpu(backend)
     name = gpu.describe() if hasattr(gpu, "describe") else str(backend)
 
     def stop():
         return maxfail and len(failures) >= maxfail
 
-    cases = all_cases(CONFIGS)[::every]
+    cases = all_cases(CONFIGS)[::every] if "matrix" in parts else []
     # then the Step cases again with step_pack_warp, in blocks of whole warps and with a
     # partial last warp
     warp_steps = [
         (*c, threads) for c in cases if c[0] in ("step_spatial", "step_flat") for threads in WARP_STEP_THREADS
     ]
-    for case in progress(cases + warp_steps, f"kernels on {name}", "case"):
+    for case in progress(cases + warp_steps, f"kernels on {name}", "case") if cases else ():
         kind, config, bits, variant, pad, batch = case[:6]
         net, x = make_case(kind, bits, variant, pad, batch, case_seed(kind, bits, variant, pad, batch))
         extra = {} if len(case) == 6 else {"step_kernel": "warp", "threads": case[6]}
@@ -75,24 +94,55 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dic
             failures.append("-".join(map(str, label)))
             if stop():
                 break
+    # each fused kernel on its matrix, blocks of whole, partial and sub-warp thread counts
+    fused = [
+        (family, case, FUSED_THREADS[i % len(FUSED_THREADS)])
+        for family in FUSED_FAMILIES
+        for i, case in enumerate(fused_family_cases(family, CONFIGS)[::every])
+    ]
+    for family, case, threads in (
+        progress(fused, f"fused kernels on {name}", "case") if "fused" in parts and not stop() else ()
+    ):
+        try:
+            problem = check_fused_case(gpu, family, case, threads)
+        except GpuKernelError as exc:
+            problem = f"error: {exc}"
+        n += 1
+        fused_counts[family] = fused_counts.get(family, 0) + 1
+        if problem is not None:
+            failures.append(f"{fused_case_label(family, case, threads)}: {problem}")
+            if stop():
+                break
     nets = (
         (
             ("fashion", fashion_bnn, 31, MIXED),
             ("fashion", fashion_bnn, 31, "XYZ"),
             ("cifar10", cifar10_bnn, 33, "X"),
         )
-        if networks and not stop()
+        if networks and "networks" in parts and not stop()
         else ()
     )
-    for net_name, make, shape_seed, mapping in nets:
+    # both shapes with every run of layers fused (fuse="auto": the pooled, pair and dense kernels)
+    fused_nets = (
+        (("fashion", fashion_bnn, 31, "XY", "auto"), ("cifar10", cifar10_bnn, 33, "XZ", "auto"))
+        if networks and "fused" in parts and not stop()
+        else ()
+    )
+    for net_name, make, shape_seed, mapping, *fuse in nets + fused_nets:
         net = make(shape_seed)
         x = random_images(shape_seed + 1, 3, net.input_shape)
         ref = golden.run(net, x)
         for bits in (32, 64):
-            label = f"{net_name}-{mapping if isinstance(mapping, str) else 'mixed'}-w{bits}"
+            label = f"{net_name}-{mapping if isinstance(mapping, str) else 'mixed'}-w{bits}" + (
+                "-fused" if fuse else ""
+            )
             try:
-                res = run_network(net, x, mapping, backend=gpu, word_bits=bits, batch=2)
+                res = run_network(
+                    net, x, mapping, backend=gpu, word_bits=bits, batch=2, fuse=fuse[0] if fuse else None
+                )
                 ok = _equal(res, ref) and np.array_equal(res.predictions, ref.predictions)
+                if fuse:
+                    fused_counts["networks"] = fused_counts.get("networks", 0) + 1
             except BuildError as exc:  # a mapping with CPU layers needs g++
                 skipped.append(f"{label}: {exc}")
                 continue
@@ -104,7 +154,7 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True) -> dic
                 failures.append(label)
                 if stop():
                     break
-    return {"backend": name, "checks": n, "failures": failures, "skipped": skipped}
+    return {"backend": name, "checks": n, "failures": failures, "skipped": skipped, "fused": fused_counts}
 
 
 def _reexec_under_asan(argv) -> int:
@@ -131,7 +181,15 @@ def main(argv=None) -> int:
     ap.add_argument("--asan", action="store_true", help="emulation: the AddressSanitizer build")
     ap.add_argument("--every", type=int, default=1, help="check every n-th case of the matrix")
     ap.add_argument("--maxfail", type=int, default=0, help="stop after this many failures")
-    ap.add_argument("--no-networks", action="store_true", help="the layer matrix only")
+    ap.add_argument("--no-networks", action="store_true", help="leave the whole networks out")
+    ap.add_argument(
+        "--part",
+        action="append",
+        choices=PARTS,
+        default=None,
+        help="check only this part (repeatable): the layer matrix, the fused kernels' cases and "
+        "fused networks, the whole networks; all by default",
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     if (args.order or args.asan) and args.backend != "emulation":
@@ -148,7 +206,7 @@ def main(argv=None) -> int:
             order, seed = parse_order(args.order)
             backend = EmulatedGpu(order, seed, sanitize=args.asan)
         t0 = time.perf_counter()
-        out = run(backend, args.every, args.maxfail, not args.no_networks)
+        out = run(backend, args.every, args.maxfail, not args.no_networks, tuple(args.part or PARTS))
     except (BackendError, BuildError) as exc:
         print(f"selfcheck: the {args.backend} backend cannot run here: {exc}", file=sys.stderr)
         return 3
@@ -158,7 +216,13 @@ def main(argv=None) -> int:
     out["seconds"] = time.perf_counter() - t0
     print(
         f"{out['checks']} checks on {out['backend']}, {len(out['failures'])} failures "
-        f"({out['seconds']:.1f} s)" + "".join(f"\n  FAIL {f}" for f in out["failures"])
+        f"({out['seconds']:.1f} s)"
+        + (
+            "\n  fused kernels: " + ", ".join(f"{k}: {v} checks" for k, v in out["fused"].items())
+            if out["fused"]
+            else ""
+        )
+        + "".join(f"\n  FAIL {f}" for f in out["failures"])
     )
     if args.json:
         write_json_atomic(args.json, out, indent=1)

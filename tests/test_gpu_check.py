@@ -159,7 +159,7 @@ def test_whole_check_through_the_fake_gpu(tmp_path):
     ):
         assert (out / name).exists(), name
     pre = load(out, "preflight.json")
-    assert pre["status"] == "ready" and len(pre["kernels"]) == len(KERNELS) == 25  # every instantiation
+    assert pre["status"] == "ready" and len(pre["kernels"]) == len(KERNELS) == 33  # every instantiation
     assert pre["smoke"]["checks"] and pre["smoke"]["kernel_us"] > 0
     summary = load(out, "gpu_check.json")
     assert summary["exit_code"] == 0 and summary["status"] == "all exact"

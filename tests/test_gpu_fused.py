@@ -15,12 +15,18 @@ from gpu_kernels.build import kernel_emulation_library
 from gpu_kernels.devices import EmulatedGpu, EmuLibrary
 from gpu_kernels.errors import GpuKernelError, KernelFaultError
 from gpu_kernels.kernel_table import CUDA_DIR, KERNELS
-from gpu_kernels.layer_cases import case_seed, fused_cases, make_fused_case
+from gpu_kernels.layer_cases import (
+    FUSED_THREADS,
+    check_fused_case,
+    fused_case_label,
+    fused_cases,
+    make_fused_case,
+)
 from gpu_kernels.layer_ops import FUSED_WEIGHT_WORDS
 from models import golden, ir
 from models.random_networks import cifar10_bnn, fashion_bnn, random_images
-from tests.helpers import assert_same, mismatch, needs_gxx
-from tests.test_gpu_kernels import case_name, failures_of, report
+from tests.helpers import assert_same, needs_gxx
+from tests.test_gpu_kernels import failures_of, report
 
 pytestmark = needs_gxx
 
@@ -28,30 +34,15 @@ CASES = fused_cases(CONFIGS)
 FUSED_CASES = 336  # 2 input kinds x 7 configurations x 2 word sizes x 2 channel variants x 2 pads x 3 batches
 # threads per block, taken in turn by the cases: whole warps, a partial last warp (100 = 3 x 32
 # + 4, 48 = 32 + 16) and fewer than a warp (the plan's own smaller blocks also occur)
-THREADS = (256, 100, 48, 20)
+THREADS = FUSED_THREADS
 
 
-def int_kernel_taken(op, bits: int) -> bool:
-    return op.kernel.startswith("int_conv_step_pack/")
-
-
-def fused_check(gpu, case: tuple, threads: int, kernel_taken=int_kernel_taken):
-    """A check of one fused case against golden: `kernel_taken(op, bits)` says whether the
-    runner's fused op is the kernel under test."""
-    kind, config, bits, variant, pad, batch = case
-    seed = case_seed("fused", kind, bits, variant, pad, batch)
-
-    def check():
-        net, x = make_fused_case(kind, bits, variant, pad, batch, seed)
-        ref = golden.run(net, x).outputs[1]
-        runner = Runner(net, [config, config], gpu, bits, threads=threads, fuse=[0])
-        assert kernel_taken(runner.fused[0], bits)
-        res = runner.run(x)
-        if res.outputs[0] is not None:
-            return "the conv's int32 output exists"
-        return mismatch(res.outputs[1], ref)
-
-    return f"{case_name(case)} seed {seed} threads {threads}", check
+def fused_check(gpu, case: tuple, threads: int, family: str = "int_conv_step_pack", op_check=None):
+    """A check of one case of a fused kernel family against golden (layer_cases.check_fused_case:
+    the runner must take that family's kernel, and `op_check(op)` must hold when given)."""
+    return fused_case_label(family, case, threads), lambda: check_fused_case(
+        gpu, family, case, threads, op_check
+    )
 
 
 def test_the_cases_cover_the_int_conv_matrix():
@@ -91,26 +82,49 @@ def test_fused_kernel_equals_golden_in_other_orders(order, every, offset):
     assert not failed, report(f"int_conv_step_pack cases {order}", len(checks), failed)
 
 
+AUTO_RUNS = {  # what fuse="auto" runs as one kernel: first layer -> (last layer, kernel family)
+    "fashion_bnn": {
+        0: (2, "int_conv_step_pool_pack"),
+        3: (5, "bin_conv_step_pool_pack"),
+        7: (8, "bin_dense_step_pack"),
+    },
+    "cifar10_bnn": {
+        0: (1, "int_conv_step_pack"),
+        2: (4, "bin_conv_step_pool_pack"),
+        5: (6, "bin_conv_step_pack"),
+        7: (9, "bin_conv_step_pool_pack"),
+        10: (11, "bin_conv_step_pack"),
+        12: (14, "bin_conv_step_pool_pack"),
+        16: (17, "bin_dense_step_pack"),
+    },
+}
+
+
 @pytest.mark.parametrize("make, seed", [(fashion_bnn, 5), (cifar10_bnn, 6)])
-def test_whole_network_with_the_first_pair_fused(make, seed):
-    """The Fashion and CIFAR-10 shapes with every conv + Step pair fused ("auto": layers 0-1 by
-    int_conv_step_pack, the binary ones by bin_conv_step_pack), shuffled: every other layer
-    golden, each conv's output absent, the pair's time on the Step's record."""
+def test_whole_network_with_every_run_fused(make, seed):
+    """The Fashion and CIFAR-10 shapes with fuse="auto": every conv + Step (+ MaxPool2d) and
+    BinDense + Step run as one kernel (the longest run at each layer), shuffled: the output of
+    each run's last layer and of every other layer golden, the layers inside a run without an
+    output or a time, the kernel's time on the run's last layer."""
     print(f"network seed {seed}, images seed {seed + 100}, order shuffled:{seed}")
     net = make(seed)
     x = random_images(seed + 100, 2, net.input_shape)
     ref = golden.run(net, x)
-    res = run_network(net, x, "XY", backend=EmulatedGpu("shuffled", seed), word_bits=64, fuse="auto")
-    assert res.outputs[0] is None and res.layers[0].seconds == 0.0 and res.layers[1].seconds > 0
+    runner = Runner(net, "XY", EmulatedGpu("shuffled", seed), 64, fuse="auto")
+    runs = {i: (op.last, op.family) for i, op in runner.fused.items()}
+    assert runs == AUTO_RUNS[make.__name__]
+    res = runner.run(x)
     filters = net.layers[0].weight.shape[0]  # 64 (Fashion), 128 (CIFAR-10)
     assert res.layers[0].launch["work"]["f"] == filters // 64  # output words per pixel
-    convs = {i for i, layer in enumerate(net.layers) if isinstance(layer, (ir.IntConv2d, ir.BinConv2d))}
-    assert len(convs) > 1  # binary convs fused too
-    for i in range(1, len(ref.outputs)):
-        if i in convs:
+    inside = {j for i, (last, _) in runs.items() for j in range(i, last)}
+    for i in range(len(ref.outputs)):
+        if i in inside:
             assert res.outputs[i] is None and res.layers[i].seconds == 0.0, f"layer {i}"
+            assert res.layers[i].launch is None or i in runs, f"layer {i}"
         else:
             assert_same(res.outputs[i], ref.outputs[i], f"layer {i}")
+            assert res.layers[i].seconds > 0 or net.layers[i].__class__ is ir.Flatten, f"layer {i}"
+    assert np.array_equal(res.predictions, ref.predictions)
 
 
 def _two_layer_net(c: int, f: int) -> ir.Network:
@@ -125,15 +139,37 @@ def test_fusing_what_cannot_be_fused_is_one_clear_error():
     net = fashion_bnn(1)
     with pytest.raises(
         GpuKernelError,
-        match=r"^cannot fuse layers 2 and 3: layer 2 \(MaxPool2d[^)]*\) is not an IntConv2d or a BinConv2d$",
+        match=r"^cannot fuse layers 2 and 3: layer 2 \(MaxPool2d[^)]*\) is not an IntConv2d, a BinConv2d "
+        r"or a BinDense$",
     ):
         Runner(net, "X", "emulation", fuse=[2])
     with pytest.raises(GpuKernelError, match="mapped to X and XY, not one GPU configuration"):
         Runner(net, ["X", "XY"] + ["X"] * 8, "emulation", fuse=[0])
+    with pytest.raises(
+        GpuKernelError, match=r"^cannot fuse layers 3, 4 and 5: layers 3, 4 and 5 are mapped to "
+    ):
+        Runner(net, ["X"] * 5 + ["XZ"] + ["X"] * 4, "emulation", fuse=[(3, 5)])
     with pytest.raises(GpuKernelError, match="mapped to cpu and cpu"):
         Runner(net, "cpu", "emulation", fuse=[0])
     with pytest.raises(GpuKernelError, match="fuse names layer 9; a fused pair starts at one of 0..8"):
         Runner(net, "X", "emulation", fuse=[9])
+    with pytest.raises(GpuKernelError, match=r"fuse names \(3, 9, 1\); name a first layer i .* <= 9$"):
+        Runner(net, "X", "emulation", fuse=[(3, 9, 1)])
+    with pytest.raises(GpuKernelError, match="a fused kernel runs 2 or 3 layers .*, not layers 3..6$"):
+        Runner(net, "X", "emulation", fuse=[(3, 6)])
+    with pytest.raises(
+        GpuKernelError, match=r"layer 7 \(BinDense[^)]*\): a BinDense fuses with its Step only"
+    ):
+        Runner(net, "X", "emulation", fuse=[(7, 9)])
+    with pytest.raises(
+        GpuKernelError,
+        match=r"^cannot fuse layers 0, 1 and 2: layer 1 \(Step[^)]*\) is not followed by a MaxPool2d$",
+    ):
+        Runner(cifar10_bnn(1), "X", "emulation", fuse=[(0, 2)])  # IntConv2d, Step, BinConv2d
+    with pytest.raises(
+        GpuKernelError, match="^fuse names layers 3, 4 and 5 and layers 3 and 4: a layer is in one"
+    ):
+        Runner(net, "X", "emulation", fuse=[(3, 5), 3])
     with pytest.raises(GpuKernelError, match="fuse 'yes': use 'auto'"):
         Runner(net, "X", "emulation", fuse="yes")
     # 9 x 128 x ceil(300 / 32) words do not fit the shared tile: refused, and "auto" skips it
@@ -179,7 +215,7 @@ def barrier_removed_fault(tmp_path, order, cu_file, barrier, instance, key, fuse
 
 @pytest.mark.parametrize("order", ["in-order", "reversed"])
 def test_removing_the_barrier_is_reported(tmp_path, order):
-    """int_conv.cu with the fused kernel's __syncthreads deleted: threads read weight words
+    """int_conv.cu with the fused kernels' __syncthreads deleted: threads read weight words
     other threads write in the same phase, and the emulation's shared-memory checks stop the
     launch with one line naming the kernel and the shared tile (a race, or a read of a word no
     thread has written yet, depending on who comes first)."""
@@ -187,95 +223,174 @@ def test_removing_the_barrier_is_reported(tmp_path, order):
         tmp_path,
         order,
         "int_conv.cu",
-        "    __syncthreads();\n    FOR_EACH_WARP_OUTPUT",
+        INT_BARRIER,
         "int_conv_step_pack<unsigned char, unsigned int>",
         "int_conv_step_pack/u8/w32",
         [0],
     )
 
 
+INT_BARRIER = "    __syncthreads();\n    // common.cuh's for_each_warp_output written out"
+
+
 def test_fused_op_counts():
-    """The fused op's work: one output word per pixel and word, the Step's packed format."""
+    """The fused ops' work: one output word per pixel (pooled pixel) and word, the format of
+    the run's last layer."""
     net = fashion_bnn(2)
     for bits in (32, 64):
-        runner = Runner(net, "X", "emulation", bits, fuse=[0])
+        runner = Runner(net, "X", "emulation", bits, fuse=[0, (3, 5), 7])
         op = runner.fused[0]
         w = op.work(3)
         assert (w.n, w.p, w.f, w.row) == (3, 28 * 28, 64 // bits, 28)
         assert op.fout == runner.ops[1].fout and op.consts["wbits"].shape == (9, 2)
+        pooled = runner.fused[3]
+        w = pooled.work(3)
+        assert (w.n, w.p, w.f, w.row) == (3, 7 * 7, 64 // bits, 7)
+        assert pooled.fout == runner.ops[5].fout and pooled.family == "bin_conv_step_pool_pack"
+        dense = runner.fused[7]
+        w = dense.work(3)
+        assert (w.n, w.p, w.f) == (3, 1, 64 // bits) and dense.fout == runner.ops[8].fout
+        assert dense.kernel == f"bin_dense_step_pack/w{bits}" and dense.consts["w"].shape == (
+            -(-3136 // bits),
+            64,
+        )
 
 
 # ---------------------------------------------------------------- the mapper's fused choice
-def _fused_mapping(times_scale=None, word_bits=32):
+FASHION_RUNS = [[0, 2], [3, 5], [7, 8]]  # what the model's DP runs fused on the Fashion shape
+
+
+def _fused_mapping(scales=None, word_bits=32):
+    """The Fashion shape mapped on the modelled profile with the fused kernels; `scales`:
+    {"first-last": factor} applied to those kernels' times, as if measured so."""
     from gpu_kernels.gpu_model import ModelledProfile
     from gpu_kernels.mapper import map_network
 
     net = fashion_bnn(0)
     prof = ModelledProfile(word_bits, fused=True).profile(net, [256, 1024])
-    if times_scale is not None:  # as if measured: the integer fused kernel's times scaled
-        for rows in prof.meta["fused_gpu"]["0"]["layer_s"].values():
-            rows[:] = [t * times_scale for t in rows]
+    for key, scale in (scales or {}).items():
+        for rows in prof.meta["fused_gpu"][key]["layer_s"].values():
+            rows[:] = [t * scale for t in rows]
     return net, map_network(net, [256, 1024], prof, n_images=10_000)
 
 
-def test_modelled_mapper_chooses_the_fused_pair():
-    """Without a GPU the choice follows the model: a fused kernel saves the Step's launch
-    and its reads, so the DP takes both pairs (the integer one, 0-1, and the binary one, 3-4),
-    both layers of a pair in one configuration, its time on the Step's row; without fused
-    times (the default profile) nothing is fused."""
+def test_modelled_mapper_chooses_the_fused_runs():
+    """Without a GPU the choice follows the model: a fused kernel saves the Step's (and the
+    pool's) launch and reads, so the DP takes the longest runs (conv + Step + MaxPool2d at
+    0-2 and 3-5, BinDense + Step at 7-8), every layer of a run in one configuration, its time
+    on the run's last row; without fused times (the default profile) nothing is fused."""
     from gpu_kernels.gpu_model import ModelledProfile
     from gpu_kernels.mapper import Mapping, map_network
 
     net, m = _fused_mapping()
     dp = m.dp
-    assert dp.fused_gpu == [0, 3]
-    for i in dp.fused_gpu:
-        assert dp.impls[i] == dp.impls[i + 1] != "cpu"
-        assert dp.layer_s[i] == 0.0 and dp.layer_s[i + 1] > 0
-    assert m.profile.meta["fused_gpu"]["0"]["kernel"] == "int_conv_step_pack/u8/w32"
-    assert m.profile.meta["fused_gpu"]["3"]["kernel"] == "bin_conv_step_pack/w32"
+    assert dp.fused_gpu == FASHION_RUNS
+    for first, last in dp.fused_gpu:
+        assert len(set(dp.impls[first : last + 1])) == 1 and dp.impls[first] != "cpu"
+        assert dp.layer_s[first:last] == [0.0] * (last - first) and dp.layer_s[last] > 0
+    kernels = {k: e["kernel"] for k, e in m.profile.meta["fused_gpu"].items()}
+    assert kernels == {
+        "0-1": "int_conv_step_pack/u8/w32",
+        "0-2": "int_conv_step_pool_pack/u8/w32",
+        "3-4": "bin_conv_step_pack/w32",
+        "3-5": "bin_conv_step_pool_pack/w32",
+        "7-8": "bin_dense_step_pack/w32",
+    }
     plain = map_network(net, [256, 1024], ModelledProfile(32), n_images=10_000)
     assert plain.dp.fused_gpu == [] and "fused_gpu" not in plain.profile.meta
     assert dp.total_s < plain.dp.total_s
     assert m.algorithm1.fused_gpu == []  # Algorithm 1 stays per layer, as published
     again = Mapping.from_json(m.to_json())
-    assert again.dp.fused_gpu == [0, 3] and not again.agree()
+    assert again.dp.fused_gpu == FASHION_RUNS and not again.agree()
 
 
-@pytest.mark.parametrize("scale, fused", [(100.0, [3]), (0.01, [0, 3])])
-def test_mapper_follows_the_fused_kernels_times(scale, fused):
-    """With times (measured ones, here the model's scaled: pair 0-1's only) the DP follows
-    them: a fused kernel 100x slower is not taken, one 100x faster is (the binary pair 3-4,
-    left as modelled, is taken either way)."""
-    _, m = _fused_mapping(scale)
+@pytest.mark.parametrize(
+    "scales, fused",
+    [
+        ({"0-2": 100.0}, [[0, 1], [3, 5], [7, 8]]),
+        ({"0-1": 100.0, "0-2": 100.0}, [[3, 5], [7, 8]]),
+        ({"3-5": 100.0, "7-8": 100.0}, [[0, 2], [3, 4]]),
+        ({"0-1": 0.01}, [[0, 1], [3, 5], [7, 8]]),
+    ],
+)
+def test_mapper_follows_the_fused_kernels_times(scales, fused):
+    """With times (measured ones, here the model's scaled) the DP follows them: a kernel 100x
+    slower is not taken (the pair instead of the pooled run, or no fusion), one 100x faster is
+    (the pair and a separate pool rather than the pooled run); the others as modelled."""
+    _, m = _fused_mapping(scales)
     assert m.dp.fused_gpu == fused
 
 
 def test_runner_follows_a_fused_choice():
-    """A Choice with fused pairs runs them (emulation, shuffled): other layers golden, the
-    convs' int32 outputs absent."""
+    """A Choice with fused runs runs them (emulation, shuffled): every other layer and each
+    run's last layer golden, the tensors inside a run absent."""
     net, m = _fused_mapping()
     x = random_images(8, 3, net.input_shape)
-    res = run_network(net, x, m.dp, backend=EmulatedGpu("shuffled", 8), batch=2)
+    runner = Runner(net, m.dp, EmulatedGpu("shuffled", 8), batch=2)
+    assert sorted([i, op.last] for i, op in runner.fused.items()) == FASHION_RUNS
+    res = runner.run(x)
     ref = golden.run(net, x)
-    assert m.dp.fused_gpu == [0, 3]
+    inside = {j for first, last in FASHION_RUNS for j in range(first, last)}
     for i in range(len(ref.outputs)):
-        if i in m.dp.fused_gpu:
+        if i in inside:
             assert res.outputs[i] is None, f"layer {i}"
         else:
             assert_same(res.outputs[i], ref.outputs[i], f"layer {i}")
 
 
-def test_malformed_fused_times_are_one_clear_error():
-    from gpu_kernels.mapper import dp_mapping
+def test_the_mapper_table_marks_the_fused_runs():
+    """`sacbench map`'s table: a `fused gpu` column with each run's configuration and time on
+    its last layer and `in N` on the others, the DP's marks there, and a line naming each run's
+    kernel."""
+    from gpu_kernels.mapper_report import format_table
 
     _, m = _fused_mapping()
-    m.profile.meta["fused_gpu"]["0"]["layer_s"]["256"] = [1.0]
-    with pytest.raises(GpuKernelError, match=r"^profile meta fused_gpu, layer 0, batch 256: needs 7 "):
+    text = format_table(m)
+    print(text)
+    rows = {int(line.split()[0]): line for line in text.splitlines() if line[:4].strip().isdigit()}
+    assert "fused gpu [ms]" in text
+    assert rows[0].rstrip().endswith("in 2d") and rows[1].rstrip().endswith("in 2d")
+    assert rows[2].split()[-2:][0] == m.dp.impls[2] and rows[2].rstrip().endswith("d")
+    assert rows[6].rstrip().endswith("-")  # Flatten: not in a run
+    impl = m.dp.impls
+    assert (
+        f"fused gpu: DP runs layers 0-2 as int_conv_step_pool_pack/u8/w32 in {impl[0]}; 3-5 as "
+        f"bin_conv_step_pool_pack/w32 in {impl[3]}; 7-8 as bin_dense_step_pack/w32 in {impl[7]}." in text
+    )
+
+
+def test_saved_pairs_read_as_runs():
+    """A choice or profile saved when only pairs fused (a bare first layer i) reads as the run
+    [i, i + 1]."""
+    from gpu_kernels.mapper import Choice, dp_mapping
+
+    d = _fused_mapping()[1].dp.as_dict()
+    assert Choice.from_dict({**d, "fused_gpu": [0, 3]}).fused_gpu == [[0, 1], [3, 4]]
+    _, m = _fused_mapping()
+    meta = m.profile.meta["fused_gpu"]
+    m.profile.meta["fused_gpu"] = {"0": meta["0-1"], "3": meta["3-4"]}
+    assert dp_mapping(m.profile, 10_000).fused_gpu == [[0, 1], [3, 4]]
+
+
+def test_malformed_fused_times_are_one_clear_error():
+    from gpu_kernels.mapper import dp_mapping, evaluate
+
+    _, m = _fused_mapping()
+    m.profile.meta["fused_gpu"]["0-2"]["layer_s"]["256"] = [1.0]
+    with pytest.raises(GpuKernelError, match=r"^profile meta fused_gpu, layers 0-2, batch 256: needs 7 "):
         dp_mapping(m.profile, 10_000)
-    m.profile.meta["fused_gpu"] = {"9": {}}
-    with pytest.raises(GpuKernelError, match=r"^profile meta fused_gpu: needs \{first layer 0..8: object\}"):
-        dp_mapping(m.profile, 10_000)
+    for key in ("9", "3-3", "2-10", "a-b", "1-2-3"):
+        m.profile.meta["fused_gpu"] = {key: {}}
+        with pytest.raises(
+            GpuKernelError,
+            match=r"^profile meta fused_gpu: needs \{'first-last' \(0 <= first < last <= 9\): object\}",
+        ):
+            dp_mapping(m.profile, 10_000)
+    m.profile.meta["fused_gpu"] = {}
+    with pytest.raises(
+        GpuKernelError, match=r"^layers 3..5 run fused, but the profile holds no times of that kernel"
+    ):
+        evaluate(m.dp.impls, m.profile, 256, 10_000, [[3, 5]])
 
 
 @pytest.mark.parametrize("bias", [7, -7])

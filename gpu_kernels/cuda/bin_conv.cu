@@ -41,7 +41,7 @@ BNN_KERNEL bin_conv3x3(SPLIT_PARAMS, const W* __restrict__ x, const W* __restric
 //                         consecutive channels, read consecutive words)
 //   lo, hi [F]            int32 bounds on the sum WITHOUT the bias: channel f is +1 where
 //                         lo[f] <= sum <= hi[f] (the host folds the bias into the Step's
-//                         bounds: layer_ops.FusedConvStepOp)
+//                         bounds: layer_ops.FusedOp)
 //   out    [N, Ho, Wo, nwo] packed words (nwo = ceil(F / B)), channel f at bit f % B of word
 //                         f / B; padding bits 0
 // Work axes: n = image, p = oy * Wo + ox, f = output word. One output word per warp, as
@@ -51,13 +51,52 @@ BNN_KERNEL bin_conv3x3(SPLIT_PARAMS, const W* __restrict__ x, const W* __restric
 // (9 * nw * F words of W) are first copied into shared memory by the block (every thread a
 // share), then __syncthreads, then read from there; a larger layer reads them from global
 // memory (read-only, cached) instead: every thread of a block takes the same branch.
+//
+// bin_conv_step_pool_pack: the same followed by the 2x2 max pooling (stride 2, floor mode) of
+// the Step's output, in the same kernel: out is [N, Ho/2, Wo/2, nwo] and p a pooled pixel
+// (Wo is then the pooled width). After the Step every value is +-1, packed as bit 1 = +1 and
+// bit 0 = -1 (docs/conventions.md), so the max of four values is +1 exactly where one of them
+// is +1: the OR of their bits (maxpool2x2<W, true> ORs the four packed words). Each lane ORs
+// its channel's four comparisons before the one ballot, which is the OR of the four words
+// the unpooled kernel would have written, and padding bits stay 0 (a lane past the last
+// channel votes 0). The int32 sums and the unpooled words never leave the registers.
 #define BIN_FUSED_WEIGHT_BYTES 32768  // 32 KiB: 9 * nw * F * sizeof(W) at most for the tile
 
+// Channel ch's +-1 dot product at conv pixel (oy, ox) WITHOUT the bias: per in-frame tap,
+// C - 2 * popcount(a ^ w) over the nw words (the last one masked), out-of-frame taps skipped.
 template <typename W>
-BNN_KERNEL bin_conv_step_pack(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
-                              const int* __restrict__ lo, const int* __restrict__ hi,
-                              W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
-    __shared__ W wsh[BIN_FUSED_WEIGHT_BYTES / sizeof(W)];
+__device__ __forceinline__ int bin_conv_channel_sum(const W* __restrict__ x, const W* wsrc, int n,
+                                                    int oy, int ox, int ch, int H, int Wd, int C,
+                                                    int nw, W last, int pad, int F) {
+    int taps = 0, pop = 0;
+    for (int ky = 0; ky < 3; ++ky) {  // the in-frame taps (taps.h's for_each_tap)
+        const int iy = oy + ky - pad;
+        if (iy < 0 || iy >= H) continue;
+        for (int kx = 0; kx < 3; ++kx) {
+            const int ix = ox + kx - pad;
+            if (ix < 0 || ix >= Wd) continue;
+            const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
+            const W* wt = wsrc + (i64)(ky * 3 + kx) * nw * F + ch;
+            // not unrolled: unrolled, ptxas kept the u32 kernel at 40 registers and
+            // spilled 160 bytes; rolled it takes 76 and spills nothing (sm_90)
+#pragma unroll 1
+            for (int j = 0; j < nw - 1; ++j) pop += popcount((W)(a[j] ^ wt[(i64)j * F]));
+            pop += popcount((W)((a[nw - 1] ^ wt[(i64)(nw - 1) * F]) & last));
+            ++taps;
+        }
+    }
+    return taps * C - 2 * pop;
+}
+
+// Both fused binary kernels: the weight tile, then one output word per warp. POOL: each
+// output word is the OR of the 2x2 conv pixels' words (bin_conv_step_pool_pack).
+template <typename W, bool POOL>
+__device__ __forceinline__ void bin_conv_step_body(SPLIT_PARAMS, const W* __restrict__ x,
+                                                   const W* __restrict__ w,
+                                                   const int* __restrict__ lo,
+                                                   const int* __restrict__ hi, W* __restrict__ out,
+                                                   int H, int Wd, int C, int pad, int Wo, int F,
+                                                   W* wsh) {
     const int B = (int)(8 * sizeof(W));
     const int nw = (C + B - 1) / B;
     const W last = last_word_mask<W>(nw, C);
@@ -79,7 +118,7 @@ BNN_KERNEL bin_conv_step_pack(SPLIT_PARAMS, const W* __restrict__ x, const W* __
     const i64 outputs = (i64)nn * np * nf;
     for (i64 o = warp; o < outputs; o += warps) {
         const int f = f0 + (int)(o % nf), p = p0 + (int)(o / nf % np), n = n0 + (int)(o / nf / np);
-        const int oy = p / Wo, ox = p - oy * Wo;
+        const int oy = p / Wo, ox = p - oy * Wo;  // the pooled pixel when POOL
         const int c0 = f * B, nb = imin(B, F - c0);
         W word = 0;
         for (int s = 0; s < nb; s += k) {
@@ -87,27 +126,41 @@ BNN_KERNEL bin_conv_step_pack(SPLIT_PARAMS, const W* __restrict__ x, const W* __
             // that the warp stays converged up to the ballot
             const bool valid = s + lane < nb;
             const int ch = c0 + (valid ? s + lane : nb - 1);
-            int taps = 0, pop = 0;
-            for (int ky = 0; ky < 3; ++ky) {  // the in-frame taps (taps.h's for_each_tap)
-                const int iy = oy + ky - pad;
-                if (iy < 0 || iy >= H) continue;
-                for (int kx = 0; kx < 3; ++kx) {
-                    const int ix = ox + kx - pad;
-                    if (ix < 0 || ix >= Wd) continue;
-                    const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
-                    const W* wt = wsrc + (i64)(ky * 3 + kx) * nw * F + ch;
-                    // not unrolled: unrolled, ptxas kept the u32 kernel at 40 registers and
-                    // spilled 160 bytes; rolled it takes 76 and spills nothing (sm_90)
+            bool on = false;
+            if (POOL) {
+                // +1 where any of the four is +1: the OR of the bits (see above)
 #pragma unroll 1
-                    for (int j = 0; j < nw - 1; ++j) pop += popcount((W)(a[j] ^ wt[(i64)j * F]));
-                    pop += popcount((W)((a[nw - 1] ^ wt[(i64)(nw - 1) * F]) & last));
-                    ++taps;
+                for (int q = 0; q < 4; ++q) {
+                    const int acc = bin_conv_channel_sum<W>(x, wsrc, n, 2 * oy + (q >> 1), 2 * ox + (q & 1),
+                                                            ch, H, Wd, C, nw, last, pad, F);
+                    on |= (lo[ch] <= acc) & (acc <= hi[ch]);  // &, |: no branch before the ballot
                 }
+            } else {
+                const int acc = bin_conv_channel_sum<W>(x, wsrc, n, oy, ox, ch, H, Wd, C, nw, last, pad, F);
+                on = lo[ch] <= acc && acc <= hi[ch];
             }
-            const int acc = taps * C - 2 * pop;
-            const bool on = valid && lo[ch] <= acc && acc <= hi[ch];
-            word |= (W)__ballot_sync(mask, on) << s;
+            word |= (W)__ballot_sync(mask, valid && on) << s;
         }
         if (lane == 0) out[((i64)n * p_total + p) * f_total + f] = word;
     }
+}
+
+template <typename W>
+BNN_KERNEL bin_conv_step_pack(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
+                              const int* __restrict__ lo, const int* __restrict__ hi,
+                              W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
+    __shared__ W wsh[BIN_FUSED_WEIGHT_BYTES / sizeof(W)];
+    bin_conv_step_body<W, false>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, w, lo, hi,
+                                 out, H, Wd, C, pad, Wo, F, wsh);
+}
+
+// Wo: the POOLED width (p = py * Wo + px); the conv's output is (2 Ho + Ho % 2) x (2 Wo + ...),
+// its odd last row and column dropped by the pooling (floor mode), so never computed.
+template <typename W>
+BNN_KERNEL bin_conv_step_pool_pack(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
+                                   const int* __restrict__ lo, const int* __restrict__ hi,
+                                   W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
+    __shared__ W wsh[BIN_FUSED_WEIGHT_BYTES / sizeof(W)];
+    bin_conv_step_body<W, true>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, w, lo, hi,
+                                out, H, Wd, C, pad, Wo, F, wsh);
 }

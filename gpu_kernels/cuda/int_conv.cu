@@ -37,7 +37,7 @@ BNN_KERNEL int_conv3x3(SPLIT_PARAMS, const T* __restrict__ x, const i8* __restri
 //                         (tap * C + c) * nc + f / 32 is 1 where weight (f, c, tap) is +1
 //   lo, hi [F]            int32 bounds on the sum WITHOUT the bias: channel f is +1 where
 //                         lo[f] <= sum <= hi[f] (the host folds the bias into the Step's
-//                         bounds: layer_ops.FusedConvStepOp)
+//                         bounds: layer_ops.FusedOp)
 //   out    [N, Ho, Wo, nw] packed words, channel f at bit f % B of word f / B; padding bits 0
 // Work axes: n = image, p = oy * Wo + ox, f = output word. One output word per warp, as
 // step_pack_warp: lane b computes channel c0 + s + b's sum and __ballot_sync packs the warp's
@@ -45,21 +45,66 @@ BNN_KERNEL int_conv3x3(SPLIT_PARAMS, const T* __restrict__ x, const i8* __restri
 // last warp). The block first copies the weight bits into shared memory (every thread a
 // share), then __syncthreads, then reads them from there for every output; the host refuses
 // a layer whose bits exceed FUSED_WEIGHT_WORDS (a kernel given one writes nothing).
+//
+// int_conv_step_pool_pack: the same followed by the 2x2 max pooling (stride 2, floor mode) of
+// the Step's +-1 output: out is [N, Ho/2, Wo/2, nw], p a pooled pixel and Wo the pooled width.
+// Bit 1 = +1 (docs/conventions.md), so the max of four +-1 values is the OR of their bits: each
+// lane ORs its channel's four comparisons before the one ballot (bin_conv.cu says more).
 #define FUSED_WEIGHT_WORDS 4096  // 16 KiB: 9 * C * ceil(F / 32) words at most
 
-template <typename T, typename W>
-BNN_KERNEL int_conv_step_pack(SPLIT_PARAMS, const T* __restrict__ x, const u32* __restrict__ wbits,
-                              const int* __restrict__ lo, const int* __restrict__ hi,
-                              W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
-    __shared__ u32 wsh[FUSED_WEIGHT_WORDS];
+// Channel ch's sum at conv pixel (oy, ox) WITHOUT the bias, its weight bits from wsh.
+template <typename T>
+__device__ __forceinline__ int int_conv_channel_sum(const T* __restrict__ x, const u32* wsh, int n,
+                                                    int oy, int ox, int ch, int H, int Wd, int C,
+                                                    int pad, int nc) {
+    const u32* wcol = wsh + (ch >> 5);
+    const int bit = ch & 31;
+    int acc = 0;
+    for (int ky = 0; ky < 3; ++ky) {  // the in-frame taps (taps.h's for_each_tap)
+        const int iy = oy + ky - pad;
+        if (iy < 0 || iy >= H) continue;
+        for (int kx = 0; kx < 3; ++kx) {
+            const int ix = ox + kx - pad;
+            if (ix < 0 || ix >= Wd) continue;
+            const T* a = x + (((i64)n * H + iy) * Wd + ix) * C;
+            const u32* wt = wcol + (ky * 3 + kx) * C * nc;
+            for (int c = 0; c < C; ++c) {
+                // m = 0 for a +1 weight, -1 for a -1 weight: (v ^ m) - m = +-v
+                const int v = (int)a[c], m = (int)((wt[c * nc] >> bit) & 1u) - 1;
+                acc += (v ^ m) - m;
+            }
+        }
+    }
+    return acc;
+}
+
+// Both fused integer kernels: the weight tile, then one output word per warp. POOL: each
+// output word is the OR of the 2x2 conv pixels' words (int_conv_step_pool_pack).
+template <typename T, typename W, bool POOL>
+__device__ __forceinline__ void int_conv_step_body(SPLIT_PARAMS, const T* __restrict__ x,
+                                                   const u32* __restrict__ wbits,
+                                                   const int* __restrict__ lo,
+                                                   const int* __restrict__ hi, W* __restrict__ out,
+                                                   int H, int Wd, int C, int pad, int Wo, int F,
+                                                   u32* wsh) {
     const int B = (int)(8 * sizeof(W));
     const int nc = (F + 31) / 32, nwords = 9 * C * nc;
     if (nwords > FUSED_WEIGHT_WORDS) return;  // every thread alike: no barrier is split
     const int threads = block_threads(), t = block_thread();
     for (int i = t; i < nwords; i += threads) wsh[i] = wbits[i];
     __syncthreads();
-    FOR_EACH_WARP_OUTPUT([&](int n, int p, int f, int lane, int k, unsigned mask) {
-        const int oy = p / Wo, ox = p - oy * Wo;
+    // common.cuh's for_each_warp_output written out: through its lambda ptxas held the pooled
+    // kernel at 40 registers and spilled 112 bytes (sm_90); written out it spills nothing
+    const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
+    const int k = imin(32, threads - warp * 32);
+    const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;
+    const int n0 = (int)blockIdx.x * n_chunk, nn = imin(n_total, n0 + n_chunk) - n0;
+    const int p0 = (int)blockIdx.y * p_chunk, np = imin(p_total, p0 + p_chunk) - p0;
+    const int f0 = (int)blockIdx.z * f_chunk, nf = imin(f_total, f0 + f_chunk) - f0;
+    const i64 outputs = (i64)nn * np * nf;
+    for (i64 o = warp; o < outputs; o += warps) {
+        const int f = f0 + (int)(o % nf), p = p0 + (int)(o / nf % np), n = n0 + (int)(o / nf / np);
+        const int oy = p / Wo, ox = p - oy * Wo;  // the pooled pixel when POOL
         const int c0 = f * B, nb = imin(B, F - c0);
         W word = 0;
         for (int s = 0; s < nb; s += k) {
@@ -67,27 +112,43 @@ BNN_KERNEL int_conv_step_pack(SPLIT_PARAMS, const T* __restrict__ x, const u32* 
             // that the warp stays converged up to the ballot
             const bool valid = s + lane < nb;
             const int ch = c0 + (valid ? s + lane : nb - 1);
-            const u32* wcol = wsh + (ch >> 5);
-            const int bit = ch & 31;
-            int acc = 0;
-            for (int ky = 0; ky < 3; ++ky) {  // the in-frame taps (taps.h's for_each_tap)
-                const int iy = oy + ky - pad;
-                if (iy < 0 || iy >= H) continue;
-                for (int kx = 0; kx < 3; ++kx) {
-                    const int ix = ox + kx - pad;
-                    if (ix < 0 || ix >= Wd) continue;
-                    const T* a = x + (((i64)n * H + iy) * Wd + ix) * C;
-                    const u32* wt = wcol + (ky * 3 + kx) * C * nc;
-                    for (int c = 0; c < C; ++c) {
-                        // m = 0 for a +1 weight, -1 for a -1 weight: (v ^ m) - m = +-v
-                        const int v = (int)a[c], m = (int)((wt[c * nc] >> bit) & 1u) - 1;
-                        acc += (v ^ m) - m;
-                    }
+            bool on = false;
+            if (POOL) {
+#pragma unroll 1
+                for (int q = 0; q < 4; ++q) {  // +1 where any of the four is +1: the OR
+                    const int acc = int_conv_channel_sum<T>(x, wsh, n, 2 * oy + (q >> 1), 2 * ox + (q & 1),
+                                                            ch, H, Wd, C, pad, nc);
+                    on |= (lo[ch] <= acc) & (acc <= hi[ch]);  // &, |: no branch before the ballot
                 }
+            } else {
+                const int acc = int_conv_channel_sum<T>(x, wsh, n, oy, ox, ch, H, Wd, C, pad, nc);
+                on = lo[ch] <= acc && acc <= hi[ch];
             }
-            const bool on = valid && lo[ch] <= acc && acc <= hi[ch];
-            word |= (W)__ballot_sync(mask, on) << s;
+            word |= (W)__ballot_sync(mask, valid && on) << s;
         }
         if (lane == 0) out[((i64)n * p_total + p) * f_total + f] = word;
-    });
+    }
+}
+
+template <typename T, typename W>
+BNN_KERNEL int_conv_step_pack(SPLIT_PARAMS, const T* __restrict__ x, const u32* __restrict__ wbits,
+                              const int* __restrict__ lo, const int* __restrict__ hi,
+                              W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
+    __shared__ u32 wsh[FUSED_WEIGHT_WORDS];
+    int_conv_step_body<T, W, false>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, wbits, lo,
+                                    hi, out, H, Wd, C, pad, Wo, F, wsh);
+}
+
+// Wo: the POOLED width; the conv's odd last row and column (dropped by the pooling's floor
+// mode) are never computed. Its launch bound names one resident block per SM: with the bound
+// alone ptxas aimed at two blocks of 768 threads (40 registers) and spilled 36-116 bytes
+// (sm_90); told one, it takes 70 and spills nothing (the blocks of 768 it must allow still
+// launch, tests/test_gpu_nvcc.py).
+template <typename T, typename W>
+__global__ void __launch_bounds__(KERNEL_MAX_THREADS, 1) int_conv_step_pool_pack(SPLIT_PARAMS, const T* __restrict__ x, const u32* __restrict__ wbits,
+                                   const int* __restrict__ lo, const int* __restrict__ hi,
+                                   W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
+    __shared__ u32 wsh[FUSED_WEIGHT_WORDS];
+    int_conv_step_body<T, W, true>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, wbits, lo,
+                                   hi, out, H, Wd, C, pad, Wo, F, wsh);
 }

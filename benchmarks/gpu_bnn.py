@@ -20,8 +20,16 @@ Targets on an H200 for 10,000 images: Fashion-MNIST shape under 20 ms, CIFAR-10 
     python benchmarks/gpu_bnn.py --backend cupy --out results/
     python benchmarks/gpu_bnn.py --backend cupy --shapes fashion --data fashion --out results/
     python benchmarks/gpu_bnn.py --backend cupy --step-kernel warp --out results-warp/
+    python benchmarks/gpu_bnn.py --backend cupy --fused --out results/
     python benchmarks/gpu_bnn.py --backend emulation --images 8 --fashion-exp 1 2 --shapes fashion \\
         --out /tmp/x
+
+With --fused the profile also times every fused kernel (each run of layers one kernel can
+compute: conv + Step, conv + Step + MaxPool2d, BinDense + Step) in every configuration, after a
+check that the network with every run fused equals the golden model (a failure is recorded and
+the shape goes on unfused); the DP may then run layers fused ("dp"), a "dp-unfused" run maps
+the same profile without them, and `fused_kernels` in the JSON compares each fused kernel's time
+with its layers' separate kernels at every batch size.
 
 Exit status: 0 every run equal to the golden model, 1 a run differs, 2 bad arguments or data,
 3 the backend cannot run here, 130 interrupted (SIGINT, e.g. `timeout -s INT`; JSON written).
@@ -42,10 +50,10 @@ from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
 from gpu_kernels.layer_ops import STEP_KERNELS
-from gpu_kernels.mapper import batch_range, evaluate, map_network
+from gpu_kernels.mapper import batch_range, dp_mapping, evaluate, fused_gpu_entries, map_network
 from gpu_kernels.mapper_report import format_table, write_heatmap
 from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, NO_READING, energy_per_call, gpu_energy_j
-from gpu_kernels.profiling import MeasuredProfile
+from gpu_kernels.profiling import MeasuredProfile, Profile
 from gpu_kernels.runner import Runner
 from models import golden
 from models.datasets import DatasetError, load_for_network
@@ -59,6 +67,7 @@ NET_SEED, DATA_SEED = 2024, 7
 PRIORITY = (
     "dp",
     "all-XYZ",
+    "dp-unfused",  # --fused: the DP mapping of the same profile without the fused kernels
     "algorithm1",
     "all-X",
     "all-XY",
@@ -82,6 +91,75 @@ def best_uniform_batch(impls, prof, n_images):
         if best is None or t < best[1]:
             best = (b, t)
     return best
+
+
+def fused_kernel_times(prof) -> dict:
+    """{"first-last": {"kernel", "layers", "batch": {b: ...}}}: each fused kernel the profile
+    timed (meta["fused_gpu"]) against its layers' separate kernels, kernel times alone: the
+    fastest configuration of the fused kernel (`fused_s`, `fused_config`), the sum of each
+    layer's fastest configuration (`unfused_s`), the layers' sum in the fused kernel's
+    configuration (`unfused_same_config_s`), and unfused_s / fused_s (`speedup`)."""
+    out = {}
+    for (first, last), entry in sorted(fused_gpu_entries(prof).items()):
+        rows = {}
+        for b in prof.batch_sizes:
+            row = (entry.get("layer_s") or {}).get(str(b))
+            if row is None:
+                continue
+            fused = [(t, m) for t, m in zip(row, prof.impls, strict=True) if t is not None and m != CPU]
+            layers = [
+                [t for t, m in zip(prof.layer_s[b][i], prof.impls, strict=True) if t is not None and m != CPU]
+                for i in range(first, last + 1)
+            ]
+            if not fused or not all(layers):
+                continue
+            best_t, best_m = min(fused)
+            unfused = sum(min(ts) for ts in layers)
+            j = prof.impls.index(best_m)
+            same = [prof.layer_s[b][i][j] for i in range(first, last + 1)]
+            rows[str(b)] = {
+                "fused_s": best_t,
+                "fused_config": best_m,
+                "unfused_s": unfused,
+                "unfused_same_config_s": None if None in same else sum(same),
+                "speedup": unfused / best_t if best_t > 0 else None,
+            }
+        out[f"{first}-{last}"] = {
+            "kernel": entry.get("kernel"),
+            "layers": prof.layers[first : last + 1],
+            "batch": rows,
+        }
+    return out
+
+
+def fused_lines(times: dict, time_of: str) -> list[str]:
+    """The fused kernels against their layers' kernels, one line per kernel and batch size."""
+    lines = [f"fused kernels against their layers' separate kernels ({time_of}; kernel times):"]
+    for key, e in times.items():
+        for b, r in e["batch"].items():
+            lines.append(
+                f"  layers {key:>5} {e['kernel']:<34} batch {b:>5}: fused {1e3 * r['fused_s']:9.3f} ms "
+                f"({r['fused_config']}), separate {1e3 * r['unfused_s']:9.3f} ms"
+                + (f", {r['speedup']:.2f}x" if r["speedup"] else "")
+            )
+    return lines
+
+
+def fused_self_check(net, x, args) -> str | None:
+    """None when the network with every run of layers fused (all layers X) equals the golden
+    model on `x`; else why not, in one line (the shape then goes on unfused)."""
+    try:
+        ref = golden.run(net, x)
+        res = Runner(net, "X", backend=args.backend, word_bits=args.word_bits, fuse="auto").run(x)
+    except Exception as exc:  # whatever the backend raises: recorded, the benchmark goes on
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    bad = [i for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)) if not _same(a, b)]
+    return f"layers {bad} differ from the golden model" if bad else None
+
+
+def _same(out, ref) -> bool:
+    """A layer's output equals golden; a tensor inside a fused kernel (None) is not compared."""
+    return out is None or (out.dtype == ref.dtype and np.array_equal(out, ref))
 
 
 def shape_name(spec: str) -> str:
@@ -141,6 +219,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         "data": data_source,
         "word_bits": args.word_bits,
         "step_kernel": args.step_kernel,
+        "fused": args.fused,
         "budget_s": round(budget_end - t_start, 1),
         "target_s": TARGET_S.get(name),
         "status": "profiling",
@@ -154,6 +233,13 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         print(f"CPU implementation unavailable ({exc}); mapping GPU configurations only")
         impls = list(CONFIGS)
     profile_deadline = t_start + args.profile_share * (budget_end - t_start)
+    fused = args.fused
+    if fused:
+        why = fused_self_check(net, x[: min(args.check, n_images)], args)
+        if why is not None:
+            print(f"{name}: the fused kernels are left out: {why}", flush=True)
+            summary["fused_error"] = why
+            fused = False
     src = MeasuredProfile(
         backend=args.backend,
         word_bits=args.word_bits,
@@ -164,6 +250,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         launches=args.launches,
         deadline=profile_deadline,
         step_kernel=args.step_kernel,
+        fused=fused,
     )
     mapping = map_network(net, batch_range(*exps), src, n_images=n_images)
     profile_s = time.perf_counter() - t_start
@@ -173,6 +260,9 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
     write_text_atomic(out_dir / f"mapping_{name}.txt", table + "\n")
     write_heatmap(mapping, out_dir / f"heatmap_{name}.png")
     prof = mapping.profile
+    if fused:
+        summary["fused_kernels"] = fused_kernel_times(prof)
+        print("\n".join(fused_lines(summary["fused_kernels"], prof.source)), flush=True)
     left_out = prof.meta.get("batch_sizes_left_out", [])
     if left_out:
         print(f"{name}: profile budget used up: batch sizes {left_out} left out", flush=True)
@@ -194,15 +284,21 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
     plans = {f"all-{c}": [c] * L for c in CONFIGS if c in impls}
     if CPU in impls:
         plans["cpu-only"] = [CPU] * L
+    choices = {ch.algorithm: ch for ch in (mapping.dp, mapping.algorithm1)}
+    if fused:  # the same profile mapped without the fused kernels
+        plain = Profile.from_json(prof.to_json())
+        plain.meta = {k: v for k, v in plain.meta.items() if k != "fused_gpu"}
+        choices["dp-unfused"] = dp_mapping(plain, n_images)
     candidates = {
-        ch.algorithm: {
+        name_: {
             "impls": ch.impls,
             "batch": ch.batch,
+            "fused_gpu": ch.fused_gpu,
             "predicted_s": ch.total_s,
             "predicted_gpu_kernel_s": ch.gpu_kernel_s,
             "predicted_gpu_host_s": ch.gpu_host_s,
         }
-        for ch in (mapping.dp, mapping.algorithm1)
+        for name_, ch in choices.items()
     }
     for plan_name, m in plans.items():
         best = best_uniform_batch(m, prof, n_images)
@@ -239,11 +335,12 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
             word_bits=args.word_bits,
             batch=run["batch"],
             step_kernel=args.step_kernel,
+            fuse=run.get("fused_gpu") or None,
         )
         check = runner.run(x[:n_check])  # exactness, and the warm-up
-        exact = all(
-            np.array_equal(a, b) for a, b in zip(check.outputs, ref.outputs, strict=True)
-        ) and np.array_equal(check.predictions, ref.predictions)
+        exact = all(_same(a, b) for a, b in zip(check.outputs, ref.outputs, strict=True)) and np.array_equal(
+            check.predictions, ref.predictions
+        )
         runner.run(x[: run["batch"]], keep_outputs=False)  # warm-up at full batch size
         res = runner.run(x, keep_outputs=False)
         # energy over repeats of the same run: NVML's counter moves in steps (nvml_energy.py)
@@ -302,6 +399,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         best_run=best["name"] if best else None,
         best_wall_s=best["wall_s"] if best else None,
         dp_vs_all_xyz=(walls["all-XYZ"] / walls["dp"]) if {"dp", "all-XYZ"} <= set(walls) else None,
+        dp_unfused_vs_dp=(walls["dp-unfused"] / walls["dp"]) if {"dp", "dp-unfused"} <= set(walls) else None,
         target_met=verdict,
         seconds=round(time.perf_counter() - t_start, 2),
     )
@@ -319,6 +417,11 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
             + (
                 f"; dp vs all-XYZ: all-XYZ takes {summary['dp_vs_all_xyz']:.2f}x the DP mapping's time"
                 if summary["dp_vs_all_xyz"]
+                else ""
+            )
+            + (
+                f"; fused: dp-unfused takes {summary['dp_unfused_vs_dp']:.2f}x the fused DP mapping's time"
+                if summary["dp_unfused_vs_dp"]
                 else ""
             ),
             flush=True,
@@ -373,6 +476,12 @@ def main(argv=None) -> int:
         choices=tuple(STEP_KERNELS),
         help="the Step layers' kernel: step_pack (a thread per word) or step_pack_warp (a warp per "
         "word, __ballot_sync)",
+    )
+    ap.add_argument(
+        "--fused",
+        action="store_true",
+        help="also profile the fused kernels (conv + Step (+ MaxPool2d), BinDense + Step), let the DP "
+        "run them, and run the DP mapping without them (dp-unfused) for comparison",
     )
     ap.add_argument("--fashion-exp", type=int, nargs=2, default=(6, 12), metavar=("BL", "BU"))
     ap.add_argument("--cifar10-exp", type=int, nargs=2, default=(6, 10), metavar=("BL", "BU"))

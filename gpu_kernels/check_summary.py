@@ -1,6 +1,7 @@
 """Last step of scripts/gpu_check.sh: gather what the phases left in OUT into OUT/gpu_check.json
 and print the headline numbers (exactness, both shapes' best time against their targets, the
-DP mapping against all-XYZ, each phase's time against its budget).
+DP mapping against all-XYZ and against itself without the fused kernels, each fused kernel
+against its layers' kernels, each phase's time against its budget).
 
     python -m gpu_kernels.check_summary OUT --exit-code N --total-s 470
 
@@ -110,11 +111,30 @@ def benchmark(out: Path, shape: str) -> dict:
         "dp_vs_all_xyz": d.get("dp_vs_all_xyz"),
         "dp_mapping": runs.get("dp", {}).get("impls"),
         "dp_batch": runs.get("dp", {}).get("batch"),
+        "dp_fused_gpu": runs.get("dp", {}).get("fused_gpu"),
+        "dp_unfused_wall_s": wall("dp-unfused"),
+        "dp_unfused_vs_dp": d.get("dp_unfused_vs_dp"),
+        "fused_error": d.get("fused_error"),
+        "fused_kernels": fused_kernels(d.get("fused_kernels"), runs.get("dp", {}).get("batch")),
         "all_exact": d.get("all_exact"),
         "batch_sizes": d.get("batch_sizes"),
         "batch_sizes_left_out": d.get("batch_sizes_left_out"),
         "skipped_runs": {n: r["skipped"] for n, r in runs.items() if "skipped" in r},
     }
+
+
+def fused_kernels(times: dict | None, batch) -> dict | None:
+    """Each fused kernel against its layers' separate kernels at the DP run's batch size (else
+    the largest one timed): kernel, batch, fused_s, fused_config, unfused_s, speedup."""
+    if not times:
+        return None
+    out = {}
+    for key, e in times.items():
+        rows = e.get("batch") or {}
+        b = str(batch) if str(batch) in rows else max(rows, key=int, default=None)
+        if b is not None:
+            out[key] = {"kernel": e.get("kernel"), "batch": int(b), **rows[b]}
+    return out
 
 
 def _ms(s) -> str:
@@ -156,6 +176,19 @@ def headline(summary: dict) -> list[str]:
             + (f" ({b['dp_vs_all_xyz']:.2f}x)" if b.get("dp_vs_all_xyz") else "")
             + f"; all exact: {b.get('all_exact')}"
         )
+        if b.get("fused_error"):
+            lines.append(f"{shape} fused kernels left out: {b['fused_error']}")
+        elif b.get("fused_kernels"):
+            lines.append(
+                f"{shape} fused: dp {_ms(b.get('dp_wall_s'))} (runs {b.get('dp_fused_gpu')}) vs dp-unfused "
+                f"{_ms(b.get('dp_unfused_wall_s'))}"
+                + (f" ({b['dp_unfused_vs_dp']:.2f}x)" if b.get("dp_unfused_vs_dp") else "")
+                + "; kernels (separate / fused): "
+                + ", ".join(
+                    f"{k} {v['kernel']} {v['speedup']:.2f}x" if v.get("speedup") else f"{k} {v['kernel']} n/a"
+                    for k, v in b["fused_kernels"].items()
+                )
+            )
     lines.append(
         "phases: "
         + ", ".join(

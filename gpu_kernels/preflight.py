@@ -236,6 +236,7 @@ def smoke(gpu, report: dict) -> None:
                         f"differs from the golden model in {bad} values",
                     )
             checked.append(label)
+    fused = fused_smoke(gpu, net, x, ref, Runner)
     runner = Runner(net, "X", backend=gpu)
     op = runner.ops[3]
     xd = gpu.upload(runner.ops[2].fout.from_golden(ref.outputs[2]))
@@ -248,20 +249,52 @@ def smoke(gpu, report: dict) -> None:
         ) from None
     report["smoke"] = {
         "checks": checked,
+        "fused_checks": fused["checks"],
+        "fused_problems": fused["problems"],
         "seconds": round(time.perf_counter() - t0, 3),
         "timed_kernel": f"layer 3 ({op.layer.describe()}), 3 images, X",
         "kernel_us": round(kernel_s * 1e6, 2),
         "host_issue_us": round(host_s * 1e6, 2),
         "timing_note": getattr(gpu, "timing_note", None),
     }
+    for problem in fused["problems"]:  # the benchmark then goes on without the fused kernels
+        report.setdefault("warnings", []).append(problem)
+        say(f"warning: {problem}")
     if report["smoke"]["timing_note"]:
         report.setdefault("warnings", []).append(report["smoke"]["timing_note"])
         say(f"warning: {report['smoke']['timing_note']}")
     say(
-        f"smoke test: {len(checked)} runs equal to the golden model; one BinConv2d launch "
+        f"smoke test: {len(checked)} runs equal to the golden model ({len(fused['checks'])} of 4 "
+        f"more with the fused kernels); one BinConv2d launch "
         f"{kernel_s * 1e6:.1f} us on the GPU, {host_s * 1e6:.1f} us to issue "
         f"({report['smoke']['seconds']:.1f} s)"
     )
+
+
+def fused_smoke(gpu, net, x, ref, runner_cls) -> dict:
+    """The smoke network with every run of layers fused (conv + Step + MaxPool2d, BinDense +
+    Step), configurations X and XY, both word sizes: {"checks": labels equal to golden,
+    "problems": one line each for the others}. A problem is a warning, not a stop: the fused
+    kernels are new, the rest of the check does not depend on them."""
+    checks, problems = [], []
+    for bits in (32, 64):
+        for config in ("X", "XY"):
+            label = f"fashion shape, all layers {config}, every run fused, {bits}-bit words"
+            try:
+                res = runner_cls(net, config, backend=gpu, word_bits=bits, batch=2, fuse="auto").run(x)
+            except Exception as exc:  # a launch failure, whatever CuPy raises
+                problems.append(f"smoke test ({label}) failed to run: {type(exc).__name__}: {exc}"[:400])
+                continue
+            bad = [
+                i
+                for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True))
+                if a is not None and (a.shape != b.shape or not np.array_equal(a, b))
+            ]
+            if bad:
+                problems.append(f"smoke test ({label}): layers {bad} differ from the golden model")
+            else:
+                checks.append(label)
+    return {"checks": checks, "problems": problems}
 
 
 def cupy_config(out: Path | None) -> None:

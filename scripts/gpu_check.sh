@@ -8,10 +8,13 @@
 #                   compiled once, every kernel's registers / local memory / largest block, a
 #                   smoke test; stops everything at the first systematic problem
 #   2. exactness    tests/test_gpu_cupy.py (every layer type x seven configurations x word
-#                   sizes x channels x padding x batch, whole networks) against the golden
-#                   model; stops after GPU_CHECK_MAXFAIL failures
-#   3. fashion      benchmarks/gpu_bnn.py, Fashion-MNIST shape, 10,000 images, own budget
-#   4. cifar10      benchmarks/gpu_bnn.py, CIFAR-10 shape, 10,000 images, own budget
+#                   sizes x channels x padding x batch, every fused kernel on its layer's
+#                   cases, whole networks, also fused) against the golden model; stops after
+#                   GPU_CHECK_MAXFAIL failures
+#   3. fashion      benchmarks/gpu_bnn.py --fused, Fashion-MNIST shape, 10,000 images, own
+#                   budget: the fused kernels timed against their layers' kernels, the DP
+#                   mapping with and without them
+#   4. cifar10      the same for the CIFAR-10 shape
 #   5. summary      OUT/gpu_check.json and the headline numbers
 #
 #   scripts/gpu_check.sh OUT        (or: make gpu-check OUT=dir)
@@ -157,7 +160,7 @@ for shape in fashion cifar10; do
   else limit=${GPU_CHECK_CIFAR10_S:-150}; exp=("${CIFAR10_EXP[@]}"); fi
   limit=$(phase_limit "$limit")
   run_phase "$shape" "$limit" "$out/gpu_bnn_$shape.txt" \
-    "$PY" benchmarks/gpu_bnn.py --backend cupy --shapes "$shape" --images "$IMAGES" \
+    "$PY" benchmarks/gpu_bnn.py --backend cupy --fused --shapes "$shape" --images "$IMAGES" \
     "--$shape-exp" "${exp[@]}" --budget-s "$(( limit > 20 ? limit - 10 : limit / 2 ))" --out "$out" \
     ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}
   note $?

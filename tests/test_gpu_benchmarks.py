@@ -137,3 +137,57 @@ def test_cpu_benchmark_smoke(tmp_path):
     assert "PyTorch float32 scores vs golden on 20 images: equal" in out.stdout
     res = json.loads((tmp_path / "b.json").read_text())
     assert res["exact_vs_golden"] and res["ratio"] > 0
+
+
+def _gpu_bnn_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_bnn_bench", REPO / "benchmarks" / "gpu_bnn.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_fused_kernels_are_compared_with_their_layers():
+    """--fused's `fused_kernels`: per fused kernel and batch size, its fastest configuration
+    against the sum of its layers' fastest ones (kernel times; here the modelled profile's)."""
+    from gpu_kernels.configs import CONFIGS
+    from gpu_kernels.gpu_model import ModelledProfile
+    from models.random_networks import fashion_bnn
+
+    bench_mod = _gpu_bnn_module()
+    prof = ModelledProfile(32, fused=True).profile(fashion_bnn(0), [256])
+    times = bench_mod.fused_kernel_times(prof)
+    assert set(times) == {"0-1", "0-2", "3-4", "3-5", "7-8"}
+    r = times["3-5"]["batch"]["256"]
+    row = prof.meta["fused_gpu"]["3-5"]["layer_s"]["256"]
+    assert (r["fused_s"], r["fused_config"]) == min(zip(row, CONFIGS, strict=True))
+    assert r["unfused_s"] == pytest.approx(sum(min(prof.layer_s[256][i]) for i in (3, 4, 5)))
+    assert r["speedup"] == pytest.approx(r["unfused_s"] / r["fused_s"])
+    assert times["7-8"]["kernel"] == "bin_dense_step_pack/w32"
+    assert "layers   3-5 bin_conv_step_pool_pack/w32" in "\n".join(bench_mod.fused_lines(times, "modelled"))
+
+
+def test_a_failing_fused_check_is_one_line_and_the_shape_goes_on(monkeypatch):
+    """The benchmark's check of the network with every run fused: an exception (what a GPU
+    could raise) becomes one line, which bench_shape records as fused_error before profiling
+    without the fused kernels."""
+    import argparse
+
+    from models.random_networks import fashion_bnn, random_images
+
+    bench_mod = _gpu_bnn_module()
+    net = fashion_bnn(1)
+    x = random_images(2, 2, net.input_shape)
+    args = argparse.Namespace(backend="emulation", word_bits=32)
+    assert bench_mod.fused_self_check(net, x, args) is None  # exact in the emulation
+
+    class Broken:
+        def __init__(self, *a, **k):
+            raise RuntimeError("cudaErrorIllegalAddress: an illegal memory access\nmore")
+
+    monkeypatch.setattr(bench_mod, "Runner", Broken)
+    assert (
+        bench_mod.fused_self_check(net, x, args)
+        == "RuntimeError: cudaErrorIllegalAddress: an illegal memory access"
+    )

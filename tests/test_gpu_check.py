@@ -129,7 +129,8 @@ TRIAL = {
     "GPU_CHECK_BENCH_ARGS": "--repeats 1 --warmup 0 --launches 1 --check 2 --max-run-s 0.3",
     "GPU_CHECK_PYTEST_K": (
         "cupy-dense or cupy-flatten or padding_bits "
-        "or test_fashion_network_on_gpu and X-32 or honour or largest or separates"
+        "or test_fashion_network_on_gpu and X-32 or honour or largest or separates "
+        "or every_run_fused_on_gpu and fashion_bnn-X-32"
     ),
 }
 
@@ -177,7 +178,15 @@ def test_whole_check_through_the_fake_gpu(tmp_path):
         assert b["all_exact"] and b["best_wall_s"] > 0 and b["dp_wall_s"] > 0, (shape, b)
         assert b["target_met"] is None  # 4 images: no verdict on the target
     fashion = load(out, "gpu_bnn_fashion.json")
-    assert [r["name"] for r in fashion["runs"]][:2] == ["dp", "all-XYZ"]
+    assert [r["name"] for r in fashion["runs"]][:3] == ["dp", "all-XYZ", "dp-unfused"]
+    # the benchmark ran with the fused kernels: each timed against its layers' kernels
+    assert fashion["fused"] and "fused_error" not in fashion
+    assert set(fashion["fused_kernels"]) == {"0-1", "0-2", "3-4", "3-5", "7-8"}
+    for shape in ("fashion", "cifar10"):
+        b = summary["benchmarks"][shape]
+        assert b["fused_kernels"] and b["dp_unfused_wall_s"] is not None, (shape, b)
+    assert "[gpu_check] fashion fused: dp" in text
+    assert len(pre["smoke"]["fused_checks"]) == 4 and pre["smoke"]["fused_problems"] == []
     assert any(r.get("gpu_kernel_s", 0) > 0 and r["gpu_host_s"] > 0 for r in fashion["runs"])
     assert "[gpu_check] fashion (4 images): best" in text and "[gpu_check] cifar10 (4 images)" in text
     refused = (tmp_path / "refused.txt").read_text().split() if (tmp_path / "refused.txt").exists() else []

@@ -1,8 +1,10 @@
 """The kernels on a real GPU through CuPy (RawModule): whole networks, the emulation's launch
 plans, the compiled kernels' limits and the launch timing, and the exactness matrix of
 tests/test_gpu_kernels.py imported with its `backend` fixture fixed to cupy, so that this file
-alone (what scripts/gpu_check.sh runs) checks the matrix on the GPU too; where both files are
-collected, tests/conftest.py runs each of those cases once, in tests/test_gpu_kernels.py.
+alone (what scripts/gpu_check.sh runs) checks the matrix on the GPU too, and every fused
+kernel on its cases (gpu_kernels.layer_cases.check_fused_case) and in whole networks; where
+both files are collected, tests/conftest.py runs each of those cases once, in
+tests/test_gpu_kernels.py.
 Marked `gpu`; skipped where CuPy or a CUDA device is missing (run by scripts/gpu_check.sh on a
 GPU machine, whose Python has numpy, CuPy and pytest only: tests that also need the g++ builds
 skip when those cannot be built there)."""
@@ -13,11 +15,21 @@ import pytest
 from gpu_kernels import CONFIGS, BuildError, Runner, cuda_available, run_network
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.launch import DEFAULT_THREADS, KERNEL_MAX_THREADS
-from gpu_kernels.layer_cases import case_seed, make_case
+from gpu_kernels.layer_cases import (
+    FUSED_FAMILIES,
+    FUSED_THREADS,
+    case_seed,
+    check_fused_case,
+    fused_case_label,
+    fused_family_cases,
+    make_case,
+)
 from models import golden
 from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 from tests.helpers import assert_same
 from tests.test_gpu_kernels import (
+    failures_of,
+    report,
     test_kernel_equals_golden,
     test_padding_bits_never_count,
     test_step_warp_kernel_equals_golden,
@@ -76,6 +88,43 @@ def test_cifar10_network_on_gpu(config):
     res = run_network(net, x, config, backend="cupy", word_bits=64)
     for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
         assert_same(a, b, f"layer {i}")
+
+
+@pytest.mark.parametrize("family", list(FUSED_FAMILIES))
+def test_fused_kernel_equals_golden_on_gpu(family):
+    """Every case of a fused kernel family (tests/test_gpu_fused*.py's matrix: the cases of the
+    layer it starts with, a Step after it, a pooling for the pooled kernels), blocks of whole,
+    partial and sub-warp thread counts in turn, on the GPU: each failing case listed."""
+    gpu = get_gpu("cupy")
+    cases = fused_family_cases(family, CONFIGS)
+    checks = []
+    for i, case in enumerate(cases):
+        threads = FUSED_THREADS[i % len(FUSED_THREADS)]
+        checks.append(
+            (
+                fused_case_label(family, case, threads),
+                lambda case=case, threads=threads: check_fused_case(gpu, family, case, threads),
+            )
+        )
+    failed = failures_of(checks)
+    assert not failed, report(f"{family} cases on the GPU", len(checks), failed)
+
+
+@pytest.mark.parametrize(
+    "make, config, bits",
+    [(fashion_bnn, "X", 32), (fashion_bnn, "XY", 64), (fashion_bnn, "XYZ", 32), (cifar10_bnn, "XZ", 64)],
+)
+def test_networks_with_every_run_fused_on_gpu(make, config, bits):
+    """Both shapes with fuse="auto" (every conv + Step (+ MaxPool2d) and BinDense + Step as one
+    kernel): every output the run writes golden, the predictions too."""
+    net = make(39)
+    x = random_images(40, 9, net.input_shape)
+    ref = golden.run(net, x)
+    res = run_network(net, x, config, backend="cupy", word_bits=bits, batch=4, fuse="auto")
+    for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)):
+        if a is not None:
+            assert_same(a, b, f"layer {i}")
+    assert sum(a is None for a in res.outputs) >= 3 and np.array_equal(res.predictions, ref.predictions)
 
 
 def test_gpu_and_emulation_agree_on_everything():

@@ -78,7 +78,7 @@ __device__ __forceinline__ int bin_conv_channel_sum(const W* __restrict__ x, con
             const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
             const W* wt = wsrc + (i64)(ky * 3 + kx) * nw * F + ch;
             // not unrolled: unrolled, ptxas kept the u32 kernel at 40 registers and
-            // spilled 160 bytes; rolled it takes 76 and spills nothing (sm_90)
+            // spilled 160 bytes; rolled it takes 78 and spills nothing (sm_90)
 #pragma unroll 1
             for (int j = 0; j < nw - 1; ++j) pop += popcount((W)(a[j] ^ wt[(i64)j * F]));
             pop += popcount((W)((a[nw - 1] ^ wt[(i64)(nw - 1) * F]) & last));

@@ -28,8 +28,9 @@
 # GPU_CHECK_TOTAL_S [470], GPU_CHECK_PREFLIGHT_S [75], GPU_CHECK_TESTS_S [120],
 # GPU_CHECK_FASHION_S [90], GPU_CHECK_CIFAR10_S [150]; GPU_CHECK_MAXFAIL [3];
 # GPU_CHECK_IMAGES [10000]; GPU_CHECK_FASHION_EXP ["6 12"]; GPU_CHECK_CIFAR10_EXP ["6 10"];
-# GPU_CHECK_PYTEST_K [all cases] (a pytest -k expression) and GPU_CHECK_BENCH_ARGS [none]
-# (more benchmarks/gpu_bnn.py arguments), for trials.
+# GPU_CHECK_PYTEST_K [all cases] (a pytest -k expression), GPU_CHECK_BENCH_ARGS [none]
+# (more benchmarks/gpu_bnn.py arguments) and GPU_CHECK_FUSED_SHAPES ["fashion cifar10"]: the
+# shapes benchmarked with --fused, for trials.
 set -uo pipefail
 
 if [ $# -ne 1 ] || [ -z "$1" ]; then
@@ -51,6 +52,7 @@ IMAGES=${GPU_CHECK_IMAGES:-10000}
 read -r -a FASHION_EXP <<< "${GPU_CHECK_FASHION_EXP:-6 12}"
 read -r -a CIFAR10_EXP <<< "${GPU_CHECK_CIFAR10_EXP:-6 10}"
 read -r -a BENCH_ARGS <<< "${GPU_CHECK_BENCH_ARGS:-}"
+FUSED_SHAPES=" ${GPU_CHECK_FUSED_SHAPES-fashion cifar10} "
 RESERVE=15                                         # kept back for the summary
 GRACE=10                                           # SIGINT -> SIGKILL delay of each phase
 
@@ -159,8 +161,9 @@ for shape in fashion cifar10; do
   if [ "$shape" = fashion ]; then limit=${GPU_CHECK_FASHION_S:-90}; exp=("${FASHION_EXP[@]}")
   else limit=${GPU_CHECK_CIFAR10_S:-150}; exp=("${CIFAR10_EXP[@]}"); fi
   limit=$(phase_limit "$limit")
+  fused=(); [[ "$FUSED_SHAPES" == *" $shape "* ]] && fused=(--fused)
   run_phase "$shape" "$limit" "$out/gpu_bnn_$shape.txt" \
-    "$PY" benchmarks/gpu_bnn.py --backend cupy --fused --shapes "$shape" --images "$IMAGES" \
+    "$PY" benchmarks/gpu_bnn.py --backend cupy ${fused[@]+"${fused[@]}"} --shapes "$shape" --images "$IMAGES" \
     "--$shape-exp" "${exp[@]}" --budget-s "$(( limit > 20 ? limit - 10 : limit / 2 ))" --out "$out" \
     ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}
   note $?

@@ -26,8 +26,9 @@ Targets on an H200 for 10,000 images: Fashion-MNIST shape under 20 ms, CIFAR-10 
 
 With --fused the profile also times every fused kernel (each run of layers one kernel can
 compute: conv + Step, conv + Step + MaxPool2d, BinDense + Step) in every configuration, after a
-check that the network with every run fused equals the golden model (a failure is recorded and
-the shape goes on unfused); the DP may then run layers fused ("dp"), a "dp-unfused" run maps
+check that the network with every run fused equals the golden model (in a child process, so
+that a faulting fused kernel's sticky CUDA error cannot stop this one; a failure is recorded
+and the shape goes on unfused); the DP may then run layers fused ("dp"), a "dp-unfused" run maps
 the same profile without them, and `fused_kernels` in the JSON compares each fused kernel's time
 with its layers' separate kernels at every batch size.
 
@@ -39,8 +40,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -147,19 +151,88 @@ def fused_lines(times: dict, time_of: str) -> list[str]:
 
 def fused_self_check(net, x, args) -> str | None:
     """None when the network with every run of layers fused (all layers X) equals the golden
-    model on `x`; else why not, in one line (the shape then goes on unfused)."""
+    model on `x`; else why not, in one line (the shape then goes on unfused). Runs in this
+    process: bench_shape calls it in a child process (fused_self_check_isolated)."""
     try:
         ref = golden.run(net, x)
-        res = Runner(net, "X", backend=args.backend, word_bits=args.word_bits, fuse="auto").run(x)
+        runner = Runner(net, "X", backend=args.backend, word_bits=args.word_bits, fuse="auto")
+        res = runner.run(x)
     except Exception as exc:  # whatever the backend raises: recorded, the benchmark goes on
         return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-    bad = [i for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True)) if not _same(a, b)]
+    bad = _differing(res.outputs, ref.outputs, runner.inside_fused)
     return f"layers {bad} differ from the golden model" if bad else None
 
 
-def _same(out, ref) -> bool:
-    """A layer's output equals golden; a tensor inside a fused kernel (None) is not compared."""
-    return out is None or (out.dtype == ref.dtype and np.array_equal(out, ref))
+FUSED_CHECK_WORKER = "--fused-self-check-worker"  # main's hidden mode: SPEC X.npy BACKEND BITS
+FUSED_CHECK_MARK = "fused self check: "  # the worker's result line: this, then JSON
+
+
+def fused_check_command(spec: str, x_path: Path, args) -> list[str]:
+    """The child process of fused_self_check_isolated: this script in its worker mode."""
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        FUSED_CHECK_WORKER,
+        spec,
+        str(x_path),
+        args.backend,
+        str(args.word_bits),
+    ]
+
+
+def fused_self_check_isolated(spec: str, x, args, timeout_s: float) -> str | None:
+    """fused_self_check of the shape `spec` on `x`, in a child process. Why not here: on a GPU
+    a fused kernel that faults (an out-of-bounds access: cudaErrorIllegalAddress) leaves a
+    sticky CUDA error, after which every CUDA call of the process fails, so a broken fused
+    kernel checked in this process would stop the whole benchmark (the profile and every
+    unfused run) instead of being recorded as fused_error. The child's context alone is lost;
+    its death (a signal, an exit without a result, a timeout) is the one-line reason."""
+    repo = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p))
+    with tempfile.TemporaryDirectory(prefix="gpu_bnn_fused_") as tmp:
+        x_path = Path(tmp) / "x.npy"
+        np.save(x_path, np.ascontiguousarray(x))
+        try:
+            proc = subprocess.run(
+                fused_check_command(spec, x_path, args),
+                capture_output=True,
+                text=True,
+                timeout=max(timeout_s, 1.0),
+                env=env,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return f"the fused self check did not end within {timeout_s:.0f} s"
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(FUSED_CHECK_MARK) and proc.returncode == 0:
+            try:
+                return json.loads(line[len(FUSED_CHECK_MARK) :])["problem"]
+            except (ValueError, KeyError, TypeError):
+                break
+    how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+    tail = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "no message")
+    return f"the fused self check's process ended with {how} and no result: {tail}"[:300]
+
+
+def _fused_check_worker(argv) -> int:
+    """The child of fused_self_check_isolated: prints FUSED_CHECK_MARK and {"problem": ...}."""
+    spec, x_path, backend, bits = argv
+    net = network_from_spec(spec, NET_SEED)
+    args = argparse.Namespace(backend=backend, word_bits=int(bits))
+    problem = fused_self_check(net, np.load(x_path), args)
+    print(FUSED_CHECK_MARK + json.dumps({"problem": problem}), flush=True)
+    return 0
+
+
+def _differing(outputs, ref_outputs, inside) -> list[int]:
+    """The layers whose output differs from golden. A layer inside a fused kernel (`inside`:
+    Runner.inside_fused) must have none (None: never written); every other layer's output must
+    be there and equal golden, so a None elsewhere is a difference."""
+    return [
+        i
+        for i, (a, b) in enumerate(zip(outputs, ref_outputs, strict=True))
+        if ((a is not None) if i in inside else (a is None or a.dtype != b.dtype or not np.array_equal(a, b)))
+    ]
 
 
 def shape_name(spec: str) -> str:
@@ -234,8 +307,10 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
         impls = list(CONFIGS)
     profile_deadline = t_start + args.profile_share * (budget_end - t_start)
     fused = args.fused
-    if fused:
-        why = fused_self_check(net, x[: min(args.check, n_images)], args)
+    if fused:  # in a child process: a faulting fused kernel must not take this one's CUDA context
+        why = fused_self_check_isolated(
+            spec, x[: min(args.check, n_images)], args, profile_deadline - time.perf_counter()
+        )
         if why is not None:
             print(f"{name}: the fused kernels are left out: {why}", flush=True)
             summary["fused_error"] = why
@@ -338,7 +413,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
             fuse=run.get("fused_gpu") or None,
         )
         check = runner.run(x[:n_check])  # exactness, and the warm-up
-        exact = all(_same(a, b) for a, b in zip(check.outputs, ref.outputs, strict=True)) and np.array_equal(
+        exact = not _differing(check.outputs, ref.outputs, runner.inside_fused) and np.array_equal(
             check.predictions, ref.predictions
         )
         runner.run(x[: run["batch"]], keep_outputs=False)  # warm-up at full batch size
@@ -447,6 +522,9 @@ def _merge_json(path: Path, info: dict, shapes: dict, seconds: float, interrupte
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [FUSED_CHECK_WORKER]:
+        return _fused_check_worker(argv[1:])
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,

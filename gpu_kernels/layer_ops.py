@@ -213,27 +213,76 @@ BIN_FUSED_WEIGHT_BYTES = bin_fused_weight_bytes()  # bin_conv.cu: the shared til
 FUSED_PATTERNS = "IntConv2d or BinConv2d + Step (+ MaxPool2d), BinDense + Step"
 
 
+@dataclass(frozen=True)
+class FusionPart:
+    """What the fusion rule (fusion_refusal) looks at of one layer: its type's name, its label
+    for messages, and its channels in and out (an IntConv2d's decide whether its weight bits fit
+    the shared tile)."""
+
+    kind: str  # "IntConv2d", "BinConv2d", "Step", "MaxPool2d", "Flatten", "BinDense", ...
+    label: str
+    channels_in: int = 0
+    channels_out: int = 0
+
+
+def _op_part(op: Op) -> FusionPart:
+    kind = op.layer.type_name
+    if kind == "IntConv2d":
+        return FusionPart(kind, op.label, op.fin.channels, op.fout.channels)
+    return FusionPart(kind, op.label)
+
+
+# describe() of each BNN layer type (models/ir.py) -> the type's name
+_DESCRIBED_KINDS = {"MaxPool": "MaxPool2d"}
+
+
+def _described_part(index: int, text: str) -> FusionPart:
+    """A FusionPart from a layer's describe() (what a profile keeps of its network's layers:
+    "IntConv2d 1->64 3x3 pad 1", "Step 64 ch", "MaxPool 2x2", "BinDense 3136->64", ...)."""
+    words = str(text).split()
+    kind = _DESCRIBED_KINDS.get(words[0], words[0]) if words else ""
+    label = f"layer {index} ({text})"
+    if kind == "IntConv2d" and len(words) > 1 and "->" in words[1]:
+        c, _, f = words[1].partition("->")
+        if c.isdigit() and f.isdigit():
+            return FusionPart(kind, label, int(c), int(f))
+    return FusionPart(kind, label)
+
+
 def fusion_refusal(ops: list[Op], first: int, last: int) -> str | None:
     """Why layers first..last of `ops` cannot run as one kernel, or None when they can: a conv
     (IntConv2d or BinConv2d) and the Step after it, optionally with the 2x2 MaxPool2d after
     that, or a BinDense and the Step after it; an IntConv2d's weight bits, 9 * C * ceil(F / 32)
     words, must fit the kernel's shared tile (a BinConv2d's larger than its tile are read from
     global memory)."""
-    head = ops[first]
-    if not isinstance(head, (ConvOp, DenseOp)):
+    return _run_refusal([_op_part(op) for op in ops], first, last)
+
+
+def described_fusion_refusal(layers: list, first: int, last: int) -> str | None:
+    """fusion_refusal for a network known only by its layers' describe() strings (a profile's
+    `layers`): the same rule, on the types and channel counts those strings name."""
+    return _run_refusal([_described_part(i, t) for i, t in enumerate(layers)], first, last)
+
+
+def _run_refusal(parts: list[FusionPart], first: int, last: int) -> str | None:
+    """The rule of fusion_refusal, on FusionParts."""
+    if not 0 <= first < len(parts):
+        return f"the network has no layer {first} (layers 0..{len(parts) - 1})"
+    head = parts[first]
+    if head.kind not in ("IntConv2d", "BinConv2d", "BinDense"):
         return f"{head.label} is not an IntConv2d, a BinConv2d or a BinDense"
-    if last not in (first + 1, first + 2) or last >= len(ops):
+    if last not in (first + 1, first + 2) or last >= len(parts):
         return f"a fused kernel runs 2 or 3 layers ({FUSED_PATTERNS}), not layers {first}..{last}"
-    if not isinstance(ops[first + 1], StepOp):
+    if parts[first + 1].kind != "Step":
         return f"{head.label} is not followed by a Step"
     if last == first + 2:
-        if isinstance(head, DenseOp):
-            return f"{head.label}: a BinDense fuses with its Step only, not with {ops[last].label}"
-        if not isinstance(ops[last], MaxPoolOp):
-            return f"{ops[first + 1].label} is not followed by a MaxPool2d"
-    if isinstance(head, DenseOp) or isinstance(head.layer, ir.BinConv2d):
+        if head.kind == "BinDense":
+            return f"{head.label}: a BinDense fuses with its Step only, not with {parts[last].label}"
+        if parts[last].kind != "MaxPool2d":
+            return f"{parts[first + 1].label} is not followed by a MaxPool2d"
+    if head.kind != "IntConv2d":
         return None
-    c, f = head.fin.channels, head.fout.channels
+    c, f = head.channels_in, head.channels_out
     words = 9 * c * -(-f // 32)
     if words > FUSED_WEIGHT_WORDS:
         return (

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from gpu_kernels.configs import CPU, GPU, HOST
 from gpu_kernels.errors import GpuKernelError
+from gpu_kernels.layer_ops import described_fusion_refusal
 from gpu_kernels.profiling import JsonProfile, MeasuredProfile, Profile, fused_key
 from models.onnx import load_network
 from safeio import write_json_atomic
@@ -61,7 +62,8 @@ class Choice:
     #                          the last layer, 0 on the others. A saved choice's bare i is [i, i + 1]
 
     def __post_init__(self):
-        self.fused_gpu = [fused_run(r) for r in self.fused_gpu]
+        n = len(self.impls) if isinstance(self.impls, list) else None
+        self.fused_gpu = checked_fused_runs(self.fused_gpu, n)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -182,36 +184,64 @@ def fused_run(entry) -> list:
     raise GpuKernelError(f"a fused GPU run is [first layer, last layer], got {entry!r}")
 
 
-def _parse_fused_key(key, n: int) -> tuple[int, int] | None:
+def checked_fused_runs(runs, n: int | None = None) -> list:
+    """A choice's fused runs as [first, last] lists (fused_run), checked: a list, every run
+    0 <= first < last (< n, the choice's layers, when known), no layer in two runs; else a
+    one-line GpuKernelError."""
+    if not isinstance(runs, (list, tuple)):
+        raise GpuKernelError(f"a choice's fused_gpu is a list of [first, last] runs, got {runs!r}")
+    out = [fused_run(r) for r in runs]
+    for first, last in out:
+        if not 0 <= first < last or (n is not None and last >= n):
+            bound = f" <= {n - 1}" if n is not None else ""
+            raise GpuKernelError(
+                f"a fused GPU run is [first, last] with 0 <= first < last{bound}, got {[first, last]}"
+            )
+    ordered = sorted(out)
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if b[0] <= a[1]:
+            raise GpuKernelError(f"fused GPU runs {a} and {b} overlap: a layer is in one fused kernel only")
+    return out
+
+
+def _parse_fused_key(key, layers: list) -> tuple[int, int]:
     """(first, last) of a meta["fused_gpu"] key ('first-last', or a bare 'i' for the pair i,
-    i + 1), None when malformed or outside 0 <= first < last < n."""
-    if not isinstance(key, str):
-        return None
-    parts = key.split("-")
+    i + 1) of a profile of `layers` (their describe()): a run one fused kernel computes in that
+    network (layer_ops.described_fusion_refusal, the runner's rule), else a one-line
+    GpuKernelError naming the key."""
+    where, n = "profile meta fused_gpu", len(layers)
+    parts = key.split("-") if isinstance(key, str) else []
     if not 1 <= len(parts) <= 2 or not all(p.isdigit() for p in parts):
-        return None
+        raise GpuKernelError(
+            f"{where}: needs {{'first-last' (0 <= first < last <= {n - 1}): object}}, got the key {key!r}"
+        )
     first = int(parts[0])
     last = int(parts[1]) if len(parts) == 2 else first + 1
-    return (first, last) if first < last < n else None
+    if not first < last < n:
+        raise GpuKernelError(
+            f"{where}: needs {{'first-last' (0 <= first < last <= {n - 1}): object}}, got the key {key!r}"
+        )
+    why = described_fusion_refusal(layers, first, last)
+    if why is not None:
+        raise GpuKernelError(f"{where}: the key {key!r} is no run one fused kernel computes: {why}")
+    return first, last
 
 
 def fused_gpu_entries(prof: Profile) -> dict[tuple, dict]:
     """{(first, last): entry} of the fused GPU kernels the profile holds (meta["fused_gpu"]:
     {"first-last": {"kernel", "layer_s": {b: row}, "host_s": {b: row}}}, written by the measured
-    and the modelled profiles; a bare "i" is the pair i, i + 1). A malformed key is a
-    GpuKernelError naming it."""
+    and the modelled profiles; a bare "i" is the pair i, i + 1). A malformed key, or one that
+    names no run a fused kernel computes in the profile's network, is a GpuKernelError naming
+    it."""
     fused = prof.meta.get("fused_gpu") or {}
     where = "profile meta fused_gpu"
     if not isinstance(fused, dict):
         raise GpuKernelError(f"{where}: needs an object, got {fused!r}")
-    n, out = len(prof.layers), {}
+    out = {}
     for key, entry in fused.items():
-        run = _parse_fused_key(key, n)
-        if run is None or not isinstance(entry, dict):
-            raise GpuKernelError(
-                f"{where}: needs {{'first-last' (0 <= first < last <= {n - 1}): object}}, "
-                f"got {key!r}: {entry!r}"
-            )
+        run = _parse_fused_key(key, prof.layers)
+        if not isinstance(entry, dict):
+            raise GpuKernelError(f"{where}: the key {key!r} needs an object, got {entry!r}")
         out[run] = entry
     return out
 

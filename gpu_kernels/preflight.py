@@ -236,7 +236,6 @@ def smoke(gpu, report: dict) -> None:
                         f"differs from the golden model in {bad} values",
                     )
             checked.append(label)
-    fused = fused_smoke(gpu, net, x, ref, Runner)
     runner = Runner(net, "X", backend=gpu)
     op = runner.ops[3]
     xd = gpu.upload(runner.ops[2].fout.from_golden(ref.outputs[2]))
@@ -247,6 +246,11 @@ def smoke(gpu, report: dict) -> None:
         raise Stop(
             EXIT_KERNELS, f"timing launches back to back failed: {type(exc).__name__}: {exc}"
         ) from None
+    # the fused kernels last, after everything else this check needs from the device: on a GPU
+    # a fused kernel that faults (an out-of-bounds access) leaves a sticky CUDA error, after
+    # which every CUDA call of this process fails, so run earlier it would stop the preflight
+    # instead of being a warning
+    fused = fused_smoke(gpu, net, x, ref, Runner)
     report["smoke"] = {
         "checks": checked,
         "fused_checks": fused["checks"],
@@ -257,7 +261,11 @@ def smoke(gpu, report: dict) -> None:
         "host_issue_us": round(host_s * 1e6, 2),
         "timing_note": getattr(gpu, "timing_note", None),
     }
-    for problem in fused["problems"]:  # the benchmark then goes on without the fused kernels
+    # a warning, not a stop: the later phases run in their own processes; there the exactness
+    # phase's fused tests fail (the check ends with exit 1), and each benchmark's own fused
+    # check (a child process) records fused_error and benchmarks its shape without the fused
+    # kernels
+    for problem in fused["problems"]:
         report.setdefault("warnings", []).append(problem)
         say(f"warning: {problem}")
     if report["smoke"]["timing_note"]:
@@ -281,14 +289,20 @@ def fused_smoke(gpu, net, x, ref, runner_cls) -> dict:
         for config in ("X", "XY"):
             label = f"fashion shape, all layers {config}, every run fused, {bits}-bit words"
             try:
-                res = runner_cls(net, config, backend=gpu, word_bits=bits, batch=2, fuse="auto").run(x)
+                runner = runner_cls(net, config, backend=gpu, word_bits=bits, batch=2, fuse="auto")
+                res = runner.run(x)
             except Exception as exc:  # a launch failure, whatever CuPy raises
                 problems.append(f"smoke test ({label}) failed to run: {type(exc).__name__}: {exc}"[:400])
                 continue
+            # the layers inside a fused kernel have no output (None); every other layer's is golden
             bad = [
                 i
                 for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True))
-                if a is not None and (a.shape != b.shape or not np.array_equal(a, b))
+                if (
+                    (a is not None)
+                    if i in runner.inside_fused
+                    else (a is None or a.shape != b.shape or not np.array_equal(a, b))
+                )
             ]
             if bad:
                 problems.append(f"smoke test ({label}): layers {bad} differ from the golden model")

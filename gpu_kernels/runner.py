@@ -16,7 +16,7 @@ busy and sets the pace when it is not.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -78,6 +78,8 @@ class RunResult:
     n_images: int
     wall_s: float  # first input copy to scores on the host, all batches
     timing: str = ""  # what the per-layer seconds are
+    fused_gpu: list = field(default_factory=list)  # {"first", "last", "kernel"} of each run of
+    #                                                layers computed by one fused GPU kernel
 
     @property
     def layer_s(self) -> list[float]:
@@ -113,6 +115,7 @@ class RunResult:
             "timing": self.timing,
             "layers": [asdict(r) for r in self.layers],
             "transfers": [asdict(t) for t in self.transfers],
+            "fused_gpu": [dict(r) for r in self.fused_gpu],
         }
 
     def summary(self) -> str:
@@ -203,18 +206,17 @@ class Runner:
         self.fused = self._fused_ops(fuse)
 
     def _fused_ops(self, fuse) -> dict[int, FusedOp]:
-        """{first layer index: fused op} for the runs of layers `fuse` names: "auto" (at each
-        layer, from the first, the longest run one fused kernel can compute whose layers are
-        all mapped to one GPU configuration: conv + Step + MaxPool2d before conv + Step), or a
-        list of first-layer indices i (layers i and i + 1) and (first, last) pairs (layers
-        first..last), each a run layer_ops.fusion_refusal accepts, mapped to one GPU
-        configuration (else GpuKernelError)."""
-        if isinstance(fuse, str) and fuse != "auto":
-            raise GpuKernelError(f"fuse {fuse!r}: use 'auto' or a list of first-layer indices")
+        """{first layer index: fused op} for the runs of layers `fuse` names (_fused_runs):
+        "auto" (at each layer, from the first, the longest run one fused kernel can compute
+        whose layers are all mapped to one GPU configuration: conv + Step + MaxPool2d before
+        conv + Step), one run (first, last), or a list of runs, each (first, last) or a first
+        layer i (layers i and i + 1); each run one layer_ops.fusion_refusal accepts, mapped to
+        one GPU configuration (else GpuKernelError)."""
         n, out = len(self.ops), {}
+        runs = None if isinstance(fuse, str) and fuse == "auto" else _fused_runs(fuse, n)
         if self.gpu is None:  # every layer on the CPU: nothing to fuse
             return out
-        if fuse == "auto":
+        if runs is None:  # "auto"
             i = 0
             while i < n - 1:
                 run = next(
@@ -228,11 +230,17 @@ class Runner:
                 i = run[1] + 1
             return out
         taken: dict[int, tuple] = {}  # layer -> the run it is in
-        for entry in fuse:
-            first, last = _fused_run(entry, n)
+        one_run = _is_run(fuse)
+        for first, last in runs:
             why = self._fusion_refusal(first, last)
             if why is not None:
-                raise GpuKernelError(f"cannot fuse {_layers(first, last)}: {why}")
+                hint = (
+                    f" (fuse={fuse!r} is one run, layers {first}..{last}; name several runs as a "
+                    f"list of runs, e.g. [({first}, {first + 1}), ({last}, {last + 1})])"
+                    if one_run and last >= first + 2
+                    else ""
+                )
+                raise GpuKernelError(f"cannot fuse {_layers(first, last)}: {why}{hint}")
             clash = next((taken[j] for j in range(first, last + 1) if j in taken), None)
             if clash is not None:
                 raise GpuKernelError(
@@ -251,6 +259,12 @@ class Runner:
         if why is None and (impls[0] == CPU or len(set(impls)) > 1):
             why = f"{_layers(first, last)} are mapped to {_and(impls)}, not one GPU configuration"
         return why
+
+    @property
+    def inside_fused(self) -> frozenset:
+        """The layers computed inside a fused kernel whose outputs it never writes (every layer
+        of a run but its last): their `outputs` are None."""
+        return frozenset(j for i, f in self.fused.items() for j in range(i, f.last))
 
     @property
     def cpu(self):
@@ -461,6 +475,9 @@ class Runner:
             n_images=n_images,
             wall_s=wall,
             timing=timing,
+            fused_gpu=[
+                {"first": i, "last": f.last, "kernel": f.kernel} for i, f in sorted(self.fused.items())
+            ],
         )
 
 
@@ -474,12 +491,36 @@ def _and(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _index(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _is_run(fuse) -> bool:
+    """`fuse` is one run (first, last): a tuple or list of exactly two layer indices."""
+    return isinstance(fuse, (tuple, list)) and len(fuse) == 2 and all(_index(v) for v in fuse)
+
+
+def _fused_runs(fuse, n: int) -> list[tuple[int, int]]:
+    """The (first, last) runs `fuse` names (anything but "auto"): a tuple or list of two layer
+    indices is ONE run (first, last) (`fuse=(0, 2)`: layers 0, 1 and 2); any other tuple or list
+    is a list of runs, each a (first, last) pair or a first layer i (layers i and i + 1), so
+    `[(0, 2), (3, 5)]`, `[0, 3, 7]` or `[(0, 1), (3, 4)]`; None or empty: none. Anything else is
+    a one-line GpuKernelError."""
+    if fuse is None:
+        return []
+    if _is_run(fuse):
+        return [_fused_run(fuse, n)]
+    if isinstance(fuse, (tuple, list)):
+        return [_fused_run(entry, n) for entry in fuse]
+    raise GpuKernelError(
+        f"fuse {fuse!r}: use 'auto', one run (first, last), or a list of runs, each (first, last) or "
+        f"a first layer i (layers i and i + 1)"
+    )
+
+
 def _fused_run(entry, n: int) -> tuple[int, int]:
     """An entry of `fuse`: i (layers i and i + 1) or (first, last), checked against n layers."""
-
-    def index(v) -> bool:
-        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
+    index = _index
     if index(entry):
         if not 0 <= entry < n - 1:
             raise GpuKernelError(f"fuse names layer {entry!r}; a fused pair starts at one of 0..{n - 2}")
@@ -521,10 +562,12 @@ def run_network(
     step_kernel: "thread" (step_pack, a thread per packed word) or "warp" (step_pack_warp, a
     warp per word, __ballot_sync) for the Step layers on the GPU.
     fuse: runs of layers to compute in one kernel (IntConv2d or BinConv2d + Step (+ MaxPool2d),
-    BinDense + Step; layer_ops.FUSED_PATTERNS): first-layer indices i (layers i and i + 1),
-    (first, last) pairs, "auto" (the longest such runs mapped to one GPU configuration), or
-    None (the mapping's fused runs, if it is a mapper Choice/Mapping; else none). Only a run's
-    last layer has an output: the others' entries in `outputs` are None.
+    BinDense + Step; layer_ops.FUSED_PATTERNS): one run (first, last) (a tuple or list of two
+    layer indices: `(0, 2)` is layers 0..2), a list of runs, each (first, last) or a first
+    layer i (layers i and i + 1): `[(0, 2), (3, 5)]`, `[0, 3]` is NOT two pairs but the run 0..3
+    (write `[(0, 1), (3, 4)]`); "auto" (the longest such runs mapped to one GPU configuration),
+    or None (the mapping's fused runs, if it is a mapper Choice/Mapping; else none). Only a
+    run's last layer has an output: the others' entries in `outputs` are None.
     Returns a RunResult: every layer's output in golden format (keep_outputs), scores,
     predictions (first max), per-layer seconds, the host<->device transfers, the backend used.
     """

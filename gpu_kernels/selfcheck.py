@@ -6,14 +6,17 @@ fused), on a chosen backend, against the golden executor. On the emulation it ca
 blocks, warps and threads reversed or shuffled and run the AddressSanitizer build (this
 process re-executes itself with the ASan runtime preloaded). A fault the emulation reports (a
 malformed warp collective, a divergent barrier, a shared-memory race) fails its case, with
-the report's line.
+the report's line; so does any other exception a case raises (a kernel that writes set padding
+bits makes the golden unpacking raise NumericsError; on CuPy a faulting kernel raises CuPy's
+CUDA errors), except that a backend that cannot start (BackendError, BuildError) stops the run.
 
     python -m gpu_kernels.selfcheck --backend cupy [--json results.json] [--maxfail 3]
     python -m gpu_kernels.selfcheck --backend emulation --order shuffled:7 --asan --every 5
     python -m gpu_kernels.selfcheck --backend emulation --asan --part fused --every 7
 
-Exit status: 0 every check equal to the golden model, 1 a mismatch, 2 bad arguments, 3 the
-backend cannot start (no CuPy or GPU, a failed build).
+Exit status: 0 every check equal to the golden model, 1 a check failed (a mismatch, or an
+exception of the case), 2 bad arguments, 3 the backend cannot start (no CuPy or GPU, a failed
+build).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from gpu_kernels.layer_cases import (
     make_case,
 )
 from gpu_kernels.progress import progress
-from gpu_kernels.runner import run_network
+from gpu_kernels.runner import Runner, run_network
 from models import golden
 from models.random_networks import cifar10_bnn, fashion_bnn, random_images
 from safeio import write_json_atomic
@@ -50,13 +53,21 @@ ASAN_MARK = "GPU_KERNELS_SELFCHECK_ASAN"  # set once the process runs under the 
 PARTS = ("matrix", "fused", "networks")  # what a run checks (--part; all by default)
 
 
-def _equal(res, ref) -> bool:
-    """Every output equal to golden (the tensors inside a fused kernel, None, are not compared;
-    a run's last layer is)."""
+def _equal(res, ref, inside=frozenset()) -> bool:
+    """Every output equal to golden, except the layers in `inside` (inside a fused kernel, not
+    its last layer: Runner.inside_fused), whose outputs must be None (never written). A None
+    output of any other layer is a failure."""
     return all(
-        a is None or (a.dtype == b.dtype and np.array_equal(a, b))
-        for a, b in zip(res.outputs, ref.outputs, strict=True)
+        (a is None) if i in inside else (a is not None and a.dtype == b.dtype and np.array_equal(a, b))
+        for i, (a, b) in enumerate(zip(res.outputs, ref.outputs, strict=True))
     )
+
+
+def _case_error(exc: Exception) -> str:
+    """A case's exception as one line: GpuKernelError's own message (it names the kernel and the
+    problem), the type's name before any other's."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return text if isinstance(exc, GpuKernelError) else f"{type(exc).__name__}: {text}"
 
 
 def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True, parts=PARTS) -> dict:
@@ -86,9 +97,11 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True, parts=
         try:
             res = run_network(net, x, [config], backend=gpu, word_bits=bits, **extra)
             ok = _equal(res, golden.run(net, x))
-        except GpuKernelError as exc:
-            ok = False
-            label = (*label, f"error: {exc}")
+        except (BackendError, BuildError):  # the backend cannot run: exit 3, not a failure
+            raise
+        except Exception as exc:  # a fault report, NumericsError from set padding bits, CuPy's
+            ok = False  # CUDA errors, ...: this case fails, the others still run
+            label = (*label, f"error: {_case_error(exc)}")
         n += 1
         if not ok:
             failures.append("-".join(map(str, label)))
@@ -105,8 +118,10 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True, parts=
     ):
         try:
             problem = check_fused_case(gpu, family, case, threads)
-        except GpuKernelError as exc:
-            problem = f"error: {exc}"
+        except (BackendError, BuildError):
+            raise
+        except Exception as exc:  # as in the matrix: the case fails
+            problem = f"error: {_case_error(exc)}"
         n += 1
         fused_counts[family] = fused_counts.get(family, 0) + 1
         if problem is not None:
@@ -129,6 +144,8 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True, parts=
         else ()
     )
     for net_name, make, shape_seed, mapping, *fuse in nets + fused_nets:
+        if stop():
+            break
         net = make(shape_seed)
         x = random_images(shape_seed + 1, 3, net.input_shape)
         ref = golden.run(net, x)
@@ -137,19 +154,23 @@ def run(backend, every: int = 1, maxfail: int = 0, networks: bool = True, parts=
                 "-fused" if fuse else ""
             )
             try:
-                res = run_network(
-                    net, x, mapping, backend=gpu, word_bits=bits, batch=2, fuse=fuse[0] if fuse else None
+                runner = Runner(
+                    net, mapping, backend=gpu, word_bits=bits, batch=2, fuse=fuse[0] if fuse else None
                 )
-                ok = _equal(res, ref) and np.array_equal(res.predictions, ref.predictions)
-                if fuse:
-                    fused_counts["networks"] = fused_counts.get("networks", 0) + 1
+                res = runner.run(x)
+                ok = _equal(res, ref, runner.inside_fused)
+                ok = ok and np.array_equal(res.predictions, ref.predictions)
             except BuildError as exc:  # a mapping with CPU layers needs g++
                 skipped.append(f"{label}: {exc}")
                 continue
-            except GpuKernelError as exc:  # e.g. a fault the emulation reports: this check fails
+            except BackendError:
+                raise
+            except Exception as exc:  # e.g. a fault the emulation reports: this check fails
                 ok = False
-                label = f"{label}-error: {exc}"
+                label = f"{label}-error: {_case_error(exc)}"
             n += 1
+            if fuse:
+                fused_counts["networks"] = fused_counts.get("networks", 0) + 1
             if not ok:
                 failures.append(label)
                 if stop():

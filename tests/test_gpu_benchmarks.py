@@ -191,3 +191,28 @@ def test_a_failing_fused_check_is_one_line_and_the_shape_goes_on(monkeypatch):
         bench_mod.fused_self_check(net, x, args)
         == "RuntimeError: cudaErrorIllegalAddress: an illegal memory access"
     )
+
+
+def test_the_fused_check_runs_in_a_child_process(monkeypatch, tmp_path):
+    """bench_shape checks the fused kernels in a child process (a faulting fused kernel's sticky
+    CUDA error must not stop the benchmark): golden there gives None; a child that dies (here
+    it aborts, as a process whose context is lost may) is one line recorded as fused_error, and
+    the shape is benchmarked without the fused kernels, every run exact."""
+    import argparse
+
+    from models.random_networks import random_images
+
+    bench_mod = _gpu_bnn_module()
+    args = argparse.Namespace(backend="emulation", word_bits=32)
+    x = random_images(2, 2, (1, 28, 28))
+    print("seed: images 2")
+    assert bench_mod.fused_self_check_isolated("fashion", x, args, 120) is None
+    abort = [sys.executable, "-c", "import os; print('fused self check: {}'); os.abort()"]
+    monkeypatch.setattr(bench_mod, "fused_check_command", lambda *a: abort)
+    why = bench_mod.fused_self_check_isolated("fashion", x, args, 120)
+    assert why.startswith("the fused self check's process ended with signal 6 and no result"), why
+    argv = [*SMALL, "--fused", "--shapes", "fashion", "--images", "3", "--fashion-exp", "1", "1"]
+    assert bench_mod.main([*argv, "--check", "3", "--out", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "gpu_bnn_fashion.json").read_text())
+    assert res["fused_error"] == why and "fused_kernels" not in res
+    assert res["all_exact"] and not any(r.get("fused_gpu") for r in res["runs"])

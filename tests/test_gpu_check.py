@@ -207,3 +207,58 @@ def test_make_gpu_check_runs_no_setup():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "scripts/gpu_check.sh /tmp/somewhere"
+
+
+class StickyFaultGpu:
+    """The emulation as a GPU after a faulting kernel: launching a fused kernel fails with an
+    illegal address, and from then on every call fails too (CUDA's sticky errors)."""
+
+    ERROR = "cudaErrorIllegalAddress: an illegal memory access was encountered"
+
+    def __init__(self):
+        from gpu_kernels.devices import EmulatedGpu
+
+        self._gpu, self.broken = EmulatedGpu(), False
+
+    def _check(self):
+        if self.broken:
+            raise RuntimeError(self.ERROR)
+
+    def __getattr__(self, name):
+        attr = getattr(self._gpu, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            self._check()
+            return attr(*args, **kwargs)
+
+        return call
+
+    def prepare(self, key, launch, args):
+        self._check()
+        go = self._gpu.prepare(key, launch, args)
+        if "_step_" not in key:  # not a fused kernel
+            return go
+
+        def fault():
+            self.broken = True
+            self._check()
+
+        return fault
+
+
+@needs_gxx
+def test_a_faulting_fused_kernel_is_a_warning_of_the_preflight():
+    """preflight's smoke test runs the fused kernels last: one that faults with a sticky error
+    (every later call fails) leaves four warnings, after the ordinary runs and the timed launch
+    have their results."""
+    from gpu_kernels import preflight
+
+    report = {}
+    preflight.smoke(StickyFaultGpu(), report)
+    smoke = report["smoke"]
+    assert len(smoke["checks"]) == 14 and smoke["kernel_us"] > 0 and smoke["fused_checks"] == []
+    assert len(smoke["fused_problems"]) == 4
+    assert all(StickyFaultGpu.ERROR in p for p in smoke["fused_problems"])
+    assert [w for w in report["warnings"] if StickyFaultGpu.ERROR in w] == smoke["fused_problems"]

@@ -7,6 +7,8 @@ blocks of whole, partial and sub-warp thread counts; the same kernel with its __
 removed is reported as a race. Seeds are fixed (layer_cases.case_seed) and printed with each
 failing case; the orders' seeds are printed."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -16,10 +18,12 @@ from gpu_kernels.devices import EmulatedGpu, EmuLibrary
 from gpu_kernels.errors import GpuKernelError, KernelFaultError
 from gpu_kernels.kernel_table import CUDA_DIR, KERNELS
 from gpu_kernels.layer_cases import (
+    FUSED_FAMILIES,
     FUSED_THREADS,
     check_fused_case,
     fused_case_label,
     fused_cases,
+    fused_family_cases,
     make_fused_case,
 )
 from gpu_kernels.layer_ops import FUSED_WEIGHT_WORDS
@@ -183,6 +187,139 @@ def test_fusing_what_cannot_be_fused_is_one_clear_error():
     assert Runner(net, "cpu", "cpu", fuse=[0]).fused == {}  # nothing runs on a GPU
 
 
+def test_fuse_names_runs_unambiguously():
+    """`fuse`: a tuple or list of two layer indices is ONE run (first, last); any other list is
+    a list of runs, each (first, last) or a first layer i (the pair i, i + 1). Two ints are never
+    read as two pairs (a two-pair reading that the runner could run is never a run it could:
+    the run is refused, with a hint); anything but "auto", None or such lists is one line."""
+    net = fashion_bnn(1)
+    runs = lambda r: sorted((i, op.last) for i, op in r.fused.items())  # noqa: E731
+    assert runs(Runner(net, "X", "emulation", fuse=(0, 2))) == [(0, 2)]  # the pooled kernel
+    assert runs(Runner(net, "X", "emulation", fuse=[0, 2])) == [(0, 2)]
+    assert runs(Runner(net, "X", "emulation", fuse=(7, 8))) == [(7, 8)]
+    assert runs(Runner(net, "X", "emulation", fuse=[(0, 2), (3, 5)])) == [(0, 2), (3, 5)]
+    assert runs(Runner(net, "X", "emulation", fuse=[(0, 1), (3, 4)])) == [(0, 1), (3, 4)]
+    assert runs(Runner(net, "X", "emulation", fuse=[0, 3, 7])) == [(0, 1), (3, 4), (7, 8)]
+    assert runs(Runner(net, "X", "emulation", fuse=[3])) == [(3, 4)]
+    assert runs(Runner(net, "X", "emulation", fuse=[[0, 2]])) == [(0, 2)]
+    assert runs(Runner(net, "X", "emulation", fuse=(np.int64(3), np.int64(5)))) == [(3, 5)]
+    assert runs(Runner(net, "X", "emulation", fuse=[])) == []
+    with pytest.raises(GpuKernelError) as info:  # the pairs 0-1 and 3-4 are written [(0, 1), (3, 4)]
+        Runner(net, "X", "emulation", fuse=[0, 3])
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("cannot fuse layers 0, 1, 2 and 3: a fused kernel runs 2 or 3 ")
+    assert msg.endswith(
+        "(fuse=[0, 3] is one run, layers 0..3; name several runs as a list of runs, e.g. [(0, 1), (3, 4)])"
+    )
+    with pytest.raises(
+        GpuKernelError, match=r"^cannot fuse layers 0, 1 and 2: .* \(fuse=\(0, 2\) is one run"
+    ):
+        Runner(cifar10_bnn(1), "X", "emulation", fuse=(0, 2))  # IntConv2d, Step, BinConv2d
+    for fuse in (5, True, 0, 2.0, {0: 2}, "0-2"):
+        with pytest.raises(GpuKernelError) as info:
+            Runner(net, "X", "emulation", fuse=fuse)
+        msg = str(info.value)
+        assert "\n" not in msg and msg.startswith(
+            f"fuse {fuse!r}: use 'auto', one run (first, last), or a list"
+        ), msg
+    with pytest.raises(GpuKernelError, match=r"^fuse names \(0, 2, 3\); name a first layer i"):  # in a list
+        Runner(net, "X", "emulation", fuse=[(0, 2, 3)])
+    with pytest.raises(GpuKernelError, match=r"^fuse names True; name a first layer i"):
+        Runner(net, "X", "emulation", fuse=[True, 3])
+    with pytest.raises(GpuKernelError, match=r"^fuse names \(4, 2\); name a first layer i"):
+        Runner(net, "X", "emulation", fuse=[(4, 2)])
+
+
+def test_the_result_records_the_fused_runs():
+    """RunResult.fused_gpu and as_dict() name each run computed by one fused kernel."""
+    import json
+
+    net = fashion_bnn(1)
+    x = random_images(2, 1, net.input_shape)
+    print("seeds: network 1, images 2")
+    res = run_network(net, x, "X", backend="emulation", fuse=[(0, 2), 7])
+    want = [
+        {"first": 0, "last": 2, "kernel": "int_conv_step_pool_pack/u8/w32"},
+        {"first": 7, "last": 8, "kernel": "bin_dense_step_pack/w32"},
+    ]
+    assert res.fused_gpu == want
+    assert json.loads(json.dumps(res.as_dict()))["fused_gpu"] == want
+    assert run_network(net, x, "X", backend="emulation").as_dict()["fused_gpu"] == []
+
+
+def test_exactness_skips_only_the_layers_inside_a_fused_run(monkeypatch):
+    """selfcheck's and gpu_bnn's comparisons: a None output passes only for a layer inside a
+    fused run (Runner.inside_fused), and such a layer must not have an output; a single-layer
+    case returning None fails."""
+    import types
+
+    from gpu_kernels import selfcheck
+    from tests.test_gpu_benchmarks import _gpu_bnn_module
+
+    a = np.ones((2, 3), np.int8)
+    ref = types.SimpleNamespace(outputs=[a, a])
+    for outputs, inside, ok in (
+        ([None, a], frozenset(), False),
+        ([None, a], frozenset({0}), True),
+        ([a, a], frozenset({0}), False),
+        ([a, None], frozenset({0}), False),
+        ([a, a], frozenset(), True),
+    ):
+        res = types.SimpleNamespace(outputs=outputs)
+        assert selfcheck._equal(res, ref, inside) is ok, (outputs, inside)
+        assert (not _gpu_bnn_module()._differing(outputs, ref.outputs, inside)) is ok, (outputs, inside)
+    assert Runner(fashion_bnn(1), "X", "emulation", fuse="auto").inside_fused == {0, 1, 3, 4, 7}
+    # a matrix case whose run returns None for its one layer: counted as a failure
+    monkeypatch.setattr(selfcheck, "run_network", lambda *a, **k: types.SimpleNamespace(outputs=[None]))
+    out = selfcheck.run("emulation", every=300, networks=False, parts=("matrix",))
+    assert out["checks"] > 0 and len(out["failures"]) == out["checks"]
+
+
+def test_selfcheck_counts_an_exception_of_a_case_as_its_failure(monkeypatch, capsys):
+    """A kernel writing set padding bits makes the golden unpacking raise NumericsError (and on
+    CuPy a faulting kernel raises CuPy's CUDA errors): in every part, selfcheck counts that case
+    as failed, goes on, prints its summary and exits 1; a backend that cannot start still exits
+    3."""
+    from gpu_kernels import selfcheck
+    from gpu_kernels.errors import BuildError
+    from models.checks import NumericsError
+
+    def padding_bits_set(*a, **k):
+        raise NumericsError("unpack_bits: padding bits set\nsecond line")
+
+    class CudaError(Exception):  # what CuPy raises: neither a GpuKernelError nor a NumericsError
+        pass
+
+    def illegal_address(*a, **k):
+        raise CudaError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+
+    monkeypatch.setattr(selfcheck, "run_network", padding_bits_set)
+    monkeypatch.setattr(selfcheck, "check_fused_case", illegal_address)
+    monkeypatch.setattr(selfcheck, "Runner", padding_bits_set)
+    assert selfcheck.main(["--backend", "emulation", "--every", "300"]) == 1
+    text = capsys.readouterr().out
+    print(text)
+    head, *fails = text.strip().splitlines()
+    checks = int(head.split()[0])
+    assert head.startswith(f"{checks} checks on ") and f", {checks} failures (" in head
+    fail_lines = [f for f in fails if f.startswith("  FAIL ")]
+    assert len(fail_lines) == checks
+    fused = sum(len(fused_family_cases(f, CONFIGS)[::300]) for f in FUSED_FAMILIES)  # one per family or more
+    assert sum("error: CudaError: cudaErrorIllegalAddress" in f for f in fail_lines) == fused
+    assert (
+        sum("error: NumericsError: unpack_bits: padding bits set" in f for f in fail_lines) == checks - fused
+    )
+    assert any(f.startswith("  FAIL fashion-mixed-w32-error: NumericsError") for f in fail_lines)
+    assert any(f.startswith("  FAIL cifar10-XZ-w64-fused-error: NumericsError") for f in fail_lines)
+    assert "fused kernels: " in text and "networks: 4 checks" in text
+
+    def no_compiler(*a, **k):
+        raise BuildError("g++ not found")
+
+    monkeypatch.setattr(selfcheck, "run_network", no_compiler)
+    assert selfcheck.main(["--backend", "emulation", "--every", "300", "--part", "matrix"]) == 3
+
+
 def barrier_removed_fault(tmp_path, order, cu_file, barrier, instance, key, fuse):
     """The Fashion network with `instance` (a fused kernel's template instance) built from
     `cu_file` with `barrier` (its __syncthreads and the line after it) reduced to that line, run
@@ -325,6 +462,7 @@ def test_runner_follows_a_fused_choice():
     """A Choice with fused runs runs them (emulation, shuffled): every other layer and each
     run's last layer golden, the tensors inside a run absent."""
     net, m = _fused_mapping()
+    print("seeds: network 0, images 8, shuffled order 8")
     x = random_images(8, 3, net.input_shape)
     runner = Runner(net, m.dp, EmulatedGpu("shuffled", 8), batch=2)
     assert sorted([i, op.last] for i, op in runner.fused.items()) == FASHION_RUNS
@@ -372,6 +510,37 @@ def test_saved_pairs_read_as_runs():
     assert dp_mapping(m.profile, 10_000).fused_gpu == [[0, 1], [3, 4]]
 
 
+def test_a_choice_refuses_impossible_fused_runs():
+    """Choice's fused_gpu: a run backwards or past the layers, two runs sharing a layer, or no
+    list at all (a saved `null`) is a one-line GpuKernelError, also through Mapping.from_json."""
+    from gpu_kernels.mapper import Choice, Mapping
+
+    _, m = _fused_mapping()
+    d = m.dp.as_dict()
+    bad = {
+        "[[5, 3]]": (
+            [[5, 3]],
+            r"^a fused GPU run is \[first, last\] with 0 <= first < last <= 9, got \[5, 3\]$",
+        ),
+        "[[3, 3]]": ([[3, 3]], r"got \[3, 3\]$"),
+        "[[8, 10]]": ([[8, 10]], r"<= 9, got \[8, 10\]$"),
+        "[[-1, 1]]": ([[-1, 1]], r"got \[-1, 1\]$"),
+        "overlap": ([[0, 2], [2, 3]], r"^fused GPU runs \[0, 2\] and \[2, 3\] overlap: a layer is in one "),
+        "the same run twice": ([[3, 5], [3, 5]], r"^fused GPU runs \[3, 5\] and \[3, 5\] overlap"),
+        "a bare pair inside a run": ([[0, 2], 1], r"^fused GPU runs \[0, 2\] and \[1, 2\] overlap"),
+        "null": (None, r"^a choice's fused_gpu is a list of \[first, last\] runs, got None$"),
+        "a number": (3, r"^a choice's fused_gpu is a list of \[first, last\] runs, got 3$"),
+        "a triple": ([[0, 1, 2]], r"^a fused GPU run is \[first layer, last layer\], got \[0, 1, 2\]$"),
+    }
+    for what, (runs, match) in bad.items():
+        with pytest.raises(GpuKernelError, match=match):
+            Choice.from_dict({**d, "fused_gpu": runs})
+        with pytest.raises(GpuKernelError, match=match):
+            Mapping.from_json({**m.to_json(), "dp": {**d, "fused_gpu": runs}})
+        print(f"{what}: refused")
+    assert Choice.from_dict({**d, "fused_gpu": [[7, 8], [0, 2]]}).fused_gpu == [[7, 8], [0, 2]]
+
+
 def test_malformed_fused_times_are_one_clear_error():
     from gpu_kernels.mapper import dp_mapping, evaluate
 
@@ -386,6 +555,29 @@ def test_malformed_fused_times_are_one_clear_error():
             match=r"^profile meta fused_gpu: needs \{'first-last' \(0 <= first < last <= 9\): object\}",
         ):
             dp_mapping(m.profile, 10_000)
+    # well-formed keys that name no run a fused kernel computes in the Fashion shape (the
+    # runner's rule): Step + MaxPool2d, six layers, a conv + Step + BinConv2d's Step, a pool
+    refused = {
+        "1-2": r"layer 1 \(Step 64 ch\) is not an IntConv2d, a BinConv2d or a BinDense",
+        "0-5": r"a fused kernel runs 2 or 3 layers .*, not layers 0..5",
+        "6-7": r"layer 6 \(Flatten\) is not an IntConv2d",
+        "7-9": r"layer 7 \(BinDense 3136->64\): a BinDense fuses with its Step only",
+        "2": r"layer 2 \(MaxPool 2x2\) is not an IntConv2d",
+    }
+    for key, why in refused.items():
+        m.profile.meta["fused_gpu"] = {key: {"kernel": "x", "layer_s": {}}}
+        with pytest.raises(GpuKernelError) as info:
+            dp_mapping(m.profile, 10_000)
+        msg = str(info.value)
+        assert "\n" not in msg and msg.startswith(
+            f"profile meta fused_gpu: the key {key!r} is no run one fused kernel computes: "
+        ), msg
+        assert re.search(why, msg), msg
+    m.profile.meta["fused_gpu"] = {"0-2": 5}
+    with pytest.raises(
+        GpuKernelError, match=r"^profile meta fused_gpu: the key '0-2' needs an object, got 5$"
+    ):
+        dp_mapping(m.profile, 10_000)
     m.profile.meta["fused_gpu"] = {}
     with pytest.raises(
         GpuKernelError, match=r"^layers 3..5 run fused, but the profile holds no times of that kernel"

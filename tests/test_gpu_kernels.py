@@ -25,7 +25,15 @@ from gpu_kernels import CONFIGS, Runner, cuda_available, run_network
 from gpu_kernels.devices import EmuBuffer, get_gpu
 from gpu_kernels.errors import GpuKernelError
 from gpu_kernels.launch import Work, plan
-from gpu_kernels.layer_cases import LAYER_KINDS, WORD_BITS, all_cases, case_seed, make_case
+from gpu_kernels.layer_cases import (
+    FUSED_FAMILIES,
+    LAYER_KINDS,
+    WORD_BITS,
+    all_cases,
+    case_seed,
+    make_case,
+    make_fused_case,
+)
 from models import golden
 from models.numerics import bnn
 from tests.helpers import assert_same, mismatch, needs_gxx
@@ -151,29 +159,44 @@ def test_the_matrix_loops_every_case_once():
     assert sorted(looped) == sorted(CASES)
 
 
+# what the garbage-padding test feeds: the binary conv and dense layers alone, and each fused
+# kernel family whose input is packed words (its first layer's case kind, with pool or not)
+PADDING_KINDS = ("bin_conv", "dense", "bin_conv_step_pack", "bin_conv_step_pool_pack", "bin_dense_step_pack")
+
+
 def test_padding_bits_never_count(backend):
     """Input words whose padding bits are set (as HEP-BNN's xnor produced) still give the golden
-    result: the kernels mask the last word. Binary conv and dense, both word sizes, every
-    configuration."""
+    result: the kernels mask the last word. Binary conv and dense, and the fused kernels that
+    read packed words (BinConv2d + Step, with MaxPool2d, BinDense + Step), both word sizes,
+    every configuration."""
 
     def padding_check(config, kind, bits):
         seed = case_seed("garbage padding", kind, bits)
 
         def check():
-            net, x = make_case(kind, bits, "partial", 1, 3, seed)
-            runner = Runner(net, config, backend=backend, word_bits=bits)
-            op = runner.ops[0]
+            if kind in FUSED_FAMILIES:  # the fused kernel's net, its layers as one kernel
+                (first_kind, *_), pool = FUSED_FAMILIES[kind]
+                net, x = make_fused_case(first_kind, bits, "partial", 1, 3, seed, pool)
+                last = len(net.layers) - 1
+                runner = Runner(net, config, backend=backend, word_bits=bits, fuse=[(0, last)])
+                op = runner.fused[0]
+                assert op.family == kind, op.kernel
+            else:
+                net, x = make_case(kind, bits, "partial", 1, 3, seed)
+                runner = Runner(net, config, backend=backend, word_bits=bits)
+                op = runner.ops[0]
             words = op.fin.from_golden(x)
             c = op.fin.channels
+            assert c % bits, "the case needs a partial last word"
             garbage = ~np.array(0, dtype=words.dtype) << np.array(c % bits, dtype=words.dtype)
             words[..., -1] |= garbage  # every bit past channel c set
             out = runner.run_op_gpu(op, runner.gpu.upload(words), config)
-            got = op.fout.to_golden(runner.gpu.download(out), "int")
-            return mismatch(got, golden.run(net, x).outputs[0])
+            got = op.fout.to_golden(runner.gpu.download(out), net.shapes[-1][1])
+            return mismatch(got, golden.run(net, x).outputs[-1])
 
         return f"{kind} {config} w{bits} garbage padding seed {seed}", check
 
-    checks = [padding_check(*key) for key in itertools.product(CONFIGS, ("bin_conv", "dense"), WORD_BITS)]
+    checks = [padding_check(*key) for key in itertools.product(CONFIGS, PADDING_KINDS, WORD_BITS)]
     failed = failures_of(checks)
     assert not failed, report(f"{backend} garbage-padding cases", len(checks), failed)
 

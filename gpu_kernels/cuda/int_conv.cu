@@ -145,9 +145,10 @@ BNN_KERNEL int_conv_step_pack(SPLIT_PARAMS, const T* __restrict__ x, const u32* 
 // (sm_90); told one, it takes 70 and spills nothing (the blocks of 768 it must allow still
 // launch, tests/test_gpu_nvcc.py).
 template <typename T, typename W>
-__global__ void __launch_bounds__(KERNEL_MAX_THREADS, 1) int_conv_step_pool_pack(SPLIT_PARAMS, const T* __restrict__ x, const u32* __restrict__ wbits,
-                                   const int* __restrict__ lo, const int* __restrict__ hi,
-                                   W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
+__global__ void __launch_bounds__(KERNEL_MAX_THREADS, 1)
+    int_conv_step_pool_pack(SPLIT_PARAMS, const T* __restrict__ x, const u32* __restrict__ wbits,
+                            const int* __restrict__ lo, const int* __restrict__ hi,
+                            W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
     __shared__ u32 wsh[FUSED_WEIGHT_WORDS];
     int_conv_step_body<T, W, true>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, wbits, lo,
                                    hi, out, H, Wd, C, pad, Wo, F, wsh);

@@ -187,6 +187,12 @@ module accelerator #(
 
     // ---------------------------------------------------------------- weight, bias, shift memories
     // LOAD_WEIGHTS, j = k: read row j at k = j, write it into the array at k = j + 1.
+    // These memories and the partial-sum banks choose their read address (the run's or the
+    // host's) by busy a cycle late, each from a register of its own beside it (`run_q`, kept
+    // apart by `keep`; timing closure: busy's route to every memory, not logic, had set the
+    // clock). A host read reaches the memory a cycle after the port presents it, so run_q is
+    // busy in the cycle the read was presented: a read presented while idle is served, one
+    // presented while busy is not. The run reads none of these memories in its first cycle.
     /* verilator lint_off UNUSEDSIGNAL */
     wire [23:0] lw_row_addr = w_addr + k;
     wire [23:0] lw_bias_addr = b_addr + k;
@@ -196,37 +202,55 @@ module accelerator #(
     wire [31:0] bmem_q;
     generate
         for (gi = 0; gi < WCH; gi = gi + 1) begin : wmem
+            reg run_q;                                  // busy a cycle late, this memory's own
+            (* keep *) always @(posedge clk) run_q <= busy;
             sdp_ram #(.WIDTH(32), .DEPTH(WDEPTH), .AW(WAW)) u_ram (
                 .clk(clk),
                 .we(h_write && h_region == R_WMEM && h_off[7:0] == gi),
                 .waddr(h_off[WAW+7:8]), .wdata(host_wdata_q),
-                .raddr(busy ? lw_row_addr[WAW-1:0] : h_off[WAW+7:8]), .rdata(wmem_q[gi*32 +: 32]));
+                .raddr(run_q ? lw_row_addr[WAW-1:0] : h_off[WAW+7:8]), .rdata(wmem_q[gi*32 +: 32]));
         end
         for (gi = 0; gi < SCH; gi = gi + 1) begin : smem
+            reg run_q;                                  // busy a cycle late, this memory's own
+            (* keep *) always @(posedge clk) run_q <= busy;
             sdp_ram #(.WIDTH(32), .DEPTH(SDEPTH), .AW(SAW)) u_ram (
                 .clk(clk),
                 .we(h_write && h_region == R_SMEM && h_off[7:0] == gi),
                 .waddr(h_off[SAW+7:8]), .wdata(host_wdata_q),
-                .raddr(busy ? s_addr[SAW-1:0] : h_off[SAW+7:8]), .rdata(smem_q[gi*32 +: 32]));
+                .raddr(run_q ? s_addr[SAW-1:0] : h_off[SAW+7:8]), .rdata(smem_q[gi*32 +: 32]));
         end
     endgenerate
+    reg bmem_run_q;                                     // busy a cycle late, this memory's own
+    (* keep *) always @(posedge clk) bmem_run_q <= busy;
     sdp_ram #(.WIDTH(32), .DEPTH(BDEPTH), .AW(BAW)) u_bmem (
         .clk(clk), .we(h_write && h_region == R_BMEM), .waddr(h_off[BAW-1:0]),
-        .wdata(host_wdata_q), .raddr(busy ? lw_bias_addr[BAW-1:0] : h_off[BAW-1:0]), .rdata(bmem_q));
+        .wdata(host_wdata_q), .raddr(bmem_run_q ? lw_bias_addr[BAW-1:0] : h_off[BAW-1:0]),
+        .rdata(bmem_q));
 
     wire lw_first = exec_lw && k == 24'd0;
     wire lw_write = exec_lw && k != 24'd0;          // row k-1 arrives from the memories
     wire [7:0] lw_row = k[7:0] - 8'd1;
     reg  [ACC-1:0] bias [0:ROWS-1];
-    reg  [COLS*32-1:0] shift_word;                  // 4-bit direction per window position
     integer ri;
     always @(posedge clk) begin
         for (ri = 0; ri < ROWS; ri = ri + 1) begin
             if (lw_first) bias[ri] <= {ACC{1'b0}};
             else if (lw_write && lw_row == ri[7:0]) bias[ri] <= bmem_q;
         end
-        if (exec_lw && k == 24'd1) shift_word <= smem_q;
     end
+    // The shift word (a 4-bit direction per window position) loads at k = 1 of a
+    // LOAD_WEIGHTS, on an enable registered at k = 0, one copy per 32-bit chunk (timing
+    // closure: a compare of the 24-bit k had driven every flip-flop of the word).
+    wire [COLS*32-1:0] shift_word;
+    generate
+        for (gi = 0; gi < COLS; gi = gi + 1) begin : sw_chunk
+            reg        load_q;
+            reg [31:0] chunk;
+            (* keep *) always @(posedge clk) load_q <= lw_first;
+            always @(posedge clk) if (load_q) chunk <= smem_q[gi*32 +: 32];
+            assign shift_word[gi*32 +: 32] = chunk;
+        end
+    endgenerate
     // a weight word holds COLS bytes; columns past the tile's `cols` load as zero (gated)
     wire [COLS*8-1:0] row_bytes;
     generate
@@ -537,13 +561,16 @@ module accelerator #(
 
             wire raw_we = wr_v[gi] && mode == M_RAW && gi < tile_rows;
             wire sum_we = exec_mm && sum_valid && gi < tile_rows;
+            reg run_q;                                  // busy a cycle late, this bank's own
+            (* keep *) always @(posedge clk) run_q <= busy;
             sdp_ram #(.WIDTH(ACC), .DEPTH(PDEPTH), .AW(PAW)) u_pbuf (
                 .clk(clk),
                 .we(raw_we || sum_we || (h_write && h_region == R_PBUF && h_off[27:16] == gi)),
                 .waddr(raw_we ? wr_in_e : sum_we ? out_addr[PAW-1:0] : h_off[PAW-1:0]),
                 .wdata(raw_we ? raw : sum_we ? sum : host_wdata_q),
-                .raddr(busy ? rd_in_e : h_off[PAW-1:0]),
+                .raddr(run_q ? rd_in_e : h_off[PAW-1:0]),
                 .rdata(pbuf_q[gi]));
+
         end
     endgenerate
 

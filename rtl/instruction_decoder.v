@@ -160,8 +160,6 @@ module instruction_decoder #(
     assign fetch_in_addr = f_in;
     assign fetch_height = f_h;
     assign fetch_width = f_w;
-    // Toggle coverage off for slots: a 32-bit copy of f_slots (whose toggles are counted) for
-    // the range checks; its top bits are tied to 0.
     wire byte_mode = (f_mode == 2'd0) || (f_mode == 2'd1);
     // Channels a MATMUL's window spans, tile_cols x group, for each of the 8 group sizes:
     // registered, so FETCH only selects one by the word's group field. tile_cols changes in a
@@ -179,9 +177,6 @@ module instruction_decoder #(
         end
     endgenerate
     wire [11:0] f_slots = slots_of[{w[10:8], 2'd0} * 3 +: 12];
-    /* verilator coverage_off */
-    wire [31:0] slots = {20'd0, f_slots};
-    /* verilator coverage_on */
 
     // The range checks are written so that the pixel product only feeds comparators (the
     // FETCH path: memory -> product -> checks -> error register): "a + n > limit" is
@@ -189,11 +184,6 @@ module instruction_decoder #(
     function over;                           // a + n > limit (all below 2^31)
         input [31:0] a, n, limit;
         over = (a > limit) || (n > limit - a);
-    endfunction
-
-    function clash;                          // [a0, a0+an) and [b0, b0+bn) intersect
-        input [31:0] a0, an, b0, bn;
-        clash = (a0 < b0 || a0 - b0 < bn) && (b0 < a0 || b0 - a0 < an);
     endfunction
 
     wire pc_over = ({{(31-IAW){1'b0}}, pc} >= L_IMEM);
@@ -218,20 +208,28 @@ module instruction_decoder #(
         else if (op == OP_LW) begin
             if (f_rows == 8'd0 || {24'd0, f_rows} > L_ROWS || f_cols == 8'd0 || {24'd0, f_cols} > L_COLS)
                 err_pre = E_TILE;
-            else if (over({8'd0, f_waddr}, {24'd0, f_rows}, L_WDEPTH)
-                  || over({8'd0, f_baddr}, {24'd0, f_rows}, L_BDEPTH)
-                  || {8'd0, f_saddr} >= L_SDEPTH)
-                err_pre = E_WRANGE;
+            // its memory ranges (WRANGE) are compared in DECODE, against the bounds below
         end else if (op == OP_MM && tile_rows == 8'd0)
             err_pre = E_NOWEIGHTS;
     end
+
+    // A LOAD_WEIGHTS' memory ranges, "a + rows > depth" as "a > depth or rows > depth - a":
+    // FETCH registers the flags and the bounds, DECODE compares the rows (timing closure: the
+    // subtraction and the compare behind it were two 32-bit carry chains in FETCH).
+    wire        lw_past = ({8'd0, f_waddr} > L_WDEPTH) || ({8'd0, f_baddr} > L_BDEPTH)
+                       || ({8'd0, f_saddr} >= L_SDEPTH);
+    wire [24:0] w_room = L_WDEPTH[24:0] - {1'b0, f_waddr};
+    wire [24:0] b_room = L_BDEPTH[24:0] - {1'b0, f_baddr};
 
     // A MATMUL's product-free terms, named after the check they belong to; each *_room is the
     // bound a check compares the pixel count with (25 bits: DDEPTH and PDEPTH are at most 2^20,
     // and a term whose subtraction would wrap is decided by its flag first).
     wire        pixsum = (f_mode == M_PIXSUM);
     wire        shape_zero = (f_h == 12'd0 || f_w == 12'd0);
-    wire        in_past = ({12'd0, f_in} > L_DDEPTH) || over({20'd0, f_inch}, slots, L_CMAX);
+    // the input window's channels: in_ch > CMAX here, slots > CMAX - in_ch in DECODE (the
+    // window's width is a table select: its compare waits for the registered select)
+    wire        in_past = ({12'd0, f_in} > L_DDEPTH) || ({20'd0, f_inch} > L_CMAX);
+    wire [12:0] inch_room = L_CMAX[12:0] - {1'b0, f_inch};
     wire [24:0] in_room = L_DDEPTH[24:0] - {5'd0, f_in};
     wire        acc_past = ({12'd0, f_acc} > L_PDEPTH);
     wire [24:0] acc_room = L_PDEPTH[24:0] - {5'd0, f_acc};
@@ -241,9 +239,15 @@ module instruction_decoder #(
     wire [24:0] out_room = (byte_mode ? L_DDEPTH[24:0] : L_PDEPTH[24:0]) - {5'd0, f_out};
     // the overlap checks: channels (byte modes) or accumulation (the others) clash, and then the
     // two windows [a, a + n) and [b, b + m) intersect: (a < b or n > a - b) and (b < a or m > b - a)
-    wire        ovl_en = byte_mode
-                    ? clash({20'd0, f_inch}, slots, {20'd0, f_outch}, {24'd0, tile_rows})
-                    : (f_accin && f_out != f_acc);
+    // Whether they clash is decided in DECODE from these differences (timing closure: the
+    // subtractions and the compares behind them were one carry chain after another in FETCH):
+    // [in_ch, in_ch + slots) and [out_ch, out_ch + tile_rows) intersect when (in_ch < out_ch or
+    // in_ch - out_ch < tile_rows) and (out_ch < in_ch or out_ch - in_ch < slots).
+    wire        ch_in_below = (f_inch < f_outch);
+    wire        ch_out_below = (f_outch < f_inch);
+    wire [11:0] ch_in_gap = f_inch - f_outch;
+    wire [11:0] ch_out_gap = f_outch - f_inch;
+    wire        acc_moved = f_accin && f_out != f_acc;
     wire [19:0] ovl_a = byte_mode ? f_in : f_acc;
     wire        ovl_a_below = (ovl_a < f_out);           // a < b
     wire        ovl_b_below = (f_out < ovl_a);           // b < a
@@ -253,12 +257,21 @@ module instruction_decoder #(
     wire        ovl_b_one = !byte_mode && pixsum;
 
     reg [3:0]  err_pre_q;
+    reg        lw_q, lw_past_q;
+    reg [24:0] w_room_q, b_room_q;
     reg        mm_q, byte_mode_q, accin_q, pixsum_q, shape_zero_q, in_past_q, acc_past_q,
-               out_past_q, ovl_en_q, ovl_a_below_q, ovl_b_below_q, ovl_b_one_q;
+               out_past_q, ovl_a_below_q, ovl_b_below_q, ovl_b_one_q, ch_in_below_q,
+               ch_out_below_q, acc_moved_q;
     reg [24:0] in_room_q, acc_room_q, out_room_q, ovl_a_gap_q, ovl_b_gap_q;
+    reg [11:0] slots_q, ch_in_gap_q, ch_out_gap_q;
+    reg [12:0] inch_room_q;
     always @(posedge clk) if (state == S_FETCH) begin
         err_pre_q <= err_pre;
         mm_q <= (op == OP_MM);
+        lw_q <= (op == OP_LW);
+        lw_past_q <= lw_past;
+        w_room_q <= w_room;
+        b_room_q <= b_room;
         byte_mode_q <= byte_mode;
         accin_q <= f_accin;
         pixsum_q <= pixsum;
@@ -269,7 +282,13 @@ module instruction_decoder #(
         acc_room_q <= acc_room;
         out_past_q <= out_past;
         out_room_q <= out_room;
-        ovl_en_q <= ovl_en;
+        slots_q <= f_slots;
+        inch_room_q <= inch_room;
+        ch_in_below_q <= ch_in_below;
+        ch_out_below_q <= ch_out_below;
+        ch_in_gap_q <= ch_in_gap;
+        ch_out_gap_q <= ch_out_gap;
+        acc_moved_q <= acc_moved;
         ovl_a_below_q <= ovl_a_below;
         ovl_b_below_q <= ovl_b_below;
         ovl_a_gap_q <= ovl_a_gap;
@@ -282,16 +301,22 @@ module instruction_decoder #(
     /* verilator coverage_off */
     wire [31:0] pix32 = {8'd0, pix_q};
     /* verilator coverage_on */
-    wire        ovl_hit = ovl_en_q
+    wire        ch_clash = (ch_in_below_q || ch_in_gap_q < {4'd0, tile_rows})
+                        && (ch_out_below_q || ch_out_gap_q < slots_q);
+    wire        ovl_en = byte_mode_q ? ch_clash : acc_moved_q;
+    wire        ovl_hit = ovl_en
                     && (ovl_a_below_q || (ovl_b_one_q ? ovl_a_gap_q == 25'd0 : pix25 > ovl_a_gap_q))
                     && (ovl_b_below_q || pix25 > ovl_b_gap_q);
+    wire        lw_wrange = lw_past_q || {17'd0, f_rows} > w_room_q || {17'd0, f_rows} > b_room_q;
     reg [3:0] err;
     always @* begin
         err = err_pre_q;
+        if (err_pre_q == E_NONE && lw_q && lw_wrange)
+            err = E_WRANGE;
         if (err_pre_q == E_NONE && mm_q) begin
             if (shape_zero_q || pix32 > L_DDEPTH)
                 err = E_SHAPE;
-            else if (in_past_q || pix25 > in_room_q)
+            else if (in_past_q || {1'b0, slots_q} > inch_room_q || pix25 > in_room_q)
                 err = E_DBUF;
             else if (accin_q && (acc_past_q || pix25 > acc_room_q))
                 err = E_PBUF;
@@ -375,7 +400,8 @@ module instruction_decoder #(
                         exec_last <= {pix_q[20:0], 3'd0} + mm_rest_q;
                     end
                     // a LOAD_WEIGHTS' checks need no product: its tile is latched on err_pre_q
-                    if (!pc_over_q && err_pre_q == E_NONE && op == OP_LW) begin
+                    // and its ranges (lw_wrange)
+                    if (!pc_over_q && err_pre_q == E_NONE && op == OP_LW && !lw_wrange) begin
                         tile_rows <= f_rows;
                         tile_cols <= f_cols;
                     end

@@ -289,6 +289,26 @@ async def programs_and_malformed_words(dut):
         seen.add(code)
         await check_case(dut, cfg, words, f"malformed {j}")
     await check_case(dut, cfg, [encode(Matmul(**mm)), encode(Halt())], "no weights")
+    # legal words at the edges of the checks: ranges that end exactly at their memory's end,
+    # and output channels right beside the input window's (same entries, so only the channels
+    # keep them apart)
+    lw2 = encode(LoadWeights(rows=2, cols=1))
+    edge = dict(height=1, width=2, in_addr=0, out_addr=0, mode=OutputMode.RELU_QUANT, group=1)
+    edges = {
+        "weight rows end at the weight memory's end": [
+            encode(LoadWeights(rows=2, cols=1, w_addr=cfg.wdepth - 2))
+        ],
+        "bias rows end at the bias memory's end": [
+            encode(LoadWeights(rows=2, cols=1, b_addr=cfg.bdepth - 2))
+        ],
+        "output channels end at CMAX": [lw2, encode(Matmul(**edge, in_ch=0, out_ch=cfg.cmax - 2))],
+        "output channels right after the input's": [lw2, encode(Matmul(**edge, in_ch=0, out_ch=1))],
+        "input channels right after the output's": [lw2, encode(Matmul(**edge, in_ch=2, out_ch=0))],
+    }
+    for label, words in edges.items():
+        words = [*words, encode(Halt())]
+        assert expected(words, cfg)[0] is None, f"{label}: the ISA refuses it"
+        await check_case(dut, cfg, words, label)
     filled = [lw] * cfg.imem_depth  # no HALT anywhere
     await check_case(dut, cfg, filled, "runs off the end")
     want = {
@@ -299,8 +319,8 @@ async def programs_and_malformed_words(dut):
     assert want <= seen, f"error codes not exercised: {want - seen}"
     dut._log.info(
         f"{len(valid)} programs, {n_flip} bit flips, 3 random-instruction programs, "
-        f"16 opcodes, {len(malformed)} malformed words, no-weights and overflow "
-        "cases: match"
+        f"16 opcodes, {len(malformed)} malformed words, {len(edges)} legal edge cases, no-weights "
+        "and overflow cases: match"
     )
 
 

@@ -89,20 +89,41 @@ __device__ __forceinline__ int block_threads() {
 // threads, take the block's outputs of the same (n, p, f) chunk in turn, so every lane of a
 // warp runs the same iterations and meets at every collective. body(n, p, f, lane, k, mask):
 // k = the lanes of this warp (32, or fewer in a block's last warp), mask = their bits.
+// WarpShare is that loop's set-up: the kernels that ptxas spilled through the lambda write the
+// loop out on it (for (i64 o = s.warp; o < s.outputs; o += s.warps) { s.output(o, n, p, f); }).
+struct WarpShare {
+    int warp, lane, warps, k;  // this warp, this lane, the block's warps, this warp's lanes
+    unsigned mask;             // the bits of this warp's lanes
+    int n0, p0, f0, np, nf;    // the block's chunk: its first (n, p, f) and extents
+    i64 outputs;               // the chunk's outputs
+    __device__ __forceinline__ void output(i64 o, int& n, int& p, int& f) const {
+        n = n0 + (int)(o / nf / np), p = p0 + (int)(o / nf % np), f = f0 + (int)(o % nf);
+    }
+};
+__device__ __forceinline__ WarpShare warp_share(int n_total, int p_total, int f_total, int n_chunk,
+                                                int p_chunk, int f_chunk) {
+    WarpShare s;
+    const int threads = block_threads(), t = block_thread();
+    s.warp = t / 32, s.lane = t % 32, s.warps = (threads + 31) / 32;
+    s.k = imin(32, threads - s.warp * 32);
+    s.mask = s.k == 32 ? 0xffffffffu : (1u << s.k) - 1u;
+    s.n0 = (int)blockIdx.x * n_chunk;
+    s.p0 = (int)blockIdx.y * p_chunk, s.np = imin(p_total, s.p0 + p_chunk) - s.p0;
+    s.f0 = (int)blockIdx.z * f_chunk, s.nf = imin(f_total, s.f0 + f_chunk) - s.f0;
+    s.outputs = (i64)(imin(n_total, s.n0 + n_chunk) - s.n0) * s.np * s.nf;
+    return s;
+}
+
 template <class Body>
 __device__ __forceinline__ void for_each_warp_output(int n_total, int p_total, int f_total,
                                                      int n_chunk, int p_chunk, int f_chunk,
                                                      Body body) {
-    const int threads = block_threads(), t = block_thread();
-    const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
-    const int k = imin(32, threads - warp * 32);
-    const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;
-    const int n0 = (int)blockIdx.x * n_chunk, nn = imin(n_total, n0 + n_chunk) - n0;
-    const int p0 = (int)blockIdx.y * p_chunk, np = imin(p_total, p0 + p_chunk) - p0;
-    const int f0 = (int)blockIdx.z * f_chunk, nf = imin(f_total, f0 + f_chunk) - f0;
-    const i64 outputs = (i64)nn * np * nf;
-    for (i64 o = warp; o < outputs; o += warps)
-        body(n0 + (int)(o / nf / np), p0 + (int)(o / nf % np), f0 + (int)(o % nf), lane, k, mask);
+    const WarpShare s = warp_share(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk);
+    for (i64 o = s.warp; o < s.outputs; o += s.warps) {
+        int n, p, f;
+        s.output(o, n, p, f);
+        body(n, p, f, s.lane, s.k, s.mask);
+    }
 }
 
 #define FOR_EACH_WARP_OUTPUT(...) \

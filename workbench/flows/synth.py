@@ -352,6 +352,15 @@ def synth_array_ecp5(rows: int, cols: int) -> dict:
     return res
 
 
+def synth_flat_ecp5(config: ArrayConfig) -> dict:
+    """The whole top at `config` through synth_ecp5 flattened, as the place and route flow
+    synthesizes it (workbench/flows/ecp5.py): the netlist nextpnr would place, no blocks."""
+    tag = f"ecp5_flat_{config_tag(config)}"
+    stat = OUT / f"{tag}.stat"
+    yosys(tag, f"{top_read(config)}; synth_ecp5 -top accelerator; tee -q -o {stat} stat", exe=_yowasp())
+    return ecp5_counts(list(parse_stat(stat.read_text()).values())[-1])
+
+
 def _yowasp() -> str:
     found = ecp5.tools()
     if found is None:
@@ -368,7 +377,7 @@ def _synth_blocks(tag: str, read: str, params: dict, target: str = "xc7") -> dic
         f"{read}; chparam {chparam} accelerator; "
         f"hierarchy -top accelerator; tee -q -o {inst} dump t:*; "
         f"setattr -mod -set keep_hierarchy 1 {keep}; "
-        + (f"synth_xilinx {XILINX}; " if target == "xc7" else "synth_ecp5 -top accelerator; ")
+        + (f"synth_xilinx {XILINX}; " if target == "xc7" else "synth_ecp5; ")
         + f"tee -q -o {stat} stat",
         exe="yosys" if target == "xc7" else _yowasp(),
     )

@@ -66,21 +66,20 @@ def _terms(c: ArrayConfig) -> dict[str, float]:
     bkw, daw, paw = clog2(c.cmax), clog2(c.ddepth), clog2(c.pdepth)
     ne = max(c.cmax, 8 * c.cols)  # positions of the feeder's bit shifter (rtl/data_feeder.v NE)
     return {
-        "WB": shifter_cells(c.rows, c.cmax),
-        "ST": shifter_cells(8 * c.cols, c.cmax),
-        "8C*BKW": 8 * c.cols * bkw,
         "1": 1.0,
         "R": c.rows,
         "C": c.cols,
         "R*C": c.rows * c.cols,
         "C(C-1)/2": c.cols * (c.cols - 1) / 2,
         "B": c.cmax,
-        "B*BKW": c.cmax * bkw,
-        "B*DAW": c.cmax * daw,
         "DAW": daw,
+        "B*DAW": c.cmax * daw,
         "R*PAW": c.rows * paw,
         "8C": 8 * c.cols,
+        "8C*BKW": 8 * c.cols * bkw,
         "NE*BKW": ne * bkw,
+        "WB": shifter_cells(c.rows, c.cmax),
+        "ST": shifter_cells(8 * c.cols, c.cmax),
     }
 
 
@@ -94,7 +93,9 @@ LOGIC_BLOCKS: dict[str, tuple[str, ...]] = {
     "array": ("R*C", "C(C-1)/2", "R", "C", "1"),
     # data_feeder.v: one 8-bit serializer per bank (B), a logarithmic bit shifter of NE =
     # max(B, 8C) positions x clog2(B) stages (NE*BKW), per array slot (8 per column) the
-    # registered shifter output and the 8:1 group select (8C)
+    # registered shifter output and the 8:1 group select (8C); and a per-slot cost that grows
+    # with the shifter's depth (8C*BKW): measured (the 16x16 CMAX 128 feeder is a third larger
+    # than the 8x8 CMAX 128 one on both targets), not traced to one structure
     "feeder": ("NE*BKW", "B", "8C", "8C*BKW", "1"),
     # channel_shift.v: per bank a 9:1 select of the candidate address, DAW bits wide (B*DAW),
     # and its fill flag (B); nine DAW-bit candidate counters (DAW) and the frame counters (1)
@@ -104,8 +105,9 @@ LOGIC_BLOCKS: dict[str, tuple[str, ...]] = {
     # relu_quant.v and output_accumulator.v: one of each per array row
     "ReLU & quant": ("R",),
     "output accumulators": ("R",),
-    # accelerator.v's own logic: the steering and the write-back shifters (4 + 9 bits per bank and
-    # stage: B*BKW), per bank the read-address register with its host select and the write
+    # accelerator.v's own logic: the write-back shifter (9 bits: WB, its live multiplexers with
+    # ROWS rows entering) and the steering shifter (4 bits: ST, 8C shift-word entries entering;
+    # see shifter_cells), per bank the read-address register with its host select and the write
     # entry chain (DAW bits each: B*DAW), its direction, write registers and the host read
     # multiplexer's byte (B); per row the row pipeline's entries (PAW bits: R*PAW), the bias
     # register, the partial-sum buffer's write selects and host read word (R); per column the

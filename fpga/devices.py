@@ -124,10 +124,11 @@ def modelled_clock(config: ArrayConfig, dev: str | Device) -> Clock:
     period = fit["a_ns"] + fit["b_ns_per_doubling"] * math.log2(lut4)
     mhz = min(1e3 / period, max(p["fmax_mhz"] for p in fit["points"]))
     routed = {(p["rows"], p["cols"], p["cmax"]) for p in fit["points"]}
-    where = "at a routed size" if (config.rows, config.cols, config.cmax) in routed else "extrapolated"
-    return Clock(
-        mhz, "model", f"modelled from the routed ECP5 tops by size, {where}, not routed at this size"
-    )
+    if (config.rows, config.cols, config.cmax) in routed:
+        where = "a routed size (fpga/clock.py reports its own routed Fmax)"
+    else:
+        where = "extrapolated, not routed at this size"
+    return Clock(mhz, "model", f"modelled from the routed ECP5 tops by size: {where}")
 
 
 # ---------------------------------------------------------------- fits

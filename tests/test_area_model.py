@@ -206,7 +206,7 @@ def test_the_ecp5_clock_gives_the_routed_tops_back_and_is_labelled_elsewhere():
     for p in FIT["ecp5_clock"]["points"]:
         clock = modelled_clock(ArrayConfig(p["rows"], p["cols"], p["cmax"]), "LFE5U-85F")
         assert clock.mhz == pytest.approx(p["fmax_mhz"], rel=1e-3)
-        assert "routed size" in clock.note
+        assert "a routed size" in clock.note
     far = modelled_clock(ArrayConfig(32, 32, 256), "LFE5U-85F")
     assert "extrapolated" in far.note and "not routed" in far.note
     assert far.mhz < min(p["fmax_mhz"] for p in FIT["ecp5_clock"]["points"])

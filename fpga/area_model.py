@@ -17,6 +17,11 @@ Two targets: "xc7" (Xilinx 7-series, yosys 0.23 `synth_xilinx`: LUT6, FFs, BRAM3
 on the routed tops, see `AreaModel.predict`). The 7-series numbers are synthesis numbers with the
 blocks kept apart, as `make synth` reports them, not placed ones (there is no Vivado here).
 
+The points were measured on one version of rtl/ (its digest is in the fit file). When the
+checkout's rtl/ differs, the model still answers, and `AreaModel.note`, every `Resources.note`
+(and fpga/devices.py's `Fit.note` and modelled clock) say so: "measured on an earlier rtl/
+(digest ...); the model may be off by the change". benchmarks/area_model.py measures it again.
+
 Every term is non-decreasing in rows, cols, cmax and each depth and every coefficient is at least
 zero, so the model never shrinks when rows, cols or cmax grow (tests/test_area_model.py). A deeper
 memory never takes fewer block RAMs, but it may take fewer LUTs: where yosys moves a memory from
@@ -32,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from fpga import clock
 from fpga.arch import ArrayConfig
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -176,6 +182,8 @@ class Resources:
     brams: float
     target: str
     blocks: dict = field(default_factory=dict, compare=False, repr=False)
+    # "" when the fit was measured on the RTL of this checkout, else `stale_note`'s warning
+    note: str = field(default="", compare=False)
 
     @property
     def bram36(self) -> float:
@@ -196,6 +204,7 @@ class AreaModel:
         data = fit if fit is not None else load_fit()
         self.fit = data["targets"][target]
         self.provenance = {k: v for k, v in data.items() if k != "targets"}
+        self.note = stale_note(data)
 
     def logic(self, config: ArrayConfig) -> dict[str, dict[str, float]]:
         """The logic blocks' LUTs and FFs."""
@@ -236,7 +245,19 @@ class AreaModel:
             totals[res] = sum(b[res] * f[calibration_group(name)] for name, b in blocks.items())
         luts, ffs = totals["luts"], totals["ffs"]
         brams = sum(b.get("brams", 0.0) for b in blocks.values())
-        return Resources(luts, ffs, brams, self.target, blocks)
+        return Resources(luts, ffs, brams, self.target, blocks, self.note)
+
+
+def stale_note(fit: dict | None = None) -> str:
+    """The empty string when `fit` (default: the committed fit) was measured on the rtl/ of this
+    checkout (fpga/clock.py's `rtl_digest`); else one line saying that it was not. A fit without a digest
+    (one being made, benchmarks/area_model.py) has no note. Never an error: the model still
+    answers, the reader is told."""
+    data = fit if fit is not None else load_fit()
+    measured = data.get("rtl_sha256")
+    if not measured or measured == clock.rtl_digest():
+        return ""
+    return f"measured on an earlier rtl/ (digest {measured[:12]}); the model may be off by the change"
 
 
 @cache

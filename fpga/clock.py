@@ -11,6 +11,9 @@ Three sources, in this order:
     one: the compare job fits the depths to its network, and smaller memories mean fewer block
     RAMs and narrower addresses, so the routed Fmax is the conservative figure;
   * `paper`: the seed paper's 170 MHz, labelled as such and "not routed".
+
+A fourth, `model`, is not one of `clock_for`'s: fpga/devices.py's `modelled_clock` gives it, the
+clock an ECP5 top is modelled to reach at a size nobody has routed (docs/area_model.md).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ FMAX_DIR = Path(__file__).resolve().parents[1] / "build" / "timing"
 @dataclass(frozen=True)
 class Clock:
     mhz: float
-    source: str  # "given", "routed" or "paper"
+    source: str  # "given", "routed" or "paper" (clock_for); "model" (fpga/devices.py)
     note: str  # where the number comes from, for the reader of a report
 
     @property

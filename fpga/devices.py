@@ -12,9 +12,9 @@ Device numbers (each entry's `source`):
     report gives it in public logs of 25k designs (TRELLIS_COMB and TRELLIS_FF 24,288, DP16KD 56,
     MULT18X18D 28; not routed here), one flip-flop per LUT4 site.
 
-The clock (`modelled_clock`): on an ECP5, a fit of the routed tops' Fmax against their size (an
-extrapolation outside the routed sizes, labelled as such); on a Xilinx part, the seed paper's
-170 MHz, labelled "not routed" (there is no Vivado here). A top routed at exactly the
+The clock (`modelled_clock`, `source` "model"): on an ECP5, a fit of the routed tops' Fmax against
+their size (an extrapolation outside what the routed tops cover, labelled as such); on a Xilinx
+part, the seed paper's 170 MHz, labelled "not routed" (there is no Vivado here). A top routed at exactly the
 configuration is fpga/clock.py's business (`clock_for`), which reports latencies.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from fpga.arch import ArrayConfig
 from fpga.area_model import UNITS, AreaModel, Resources, load_fit
-from fpga.clock import PAPER_MHZ, Clock
+from fpga.clock import PAPER_MHZ, Clock, covers
 
 DEFAULT_UTILISATION = 0.8  # the share of a device a design may take and still place and route
 
@@ -108,29 +108,36 @@ def ecp5_clock_points() -> list[dict]:
 
 
 def modelled_clock(config: ArrayConfig, dev: str | Device) -> Clock:
-    """The clock `config` is modelled to reach on `dev`.
+    """The clock `config` is modelled to reach on `dev` (`source` "model" on an ECP5).
 
     ECP5: the routed tops' critical paths are routing between structures spread over the die
     (the data-buffer banks, the decoder, the array's edges), so the clock period is modelled as
     growing with the logarithm of the design's size: period = a + b log2(LUT4), a line through
-    the routed tops (8x8 and 16x16 at CMAX 64 on the LFE5U-85F, nextpnr seed 1). Outside those
-    two sizes this is an extrapolation; it is never taken above the fastest routed top (a
+    the routed tops (8x8 and 16x16 at CMAX 64 on the LFE5U-85F, nextpnr seed 1). A configuration
+    a routed top stands for by fpga/clock.py's rule (`covers`: the same ROWS, COLS and CMAX,
+    every depth at most the routed one's) gets that top's routed Fmax, the conservative figure;
+    any other is an extrapolation, labelled so, and never taken above the fastest routed top (a
     smaller design is not assumed to route faster than measured). The same fabric and speed
-    grade are assumed on the 25F.
+    grade are assumed on the 25F. When the fit was measured on another rtl/, the note says so.
     """
     d = device(dev)
     if d.family == "xc7":
         return Clock(PAPER_MHZ, "paper", f"the seed paper's clock on the {d.name}, not routed")
-    fit = load_fit()["ecp5_clock"]
-    lut4 = AreaModel("ecp5").predict(config).luts
-    period = fit["a_ns"] + fit["b_ns_per_doubling"] * math.log2(lut4)
-    mhz = min(1e3 / period, max(p["fmax_mhz"] for p in fit["points"]))
-    routed = {(p["rows"], p["cols"], p["cmax"]) for p in fit["points"]}
-    if (config.rows, config.cols, config.cmax) in routed:
+    fit = load_fit()
+    clock = fit["ecp5_clock"]
+    model = AreaModel("ecp5")
+    wanted = config.hdl_parameters()
+    routed = next((p for p in clock["points"] if covers(p["hdl_parameters"], wanted)), None)
+    if routed is not None:
+        mhz = routed["fmax_mhz"]
         where = "a routed size (fpga/clock.py reports its own routed Fmax)"
     else:
+        lut4 = model.predict(config).luts
+        period = clock["a_ns"] + clock["b_ns_per_doubling"] * math.log2(lut4)
+        mhz = min(1e3 / period, max(p["fmax_mhz"] for p in clock["points"]))
         where = "extrapolated, not routed at this size"
-    return Clock(mhz, "model", f"modelled from the routed ECP5 tops by size: {where}")
+    note = f"modelled from the routed ECP5 tops by size: {where}"
+    return Clock(mhz, "model", f"{note}; {model.note}" if model.note else note)
 
 
 # ---------------------------------------------------------------- fits
@@ -146,6 +153,7 @@ class Fit:
     resources: Resources
     used: dict[str, float]  # resource -> share of the device
     clock: Clock
+    note: str = ""  # the area model's: "" unless its points were measured on another rtl/
 
     def __bool__(self) -> bool:
         return self.ok
@@ -153,9 +161,10 @@ class Fit:
 
 def fits(config: ArrayConfig, dev: str | Device, utilisation: float = DEFAULT_UTILISATION) -> Fit:
     """Whether `config`'s modelled resources stay within `utilisation` of `dev`'s LUTs, FFs and
-    block RAMs (each one separately)."""
+    block RAMs (each one separately). `note`: as `Resources.note` (fpga/area_model.py)."""
     d = device(dev)
-    if not (isinstance(utilisation, (int, float)) and 0 < utilisation <= 1):
+    ok_type = isinstance(utilisation, (int, float)) and not isinstance(utilisation, bool)
+    if not (ok_type and 0 < utilisation <= 1):
         raise ValueError(f"utilisation must be in (0, 1], got {utilisation!r}")
     res = AreaModel(d.family).predict(config)
     have = {"luts": res.luts, "ffs": res.ffs, "brams": res.brams}
@@ -172,4 +181,4 @@ def fits(config: ArrayConfig, dev: str | Device, utilisation: float = DEFAULT_UT
         if over
         else ""
     )
-    return Fit(not over, reason, d, utilisation, res, used, modelled_clock(config, d))
+    return Fit(not over, reason, d, utilisation, res, used, modelled_clock(config, d), res.note)

@@ -197,6 +197,9 @@ def test_the_utilisation_budget_decides():
     assert not tight and "LUT4" in tight.reason
     with pytest.raises(ValueError, match="utilisation"):
         fits(config, "LFE5U-85F", utilisation=1.5)
+    for wrong in (True, False, "0.8"):
+        with pytest.raises(ValueError, match="utilisation"):
+            fits(config, "LFE5U-85F", utilisation=wrong)
 
 
 def test_block_rams_alone_can_refuse():
@@ -247,6 +250,20 @@ def test_an_unknown_target_is_refused():
         am.AreaModel("stratix")
 
 
+def test_a_routed_size_is_what_fpga_clock_s_covers_says():
+    """The routed 8x8 CMAX 64 top stands for an 8x8 CMAX 64 with smaller memories (its routed
+    Fmax), not for one with a deeper memory or another CMAX: those are extrapolated."""
+    smaller = modelled_clock(ArrayConfig(8, 8, 64, ddepth=512, pdepth=256), "LFE5U-85F")
+    assert "a routed size" in smaller.note and smaller.mhz == 84.79
+    for other in (
+        ArrayConfig(8, 8, 64, ddepth=16384),
+        ArrayConfig(8, 8, 64, imem_depth=1024),
+        ArrayConfig(8, 8, 128),
+    ):
+        clock = modelled_clock(other, "LFE5U-85F")
+        assert "extrapolated" in clock.note and "a routed size" not in clock.note, other
+
+
 # ---------------------------------------------------------------- measured on another rtl/
 OTHER_DIGEST = "f" * 64
 
@@ -259,11 +276,17 @@ def test_a_fit_of_another_rtl_says_so_and_still_answers(monkeypatch):
     for target in am.TARGETS:
         model = am.AreaModel(target)
         assert model.note == want and model.predict(ArrayConfig()).note == want
+    fit = fits(ArrayConfig(), "LFE5U-85F")
+    assert fit and fit.note == want and fit.reason == ""
+    assert want in modelled_clock(ArrayConfig(12, 12, 96), "LFE5U-85F").note
+    assert want in modelled_clock(ArrayConfig(), "LFE5U-85F").note
 
 
 def test_a_fit_of_this_rtl_has_no_note(monkeypatch):
     monkeypatch.setattr(fpga_clock, "rtl_digest", lambda rtl=None: FIT["rtl_sha256"])
     assert am.AreaModel("ecp5").predict(ArrayConfig()).note == ""
+    assert fits(ArrayConfig(), "LFE5U-85F").note == ""
+    assert "earlier rtl/" not in modelled_clock(ArrayConfig(), "LFE5U-85F").note
 
 
 # ---------------------------------------------------------------- benchmarks/area_model.py

@@ -59,6 +59,15 @@ def test_fused_bin_kernel_equals_golden(order):
     assert not failed, report(f"bin_conv_step_pack cases {order}", len(checks), failed)
 
 
+def wide_bin_conv(rng, c, f, h, w):
+    """A BinConv2d of c -> f channels (random +-1 weights, biases in -9..9), a batch of two
+    random +-1 c x h x w images and the conv's golden sums."""
+    weight = np.where(rng.random((f, c, 3, 3)) < 0.5, -1, 1).astype(np.int8)
+    conv = ir.BinConv2d(weight=weight, bias=rng.integers(-9, 10, f), padding=1)
+    x = np.where(rng.random((2, c, h, w)) < 0.5, -1, 1).astype(np.int8)
+    return conv, x, golden.run(ir.Network((c, h, w), "binary", [conv]), x).outputs[0]
+
+
 @pytest.mark.parametrize("bits", [32, 64])
 def test_weights_beyond_the_shared_tile_are_read_from_global_memory(bits):
     """70 input channels, 310 filters: 9 x nw x 310 words exceed BIN_FUSED_WEIGHT_BYTES, so
@@ -67,10 +76,7 @@ def test_weights_beyond_the_shared_tile_are_read_from_global_memory(bits):
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     c, f = 70, 310
-    w = np.where(rng.random((f, c, 3, 3)) < 0.5, -1, 1).astype(np.int8)
-    conv = ir.BinConv2d(weight=w, bias=rng.integers(-9, 10, f), padding=1)
-    x = np.where(rng.random((2, c, 3, 4)) < 0.5, -1, 1).astype(np.int8)
-    sums = golden.run(ir.Network((c, 3, 4), "binary", [conv]), x).outputs[0]
+    conv, x, sums = wide_bin_conv(rng, c, f, 3, 4)
     thr = sums[0, :, 1, 1].astype(np.int64)  # sums equal to a threshold occur
     step = ir.Step(threshold=thr, direction=np.where(rng.random(f) < 0.5, -1, 1).astype(np.int8))
     net = ir.Network((c, 3, 4), "binary", [conv, step])

@@ -20,6 +20,7 @@ from models import golden, ir
 from models.random_networks import fashion_bnn, random_images
 from tests.helpers import assert_same, needs_gxx
 from tests.test_gpu_fused import INT_BARRIER, barrier_removed_fault, fused_check
+from tests.test_gpu_fused_bin import wide_bin_conv
 from tests.test_gpu_kernels import failures_of, report
 
 pytestmark = needs_gxx
@@ -78,10 +79,7 @@ def test_pooled_binary_weights_beyond_the_shared_tile(bits):
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
     c, f = 70, 310
-    w = np.where(rng.random((f, c, 3, 3)) < 0.5, -1, 1).astype(np.int8)
-    conv = ir.BinConv2d(weight=w, bias=rng.integers(-9, 10, f), padding=1)
-    x = np.where(rng.random((2, c, 5, 7)) < 0.5, -1, 1).astype(np.int8)
-    sums = golden.run(ir.Network((c, 5, 7), "binary", [conv]), x).outputs[0]
+    conv, x, sums = wide_bin_conv(rng, c, f, 5, 7)
     thr = np.sort(sums.transpose(1, 0, 2, 3).reshape(f, -1), axis=1)[:, 50].astype(np.int64)
     step = ir.Step(threshold=thr, direction=np.ones(f, np.int8))
     net = ir.Network((c, 5, 7), "binary", [conv, step, ir.MaxPool2d()])

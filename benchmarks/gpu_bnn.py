@@ -191,7 +191,7 @@ def fused_self_check_isolated(spec: str, x, args, timeout_s: float) -> str | Non
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p))
     with tempfile.TemporaryDirectory(prefix="gpu_bnn_fused_") as tmp:
         x_path = Path(tmp) / "x.npy"
-        np.save(x_path, np.ascontiguousarray(x))
+        np.save(x_path, np.ascontiguousarray(x))  # scratch: the child's input, in this call's temp dir
         try:
             proc = subprocess.run(
                 fused_check_command(spec, x_path, args),

@@ -367,7 +367,7 @@ def test_removing_the_barrier_is_reported(tmp_path, order):
     )
 
 
-INT_BARRIER = "    __syncthreads();\n    // for_each_warp_output's loop written out"
+INT_BARRIER = "    __syncthreads();\n    const IntConvSum<T> sum"
 
 
 def test_fused_op_counts():

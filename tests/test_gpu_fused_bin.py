@@ -111,7 +111,7 @@ def test_removing_the_barrier_is_reported(tmp_path, order):
         tmp_path,
         order,
         "bin_conv.cu",
-        "    __syncthreads();\n    const W* wsrc",
+        "    __syncthreads();\n    const BinConvSum<W> sum",
         "bin_conv_step_pack<unsigned int>",
         "bin_conv_step_pack/w32",
         [3],

@@ -114,7 +114,7 @@ def test_fashion_runs_pooled_and_the_pair_choice_stays():
     [
         (
             "bin_conv.cu",
-            "    __syncthreads();\n    const W* wsrc",
+            "    __syncthreads();\n    const BinConvSum<W> sum",
             "bin_conv_step_pool_pack<unsigned int>",
             "bin_conv_step_pool_pack/w32",
             [(3, 5)],

@@ -78,7 +78,7 @@ __device__ __forceinline__ int bin_conv_channel_sum(const W* __restrict__ x, con
             const W* a = x + (((i64)n * H + iy) * Wd + ix) * nw;
             const W* wt = wsrc + (i64)(ky * 3 + kx) * nw * F + ch;
             // not unrolled: unrolled, ptxas kept the u32 kernel at 40 registers and
-            // spilled 160 bytes; rolled it takes 78 and spills nothing (sm_90)
+            // spilled 160 bytes; rolled it takes 76 and spills nothing (sm_90)
 #pragma unroll 1
             for (int j = 0; j < nw - 1; ++j) pop += popcount((W)(a[j] ^ wt[(i64)j * F]));
             pop += popcount((W)((a[nw - 1] ^ wt[(i64)(nw - 1) * F]) & last));
@@ -87,6 +87,19 @@ __device__ __forceinline__ int bin_conv_channel_sum(const W* __restrict__ x, con
     }
     return taps * C - 2 * pop;
 }
+
+// bin_conv_channel_sum as the functor conv_step_pack_words calls
+template <typename W>
+struct BinConvSum {
+    const W* x;
+    const W* w;  // the shared tile or global memory
+    int H, Wd, C, nw;
+    W last;
+    int pad, F;
+    __device__ __forceinline__ int operator()(int n, int oy, int ox, int ch) const {
+        return bin_conv_channel_sum<W>(x, w, n, oy, ox, ch, H, Wd, C, nw, last, pad, F);
+    }
+};
 
 // Both fused binary kernels: the weight tile, then one output word per warp. POOL: each
 // output word is the OR of the 2x2 conv pixels' words (bin_conv_step_pool_pack).
@@ -106,40 +119,9 @@ __device__ __forceinline__ void bin_conv_step_body(SPLIT_PARAMS, const W* __rest
     if (tiled)
         for (int i = t; i < nweights; i += threads) wsh[i] = w[i];
     __syncthreads();
-    const W* wsrc = tiled ? wsh : w;
-    // for_each_warp_output's loop written out on its WarpShare: through the lambda ptxas spilled
-    // this kernel (156 bytes stored at sm_90), written out it spills nothing
-    const WarpShare share = warp_share(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk);
-    const int lane = share.lane, k = share.k;
-    const unsigned mask = share.mask;
-    for (i64 o = share.warp; o < share.outputs; o += share.warps) {
-        int n, p, f;
-        share.output(o, n, p, f);
-        const int oy = p / Wo, ox = p - oy * Wo;  // the pooled pixel when POOL
-        const int c0 = f * B, nb = imin(B, F - c0);
-        W word = 0;
-        for (int s = 0; s < nb; s += k) {
-            // a lane past the word's channels computes its last channel again and votes 0, so
-            // that the warp stays converged up to the ballot
-            const bool valid = s + lane < nb;
-            const int ch = c0 + (valid ? s + lane : nb - 1);
-            bool on = false;
-            if (POOL) {
-                // +1 where any of the four is +1: the OR of the bits (see above)
-#pragma unroll 1
-                for (int q = 0; q < 4; ++q) {
-                    const int acc = bin_conv_channel_sum<W>(x, wsrc, n, 2 * oy + (q >> 1), 2 * ox + (q & 1),
-                                                            ch, H, Wd, C, nw, last, pad, F);
-                    on |= (lo[ch] <= acc) & (acc <= hi[ch]);  // &, |: no branch before the ballot
-                }
-            } else {
-                const int acc = bin_conv_channel_sum<W>(x, wsrc, n, oy, ox, ch, H, Wd, C, nw, last, pad, F);
-                on = lo[ch] <= acc && acc <= hi[ch];
-            }
-            word |= (W)__ballot_sync(mask, valid && on) << s;
-        }
-        if (lane == 0) out[((i64)n * p_total + p) * f_total + f] = word;
-    }
+    const BinConvSum<W> sum{x, tiled ? wsh : w, H, Wd, C, nw, last, pad, F};
+    conv_step_pack_words<W, POOL>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, sum, lo, hi,
+                                  out, Wo, F);
 }
 
 template <typename W>

@@ -128,3 +128,46 @@ __device__ __forceinline__ void for_each_warp_output(int n_total, int p_total, i
 
 #define FOR_EACH_WARP_OUTPUT(...) \
     for_each_warp_output(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, __VA_ARGS__)
+
+// The fused conv + Step (+ MaxPool2d) kernels' output words: one packed word of F channels per
+// warp at each output pixel (Wo wide), channel ch on when lo[ch] <= sum <= hi[ch]; sum(n, y, x,
+// ch) is the conv's channel sum without the bias, a functor held by value (the loop is written
+// out on WarpShare: through for_each_warp_output's lambda ptxas spilled these kernels at sm_90).
+// POOL: the output pixel is a 2x2 window of conv pixels, +1 where any of the four is +1 (on
+// +-1 values the max is the OR of the bits).
+template <typename W, bool POOL, class Sum>
+__device__ __forceinline__ void conv_step_pack_words(SPLIT_PARAMS, const Sum& sum,
+                                                     const int* __restrict__ lo,
+                                                     const int* __restrict__ hi,
+                                                     W* __restrict__ out, int Wo, int F) {
+    const int B = (int)(8 * sizeof(W));
+    const WarpShare share = warp_share(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk);
+    const int lane = share.lane, k = share.k;
+    const unsigned mask = share.mask;
+    for (i64 o = share.warp; o < share.outputs; o += share.warps) {
+        int n, p, f;
+        share.output(o, n, p, f);
+        const int oy = p / Wo, ox = p - oy * Wo;  // the pooled pixel when POOL
+        const int c0 = f * B, nb = imin(B, F - c0);
+        W word = 0;
+        for (int s = 0; s < nb; s += k) {
+            // a lane past the word's channels computes its last channel again and votes 0, so
+            // that the warp stays converged up to the ballot
+            const bool valid = s + lane < nb;
+            const int ch = c0 + (valid ? s + lane : nb - 1);
+            bool on = false;
+            if (POOL) {
+#pragma unroll 1
+                for (int q = 0; q < 4; ++q) {
+                    const int acc = sum(n, 2 * oy + (q >> 1), 2 * ox + (q & 1), ch);
+                    on |= (lo[ch] <= acc) & (acc <= hi[ch]);  // &, |: no branch before the ballot
+                }
+            } else {
+                const int acc = sum(n, oy, ox, ch);
+                on = lo[ch] <= acc && acc <= hi[ch];
+            }
+            word |= (W)__ballot_sync(mask, valid && on) << s;
+        }
+        if (lane == 0) out[((i64)n * p_total + p) * f_total + f] = word;
+    }
+}

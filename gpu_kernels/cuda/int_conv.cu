@@ -78,6 +78,17 @@ __device__ __forceinline__ int int_conv_channel_sum(const T* __restrict__ x, con
     return acc;
 }
 
+// int_conv_channel_sum as the functor conv_step_pack_words calls
+template <typename T>
+struct IntConvSum {
+    const T* x;
+    const u32* wsh;
+    int H, Wd, C, pad, nc;
+    __device__ __forceinline__ int operator()(int n, int oy, int ox, int ch) const {
+        return int_conv_channel_sum<T>(x, wsh, n, oy, ox, ch, H, Wd, C, pad, nc);
+    }
+};
+
 // Both fused integer kernels: the weight tile, then one output word per warp. POOL: each
 // output word is the OR of the 2x2 conv pixels' words (int_conv_step_pool_pack).
 template <typename T, typename W, bool POOL>
@@ -87,44 +98,14 @@ __device__ __forceinline__ void int_conv_step_body(SPLIT_PARAMS, const T* __rest
                                                    const int* __restrict__ hi, W* __restrict__ out,
                                                    int H, int Wd, int C, int pad, int Wo, int F,
                                                    u32* wsh) {
-    const int B = (int)(8 * sizeof(W));
     const int nc = (F + 31) / 32, nwords = 9 * C * nc;
     if (nwords > FUSED_WEIGHT_WORDS) return;  // every thread alike: no barrier is split
     const int threads = block_threads(), t = block_thread();
     for (int i = t; i < nwords; i += threads) wsh[i] = wbits[i];
     __syncthreads();
-    // for_each_warp_output's loop written out on its WarpShare: through the lambda ptxas held the
-    // pooled kernel at 40 registers and spilled 112 bytes (sm_90); written out it spills nothing
-    const WarpShare share = warp_share(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk);
-    const int lane = share.lane, k = share.k;
-    const unsigned mask = share.mask;
-    for (i64 o = share.warp; o < share.outputs; o += share.warps) {
-        int n, p, f;
-        share.output(o, n, p, f);
-        const int oy = p / Wo, ox = p - oy * Wo;  // the pooled pixel when POOL
-        const int c0 = f * B, nb = imin(B, F - c0);
-        W word = 0;
-        for (int s = 0; s < nb; s += k) {
-            // a lane past the word's channels computes its last channel again and votes 0, so
-            // that the warp stays converged up to the ballot
-            const bool valid = s + lane < nb;
-            const int ch = c0 + (valid ? s + lane : nb - 1);
-            bool on = false;
-            if (POOL) {
-#pragma unroll 1
-                for (int q = 0; q < 4; ++q) {  // +1 where any of the four is +1: the OR
-                    const int acc = int_conv_channel_sum<T>(x, wsh, n, 2 * oy + (q >> 1), 2 * ox + (q & 1),
-                                                            ch, H, Wd, C, pad, nc);
-                    on |= (lo[ch] <= acc) & (acc <= hi[ch]);  // &, |: no branch before the ballot
-                }
-            } else {
-                const int acc = int_conv_channel_sum<T>(x, wsh, n, oy, ox, ch, H, Wd, C, pad, nc);
-                on = lo[ch] <= acc && acc <= hi[ch];
-            }
-            word |= (W)__ballot_sync(mask, valid && on) << s;
-        }
-        if (lane == 0) out[((i64)n * p_total + p) * f_total + f] = word;
-    }
+    const IntConvSum<T> sum{x, wsh, H, Wd, C, pad, nc};
+    conv_step_pack_words<W, POOL>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, sum, lo, hi,
+                                  out, Wo, F);
 }
 
 template <typename T, typename W>

@@ -354,9 +354,53 @@ def network_cycles(net: ir.Network, cfg: ArrayConfig, memo: dict) -> int:
     tiles of an op are emitted and timed by the cycle model once per op shape and remembered
     in `memo` (a dict the caller keeps across networks). What the co-design search costs
     every sampled architecture with; tests/test_search.py holds it equal to the full compile."""
+    return network_footprint(net, cfg, memo).cycles
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a compiled network takes of an array: cycles per image and the words each memory
+    holds (the counts `fitted_config` sizes the memories from)."""
+
+    cycles: int
+    dbuf: int  # data-buffer entries per bank
+    pbuf: int  # partial-sum entries per row bank
+    wmem: int  # weight-memory words
+    bmem: int  # bias words
+    smem: int  # shift-table words
+    instructions: int
+
+    def fitted(self, rows: int, cols: int, cmax: int) -> ArrayConfig:
+        """The smallest power-of-two memories (at least the minimums below) that hold it."""
+        p2 = lambda n, lo: max(lo, 1 << max(0, int(n) - 1).bit_length())  # noqa: E731
+        return ArrayConfig(
+            rows=rows,
+            cols=cols,
+            cmax=cmax,
+            ddepth=p2(self.dbuf, 64),
+            pdepth=p2(self.pbuf, 64),
+            wdepth=p2(self.wmem, 64),
+            bdepth=p2(self.bmem, 64),
+            sdepth=p2(self.smem, 8),
+            imem_depth=p2(self.instructions, 16),
+        )
+
+
+def network_footprint(net: ir.Network, cfg: ArrayConfig, memo: dict) -> Footprint:
+    """`network_cycles` and the memories' words of the compiled network, without emitting each
+    op shape's tiles more than once (`memo`); equal to `compile_network`'s counts
+    (tests/test_compiler.py)."""
     b = _CountingBuilder(cfg, memo)
     _compile_ops(net, cfg, b)
-    return b.instrs.cycles
+    return Footprint(
+        cycles=b.instrs.cycles,
+        dbuf=b.dnext,
+        pbuf=b.phigh,
+        wmem=b.n_wrows,
+        bmem=len(b.biases),
+        smem=len(b.shifts),
+        instructions=len(b.instrs),
+    )
 
 
 def _compile_ops(net: ir.Network, cfg: ArrayConfig, b: _Builder) -> tuple:
@@ -447,15 +491,12 @@ def fitted_config(net: ir.Network, rows: int, cols: int, cmax: int = 64) -> Arra
     """The smallest power-of-two memory sizes (at least the defaults' minimums) that hold the
     compiled network on a rows x cols array with `cmax` data-buffer banks."""
     prog = compile_network(net, roomy_config(rows, cols, cmax), encode_words=False)
-    p2 = lambda n, lo: max(lo, 1 << max(0, int(n) - 1).bit_length())  # noqa: E731
-    return ArrayConfig(
-        rows=rows,
-        cols=cols,
-        cmax=cmax,
-        ddepth=p2(prog.dbuf_used, 64),
-        pdepth=p2(prog.pbuf_used, 64),
-        wdepth=p2(len(prog.wmem), 64),
-        bdepth=p2(len(prog.bmem), 64),
-        sdepth=p2(len(prog.smem), 8),
-        imem_depth=p2(len(prog.instructions), 16),
-    )
+    return Footprint(
+        cycles=0,  # not part of the sizes
+        dbuf=prog.dbuf_used,
+        pbuf=prog.pbuf_used,
+        wmem=len(prog.wmem),
+        bmem=len(prog.bmem),
+        smem=len(prog.smem),
+        instructions=len(prog.instructions),
+    ).fitted(rows, cols, cmax)

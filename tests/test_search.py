@@ -104,7 +104,7 @@ def test_network_cycles_is_the_full_compile_on_the_zoo_fashion_space(array):
     """The search's cycles (fpga.compiler.network_cycles: each op shape's tiles emitted once)
     equal compile_network's program timed by the cycle model, for random architectures of the
     zoo Fashion space, and refuse the same architectures (16x16: a 128-channel window)."""
-    from fpga.compiler import CompileError, network_cycles, roomy_config
+    from fpga.compiler import CompileError, fitted_config, network_cycles, network_footprint, roomy_config
     from workbench.search.costs import CostError
 
     print(f"seed {SEED}")
@@ -126,6 +126,9 @@ def test_network_cycles_is_the_full_compile_on_the_zoo_fashion_space(array):
             continue
         assert network_cycles(network, roomy_config(rows, cols), memo) == full, arch
         assert model.static("cycles", arch) == full, arch
+        # the memories the joint search sizes from the counts are the full compile's
+        footprint = network_footprint(network, roomy_config(rows, cols), memo)
+        assert footprint.fitted(rows, cols, 64) == fitted_config(network, rows, cols), arch
     assert (refused > 0) == (array == "16x16")
     assert 0 < len(memo) < 6 * 24  # op shapes were shared between networks
 
@@ -506,7 +509,7 @@ def _search(*args, timeout=600):
             ["--budgets", "100", "--family", "sac", "--device", "cuda"],
             "--device cuda: the sac family trains on cpu",
         ),
-        (["--budgets", "100", "--device", "tpu"], "invalid choice: 'tpu'"),
+        (["--budgets", "100", "--device", "tpu"], "--device tpu: neither a training device (cpu or cuda)"),
         (["--budgets", "100", "--collect-only"], "--collect-only: no trial of these options has finished in"),
         pytest.param(
             ["--budgets", "100", "--family", "bnn", "--device", "cuda"],

@@ -10,6 +10,12 @@ Examples:
       --baselines none --out out/search/fabric
   sacbench search --family sac --space zoo --data fashion --budgets 280000 --epochs 4 \\
       --warmup-epochs 1 --out out/search/sac_fashion
+  sacbench search --family sac --device XC7VX485T --latency-ms 0.01,0.02 --out out/search/joint
+
+With --device CHIP (an FPGA: XC7VX485T, LFE5U-85F, LFE5U-25F) the array is searched with the
+network: each network is costed on the fastest candidate array (--arrays) that fits the chip
+within --utilisation, at the clock the area and clock model gives that array there; the front
+lists (array, network) pairs.
 
 Every reported model (the search's, the random-search and width-scaling baselines', the zoo
 architecture's) is trained with the same recipe over --final-seeds seeds; the front and every
@@ -31,6 +37,7 @@ from pathlib import Path
 
 from fpga.arch import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ, ArrayConfig
 from fpga.clock import clock_for
+from fpga.devices import DEVICES as FPGA_DEVICES
 from models.train.common import DEVICES
 from workbench.commands.args import (
     MAX_EPOCHS,
@@ -87,12 +94,25 @@ def build_parser() -> argparse.ArgumentParser:
         default="sac",
         help="the super network's family: SAC CNNs, binarized networks or the B-ResNet fabric",
     )
-    ap.add_argument("--cost", choices=COSTS, default="cycles", help="the budgeted cost")
+    ap.add_argument(
+        "--cost",
+        choices=COSTS,
+        default=None,
+        help="the budgeted cost (default cycles; latency_ms with --latency-ms; with --device CHIP "
+        "latency_ms or energy, the array the fastest that fits either way)",
+    )
     ap.add_argument(
         "--budgets",
-        required=True,
+        default=None,
         type=lambda t: _numbers(t, "--budgets"),
-        help="comma-separated budgets in the cost's unit (e.g. 12000,20000 cycles)",
+        help="comma-separated budgets in the cost's unit (e.g. 12000,20000 cycles); "
+        "required unless --latency-ms gives them",
+    )
+    ap.add_argument(
+        "--latency-ms",
+        default=None,
+        type=lambda t: _numbers(t, "--latency-ms"),
+        help="latency targets in ms per image: the same as --cost latency_ms --budgets T",
     )
     ap.add_argument(
         "--lambdas",
@@ -113,7 +133,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="the first seed (more seeds of a sweep into a new --out)",
     )
     ap.add_argument("--data", default="digits", help="digits, fashion or a dataset path")
-    ap.add_argument("--array", default="8x8", help="SAC array ROWSxCOLS for cycles and energy")
+    ap.add_argument(
+        "--array",
+        default=None,
+        help="SAC array ROWSxCOLS for cycles and energy (default 8x8; not with --device CHIP)",
+    )
+    ap.add_argument(
+        "--arrays",
+        default=None,
+        help="with --device CHIP: the candidate arrays, ROWSxCOLS[:CMAX] comma-separated (default: "
+        "powers of two from 4x4 to 128x64, no wider than tall, CMAX 64..512 and >= 8 COLS)",
+    )
+    ap.add_argument(
+        "--utilisation",
+        default=None,
+        type=finite_float("--utilisation", positive=True, at_most=1.0),
+        help="with --device CHIP: the share of each of its resources (LUTs, FFs, block RAMs) an "
+        "array may take (default 0.8)",
+    )
     ap.add_argument(
         "--clock-mhz",
         default=None,
@@ -259,9 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--device",
-        choices=DEVICES,
-        default="cpu",
-        help="where the trials train (cuda: the bnn family; the trials at once share the GPU)",
+        action="append",
+        default=None,
+        help="where the trials train (cpu or cuda: the bnn family; the trials at once share the "
+        "GPU) and/or the FPGA whose arrays are searched with the network "
+        f"({', '.join(FPGA_DEVICES)}); give it twice for both, e.g. --device cuda --device LFE5U-85F",
     )
     ap.add_argument(
         "--collect-only",
@@ -310,13 +349,98 @@ def clock_mhz(args) -> float:
     """--clock-mhz, or the clock fpga/clock.py gives the --array (a bad --array is reported by
     the cost settings' check, with its own message)."""
     try:
-        config = ArrayConfig.parse(args.array)
+        config = ArrayConfig.parse(args.array or "8x8")
     except ValueError:
         config = None
     return clock_for(config, args.clock_mhz).mhz
 
 
+def split_devices(values: list | None) -> tuple[str, str | None]:
+    """The --device values: (where the trials train, the FPGA whose arrays are searched or
+    None). SearchError for an unknown name or two of a kind."""
+    from fpga.devices import UnknownDevice, device
+
+    train, chips = [], []
+    for v in values or []:
+        if v.lower() in DEVICES:
+            train.append(v.lower())
+            continue
+        try:
+            chips.append(device(v).name)
+        except UnknownDevice:
+            raise SearchError(
+                f"--device {v}: neither a training device ({' or '.join(DEVICES)}) nor a known FPGA "
+                f"({', '.join(FPGA_DEVICES)})"
+            ) from None
+    for kind, got in (("training device", train), ("FPGA", chips)):
+        if len(set(got)) > 1:
+            raise SearchError(f"--device: two {kind}s given ({' and '.join(got)}); give one")
+    return (train[0] if train else "cpu"), (chips[0] if chips else None)
+
+
+def cost_and_budgets(args, chip: str | None) -> tuple[str, list]:
+    """--cost and --budgets, or --latency-ms for both; the joint search's costs."""
+    cost, budgets = args.cost, args.budgets
+    if args.latency_ms is not None:
+        if budgets is not None:
+            raise SearchError("--latency-ms gives the budgets: drop --budgets")
+        if cost not in (None, "latency_ms"):
+            raise SearchError(f"--latency-ms budgets the latency: drop --cost {cost}")
+        cost, budgets = "latency_ms", args.latency_ms
+    cost = cost or "cycles"
+    if budgets is None:
+        raise SearchError("give the budgets: --budgets B1,B2 (in the cost's unit) or --latency-ms T1,T2")
+    if chip is not None:
+        if args.array is not None:
+            raise SearchError(
+                f"--array {args.array} with --device {chip}: the joint search picks the array "
+                f"(name the candidates with --arrays)"
+            )
+        if cost not in ("latency_ms", "energy"):
+            raise SearchError(
+                f"--device {chip} searches the array at its modelled clock: the cost must be "
+                f"latency_ms (--latency-ms T) or energy, not {cost}"
+            )
+    else:
+        for flag, value in (("--arrays", args.arrays), ("--utilisation", args.utilisation)):
+            if value is not None:
+                raise SearchError(f"{flag} is for the joint search of the array: give --device CHIP")
+    return cost, budgets
+
+
+def canonical_arrays(text: str | None) -> str | None:
+    """--arrays as one canonical text (ROWSxCOLS:CMAX, sorted, each once): the same candidates
+    given in another order or spelling are the same search (its folders' keys, resuming)."""
+    if text is None:
+        return None
+    from workbench.search.hardware import parse_shapes
+
+    try:
+        shapes = parse_shapes(text)
+    except ValueError as exc:
+        raise SearchError(str(exc)) from None
+    return ",".join(f"{r}x{c}:{b}" for r, c, b in sorted(shapes))
+
+
 def options_from_args(args, argv) -> SearchOptions:
+    train_device, chip = split_devices(args.device)
+    cost, budgets = cost_and_budgets(args, chip)
+    if chip is None:
+        costs = {
+            "array": args.array or "8x8",
+            "clock_mhz": clock_mhz(args),
+            "processors": args.processors,
+            "gpu_profile": args.gpu_profile,
+        }
+    else:  # the array is searched: each its own modelled clock, unless --clock-mhz
+        costs = {
+            "clock_mhz": args.clock_mhz,
+            "processors": args.processors,
+            "gpu_profile": args.gpu_profile,
+            "fpga_device": chip,
+            "utilisation": 0.8 if args.utilisation is None else args.utilisation,
+            "arrays": canonical_arrays(args.arrays),
+        }
     trial = {
         "epochs": args.epochs,
         "warmup_epochs": args.warmup_epochs,
@@ -331,13 +455,8 @@ def options_from_args(args, argv) -> SearchOptions:
         "optimizer": args.optimizer,
         "gate_lr": args.gate_lr,
         "gate_clip": args.gate_clip,
-        "device": args.device,
-        "costs": {
-            "array": args.array,
-            "clock_mhz": clock_mhz(args),
-            "processors": args.processors,
-            "gpu_profile": args.gpu_profile,
-        },
+        "device": train_device,
+        "costs": costs,
     }
     if args.lr is not None or args.optimizer == "sgd":
         trial["lr"] = args.lr if args.lr is not None else 0.05
@@ -375,8 +494,8 @@ def options_from_args(args, argv) -> SearchOptions:
         trial["space"] = space
     return SearchOptions(
         family=args.family,
-        cost=args.cost,
-        budgets=args.budgets,
+        cost=cost,
+        budgets=budgets,
         lambdas=args.lambdas,
         seeds=args.seeds,
         first_seed=args.first_seed,
@@ -390,6 +509,15 @@ def options_from_args(args, argv) -> SearchOptions:
         cost_fraction=args.dominance_cost,
         command="sacbench search " + " ".join(map(shlex.quote, argv)),
     )
+
+
+def _verify_array(model: dict, opts: SearchOptions) -> dict:
+    """The compare job's array for a front model: the joint search's pick, else --array (the
+    compare job fits the memories to the network, as the pick did)."""
+    hw = model.get("hardware")
+    if hw:
+        return {"array": hw["array"], "cmax": hw["cmax"]}
+    return {"array": opts.trial["costs"]["array"]}
 
 
 def verify(doc: dict, opts: SearchOptions, images: int) -> int:
@@ -408,7 +536,7 @@ def verify(doc: dict, opts: SearchOptions, images: int) -> int:
                     data=opts.data,
                     images=images,
                     rtl_images=2,
-                    array=opts.trial["costs"]["array"],
+                    **_verify_array(m, opts),
                     out=out,
                     progress=False,
                 )

@@ -6,6 +6,9 @@ params, flops     counted on the network description (SAC, BNN) or the PyTorch m
 cycles            fpga.compiler.compile_network for --array + the exact cycle model (through
                   network_cycles: the same compilation, each op shape's tiles timed once)
 latency_ms        cycles at --clock-mhz
+                  (with --device CHIP, the joint search: cycles, latency and energy are those of
+                  the fastest candidate array that fits the chip, at its modelled clock;
+                  workbench/search/hardware.py)
 energy            fpga.energy: the compiled program's memory traffic + the example's active
                   (weight, datum) pairs (per example: a stochastic cost)
 gpu               BNN: the mapper's transfer-aware DP latency (workbench/search/gpu_cost.py)
@@ -21,6 +24,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
+from fpga.clock import PAPER_MHZ
 from fpga.compiler import CompileError, compile_network, network_cycles, roomy_config
 from fpga.energy import PJ_ADD32, program_counts
 from models import ir
@@ -50,10 +54,26 @@ OBJECTS_KEPT = 64
 class CostSettings:
     array: str = "8x8"  # SAC array ROWSxCOLS for cycles, latency and energy
     cmax: int = 64  # data-buffer banks
-    clock_mhz: float = 170.0
+    clock_mhz: float | None = None  # for latency_ms; None: the seed paper's 170 MHz on --array,
+    #                                   each candidate's modelled clock in the joint search
     processors: int = 2  # for the parallel cost
     gpu_profile: str | None = None  # reference profile JSON for the gpu cost (see gpu_cost.py)
     gpu_batch: int = 64
+    # the joint search (hardware.py): the chip whose candidate arrays are searched (None: the
+    # fixed --array), the share of it a design may take, the candidates ("8x8:64,16x16:128";
+    # None: hardware.default_shapes())
+    fpga_device: str | None = None
+    utilisation: float = 0.8
+    arrays: str | None = None
+
+    @property
+    def joint(self) -> bool:
+        return self.fpga_device is not None
+
+    @property
+    def fixed_mhz(self) -> float:
+        """The clock of the fixed --array: --clock-mhz, else the seed paper's."""
+        return PAPER_MHZ if self.clock_mhz is None else self.clock_mhz
 
     @cached_property
     def rows_cols(self) -> tuple[int, int]:
@@ -128,21 +148,37 @@ def parallel_steps(preds: dict, processors: int) -> int:
     return steps
 
 
+ARRAY_COSTS = ("cycles", "latency_ms", "energy")  # the ones that depend on the array
+
+
+class Infeasible(CostError):
+    """An architecture that fits no candidate array on the joint search's chip."""
+
+
 class CostModel:
     """The costs of one family's architectures under one set of settings, cached by
     architecture. `family` provides structure(arch) -> ir.Network (SAC, BNN) or, for the
-    fabric, params(arch) / flops(arch) / dag(arch)."""
+    fabric, params(arch) / flops(arch) / dag(arch).
 
-    def __init__(self, family, settings: CostSettings, input_shape: tuple, classes: int):
+    `budget` (a trial's): in the joint search, what a sampled architecture that fits no array
+    on the chip costs at least, times how far it is over the chip (`per_example`), so that
+    the budget's penalty steers the search away from it."""
+
+    def __init__(
+        self, family, settings: CostSettings, input_shape: tuple, classes: int, budget: float | None = None
+    ):
         self.family = family
         self.settings = settings
         self.input_shape = tuple(input_shape)
         self.classes = classes
+        self.budget = budget
         self._costs: dict = {}  # (cost, arch) -> float, all kept
         self._objects: OrderedDict = OrderedDict()  # ("network" | "program", arch) -> object
         self._seen: set = set()  # architectures costed or built
         self._op_cycles: dict = {}  # fpga.compiler.network_cycles' memo
         self._gpu = None
+        self._hardware = None  # the joint search's HardwareSpace
+        self._picks: dict = {}  # arch -> Pick, or the Infeasible it raised
 
     def check(self, name: str) -> None:
         if name not in COSTS:
@@ -152,8 +188,11 @@ class CostModel:
                 f"cost {name!r} is not defined for the {self.family.NAME} family "
                 f"(it has {', '.join(self.family.COSTS)})"
             )
-        if name in ("cycles", "latency_ms", "energy"):
-            self.settings.rows_cols  # noqa: B018 (validates --array)
+        if name in ARRAY_COSTS:
+            if self.settings.joint:
+                self.hardware_space()  # validates the chip and the candidates
+            else:
+                self.settings.rows_cols  # noqa: B018 (validates --array)
         if name == "gpu":
             self.gpu_model()  # a CUDA device or a profile, or one clear error
 
@@ -166,16 +205,85 @@ class CostModel:
 
     def _compiled(self, arch, compile_step, *args, **kwargs):
         """compile_step(network, the array's roomy config, ...), with a CompileError turned into
-        the CostError that names the architecture and the array."""
-        rows, cols = self.settings.rows_cols
+        the CostError that names the architecture and the array (joint search: the array picked
+        for the architecture)."""
+        if self.settings.joint:
+            cfg = self.hardware(arch).config
+            rows, cols, cmax = cfg.rows, cfg.cols, cfg.cmax
+        else:
+            (rows, cols), cmax = self.settings.rows_cols, self.settings.cmax
         try:
-            return compile_step(
-                self.network(arch), roomy_config(rows, cols, self.settings.cmax), *args, **kwargs
-            )
+            return compile_step(self.network(arch), roomy_config(rows, cols, cmax), *args, **kwargs)
         except CompileError as exc:
             raise CostError(
-                f"architecture {arch.describe()} does not compile for a {self.settings.array} array: {exc}"
+                f"architecture {arch.describe()} does not compile for a {rows}x{cols} array: {exc}"
             ) from None
+
+    # -- the joint search: the array is picked per architecture ------------------------------
+    def hardware_space(self):
+        if self._hardware is None:
+            from workbench.search.hardware import HardwareSpace, parse_shapes
+
+            s = self.settings
+            try:
+                shapes = parse_shapes(s.arrays) if s.arrays else None
+            except ValueError as exc:
+                raise CostError(str(exc)) from None
+            self._hardware = HardwareSpace(s.fpga_device, s.utilisation, shapes, s.clock_mhz)
+        return self._hardware
+
+    def hardware(self, arch):
+        """The array the architecture gets on the chip (hardware.Pick); Infeasible when it
+        fits none."""
+        if arch not in self._picks:
+            try:
+                self._picks[arch] = self.pick_network(self.network(arch), f"architecture {arch.describe()}")
+            except Infeasible as exc:
+                self._picks[arch] = str(exc)  # the message: a kept exception would grow its
+                #                               traceback (and keep its frames) at every raise
+        pick = self._picks[arch]
+        if isinstance(pick, str):
+            raise Infeasible(pick)
+        return pick
+
+    def feasible(self, arch) -> bool:
+        """Whether the architecture fits an array on the chip (always, without a chip)."""
+        if not self.settings.joint:
+            return True
+        try:
+            self.hardware(arch)
+        except Infeasible:
+            return False
+        return True
+
+    def pick_network(self, net: ir.Network, what: str = "the network"):
+        try:
+            return self.hardware_space().pick(net, what)
+        except CostError as exc:
+            raise Infeasible(str(exc)) from None
+
+    def over_chip(self, name: str, arch) -> float:
+        """What an architecture that fits no array costs in the search: its cost on the array
+        it comes closest to fitting (device ignored) times how far that is over the limit
+        (the largest share / the utilisation limit, > 1), and at least the trial's budget times
+        that factor: always over a budget, more so the further over the chip."""
+
+        def compute():
+            pick, over = self.hardware_space().closest(self.network(arch), f"architecture {arch.describe()}")
+            if name == "cycles":
+                c = float(pick.cycles)
+            elif name == "latency_ms":
+                c = pick.latency_ms
+            else:
+                prog = compile_network(
+                    self.network(arch),
+                    roomy_config(pick.config.rows, pick.config.cols, pick.config.cmax),
+                    encode_words=False,
+                )
+                c = program_counts(prog, 0.0).picojoules()["total"] * 1e-6
+            return max(c, self.budget or 0.0) * over
+
+        return self._cached(("over_chip", name, arch), compute)
 
     def program(self, arch):
         """The compiled program of the architecture (instructions and memory plan; the words
@@ -201,9 +309,13 @@ class CostModel:
             if name == "flops":
                 return float(network_flops(self.network(arch)))
             if name == "cycles":
+                if self.settings.joint:
+                    return float(self.hardware(arch).cycles)
                 return float(self._cycles(arch))
             if name == "latency_ms":
-                return self.static("cycles", arch) / (self.settings.clock_mhz * 1e3)
+                if self.settings.joint:
+                    return self.hardware(arch).latency_ms
+                return self.static("cycles", arch) / (self.settings.fixed_mhz * 1e3)
             if name == "energy":
                 counts = program_counts(self.program(arch), 0.0)
                 return counts.picojoules()["total"] * 1e-6
@@ -219,8 +331,12 @@ class CostModel:
         return self._cached((name, arch), compute)
 
     def of(self, name: str, arch, activity: float = 0.0) -> float:
-        """The cost of one example computed by `arch` with `activity` active pairs."""
-        c = self.static(name, arch)
+        """The cost of one example computed by `arch` with `activity` active pairs (joint
+        search: an architecture that fits no array on the chip costs `over_chip`)."""
+        try:
+            c = self.static(name, arch)
+        except Infeasible:
+            return self.over_chip(name, arch)
         if name == "energy":
             c += activity * PJ_ADD32 * 1e-6
         return c

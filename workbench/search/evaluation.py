@@ -138,9 +138,10 @@ def run_final(job: FinalJob, on_epoch_end=None) -> dict:
         return _train_and_evaluate(job, out, on_epoch_end)
 
 
-def exact_costs(fam, cost_model: CostModel, net, x_val, energy_images: int) -> dict:
+def exact_costs(fam, cost_model: CostModel, net, x_val, energy_images: int, pick=None) -> dict:
     """The costs of a trained integer network, measured by the tools (not the search's cached
-    model): compiled for a fitted array, energy from the interpreter's activity counts."""
+    model): compiled for a fitted array, energy from the interpreter's activity counts. `pick`:
+    the joint search's array for the network (hardware.Pick; picked here when not given)."""
     from fpga.compiler import compile_network, fitted_config
     from fpga.energy import energy_uj_per_image
     from fpga.execute import interpret
@@ -149,10 +150,14 @@ def exact_costs(fam, cost_model: CostModel, net, x_val, energy_images: int) -> d
     s = cost_model.settings
     out = {"params": float(network_params(net)), "flops": float(network_flops(net))}
     if "cycles" in fam.COSTS:
-        rows, cols = s.rows_cols
-        prog = compile_network(net, fitted_config(net, rows, cols, s.cmax))
+        if s.joint:  # the array picked for the network on the chip, its memories fitted
+            pick = pick or cost_model.pick_network(net)
+            prog, mhz = compile_network(net, pick.config), pick.clock.mhz
+        else:
+            rows, cols = s.rows_cols
+            prog, mhz = compile_network(net, fitted_config(net, rows, cols, s.cmax)), s.fixed_mhz
         out["cycles"] = float(prog.cycles_per_image())
-        out["latency_ms"] = out["cycles"] / (s.clock_mhz * 1e3)
+        out["latency_ms"] = out["cycles"] / (mhz * 1e3)
         run = interpret(prog, x_val[:energy_images])
         _, act = run.instruction_stats(prog)
         per_image = sum(
@@ -191,7 +196,10 @@ def _train_and_evaluate(job: FinalJob, out: Path, on_epoch_end) -> dict:
     seconds = time.perf_counter() - t0
     right = {"val": _correct(final.net, val), "test": _correct(final.net, test)}
     cost_model = CostModel(fam, CostSettings(**job.costs), val.image_shape, val.classes)
-    costs = exact_costs(fam, cost_model, final.net, val.images, job.energy_images)
+    # the joint search: the array the network runs on, its resources and clock
+    pick = cost_model.pick_network(final.net) if cost_model.settings.joint else None
+    costs = exact_costs(fam, cost_model, final.net, val.images, job.energy_images, pick)
+    hardware = pick.as_dict() if pick is not None else None
     with atomic_path(out / "outcomes.npz") as tmp:
         np.savez_compressed(tmp, **right)
     files = {"outcomes": "outcomes.npz"}
@@ -206,6 +214,7 @@ def _train_and_evaluate(job: FinalJob, out: Path, on_epoch_end) -> dict:
         "test_correct": int(right["test"].sum()),
         "test_total": int(right["test"].size),
         "costs": costs,
+        "hardware": hardware,
         "seconds": seconds,
         "files": {k: v for k, v in files.items() if k != "onnx_sha256"},
         "onnx_sha256": files.get("onnx_sha256"),

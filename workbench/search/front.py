@@ -45,6 +45,8 @@ def _entry(name: str, role: str, arch, results: list[dict], cost: str) -> dict:
         },
         "files": {k: v for k, v in results[0].get("files", {}).items() if k in ("onnx", "card")},
     }
+    if results[0].get("hardware"):  # the joint search: the array the seeds' networks share
+        entry["hardware"] = results[0]["hardware"]
     entry["accuracy"], entry["intervals"] = {}, {}
     for split in ("val", "test"):
         s = protocol.accuracy_summary(rows, split)
@@ -95,7 +97,11 @@ def build(opts, results: list[dict], plan: list[dict], rank: dict | None = None)
         outs_of[entry["name"]] = outs
     by_role: dict[str, list[dict]] = {"random": [], "width": []}
     zoo = None
+    zoo_infeasible = None
     for p in plan:
+        if p.get("infeasible"):
+            zoo_infeasible = p["infeasible"]
+            continue
         dirs = [model_job(first, p["arch"], k, models_dir).out for k in range(first.final_seeds)]
         done, outs = _trainings(dirs)
         if not done:
@@ -141,6 +147,7 @@ def build(opts, results: list[dict], plan: list[dict], rank: dict | None = None)
             "fraction of seeds right; McNemar per seed pair for reference",
         },
         "zoo": zoo,
+        **({"zoo_infeasible": zoo_infeasible} if zoo_infeasible else {}),
         "unfinished": unfinished,
         "unfinished_models": unfinished_models,
         "models": search,
@@ -152,6 +159,16 @@ def build(opts, results: list[dict], plan: list[dict], rank: dict | None = None)
         else [],
         "rank_agreement": rank,
     }
+    settings = first.cost_settings()
+    if settings.joint:
+        doc["hardware"] = {
+            "device": settings.fpga_device,
+            "utilisation_limit": settings.utilisation,
+            "arrays": settings.arrays or "default (workbench/search/hardware.py)",
+            "clock_mhz": settings.clock_mhz,
+            "rule": "each network on the fastest candidate array that fits the chip, at that "
+            "array's modelled clock (fpga/devices.py)",
+        }
     return doc
 
 
@@ -277,6 +294,16 @@ def plot(doc: dict, path: Path) -> Path:
             label=label,
             markerfacecolor="none" if role == "search" else colour,
         )
+    for m in [*doc["models"], *(doc.get("zoo") and [doc["zoo"]] or [])]:
+        if m.get("hardware"):  # the joint search: each model's array beside it
+            ax.annotate(
+                m["hardware"]["array"],
+                (m["cost"], 100 * m["accuracy"]["val"]),
+                xytext=(4, -10),
+                textcoords="offset points",
+                fontsize=7,
+                color="dimgrey",
+            )
     front = sorted((m["cost"], 100 * m["accuracy"]["val"]) for m in doc["models"] if m.get("on_front"))
     if front:
         # the front's models filled over their hollow search markers (a line alone is invisible
@@ -312,7 +339,9 @@ def plot(doc: dict, path: Path) -> Path:
     ax.set_ylabel("validation accuracy (%), mean and 95% interval over seeds")
     seeds = doc.get("protocol", {}).get("final_seeds")
     ax.set_title(
-        f"{doc['family']} family on {doc['data']}: every model trained with the same "
+        f"{doc['family']} family on {doc['data']}"
+        + (f", arrays searched on the {doc['hardware']['device']}" if doc.get("hardware") else "")
+        + ": every model trained with the same "
         f"recipe{f' over {seeds} seeds' if seeds else ''}",
         fontsize=10,
     )
@@ -382,12 +411,14 @@ def model_rows(doc: dict) -> list[dict]:
         + doc.get("baselines", {}).get("random", [])
         + doc.get("baselines", {}).get("width", [])
     )
+    joint = any(m.get("hardware") for m in groups)
     for m in groups:
         rows.append(
             {
                 "model": m["name"] + (" *" if m.get("on_front") else ""),
                 "role": m["role"],
                 "arch": m["arch_text"],
+                **({"array": hardware_text(m.get("hardware"))} if joint else {}),
                 "cost": f"{m['cost']:,.6g}",
                 "budget": (
                     f"{m['budget']:,.6g} ({m['cost'] / m['budget']:.2f}x)" if m.get("budget") else "-"
@@ -404,6 +435,18 @@ def model_rows(doc: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def hardware_text(hw: dict | None) -> str:
+    """The joint search's array of a model: shape, CMAX, clock (and where it comes from), the
+    largest share of the chip."""
+    if not hw:
+        return "-"
+    used = max(hw["used"].values())
+    return (
+        f"{hw['array']} CMAX {hw['cmax']}, {hw['clock']['mhz']:.4g} MHz ({hw['clock']['source']}), "
+        f"{100 * used:.0f} % of the {hw['device']}"
+    )
 
 
 def budget_rows(doc: dict) -> list[dict]:
@@ -474,6 +517,14 @@ def summary(doc: dict) -> str:
         f"{p.get('cost_fraction', 1.0):g}x the zoo's and validation not significantly worse"
         f" (paired bootstrap over images, alpha {p.get('alpha', 0.05)}); * = on the front"
     )
+    if doc.get("hardware"):
+        hw = doc["hardware"]
+        head += (
+            f"; array: per model the fastest candidate that fits the {hw['device']} within "
+            f"{100 * hw['utilisation_limit']:.0f} %, at its modelled clock"
+        )
+    if doc.get("zoo_infeasible"):
+        head += f"; no zoo baseline: the zoo {doc['zoo_infeasible']}"
     text = [head, "", markdown(model_rows(doc))]
     if doc.get("budgets"):
         text += [

@@ -101,8 +101,10 @@ def check_options(opts: SearchOptions) -> None:
         if v is not None and v < 1:
             raise SearchError(f"{flag} must be at least 1, got {v}")
     settings = cfg.cost_settings()
-    if not settings.clock_mhz > 0:
+    if settings.clock_mhz is not None and not settings.clock_mhz > 0:
         raise SearchError(f"--clock-mhz must be positive, got {settings.clock_mhz}")
+    if not 0 < settings.utilisation <= 1:
+        raise SearchError(f"--utilisation must be in (0, 1], got {settings.utilisation}")
     if settings.processors < 1:
         raise SearchError(f"--processors must be at least 1, got {settings.processors}")
     if opts.cpus is not None and opts.cpus < 1:
@@ -121,12 +123,18 @@ def check_options(opts: SearchOptions) -> None:
         space = fam.make_space(ds.image_shape, ds.classes, cfg.space)
         model = CostModel(fam, cfg.cost_settings(), ds.image_shape, ds.classes)
         model.check(opts.cost)
-        # the largest and the smallest architecture of the space must be mappable
+        # the largest and the smallest architecture of the space must be mappable; with the
+        # array searched on a chip the smallest must fit it, the largest may be over it (the
+        # search prices that: CostModel.over_chip) but must compile for some candidate
         net = fam.supernet(space, cfg.init_prob)
         import torch
 
-        for h in (torch.ones(1, net.gates.size), torch.zeros(1, net.gates.size)):
-            model.all_static(net.decode(h[0]))
+        largest, smallest = (net.decode(h) for h in (torch.ones(net.gates.size), torch.zeros(net.gates.size)))
+        if settings.joint:
+            model.of(opts.cost, largest)
+        else:
+            model.all_static(largest)
+        model.all_static(smallest)
     except (CostError, ValueError) as exc:
         raise SearchError(f"{opts.family} search space: {exc}") from None
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from models.datasets import load_dataset, parse_spec
 from workbench.search.baselines import BaselineError, random_architectures, width_scaled
-from workbench.search.costs import CostModel
+from workbench.search.costs import CostModel, Infeasible
 from workbench.search.evaluation import FinalJob, job_for
 from workbench.search.families import family as get_family
 
@@ -41,14 +41,12 @@ def baseline_plan(configs: list, baselines: tuple) -> list[dict]:
     plan = []
     zoo = fam.zoo_arch(first.data) if has_zoo(fam, first.data) else None
     if zoo is not None:
-        plan.append(
-            {
-                "role": "zoo",
-                "name": fam.ZOO[parse_spec(first.data)[0]],
-                "arch": zoo,
-                "cost": model.static(first.cost, zoo),
-            }
-        )
+        entry = {"role": "zoo", "name": fam.ZOO[parse_spec(first.data)[0]], "arch": zoo}
+        try:
+            entry["cost"] = model.static(first.cost, zoo)
+        except Infeasible as exc:  # the joint search on a chip the zoo model does not fit:
+            entry["infeasible"] = str(exc)  # reported, not trained
+        plan.append(entry)
     if "random" in baselines:
         net = fam.supernet(fam.make_space(val.image_shape, val.classes, first.space), first.init_prob)
         for cfg in configs:
@@ -95,6 +93,8 @@ def final_jobs(configs: list, plan: list[dict], models_dir: Path) -> list[FinalJ
     models_dir = Path(models_dir).resolve()
     jobs, seen = [], set()
     for entry in plan:
+        if entry.get("infeasible"):
+            continue
         for seed in range(first.final_seeds):
             job = model_job(first, entry["arch"], seed, models_dir)
             if job.out not in seen:

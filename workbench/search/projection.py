@@ -17,9 +17,12 @@ from workbench.search.costs import CostError
 
 
 def _cost(cost_model, cost: str, arch) -> float:
+    """The architecture's cost; in the joint search one that fits no array on the chip costs
+    what it costs the search (`CostModel.of`: over its budget, more so the further over the
+    chip), so that flips towards fitting are priced by what they save like any other."""
     try:
-        return float(cost_model.static(cost, arch))
-    except CostError:
+        return float(cost_model.of(cost, arch))
+    except CostError:  # it does not compile for the array
         return float("inf")
 
 
@@ -27,7 +30,8 @@ def project(
     net, h_row: torch.Tensor, cost_model, cost: str, budget: float, max_flips: int = 256
 ) -> tuple[torch.Tensor, list[dict]]:
     """(gate vector whose architecture costs at most `budget`, the flips made). When no flip
-    lowers the cost any more the last vector is returned over budget (the flips say so)."""
+    lowers the cost any more the last vector is returned over budget (the flips say so; in the
+    joint search it may then fit no array on the chip, which the trial refuses)."""
     h = h_row.detach().clone().cpu()
     logits = net.gates.logits.detach().cpu()
     now = _cost(cost_model, cost, net.decode(h))

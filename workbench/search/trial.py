@@ -264,7 +264,8 @@ def train_supernet(
             "penalty": tot["penalty"] / tot["n"] if gated else None,
             "val_accuracy": _accuracy(net, *val, det),
             "arch": arch.describe(),
-            "cost": cost_model.static(cfg.cost, arch),
+            "cost": cost_model.of(cfg.cost, arch),  # joint search: priced when over the chip
+            **({"fits_chip": cost_model.feasible(arch)} if cost_model.settings.joint else {}),
             "architectures_seen": cost_model.cached_architectures,
             "gate_clip": clip if gated else None,
             "gate_entropy": float(net.gates.entropy().detach()) / net.gates.size,
@@ -296,7 +297,9 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     supernet_file = ckdir / "supernet.pt"
     with training_session(cfg.seed, cfg.threads, cfg.device) as gen:
         train_ds, val_ds, test_ds = _splits(cfg.data)
-        cost_model = CostModel(fam, cfg.cost_settings(), train_ds.image_shape, train_ds.classes)
+        cost_model = CostModel(
+            fam, cfg.cost_settings(), train_ds.image_shape, train_ds.classes, budget=cfg.budget
+        )
         cost_model.check(cfg.cost)
         if supernet_file.exists():  # an interrupted trial: its super network is done
             saved = torch.load(supernet_file, weights_only=False)  # our own file
@@ -338,6 +341,8 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     t_start -= t_before
     t_super = time.perf_counter() - t_start
     arch = extracted["arch"]
+    if not cost_model.feasible(arch):  # the projection found no flip that makes it fit
+        cost_model.hardware(arch)  # Infeasible: the trial fails with the chip's reason
     searched_cost = cost_model.static(cfg.cost, arch)
 
     def final_progress(entry):  # the final training's epochs, as the search's are
@@ -369,6 +374,7 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
         "gates": net.gates.summary(),
         "searched_cost": searched_cost,  # what the super network was trained with
         "costs": final["costs"],  # measured on the final network (seed 0)
+        "hardware": final.get("hardware"),  # the joint search's array for it (None: --array)
         "budget_ratio": final["costs"][cfg.cost] / cfg.budget,
         "projection": extracted["flips"],  # gates flipped to meet the budget
         "extracted_probability": extracted["probability"],
@@ -446,6 +452,7 @@ def _final_trainings(cfg: TrialConfig, arch, progress) -> dict:
         "finals": finals,
         "accuracy": mean,
         "costs": first["costs"],
+        "hardware": first.get("hardware"),
         "files": {k: v for k, v in first["files"].items() if k in ("onnx", "card")},
     }
 

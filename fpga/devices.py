@@ -140,6 +140,15 @@ def modelled_clock(config: ArrayConfig, dev: str | Device) -> Clock:
     return Clock(mhz, "model", f"{note}; {model.note}" if model.note else note)
 
 
+def clock_ceiling(dev: str | Device) -> float:
+    """The highest clock `modelled_clock` gives any configuration on `dev` (a search may skip
+    a configuration whose latency at this clock is already too slow)."""
+    d = device(dev)
+    if d.family == "xc7":
+        return PAPER_MHZ
+    return max(p["fmax_mhz"] for p in ecp5_clock_points())
+
+
 # ---------------------------------------------------------------- fits
 @dataclass(frozen=True)
 class Fit:

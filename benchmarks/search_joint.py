@@ -44,21 +44,24 @@ from workbench.search.plan import model_job
 ROOT = Path(__file__).resolve().parents[1]
 CHIPS = ("XC7VX485T", "LFE5U-85F")
 FRACTIONS = (0.05, 0.25, 0.5)
-# the search's recipe per data set: digits SAC's of benchmarks/search_pareto.py, one search seed
-RECIPES = {
-    "digits": [
-        "--seeds",
-        "1",
-        "--epochs",
-        "15",
-        "--warmup-epochs",
-        "3",
-        "--final-float-epochs",
-        "20",
-        "--final-epochs",
-        "8",
-    ],
-}
+
+
+def _search_pareto():
+    """benchmarks/search_pareto.py: the protocol's configurations and the docs' writer."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("search_pareto", ROOT / "benchmarks" / "search_pareto.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def recipe(data: str) -> list[str]:
+    """The search's recipe: benchmarks/search_pareto.py's SAC configuration of the data set,
+    one search seed per target."""
+    args = list(_search_pareto().CONFIGS[f"{data}-sac"]["args"])
+    args[args.index("--seeds") + 1] = "1"
+    return args
 
 
 def fixed_clock(chip: str) -> float:
@@ -68,7 +71,7 @@ def fixed_clock(chip: str) -> float:
 
 def argv_of(kind: str, chip: str, data: str, targets: list[float], args) -> list[str]:
     common = ["--family", "sac", "--data", data, "--final-seeds", "3", "--baselines", "none"]
-    common += ["--out", str(args.out / data / f"{kind}-{chip}"), *RECIPES[data]]
+    common += ["--out", str(args.out / data / f"{kind}-{chip}"), *recipe(data)]
     ms = ",".join(f"{t:.6g}" for t in targets)
     if kind == "joint":
         return [*common, "--device", chip, "--latency-ms", ms]
@@ -153,17 +156,12 @@ def rows_for(chip: str, targets, joint, fixed) -> list[dict]:
 
 def write_docs(name: str, text: str) -> None:
     """Between the `name` markers of docs/search.md: benchmarks/search_pareto.py's writer."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("search_pareto", ROOT / "benchmarks" / "search_pareto.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write_docs(name, text)
+    _search_pareto().write_docs(name, text)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", choices=sorted(RECIPES), default="digits")
+    ap.add_argument("--data", choices=("digits",), default="digits")
     ap.add_argument("--chips", default=",".join(CHIPS), help="comma-separated FPGAs")
     ap.add_argument(
         "--verify", action="store_true", help="the joint searches' fronts through the compare job"

@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         type=finite_float("--clock-mhz", at_least=MIN_CLOCK_MHZ, at_most=MAX_CLOCK_MHZ),
         help="for latency_ms (default: the routed Fmax of --array when `make timing`/`make synth` "
-        "measured it, else the seed paper's 170 MHz)",
+        "measured it, else the seed paper's 170 MHz; with --device CHIP each candidate array's "
+        "modelled clock there, this overrides it for all)",
     )
     ap.add_argument(
         "--processors", type=int_at_least("--processors", 1, 4096), default=2, help="for the parallel cost"

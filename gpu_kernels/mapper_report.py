@@ -15,6 +15,7 @@ those layers (a line under the table names each run's kernel).
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 from gpu_kernels.configs import CPU
@@ -284,12 +285,24 @@ def _has_fused(m: Mapping) -> bool:
     return any(fused_cpu_layer_s(m.profile, b) is not None for b in m.profile.batch_sizes)
 
 
+FUSED_BARS = {"algorithm1": ("black", 0.15), "dp": ("red", 0.35)}  # colour, offset right of the panel
+
+
+def _fused_bar(ax, n_impls: int, first: int, last: int, algorithm: str) -> None:
+    """A bar right of the panel's last column spanning a fused GPU kernel's layers (each
+    algorithm's at its own offset, so both show when they fuse the same layers)."""
+    colour, dx = FUSED_BARS[algorithm]
+    x = n_impls - 0.5 + dx
+    ax.plot([x, x], [first - 0.35, last + 0.35], color=colour, lw=3, solid_capstyle="butt", clip_on=False)
+
+
 def write_heatmap(m: Mapping, path) -> Path | None:
     """PNG: one panel per batch size, layers x implementations, colour = log10 of the
     microseconds per image. In the panel of its batch size, each algorithm marks the cell it
     chose in every layer: Algorithm 1 with a white ring on the cell's left half, DP with a red
-    diamond on its right half, so that the two stay visible when they choose the same cell.
-    Returns None when matplotlib is missing."""
+    diamond on its right half, so that the two stay visible when they choose the same cell; each
+    run of layers a choice computes in one fused GPU kernel is a bar right of the panel over
+    those layers. Returns None when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -342,6 +355,8 @@ def write_heatmap(m: Mapping, path) -> Path | None:
                 dx = style.pop("dx")
                 chosen = marked_impls(ch)
                 ax.scatter([impls.index(x) + dx for x in chosen], range(len(chosen)), zorder=3, **style)
+                for first, last in ch.fused_gpu:  # one fused GPU kernel: a bar over its layers
+                    _fused_bar(ax, len(impls), first, last, ch.algorithm)
     for ax in list(axes.flat)[nb:]:
         ax.axis("off")
     handles = [
@@ -364,8 +379,14 @@ def write_heatmap(m: Mapping, path) -> Path | None:
             label="DP's choice",
         ),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
-    fig.suptitle(f"{m.network}: time per image by layer and implementation ({p.source})", fontsize=9)
+    for ch in (m.algorithm1, m.dp):
+        if ch.fused_gpu:
+            colour, _ = FUSED_BARS[ch.algorithm]
+            label = f"{NAMES[ch.algorithm]}: layers in one fused GPU kernel"
+            handles.append(Line2D([], [], color=colour, lw=3, label=label))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
+    title = f"{m.network}: time per image by layer and implementation ({p.source})"
+    fig.suptitle(textwrap.fill(title, 20 + 22 * cols), fontsize=9)  # a long source wraps
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="log10(us per image)")
     path = Path(path)
     with atomic_path(path) as tmp:

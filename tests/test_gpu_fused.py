@@ -601,3 +601,22 @@ def test_thresholds_at_the_ends_of_int64_fold_without_wrapping(bias):
     x = rng.integers(0, 256, (2, 2, 4, 5)).astype(np.uint8)
     res = run_network(net, x, "X", backend="emulation", fuse=[0])
     assert_same(res.outputs[1], golden.run(net, x).outputs[1], "step")
+
+
+def test_heatmap_marks_each_fused_run(tmp_path, monkeypatch):
+    """The heatmap draws one bar per fused GPU run a choice takes, over exactly its layers, in
+    the panel of the choice's batch size, and names the bars in the legend."""
+    from gpu_kernels import mapper_report
+
+    _, m = _fused_mapping()
+    bars = []
+    real = mapper_report._fused_bar
+
+    def spy(ax, n, first, last, algorithm):
+        bars.append((algorithm, first, last))
+        real(ax, n, first, last, algorithm)
+
+    monkeypatch.setattr(mapper_report, "_fused_bar", spy)
+    assert mapper_report.write_heatmap(m, tmp_path / "h.png").stat().st_size > 1000
+    want = [(ch.algorithm, a, b) for ch in (m.algorithm1, m.dp) for a, b in ch.fused_gpu]
+    assert sorted(bars) == sorted(want) and ("dp", 0, 2) in bars

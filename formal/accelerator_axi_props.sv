@@ -29,6 +29,23 @@
 //   - a read through the host port (the window, HOST_DATA) returns what the port gave two
 //     cycles after the cycle that follows the read's acceptance (it takes the port then), and
 //     its RVALID comes 4 cycles after the acceptance.
+//   The registers and the interrupt (docs/microarchitecture.md, "AXI4-Lite registers"), against a
+//   reference model of HOST_ADDR, IRQ_ENABLE and IRQ_STATUS in this wrapper:
+//   - `irq` is IRQ_ENABLE and IRQ_STATUS in every cycle; IRQ_STATUS is set in the cycle after
+//     `done` rises, cleared after a write of 1 to it, and a rise in the cycle of that write
+//     wins; IRQ_ENABLE takes bit 0 of a write;
+//   - the accelerator's start input is high exactly in the cycle after the acceptance of a
+//     CONTROL write with bit 0 set while busy was low, low in every other cycle;
+//   - reads return, as of the cycle of their acceptance: CONTROL 0; STATUS {error, done, busy};
+//     HOST_ADDR its value; IRQ_ENABLE and IRQ_STATUS their bit 0 (bits 31:1 zero);
+//   - HOST_ADDR takes a write; a HOST_DATA access (read or write) steps it by 1, a window access
+//     does not;
+//   - the host port is enabled exactly in the cycle after the acceptance of a window or
+//     HOST_DATA access (the slave's, with no stream command then) and in the cycles a stream
+//     command is taken; in the slave's cycle it carries the access's write enable, its address
+//     (HOST_ADDR before the step, or n for the window's 0x100 + 4n: region 0) and a write's
+//     data;
+//   - a write answered SLVERR changes nothing: no register, no start, no host-port access.
 //   AXI4-Stream:
 //   - m_axis: TVALID stays up with TDATA and TLAST unchanged until TREADY;
 //   - m_axis carries exactly one beat per read command taken on s_axis, in order, with the
@@ -39,7 +56,9 @@
 //     host port in that cycle: a read or a write (bit 63), the address of bits 62:32, a write's
 //     data of bits 31:0.
 // Covers: a read answered, a write answered, a SLVERR, a read through the host port, a command
-// taken on s_axis and a beat leaving on m_axis (with TLAST), a stall on m_axis.
+// taken on s_axis and a beat leaving on m_axis (with TLAST), a stall on m_axis; irq raised, irq
+// cleared by a W1C write, a start issued, a start ignored while busy, a HOST_ADDR read showing
+// the step of a HOST_DATA access.
 `default_nettype none
 module accelerator_axi_props #(
     parameter FIFO_DEPTH = 2,       // m_axis FIFO entries: the module's smallest (2) keeps the
@@ -276,6 +295,111 @@ module accelerator_axi_props #(
         end
     end
 
+    // ---- the control registers and the interrupt: a reference model ----
+    // Written from docs/microarchitecture.md ("AXI4-Lite registers") and the register table of
+    // rtl/accelerator_axi.v's header, not from its code: HOST_ADDR, IRQ_ENABLE, IRQ_STATUS and
+    // the start they imply, changed only by writes the slave answers OKAY (a refused write
+    // changes nothing) and by HOST_DATA accesses (HOST_ADDR + 1) and `done` rising (IRQ_STATUS).
+    (* keep *) wire p_done, p_error;        // dut.done, dut.error: the accelerator's status
+    (* keep *) wire p_start;                // dut.u_acc.start: the accelerator's start input
+    localparam [2:0] R_CONTROL = 3'd0, R_STATUS = 3'd1, R_HOST_ADDR = 3'd2, R_HOST_DATA = 3'd3,
+                     R_IRQ_ENABLE = 3'd4, R_IRQ_STATUS = 3'd5;
+    function is_reg;                        // a register's word (0x000..0x018) of index idx
+        input [AW-1:0] a;
+        input [2:0]    idx;
+        is_reg = ({{(32-AW){1'b0}}, a} < 32'h01C) && a[4:2] == idx;
+    endfunction
+    function in_window;                     // 0x100 + 4n, n = 0..15
+        input [AW-1:0] a;
+        in_window = {{(32-AW){1'b0}}, a} >= 32'h100 && {{(32-AW){1'b0}}, a} < 32'h140;
+    endfunction
+    function [31:0] window_n;               // the window's n: host-port address n (region 0)
+        input [AW-1:0] a;
+        window_n = ({{(32-AW){1'b0}}, a} - 32'h100) >> 2;
+    endfunction
+    reg        ref_done_q;                  // `done` in the cycle before: a rise is 0 then 1
+    reg [31:0] ref_host_addr;               // HOST_ADDR
+    reg        ref_irq_enable, ref_irq_status;
+    reg        ref_start;                   // the accelerator must see start now
+    reg        ref_stepped;                 // HOST_ADDR holds a step's value (for a cover)
+    reg        port1;                       // the cycle after a port access's acceptance: the
+    reg        port1_we, port1_bump;        // slave holds the port now, with this access
+    reg [31:0] port1_addr, port1_wdata;
+    wire w_taken = aresetn && aw_hs && want_bresp == OKAY;     // a write the map takes
+    wire w_data  = w_taken && is_reg(s_axi_awaddr, R_HOST_DATA);
+    wire r_data  = aresetn && ar_hs && is_reg(s_axi_araddr, R_HOST_DATA);
+    // an access that takes the host port: a window or HOST_DATA read, or such a write that the
+    // map takes (OKAY)
+    wire to_port = (w_taken && (in_window(s_axi_awaddr) || w_data))
+                || (aresetn && ar_hs && (in_window(s_axi_araddr) || r_data));
+    wire done_rise = p_done && !ref_done_q;
+    wire clear_irq = w_taken && is_reg(s_axi_awaddr, R_IRQ_STATUS) && s_axi_wdata[0];
+    always @(posedge aclk) begin
+        ref_done_q <= p_done;
+        if (!aresetn) begin
+            ref_host_addr <= 32'd0;
+            ref_irq_enable <= 1'b0;
+            ref_irq_status <= 1'b0;
+            ref_start <= 1'b0;
+            ref_stepped <= 1'b0;
+            port1 <= 1'b0;
+        end else begin
+            // CONTROL bit 0 starts the accelerator, in the next cycle, unless it is busy
+            ref_start <= w_taken && is_reg(s_axi_awaddr, R_CONTROL) && s_axi_wdata[0] && !p_busy;
+            if (w_taken && is_reg(s_axi_awaddr, R_HOST_ADDR)) begin
+                ref_host_addr <= s_axi_wdata;
+                ref_stepped <= 1'b0;
+            end
+            // the access uses HOST_ADDR as it is (port1_addr), then HOST_ADDR steps by 1
+            if (w_data || r_data) begin
+                ref_host_addr <= ref_host_addr + 32'd1;
+                ref_stepped <= 1'b1;
+            end
+            if (w_taken && is_reg(s_axi_awaddr, R_IRQ_ENABLE)) ref_irq_enable <= s_axi_wdata[0];
+            // a run ending in the cycle of the clearing write wins over the write
+            if (done_rise) ref_irq_status <= 1'b1;
+            else if (clear_irq) ref_irq_status <= 1'b0;
+            port1 <= to_port;
+        end
+        port1_we <= aw_hs;
+        port1_bump <= w_data || r_data;
+        port1_addr <= aw_hs ? (in_window(s_axi_awaddr) ? window_n(s_axi_awaddr) : ref_host_addr)
+                            : (in_window(s_axi_araddr) ? window_n(s_axi_araddr) : ref_host_addr);
+        port1_wdata <= s_axi_wdata;
+    end
+    // what a register read must return, as the register was in the cycle of the acceptance
+    reg        r_reg;                       // it reads CONTROL, STATUS, HOST_ADDR or an IRQ one
+    reg [31:0] r_reg_data;
+    reg        r_ha_stepped;                // it reads HOST_ADDR after a HOST_DATA access
+    always @(posedge aclk) if (ar_hs) begin
+        r_reg <= 1'b1;
+        r_ha_stepped <= 1'b0;
+        if (is_reg(s_axi_araddr, R_CONTROL)) r_reg_data <= 32'd0;
+        else if (is_reg(s_axi_araddr, R_STATUS)) r_reg_data <= {29'd0, p_error, p_done, p_busy};
+        else if (is_reg(s_axi_araddr, R_HOST_ADDR)) begin
+            r_reg_data <= ref_host_addr;
+            r_ha_stepped <= ref_stepped;
+        end
+        else if (is_reg(s_axi_araddr, R_IRQ_ENABLE)) r_reg_data <= {31'd0, ref_irq_enable};
+        else if (is_reg(s_axi_araddr, R_IRQ_STATUS)) r_reg_data <= {31'd0, ref_irq_status};
+        else r_reg <= 1'b0;
+    end
+    // from the cycle after the first on (the registers have no initial value before the
+    // reset), reset cycles included: the reference resets with the registers
+    always @(*) if (started) begin
+        assert(irq == (ref_irq_enable && ref_irq_status));
+        assert(p_start == ref_start);
+        // the port is the slave's alone in its cycle (no stream command then), and only then
+        // or with a stream command; a refused write never reaches it
+        assert(p_host_en == (port1 || s_hs));
+        if (port1) begin
+            assert(!s_axis_tready);
+            assert(p_host_we == port1_we && p_host_addr == port1_addr);
+            if (port1_we) assert(p_host_wdata == port1_wdata);
+        end
+    end
+    always @(*) if (live && s_axi_rvalid && r_reg) assert(s_axi_rdata == r_reg_data);
+
     // ---- induction strengthening: the AXI top's state, as the claims above need it ----
     // Probes (formal/jobs.toml) of the slave's state, the host-port read pipeline and the FIFO;
     // they only make the claims provable without bounds.
@@ -284,6 +408,8 @@ module accelerator_axi_props #(
     (* keep *) wire [FAW:0] p_n;            // dut.u_read_fifo.n
     (* keep *) wire [FAW-1:0] p_rd, p_wr;   // dut.u_read_fifo.rd, .wr
     (* keep *) wire [33*FIFO_DEPTH-1:0] p_mem;  // {mem[FIFO_DEPTH-1], ..., mem[0]}
+    (* keep *) wire         p_irq_enable, p_irq_status, p_done_q, p_port_bump;
+    (* keep *) wire [31:0]  p_host_addr_reg;    // dut.host_addr_reg: HOST_ADDR
     localparam [2:0] S_IDLE = 3'd0, S_WR_PORT = 3'd1, S_BRESP = 3'd2, S_RD_PORT = 3'd3,
                      S_RD_WAIT = 3'd4, S_RRESP = 3'd5;
     integer j;
@@ -308,6 +434,15 @@ module accelerator_axi_props #(
         assert(p_n == q_n);
         assert(p_wr - p_rd == p_n[FAW-1:0]);
     end
+    // the registers behind the reference model: HOST_ADDR is one short of the reference while
+    // a HOST_DATA access holds the port (the reference steps at the acceptance)
+    always @(*) if (started) begin
+        assert(p_done_q == ref_done_q);
+        assert(p_irq_enable == ref_irq_enable && p_irq_status == ref_irq_status);
+        assert(port1 == (p_state == S_WR_PORT || p_state == S_RD_PORT));
+        if (port1) assert(p_port_bump == port1_bump);
+        assert(p_host_addr_reg + {31'd0, port1 && port1_bump} == ref_host_addr);
+    end
     always @(*)
         for (j = 0; j < FIFO_DEPTH; j = j + 1) begin
             at = p_rd + j;
@@ -315,6 +450,11 @@ module accelerator_axi_props #(
         end
 
     // ---- covers: the properties are not vacuous ----
+    reg q_irq, q_clear_irq;                 // irq and a clearing write in the cycle before
+    always @(posedge aclk) begin
+        q_irq <= irq;
+        q_clear_irq <= clear_irq;
+    end
     always @(*) if (live) begin
         cover(r_hs && r_want == OKAY);                      // a read answered
         cover(b_hs && b_want == OKAY);                      // a write answered
@@ -323,6 +463,12 @@ module accelerator_axi_props #(
         cover(s_hs && !s_axis_tdata[63]);                   // a write command taken
         cover(m_hs && m_axis_tlast);                        // a read result leaves, with TLAST
         cover(q_m_wait && m_hs);                            // after a stall on m_axis
+        cover(irq && !q_irq);                               // irq raised
+        cover(q_irq && !irq && q_clear_irq);                // irq cleared by a W1C write
+        cover(p_start);                                     // a start issued
+        cover(w_taken && is_reg(s_axi_awaddr, R_CONTROL) && s_axi_wdata[0] && p_busy);
+                                                            // a start ignored: busy
+        cover(r_hs && r_ha_stepped);                        // HOST_ADDR read after a step
     end
 endmodule
 `default_nettype wire

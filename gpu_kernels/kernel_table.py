@@ -26,6 +26,11 @@ CUPY_APPENDED_OPTIONS = ("-ftz=true",)
 TIMING_KERNEL = "busy_wait_ns"
 
 WORD_TYPES = {32: "unsigned int", 64: "unsigned long long"}
+# Output pixels of a row per warp of the register-blocked binary conv kernels (cuda/bin_conv.cu),
+# per unblocked kernel; px 1 is the unblocked kernel itself. The pooled one stops at 2: at 4 its
+# 8 conv pixels per row (10 activation words, 8 counters) spilled 164-272 bytes at the
+# launch bound's 80 registers (sm_90).
+BLOCKED_PX = {"bin_conv_step_pack": (2, 4), "bin_conv_step_pool_pack": (2,)}
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,11 @@ def _specs() -> dict[str, KernelSpec]:
             ),
             KernelSpec(
                 f"int_conv_step_pool_pack/i32/w{bits}", f"int_conv_step_pool_pack<int, {word}>", fused
+            ),
+            *(
+                KernelSpec(f"{name}_px{px}/w{bits}", f"{name}_px<{word}, {px}>", fused)
+                for name, pxs in BLOCKED_PX.items()
+                for px in pxs
             ),
             KernelSpec(f"bin_dense_step_pack/w{bits}", f"bin_dense_step_pack<{word}>", fused_dense),
             KernelSpec(f"step_pack/w{bits}", f"step_pack<{word}>", ("p", "p", "p", "p", "i")),

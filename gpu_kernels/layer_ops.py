@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu_kernels.errors import GpuKernelError
-from gpu_kernels.kernel_table import bin_fused_weight_bytes, fused_weight_words
+from gpu_kernels.kernel_table import BLOCKED_PX, bin_fused_weight_bytes, fused_weight_words
 from gpu_kernels.launch import Work
 from models import ir
 from models.checks import INT32_MAX, INT32_MIN
@@ -210,6 +210,8 @@ BIN_FUSED_WEIGHT_BYTES = bin_fused_weight_bytes()  # bin_conv.cu: the shared til
 #   BinConv2d, Step            bin_conv_step_pack        (cuda/bin_conv.cu)
 #   BinConv2d, Step, MaxPool2d bin_conv_step_pool_pack
 #   BinDense, Step             bin_dense_step_pack       (cuda/dense.cu)
+# A BinConv2d run also has register-blocked kernels, PX output pixels of a row per warp
+# (bin_conv_step_pack_px, bin_conv_step_pool_pack_px; kernel_table.BLOCKED_PX): the same result.
 FUSED_PATTERNS = "IntConv2d or BinConv2d + Step (+ MaxPool2d), BinDense + Step"
 
 
@@ -340,6 +342,7 @@ class FusedOp(Op):
     first: int
     last: int
     parts: list
+    px: int = 1  # output pixels of a row per warp (2 or 4: a register-blocked kernel)
 
     @property
     def label(self):
@@ -347,7 +350,8 @@ class FusedOp(Op):
 
     @property
     def family(self) -> str:
-        """The kernel without its format suffix, e.g. 'bin_conv_step_pool_pack'."""
+        """The kernel without its format suffix, e.g. 'bin_conv_step_pool_pack',
+        'bin_conv_step_pack_px4'."""
         return self.kernel.split("/")[0]
 
 
@@ -359,12 +363,14 @@ class FusedConvStepOp(FusedOp):
     channel's four comparisons first), so neither the int32 tensor nor the unpooled words
     exist."""
 
-    def __init__(self, conv: ConvOp, step: StepOp, pool: MaxPoolOp | None = None):
+    def __init__(self, conv: ConvOp, step: StepOp, pool: MaxPoolOp | None = None, px: int = 1):
         parts = [conv, step] + ([pool] if pool is not None else [])
         why = fused_conv_step_refusal(conv, step)
         if why is None and pool is not None:
             ok = isinstance(pool, MaxPoolOp) and pool.index == step.index + 1
             why = None if ok else f"{step.label} is not followed by a MaxPool2d"
+        if why is None:
+            why = blocking_refusal(isinstance(conv.layer, ir.BinConv2d), pool is not None, px)
         if why is not None:
             raise GpuKernelError(f"cannot fuse: {why}")
         super().__init__(conv.index, conv.layer, conv.fin, parts[-1].fout)
@@ -378,7 +384,8 @@ class FusedConvStepOp(FusedOp):
             # bin_conv3x3's packed weights [9, nw, F]; in shared memory when they fit the tile
             self.consts["w"] = conv.consts["w"]
             self.weights_in_shared = conv.consts["w"].nbytes <= BIN_FUSED_WEIGHT_BYTES
-            self.kernel = f"bin_conv_{name}/{_wsuffix(step.fout.word_bits)}"
+            blocked = f"_px{px}" if px > 1 else ""
+            self.kernel = f"bin_conv_{name}{blocked}/{_wsuffix(step.fout.word_bits)}"
         else:
             bits = (w.transpose(2, 3, 1, 0).reshape(9 * c, f) > 0).astype(np.uint8)  # [tap * C + c, f]
             nc = -(-f // 32)
@@ -391,10 +398,13 @@ class FusedConvStepOp(FusedOp):
             suffix = "u8" if conv.fin.kind == "uint8" else "i32"
             self.kernel = f"int_conv_{name}/{suffix}/{_wsuffix(step.fout.word_bits)}"
         self.consts["lo"], self.consts["hi"] = _fused_bounds(conv.layer.bias, step)
+        self.px = px
 
     def work(self, n):
         _, ho, wo = self.fout.shape  # the pooled pixels when pooled
-        return Work(n, ho * wo, self.fout.words, row=wo)
+        # register-blocked: p is a group of px pixels of a row, ceil(wo / px) groups per row
+        groups = -(-wo // self.px)
+        return Work(n, ho * groups, self.fout.words, row=groups)
 
     def kernel_args(self, x, out, c):
         cin, h, w = self.fin.shape
@@ -427,16 +437,42 @@ class FusedDenseStepOp(FusedOp):
         return [x, c["w"], c["lo"], c["hi"], out, self.fin.channels, self.dense.fout.channels]
 
 
-def fused_op(ops: list[Op], first: int, last: int) -> FusedOp:
-    """The one kernel that runs layers first..last of `ops` (GpuKernelError when none can)."""
+def blocking_refusal(binary_conv: bool, pool: bool, px: int) -> str | None:
+    """Why a fused run cannot take `px` output pixels per warp, or None: 1 (the unblocked
+    kernel) always can; 2 or 4 only a BinConv2d + Step run, 2 only with the MaxPool2d
+    (kernel_table.BLOCKED_PX)."""
+    if px == 1 and not isinstance(px, bool):
+        return None
+    family = "bin_conv_step_pool_pack" if pool else "bin_conv_step_pack"
+    allowed = (1, *BLOCKED_PX[family])
+    if not binary_conv:
+        return f"{px!r} pixels per warp: only a BinConv2d run has register-blocked kernels (1 here)"
+    if isinstance(px, bool) or px not in allowed:
+        return f"{px!r} pixels per warp: {family} takes {' or '.join(map(str, allowed))}"
+    return None
+
+
+def blocked_px(ops: list[Op], first: int, last: int) -> tuple[int, ...]:
+    """The pixels per warp the fused kernel of layers first..last can take, (1,) for a run
+    without register-blocked kernels (the run must be one fusion_refusal accepts)."""
+    if not isinstance(ops[first], ConvOp) or not isinstance(ops[first].layer, ir.BinConv2d):
+        return (1,)
+    return (1, *BLOCKED_PX["bin_conv_step_pool_pack" if last == first + 2 else "bin_conv_step_pack"])
+
+
+def fused_op(ops: list[Op], first: int, last: int, px: int = 1) -> FusedOp:
+    """The one kernel that runs layers first..last of `ops` (GpuKernelError when none can);
+    `px` output pixels of a row per warp (blocked_px says which a run can take)."""
     if not 0 <= first < last < len(ops):
         raise GpuKernelError(f"cannot fuse layers {first}..{last}: the network has layers 0..{len(ops) - 1}")
     why = fusion_refusal(ops, first, last)
     if why is not None:
         raise GpuKernelError(f"cannot fuse: {why}")
     if isinstance(ops[first], DenseOp):
+        if px != 1:
+            raise GpuKernelError(f"cannot fuse: {blocking_refusal(False, False, px)}")
         return FusedDenseStepOp(ops[first], ops[first + 1])
-    return FusedConvStepOp(ops[first], ops[first + 1], ops[last] if last == first + 2 else None)
+    return FusedConvStepOp(ops[first], ops[first + 1], ops[last] if last == first + 2 else None, px)
 
 
 class MaxPoolOp(Op):

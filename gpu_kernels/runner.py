@@ -31,6 +31,7 @@ from gpu_kernels.layer_ops import (
     FusedOp,
     Op,
     ReorderOp,
+    blocked_px,
     check_int32_ranges,
     fused_op,
     fusion_refusal,
@@ -182,12 +183,16 @@ class Runner:
         window: int | None = None,
         step_kernel: str = "thread",
         fuse=None,
+        fused_px=None,
     ):
         self.net = load_network(net)
         self.impls, mapping_batch = resolve_mapping(mapping, len(self.net.layers))
-        if fuse is None:  # a mapper Mapping / Choice brings its fused pairs
+        if fuse is None:  # a mapper Mapping / Choice brings its fused runs and their kernels
             choice = mapping.dp if hasattr(mapping, "dp") and hasattr(mapping, "algorithm1") else mapping
             fuse = getattr(choice, "fused_gpu", None) or ()
+            if fused_px is None:  # {"first-last": px} -> {first: px}
+                chosen = getattr(choice, "fused_px", None) or {}
+                fused_px = {int(k.split("-")[0]): v for k, v in chosen.items()} if chosen else None
         self.batch = batch if batch is not None else mapping_batch
         if self.batch is not None and (not isinstance(self.batch, (int, np.integer)) or self.batch < 1):
             raise GpuKernelError(f"batch must be a positive integer, got {self.batch!r}")
@@ -204,6 +209,41 @@ class Runner:
         self.argmax = ArgmaxOp(len(self.ops), self.ops[-1].fout)
         self.reorder = ReorderOp(self.ops[0].fin)
         self.fused = self._fused_ops(fuse)
+        self._block(fused_px)
+
+    def _block(self, fused_px) -> None:
+        """Give the fused runs the register-blocked kernels `fused_px` names (output pixels of a
+        row per warp, layer_ops.blocked_px): None, 1 (every run unblocked), an int (every run
+        that has a kernel with that many pixels per warp; the others unblocked) or {first layer
+        of a run: pixels per warp} (each key a run's first layer, each value one its kernel
+        takes; else a one-line GpuKernelError)."""
+        if fused_px is None:
+            return
+        if isinstance(fused_px, dict):
+            for first, px in fused_px.items():
+                if not _index(first) or int(first) not in self.fused:
+                    runs = ", ".join(f"{i}-{op.last}" for i, op in sorted(self.fused.items())) or "none"
+                    raise GpuKernelError(
+                        f"fused_px names layer {first!r}, the first layer of no fused run (runs: {runs})"
+                    )
+            wanted = {int(first): px for first, px in fused_px.items()}
+        elif _index(fused_px):
+            wanted = {
+                i: int(fused_px)
+                for i, op in self.fused.items()
+                if fused_px in blocked_px(self.ops, i, op.last)
+            }
+        else:
+            raise GpuKernelError(
+                f"fused_px {fused_px!r}: use pixels per warp (1, 2, 4) or {{first layer of a run: pixels}}"
+            )
+        for i, px in wanted.items():
+            last = self.fused[i].last
+            if px != self.fused[i].px:
+                try:
+                    self.fused[i] = fused_op(self.ops, i, last, px)
+                except GpuKernelError as exc:
+                    raise GpuKernelError(f"{_layers(i, last)}: {exc}") from None
 
     def _fused_ops(self, fuse) -> dict[int, FusedOp]:
         """{first layer index: fused op} for the runs of layers `fuse` names (_fused_runs):
@@ -550,6 +590,7 @@ def run_network(
     progress: bool = False,
     step_kernel: str = "thread",
     fuse=None,
+    fused_px=None,
 ) -> RunResult:
     """Run `net` (ir.Network, .onnx path or onnx.ModelProto) on the batch `x` (golden input
     format, [N, *net.input_shape]).
@@ -568,6 +609,10 @@ def run_network(
     (write `[(0, 1), (3, 4)]`); "auto" (the longest such runs mapped to one GPU configuration),
     or None (the mapping's fused runs, if it is a mapper Choice/Mapping; else none). Only a
     run's last layer has an output: the others' entries in `outputs` are None.
+    fused_px: output pixels of a row per warp of the fused BinConv2d runs (the register-blocked
+    kernels, same results): an int for every run that has such a kernel, {first layer of a
+    run: pixels}, or None (the mapping's choice, if it is a mapper Choice/Mapping whose runs are
+    taken; else 1, the unblocked kernels).
     Returns a RunResult: every layer's output in golden format (keep_outputs), scores,
     predictions (first max), per-layer seconds, the host<->device transfers, the backend used.
     """
@@ -581,5 +626,6 @@ def run_network(
         window=window,
         step_kernel=step_kernel,
         fuse=fuse,
+        fused_px=fused_px,
     )
     return runner.run(x, keep_outputs=keep_outputs, predictions=predictions, progress=progress)

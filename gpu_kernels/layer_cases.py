@@ -13,6 +13,7 @@ import zlib
 
 import numpy as np
 
+from gpu_kernels.kernel_table import BLOCKED_PX
 from gpu_kernels.runner import Runner
 from models import golden, ir
 from models.checks import INT32_MAX, INT32_MIN
@@ -48,12 +49,13 @@ def _pm1(rng, *shape):
     return np.where(rng.random(shape) < 0.5, -1, 1).astype(np.int8)
 
 
-def make_case(kind: str, word_bits: int, variant: str, pad: int, batch: int, seed: int):
-    """(network, input batch) for one layer kind; the first (only) layer is the one tested."""
+def make_case(kind: str, word_bits: int, variant: str, pad: int, batch: int, seed: int, width: int = 6):
+    """(network, input batch) for one layer kind; the first (only) layer is the one tested.
+    `width`: the image width of the convs' cases (5 x width images)."""
     rng = np.random.default_rng(seed)
     c = channels(variant, word_bits)
     f = 37  # output channels: not a multiple of 32 or a warp
-    h, w = 5, 6
+    h, w = 5, width
     if kind in ("int_conv_u8", "int_conv_i32"):
         cin = c if variant == "multiple" else 3
         layer = ir.IntConv2d(weight=_pm1(rng, f, cin, 3, 3), bias=rng.integers(-9, 10, f), padding=pad)
@@ -119,15 +121,22 @@ FUSED_KINDS = ("int_conv_u8", "int_conv_i32")
 
 
 def make_fused_case(
-    kind: str, word_bits: int, variant: str, pad: int, batch: int, seed: int, pool: bool = False
+    kind: str,
+    word_bits: int,
+    variant: str,
+    pad: int,
+    batch: int,
+    seed: int,
+    pool: bool = False,
+    width: int = 6,
 ):
     """(network conv or dense + Step (+ MaxPool2d with `pool`), input batch). The Step's
     thresholds are sums of the batch itself (golden executor), so that sums equal to a threshold
     occur: a random one per channel, or with `pool` the one a fifth from the top (direction +1)
     or from the bottom (-1), so that a fifth of the Step's outputs are +1 and both signs stay
     common after the pooling's OR of four; the first four channels get thresholds beyond int32
-    (always / never on, both directions); directions are random."""
-    net, x = make_case(kind, word_bits, variant, pad, batch, seed)
+    (always / never on, both directions); directions are random. `width`: as make_case's."""
+    net, x = make_case(kind, word_bits, variant, pad, batch, seed, width)
     rng = np.random.default_rng(seed + 1)
     sums = golden.run(net, x).outputs[0]  # [N, F, Ho, Wo] or [N, F]
     f = sums.shape[1]
@@ -172,14 +181,26 @@ def pool_fused_cases(configs):
     return [c for c in all_cases(configs) if c[0] in FUSED_KINDS + ("bin_conv",)]
 
 
-# Each fused kernel family and the matrix it is checked on: (the first layer's case kinds, pool)
+# Each fused kernel family and the matrix it is checked on: (the first layer's case kinds, pool).
+# The register-blocked binary families (bin_conv_step_pack_px2, ...: PX output pixels of a row per
+# warp, family_px) take the bin_conv matrix with images of BLOCKED_WIDTHS[batch] columns, so that
+# the output rows of every padding, word size and pooling end in a tail of fewer than PX pixels
+# in some cases and not in others.
 FUSED_FAMILIES = {
     "int_conv_step_pack": (FUSED_KINDS, False),
     "bin_conv_step_pack": (("bin_conv",), False),
     "bin_dense_step_pack": (("dense",), False),
     "int_conv_step_pool_pack": (FUSED_KINDS, True),
     "bin_conv_step_pool_pack": (("bin_conv",), True),
+    **{
+        f"{family}_px{px}": (("bin_conv",), family.endswith("_pool_pack"))
+        for family, pxs in BLOCKED_PX.items()
+        for px in pxs
+    },
 }
+# image width by batch size of the blocked families' cases: output widths (pad 1 / pad 0) 8 / 6,
+# 9 / 7 and 6 / 4, pooled 4 / 3, 4 / 3 and 3 / 2: rows with and without a tail at PX = 2 and 4
+BLOCKED_WIDTHS = {1: 8, 2: 9, 5: 6}
 FUSED_THREADS = (256, 100, 48, 20)  # threads per block the fused cases take in turn: whole
 #                                     warps, a partial last warp (100 = 3 x 32 + 4, 48 = 32 + 16),
 #                                     fewer than a warp (the plan's own smaller blocks occur too)
@@ -192,18 +213,33 @@ def fused_family_cases(family: str, configs) -> list[tuple]:
     return [c for c in all_cases(configs) if c[0] in kinds]
 
 
+def family_px(family: str) -> int:
+    """Output pixels of a row per warp of a fused kernel family: 'bin_conv_step_pack_px4' -> 4;
+    1 for the unblocked families."""
+    head, sep, px = family.rpartition("_px")
+    return int(px) if sep and head in BLOCKED_PX and px.isdigit() else 1
+
+
+def fused_case_width(family: str, case: tuple) -> int:
+    """The image width of one fused case: 6, or BLOCKED_WIDTHS[batch] for a blocked family."""
+    return BLOCKED_WIDTHS[case[5]] if family_px(family) > 1 else 6
+
+
 def fused_case_seed(family: str, case: tuple) -> int:
     """The fixed seed of one fused case (the pair kernels' seeds are those the tests used
-    before the pooled and dense kernels existed)."""
+    before the pooled and dense kernels existed; a blocked family's add its pixels per warp)."""
     kind, _, bits, variant, pad, batch = case
     pool = FUSED_FAMILIES[family][1]
-    return case_seed("fused", kind, bits, variant, pad, batch, *(("pool",) if pool else ()))
+    px = family_px(family)
+    extra = (("pool",) if pool else ()) + (("px", px) if px > 1 else ())
+    return case_seed("fused", kind, bits, variant, pad, batch, *extra)
 
 
 def fused_case_label(family: str, case: tuple, threads: int) -> str:
     kind, config, bits, variant, pad, batch = case
+    width = f" 5x{fused_case_width(family, case)}" if family_px(family) > 1 else ""
     return (
-        f"{family} {kind} {config} w{bits} {variant} pad{pad} n{batch} "
+        f"{family} {kind} {config} w{bits} {variant} pad{pad} n{batch}{width} "
         f"seed {fused_case_seed(family, case)} threads {threads}"
     )
 
@@ -216,10 +252,19 @@ def check_fused_case(gpu, family: str, case: tuple, threads: int, op_check=None)
     else what differs, in one line."""
     kind, config, bits, variant, pad, batch = case
     pool = FUSED_FAMILIES[family][1]
-    net, x = make_fused_case(kind, bits, variant, pad, batch, fused_case_seed(family, case), pool)
+    seed, width = fused_case_seed(family, case), fused_case_width(family, case)
+    net, x = make_fused_case(kind, bits, variant, pad, batch, seed, pool, width)
     ref = golden.run(net, x).outputs[-1]
     last = len(net.layers) - 1
-    runner = Runner(net, [config] * len(net.layers), gpu, bits, threads=threads, fuse=[(0, last)])
+    runner = Runner(
+        net,
+        [config] * len(net.layers),
+        gpu,
+        bits,
+        threads=threads,
+        fuse=[(0, last)],
+        fused_px={0: family_px(family)},
+    )
     op = runner.fused.get(0)
     if op is None or op.family != family or (op_check is not None and not op_check(op)):
         return f"the kernel taken is {getattr(op, 'kernel', None)!r}, not {family}'s"

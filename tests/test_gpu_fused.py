@@ -320,11 +320,12 @@ def test_selfcheck_counts_an_exception_of_a_case_as_its_failure(monkeypatch, cap
     assert selfcheck.main(["--backend", "emulation", "--every", "300", "--part", "matrix"]) == 3
 
 
-def barrier_removed_fault(tmp_path, order, cu_file, barrier, instance, key, fuse):
+def barrier_removed_fault(tmp_path, order, cu_file, barrier, instance, key, fuse, fused_px=None):
     """The Fashion network with `instance` (a fused kernel's template instance) built from
     `cu_file` with `barrier` (its __syncthreads and the line after it) reduced to that line, run
-    fused through the emulation in `order`; returns the KernelFaultError's message, which must
-    be one line naming the kernel's copy ("<kernel>_no_sync") and its shared tile `wsh`."""
+    fused (`fuse`, `fused_px`) through the emulation in `order`; returns the KernelFaultError's
+    message, which must be one line naming the kernel's copy ("<kernel>_no_sync") and its
+    shared tile `wsh`."""
     text = (CUDA_DIR / cu_file).read_text()
     assert text.count(barrier) == 1 and text.count("__syncthreads();") == 1
     kernel = instance.split("<")[0]
@@ -340,7 +341,7 @@ def barrier_removed_fault(tmp_path, order, cu_file, barrier, instance, key, fuse
     net = fashion_bnn(3)
     x = random_images(4, 2, net.input_shape)
     with pytest.raises(KernelFaultError) as info:
-        run_network(net, x, "X", backend=gpu, fuse=fuse)
+        run_network(net, x, "X", backend=gpu, fuse=fuse, fused_px=fused_px)
     msg = str(info.value)
     print(msg)
     assert "\n" not in msg

@@ -100,9 +100,9 @@ def test_dense_thresholds_at_the_ends_of_int64(bias):
 
 def test_every_fused_kernel_is_clean_under_asan():
     """selfcheck --part fused under the AddressSanitizer build, shuffled: every eleventh case of
-    each fused kernel's matrix (both conv pairs, the dense pair, both pooled kernels) and the
-    Fashion and CIFAR-10 shapes with every run fused; no out-of-bounds access, every result
-    golden."""
+    each fused kernel's matrix (both conv pairs, the dense pair, both pooled kernels, the three
+    register-blocked binary ones) and the Fashion and CIFAR-10 shapes with every run fused; no
+    out-of-bounds access, every result golden."""
     env = _asan_env()
     env.pop("LD_PRELOAD")  # selfcheck --asan re-executes itself with it
     cmd = [sys.executable, "-m", "gpu_kernels.selfcheck", "--backend", "emulation", "--asan"]
@@ -118,5 +118,8 @@ def test_every_fused_kernel_is_clean_under_asan():
         "bin_dense_step_pack",
         "int_conv_step_pool_pack",
         "bin_conv_step_pool_pack",
+        "bin_conv_step_pack_px2",
+        "bin_conv_step_pack_px4",
+        "bin_conv_step_pool_pack_px2",
     ):
         assert f"{family}: " in proc.stdout, family

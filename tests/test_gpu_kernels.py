@@ -31,6 +31,7 @@ from gpu_kernels.layer_cases import (
     WORD_BITS,
     all_cases,
     case_seed,
+    family_px,
     make_case,
     make_fused_case,
 )
@@ -160,8 +161,18 @@ def test_the_matrix_loops_every_case_once():
 
 
 # what the garbage-padding test feeds: the binary conv and dense layers alone, and each fused
-# kernel family whose input is packed words (its first layer's case kind, with pool or not)
-PADDING_KINDS = ("bin_conv", "dense", "bin_conv_step_pack", "bin_conv_step_pool_pack", "bin_dense_step_pack")
+# kernel family whose input is packed words (its first layer's case kind, with pool or not; the
+# register-blocked ones too)
+PADDING_KINDS = (
+    "bin_conv",
+    "dense",
+    "bin_conv_step_pack",
+    "bin_conv_step_pool_pack",
+    "bin_dense_step_pack",
+    "bin_conv_step_pack_px2",
+    "bin_conv_step_pack_px4",
+    "bin_conv_step_pool_pack_px2",
+)
 
 
 def test_padding_bits_never_count(backend):
@@ -176,9 +187,18 @@ def test_padding_bits_never_count(backend):
         def check():
             if kind in FUSED_FAMILIES:  # the fused kernel's net, its layers as one kernel
                 (first_kind, *_), pool = FUSED_FAMILIES[kind]
-                net, x = make_fused_case(first_kind, bits, "partial", 1, 3, seed, pool)
+                # a blocked kernel's rows of 7 pixels end in a tail (PX 2 and 4, pooled 3)
+                width = 7 if family_px(kind) > 1 else 6
+                net, x = make_fused_case(first_kind, bits, "partial", 1, 3, seed, pool, width)
                 last = len(net.layers) - 1
-                runner = Runner(net, config, backend=backend, word_bits=bits, fuse=[(0, last)])
+                runner = Runner(
+                    net,
+                    config,
+                    backend=backend,
+                    word_bits=bits,
+                    fuse=[(0, last)],
+                    fused_px={0: family_px(kind)},
+                )
                 op = runner.fused[0]
                 assert op.family == kind, op.kernel
             else:

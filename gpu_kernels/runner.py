@@ -220,7 +220,7 @@ class Runner:
         if fused_px is None:
             return
         if isinstance(fused_px, dict):
-            for first, px in fused_px.items():
+            for first in fused_px:
                 if not _index(first) or int(first) not in self.fused:
                     runs = ", ".join(f"{i}-{op.last}" for i, op in sorted(self.fused.items())) or "none"
                     raise GpuKernelError(

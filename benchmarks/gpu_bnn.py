@@ -54,10 +54,10 @@ from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import BackendError, BuildError, GpuKernelError
 from gpu_kernels.layer_ops import STEP_KERNELS
-from gpu_kernels.mapper import batch_range, dp_mapping, evaluate, fused_gpu_entries, map_network
+from gpu_kernels.mapper import batch_range, dp_mapping, evaluate, fused_gpu_variants, map_network
 from gpu_kernels.mapper_report import format_table, write_heatmap
 from gpu_kernels.nvml_energy import ENERGY_WINDOW_S, NO_READING, energy_per_call, gpu_energy_j
-from gpu_kernels.profiling import MeasuredProfile, Profile
+from gpu_kernels.profiling import MeasuredProfile, Profile, fused_key
 from gpu_kernels.runner import Runner
 from models import golden
 from models.datasets import DatasetError, load_for_network
@@ -99,12 +99,13 @@ def best_uniform_batch(impls, prof, n_images):
 
 def fused_kernel_times(prof) -> dict:
     """{"first-last": {"kernel", "layers", "batch": {b: ...}}}: each fused kernel the profile
-    timed (meta["fused_gpu"]) against its layers' separate kernels, kernel times alone: the
-    fastest configuration of the fused kernel (`fused_s`, `fused_config`), the sum of each
-    layer's fastest configuration (`unfused_s`), the layers' sum in the fused kernel's
-    configuration (`unfused_same_config_s`), and unfused_s / fused_s (`speedup`)."""
+    timed (meta["fused_gpu"]; a register-blocked one as "first-last/pxN") against its layers'
+    separate kernels, kernel times alone: the fastest configuration of the fused kernel
+    (`fused_s`, `fused_config`), the sum of each layer's fastest configuration (`unfused_s`),
+    the layers' sum in the fused kernel's configuration (`unfused_same_config_s`), and
+    unfused_s / fused_s (`speedup`)."""
     out = {}
-    for (first, last), entry in sorted(fused_gpu_entries(prof).items()):
+    for (first, last, px), entry in sorted(fused_gpu_variants(prof).items()):
         rows = {}
         for b in prof.batch_sizes:
             row = (entry.get("layer_s") or {}).get(str(b))
@@ -128,7 +129,7 @@ def fused_kernel_times(prof) -> dict:
                 "unfused_same_config_s": None if None in same else sum(same),
                 "speedup": unfused / best_t if best_t > 0 else None,
             }
-        out[f"{first}-{last}"] = {
+        out[fused_key(first, last, px)] = {
             "kernel": entry.get("kernel"),
             "layers": prof.layers[first : last + 1],
             "batch": rows,
@@ -369,6 +370,7 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
             "impls": ch.impls,
             "batch": ch.batch,
             "fused_gpu": ch.fused_gpu,
+            "fused_px": ch.fused_px,
             "predicted_s": ch.total_s,
             "predicted_gpu_kernel_s": ch.gpu_kernel_s,
             "predicted_gpu_host_s": ch.gpu_host_s,
@@ -411,6 +413,8 @@ def bench_shape(spec: str, exps, args, budget_end: float) -> dict:
             batch=run["batch"],
             step_kernel=args.step_kernel,
             fuse=run.get("fused_gpu") or None,
+            # the register-blocked kernels the choice took: {"first-last": px} -> {first: px}
+            fused_px={int(k.split("-")[0]): v for k, v in (run.get("fused_px") or {}).items()} or None,
         )
         check = runner.run(x[:n_check])  # exactness, and the warm-up
         exact = not _differing(check.outputs, ref.outputs, runner.inside_fused) and np.array_equal(

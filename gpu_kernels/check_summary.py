@@ -112,6 +112,7 @@ def benchmark(out: Path, shape: str) -> dict:
         "dp_mapping": runs.get("dp", {}).get("impls"),
         "dp_batch": runs.get("dp", {}).get("batch"),
         "dp_fused_gpu": runs.get("dp", {}).get("fused_gpu"),
+        "dp_fused_px": runs.get("dp", {}).get("fused_px"),
         "dp_unfused_wall_s": wall("dp-unfused"),
         "dp_unfused_vs_dp": d.get("dp_unfused_vs_dp"),
         "fused_error": d.get("fused_error"),
@@ -180,7 +181,9 @@ def headline(summary: dict) -> list[str]:
             lines.append(f"{shape} fused kernels left out: {b['fused_error']}")
         elif b.get("fused_kernels"):
             lines.append(
-                f"{shape} fused: dp {_ms(b.get('dp_wall_s'))} (runs {b.get('dp_fused_gpu')}) vs dp-unfused "
+                f"{shape} fused: dp {_ms(b.get('dp_wall_s'))} (runs {b.get('dp_fused_gpu')}"
+                + (f", register-blocked {b['dp_fused_px']}" if b.get("dp_fused_px") else "")
+                + ") vs dp-unfused "
                 f"{_ms(b.get('dp_unfused_wall_s'))}"
                 + (f" ({b['dp_unfused_vs_dp']:.2f}x)" if b.get("dp_unfused_vs_dp") else "")
                 + "; kernels (separate / fused): "

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from gpu_kernels.configs import CONFIGS
 from gpu_kernels.errors import LaunchError
+from gpu_kernels.kernel_table import BLOCKED_PX
 from gpu_kernels.launch import plan
 from gpu_kernels.layer_ops import (
     ConvOp,
@@ -47,6 +48,7 @@ from gpu_kernels.layer_ops import (
     FusedOp,
     MaxPoolOp,
     StepOp,
+    blocked_px,
     fusable_groups,
     fused_op,
     prepare,
@@ -89,7 +91,19 @@ CALIBRATION_AS = {
     "bin_conv_step_pack": "bin_conv3x3",
     "bin_conv_step_pool_pack": "bin_conv3x3",
     "bin_dense_step_pack": "bin_dense",
+    # the register-blocked binary kernels: the same loop, blocked (BLOCKED_TRIP_PTX)
+    **{f"{family}_px{px}": "bin_conv3x3" for family, pxs in BLOCKED_PX.items() for px in pxs},
 }
+# The register-blocked binary kernels (cuda/bin_conv.cu, PX output pixels of a row per warp):
+# their inner trip is one kernel row ky and input word j for the RX conv pixels of a row a warp
+# computes (RX = PX; 2 PX per conv row when pooled): 3 weight and RX + 2 activation loads, 3 RX
+# xor/popc/select/add, one loop; the unblocked kernel's trip is one conv pixel, tap and word: a
+# weight and an activation load, xor, popc, add, the loop. Their cost relative to each other is
+# what the model takes from nvcc 13.0's PTX for sm_90 (the word loop without the last word's
+# mask, both word sizes alike; PTX, not SASS, and not measured): the unblocked trip is
+# UNBLOCKED_TRIP_PTX instructions, a blocked trip BLOCKED_TRIP_PTX[RX] (for 3 RX pixel-taps).
+UNBLOCKED_TRIP_PTX = 17  # 2 loads, 8 of address arithmetic, xor, popc, add, 4 of loop
+BLOCKED_TRIP_PTX = {2: 68, 4: 106}  # 7 and 9 loads; per pixel-tap 11.3 and 8.8 instructions
 CALIBRATION_DATA = (
     Path(__file__).resolve().parent.parent / "docs" / "measurements" / "h200_2026-12-04" / "layer_times.json"
 )
@@ -98,14 +112,21 @@ CALIBRATION_DATA = (
 def trips_per_output(op) -> int:
     """Inner-loop trips of one output of the op's kernel (a fused kernel: of one lane of the
     warp that computes an output word: per 32 of the word's channels, 9C (conv), 4 x 9C (conv
-    with the 2x2 pooling: four conv pixels per output) or the input words (dense))."""
+    with the 2x2 pooling: four conv pixels per output) or the input words (dense); a
+    register-blocked one's output is a group of PX words, its trips counted in unblocked trips
+    by their PTX instructions, BLOCKED_TRIP_PTX)."""
     if isinstance(op, FusedOp):
         rounds = -(-min(op.fout.word_bits, op.parts[1].fout.channels) // 32)
         if isinstance(op, FusedDenseStepOp):  # per lane: the input words
             return op.fin.words * rounds
+        pooled = op.pool is not None
+        if op.px > 1:  # per lane: 3 kernel rows x input words per conv row, each a blocked trip
+            rx = 2 * op.px if pooled else op.px
+            trips = 3 * op.fin.words * rounds * (2 if pooled else 1)
+            return math.ceil(trips * BLOCKED_TRIP_PTX[rx] / UNBLOCKED_TRIP_PTX)
         # per lane: 9 x input channels (int) or words (binary), at 4 conv pixels when pooled
         per_channel = 9 * (op.fin.words if op.binary else op.fin.channels)
-        return per_channel * rounds * (4 if op.pool is not None else 1)
+        return per_channel * rounds * (4 if pooled else 1)
     if isinstance(op, ConvOp):
         return 9 * (op.fin.words if op.fin.kind == "binary" else op.fin.channels)
     if isinstance(op, DenseOp):
@@ -220,8 +241,9 @@ class ModelledProfile:
     def __init__(self, word_bits: int = 32, fused: bool = False):
         self.word_bits = word_bits
         # also model the fused kernels for every run of layers they can compute
-        # (layer_ops.fusable_groups: conv + Step, conv + Step + MaxPool2d, BinDense + Step), in
-        # meta["fused_gpu"], which the mapper's DP weighs against the separate kernels
+        # (layer_ops.fusable_groups: conv + Step, conv + Step + MaxPool2d, BinDense + Step; a
+        # BinConv2d run's register-blocked kernels too), in meta["fused_gpu"], which the
+        # mapper's DP weighs against the separate kernels
         self.fused = fused
 
     def profile(self, net: ir.Network, batch_sizes, ops=None) -> Profile:
@@ -238,13 +260,14 @@ class ModelledProfile:
             copies[b] = [copy_s(f.nbytes(b)) for f in fmts]
         fused = {}
         for first, last in fusable_groups(ops) if self.fused else ():
-            op = fused_op(ops, first, last)
-            rows = {str(b): [kernel_s(op, b, c) for c in CONFIGS] for b in batch_sizes}
-            fused[fused_key(first, last)] = {
-                "kernel": op.kernel,
-                "layer_s": rows,
-                "host_s": {b: [None if t is None else HOST_ISSUE_S for t in r] for b, r in rows.items()},
-            }
+            for px in blocked_px(ops, first, last):  # a BinConv2d run's blocked kernels too
+                op = fused_op(ops, first, last, px)
+                rows = {str(b): [kernel_s(op, b, c) for c in CONFIGS] for b in batch_sizes}
+                fused[fused_key(first, last, px)] = {
+                    "kernel": op.kernel,
+                    "layer_s": rows,
+                    "host_s": {b: [None if t is None else HOST_ISSUE_S for t in r] for b, r in rows.items()},
+                }
         return Profile(
             net.name,
             [layer.describe() for layer in net.layers],

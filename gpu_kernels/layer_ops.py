@@ -266,6 +266,13 @@ def described_fusion_refusal(layers: list, first: int, last: int) -> str | None:
     return _run_refusal([_described_part(i, t) for i, t in enumerate(layers)], first, last)
 
 
+def described_blocking_refusal(layers: list, first: int, last: int, px: int) -> str | None:
+    """blocking_refusal for a run (one described_fusion_refusal accepts) of a network known only
+    by its layers' describe() strings."""
+    binary = _described_part(first, layers[first]).kind == "BinConv2d"
+    return blocking_refusal(binary, last == first + 2, px)
+
+
 def _run_refusal(parts: list[FusionPart], first: int, last: int) -> str | None:
     """The rule of fusion_refusal, on FusionParts."""
     if not 0 <= first < len(parts):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from gpu_kernels.configs import CPU, GPU, HOST
 from gpu_kernels.errors import GpuKernelError
-from gpu_kernels.layer_ops import described_fusion_refusal
+from gpu_kernels.layer_ops import described_blocking_refusal, described_fusion_refusal
 from gpu_kernels.profiling import JsonProfile, MeasuredProfile, Profile, fused_key
 from models.onnx import load_network
 from safeio import write_json_atomic
@@ -60,10 +60,14 @@ class Choice:
     #                          choice computes in one fused GPU kernel (layer_ops.fused_op; a
     #                          conv + Step (+ MaxPool2d), a BinDense + Step); layer_s: its time on
     #                          the last layer, 0 on the others. A saved choice's bare i is [i, i + 1]
+    fused_px: dict = field(default_factory=dict)  # {"first-last": N} of the runs of fused_gpu
+    #                          taken as a register-blocked kernel of N output pixels per warp
+    #                          (layer_ops.blocked_px); the others unblocked. Saved choices without it: {}
 
     def __post_init__(self):
         n = len(self.impls) if isinstance(self.impls, list) else None
         self.fused_gpu = checked_fused_runs(self.fused_gpu, n)
+        self.fused_px = checked_fused_px(self.fused_px, self.fused_gpu)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -119,7 +123,7 @@ class Mapping:
         """Algorithm 1 and DP chose the same batch size and the same implementation per layer
         (the fused CPU network counts as an implementation of its own)."""
         a1, dp = self.algorithm1, self.dp
-        key = lambda c: (c.batch, c.impls, c.fused_cpu, c.fused_gpu)  # noqa: E731
+        key = lambda c: (c.batch, c.impls, c.fused_cpu, c.fused_gpu, c.fused_px)  # noqa: E731
         return key(a1) == key(dp)
 
 
@@ -204,57 +208,101 @@ def checked_fused_runs(runs, n: int | None = None) -> list:
     return out
 
 
-def _parse_fused_key(key, layers: list) -> tuple[int, int]:
-    """(first, last) of a meta["fused_gpu"] key ('first-last', or a bare 'i' for the pair i,
-    i + 1) of a profile of `layers` (their describe()): a run one fused kernel computes in that
-    network (layer_ops.described_fusion_refusal, the runner's rule), else a one-line
-    GpuKernelError naming the key."""
+def checked_fused_px(fused_px, runs: list) -> dict:
+    """A choice's fused_px ({"first-last": pixels per warp}) checked against its fused runs:
+    every key names one of `runs`, every value an int >= 2 (1, the unblocked kernel, is left
+    out); else a one-line GpuKernelError."""
+    if not isinstance(fused_px, dict):
+        raise GpuKernelError(f"a choice's fused_px is an object {{'first-last': pixels}}, got {fused_px!r}")
+    names = {fused_key(first, last) for first, last in runs}
+    for key, px in fused_px.items():
+        if key not in names:
+            have = ", ".join(sorted(names)) or "none"
+            raise GpuKernelError(f"a choice's fused_px names {key!r}, none of its fused runs ({have})")
+        if not isinstance(px, int) or isinstance(px, bool) or px < 1:
+            raise GpuKernelError(
+                f"a choice's fused_px gives {key!r} {px!r} pixels per warp; needs an int >= 1"
+            )
+    return {k: v for k, v in fused_px.items() if v != 1}
+
+
+def _run_px(fused_px, first: int, last: int) -> int:
+    """The pixels per warp a choice's fused_px gives the run first..last (1: unblocked)."""
+    return (fused_px or {}).get(fused_key(first, last), 1)
+
+
+def _key_error(key, n: int) -> GpuKernelError:
+    return GpuKernelError(
+        f"profile meta fused_gpu: needs {{'first-last' (0 <= first < last <= {n - 1}): object}} "
+        f"('first-last/pxN' for a register-blocked kernel), got the key {key!r}"
+    )
+
+
+def _parse_fused_key(key, layers: list) -> tuple[int, int, int]:
+    """(first, last, pixels per warp) of a meta["fused_gpu"] key ('first-last', a bare 'i' for
+    the pair i, i + 1, or 'first-last/pxN' for a register-blocked kernel of N output pixels per
+    warp) of a profile of `layers` (their describe()): a run and a kernel one fused kernel
+    computes it with in that network (layer_ops.described_fusion_refusal and
+    described_blocking_refusal, the runner's rules), else a one-line GpuKernelError naming the
+    key."""
     where, n = "profile meta fused_gpu", len(layers)
-    parts = key.split("-") if isinstance(key, str) else []
+    run, _, blocked = key.partition("/") if isinstance(key, str) else ("", "", "")
+    parts = run.split("-")
     if not 1 <= len(parts) <= 2 or not all(p.isdigit() for p in parts):
-        raise GpuKernelError(
-            f"{where}: needs {{'first-last' (0 <= first < last <= {n - 1}): object}}, got the key {key!r}"
-        )
+        raise _key_error(key, n)
+    px = 1
+    if blocked:
+        if not blocked.startswith("px") or not blocked[2:].isdigit() or len(parts) != 2:
+            raise _key_error(key, n)
+        px = int(blocked[2:])
     first = int(parts[0])
     last = int(parts[1]) if len(parts) == 2 else first + 1
     if not first < last < n:
-        raise GpuKernelError(
-            f"{where}: needs {{'first-last' (0 <= first < last <= {n - 1}): object}}, got the key {key!r}"
-        )
+        raise _key_error(key, n)
     why = described_fusion_refusal(layers, first, last)
     if why is not None:
         raise GpuKernelError(f"{where}: the key {key!r} is no run one fused kernel computes: {why}")
-    return first, last
+    why = described_blocking_refusal(layers, first, last, px)
+    if why is not None:
+        raise GpuKernelError(f"{where}: the key {key!r} names no kernel of that run: {why}")
+    return first, last, px
 
 
-def fused_gpu_entries(prof: Profile) -> dict[tuple, dict]:
-    """{(first, last): entry} of the fused GPU kernels the profile holds (meta["fused_gpu"]:
-    {"first-last": {"kernel", "layer_s": {b: row}, "host_s": {b: row}}}, written by the measured
-    and the modelled profiles; a bare "i" is the pair i, i + 1). A malformed key, or one that
-    names no run a fused kernel computes in the profile's network, is a GpuKernelError naming
-    it."""
+def fused_gpu_variants(prof: Profile) -> dict[tuple, dict]:
+    """{(first, last, pixels per warp): entry} of the fused GPU kernels the profile holds
+    (meta["fused_gpu"]: {"first-last": {"kernel", "layer_s": {b: row}, "host_s": {b: row}}},
+    written by the measured and the modelled profiles; a bare "i" is the pair i, i + 1;
+    "first-last/pxN" the run's register-blocked kernel of N pixels per warp). A malformed key,
+    or one that names no run (or no kernel of it) a fused kernel computes in the profile's
+    network, is a GpuKernelError naming it."""
     fused = prof.meta.get("fused_gpu") or {}
     where = "profile meta fused_gpu"
     if not isinstance(fused, dict):
         raise GpuKernelError(f"{where}: needs an object, got {fused!r}")
     out = {}
     for key, entry in fused.items():
-        run = _parse_fused_key(key, prof.layers)
+        variant = _parse_fused_key(key, prof.layers)
         if not isinstance(entry, dict):
             raise GpuKernelError(f"{where}: the key {key!r} needs an object, got {entry!r}")
-        out[run] = entry
+        out[variant] = entry
     return out
 
 
+def fused_gpu_entries(prof: Profile) -> dict[tuple, dict]:
+    """{(first, last): entry} of the unblocked fused GPU kernels the profile holds (the entries
+    of fused_gpu_variants with one pixel per warp)."""
+    return {(first, last): e for (first, last, px), e in fused_gpu_variants(prof).items() if px == 1}
+
+
 def fused_gpu_cost(prof: Profile, b: int) -> dict[tuple, list]:
-    """{(first, last): [seconds per implementation of prof.impls, None where it cannot run or
-    on the CPU]} of the fused GPU kernels the profile holds for batch b (fused_gpu_entries),
-    charged as a layer is: max(kernel, host issue). A malformed entry is a GpuKernelError
-    naming it."""
+    """{(first, last, pixels per warp): [seconds per implementation of prof.impls, None where it
+    cannot run or on the CPU]} of the fused GPU kernels the profile holds for batch b
+    (fused_gpu_variants), charged as a layer is: max(kernel, host issue). A malformed entry is
+    a GpuKernelError naming it."""
     where = "profile meta fused_gpu"
     out, m = {}, len(prof.impls)
-    for (first, last), entry in fused_gpu_entries(prof).items():
-        key = fused_key(first, last)
+    for (first, last, px), entry in fused_gpu_variants(prof).items():
+        key = fused_key(first, last, px)
         row = (entry.get("layer_s") or {}).get(str(b))
         if row is None:
             continue
@@ -265,7 +313,7 @@ def fused_gpu_cost(prof: Profile, b: int) -> dict[tuple, list]:
             or any(t is not None and (not isinstance(t, (int, float)) or t < 0) for t in [*row, *host])
         ):
             raise GpuKernelError(f"{where}, layers {key}, batch {b}: needs {m} non-negative times or nulls")
-        out[(first, last)] = [
+        out[(first, last, px)] = [
             None if t is None or impl == CPU else max(t, h or 0.0)
             for impl, t, h in zip(prof.impls, row, host, strict=True)
         ]
@@ -293,27 +341,32 @@ def transfers_of(impls, prof: Profile, batch: int, n_images: int) -> list[dict]:
     return out
 
 
-def _fused_layers(prof: Profile, batch: int, fused) -> tuple[dict, dict]:
-    """({last layer: (first, last)}, {earlier layer of a run: its last layer}) of the fused runs
-    `fused`, each checked to be in the profile at `batch` (GpuKernelError)."""
-    runs = [tuple(fused_run(r)) for r in fused]
+def _fused_layers(prof: Profile, batch: int, fused, fused_px=None) -> tuple[dict, dict]:
+    """({last layer: (first, last, pixels per warp)}, {earlier layer of a run: its last layer})
+    of the fused runs `fused` (their kernels: `fused_px`, a choice's), each checked to be in
+    the profile at `batch` (GpuKernelError)."""
+    runs = [(*fused_run(r), _run_px(fused_px, *fused_run(r))) for r in fused]
     have = fused_gpu_cost(prof, batch) if runs else {}
     for run in runs:
         if run not in have:
+            kernel = f" ({run[2]} pixels per warp)" if run[2] != 1 else ""
             raise GpuKernelError(
-                f"layers {run[0]}..{run[1]} run fused, but the profile holds no times of that kernel "
-                f"at batch {batch}"
+                f"layers {run[0]}..{run[1]} run fused{kernel}, but the profile holds no times of that "
+                f"kernel at batch {batch}"
             )
     return {r[1]: r for r in runs}, {j: r[1] for r in runs for j in range(r[0], r[1])}
 
 
-def evaluate(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tuple[list, list, float]:
+def evaluate(
+    impls, prof: Profile, batch: int, n_images: int, fused=(), fused_px=None
+) -> tuple[list, list, float]:
     """(per-layer seconds, copies, total seconds) of a mapping for the whole data set; `fused`:
     the [first, last] runs computed by one fused GPU kernel each (its time on the run's last
-    layer, 0 on the others)."""
+    layer, 0 on the others), `fused_px` their register-blocked kernels ({"first-last": pixels
+    per warp}, as Choice.fused_px; others unblocked)."""
     k = n_batches(n_images, batch)
     cost = prof.cost_s(batch)
-    ends, inside = _fused_layers(prof, batch, fused)
+    ends, inside = _fused_layers(prof, batch, fused, fused_px)
     run_cost = fused_gpu_cost(prof, batch) if ends else {}
     layer_s = []
     for i, m in enumerate(impls):
@@ -330,12 +383,14 @@ def evaluate(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tuple
     return layer_s, copies, sum(layer_s) + sum(c["seconds"] for c in copies)
 
 
-def gpu_split(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tuple[float, float]:
+def gpu_split(
+    impls, prof: Profile, batch: int, n_images: int, fused=(), fused_px=None
+) -> tuple[float, float]:
     """(kernel seconds, host issue seconds) of a mapping's GPU layers for the whole data set."""
     k = n_batches(n_images, batch)
     kernel = host = 0.0
-    ends, inside = _fused_layers(prof, batch, fused)
-    entries = fused_gpu_entries(prof) if ends else {}
+    ends, inside = _fused_layers(prof, batch, fused, fused_px)
+    entries = fused_gpu_variants(prof) if ends else {}
     for i, m in enumerate(impls):
         if m == CPU or i in inside:
             continue
@@ -350,9 +405,9 @@ def gpu_split(impls, prof: Profile, batch: int, n_images: int, fused=()) -> tupl
     return kernel, host
 
 
-def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch, fused=()) -> Choice:
-    layer_s, copies, total = evaluate(impls, prof, batch, n_images, fused)
-    kernel, host = gpu_split(impls, prof, batch, n_images, fused)
+def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch, fused=(), fused_px=None) -> Choice:
+    layer_s, copies, total = evaluate(impls, prof, batch, n_images, fused, fused_px)
+    kernel, host = gpu_split(impls, prof, batch, n_images, fused, fused_px)
     return Choice(
         algorithm,
         batch,
@@ -365,6 +420,7 @@ def _choice(algorithm, prof, batch, impls, objective, n_images, per_batch, fused
         kernel,
         host,
         fused_gpu=sorted(fused_run(r) for r in fused),
+        fused_px=dict(fused_px or {}),
     )
 
 
@@ -393,14 +449,16 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
     CPU network where the profile has its times and it costs less; then the best batch size."""
     gpu_impls = [m for m in prof.impls if m != CPU]
     host_impls = [CPU] if CPU in prof.impls else []
-    per_batch, picks, fused_at, runs_at = {}, {}, {}, {}
+    per_batch, picks, fused_at, runs_at, px_at = {}, {}, {}, {}, {}
     for b in prof.batch_sizes:
         k = n_batches(n_images, b)
         L = len(prof.layers)
         layer_cost = prof.cost_s(b)
         run_cost = fused_gpu_cost(prof, b)
         cost = {HOST: 0.0, GPU: math.inf}
-        back = []  # per layer: {device: (previous device, impl, first layer of a fused run or None)}
+        # per layer: {device: (previous device, impl, first layer of a fused run or None, and
+        # its kernel's pixels per warp)}
+        back = []
         reached = []  # per layer: the cost of reaching each device before it
         for i in range(L):
             # the tensor entering layer i may be copied once, then the layer runs where it is
@@ -414,32 +472,35 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
             for dev, allowed in ((HOST, host_impls), (GPU, gpu_impls)):
                 m, t = _fastest(layer_cost[i], prof.impls, allowed)
                 new[dev] = reach[dev][0] + t * k if m is not None else math.inf
-                step[dev] = (reach[dev][1], m, None)
-            for (first, last), row in sorted(run_cost.items()):
+                step[dev] = (reach[dev][1], m, None, 1)
+            for (first, last, px), row in sorted(run_cost.items()):
                 if last != i:
                     continue
-                # layers first..i as one kernel, from the GPU before layer first
+                # layers first..i as one kernel, from the GPU before layer first (the unblocked
+                # kernel before its blocked ones: a tie keeps it)
                 m, t = _fastest(row, prof.impls, gpu_impls)
                 if m is not None and reached[first][GPU][0] + t * k < new[GPU]:
                     new[GPU] = reached[first][GPU][0] + t * k
-                    step[GPU] = (reached[first][GPU][1], m, first)
+                    step[GPU] = (reached[first][GPU][1], m, first, px)
             cost = new
             back.append(step)
         end_host = cost[HOST]
         end_gpu = cost[GPU] + prof.d2h_s[b][L] * k
         dev = HOST if end_host <= end_gpu else GPU
         per_batch[b] = min(end_host, end_gpu)
-        impls, runs, i = [None] * L, [], L - 1
+        impls, runs, pxs, i = [None] * L, [], {}, L - 1
         while i >= 0:
-            prev, m, first = back[i][dev]
+            prev, m, first, px = back[i][dev]
             impls[i] = m
             if first is not None:
                 impls[first:i] = [m] * (i - first)
                 runs.append([first, i])
+                if px != 1:
+                    pxs[fused_key(first, i)] = px
                 i = first
             dev = prev
             i -= 1
-        picks[b], runs_at[b] = impls, runs
+        picks[b], runs_at[b], px_at[b] = impls, runs, pxs
         fused = fused_cpu_layer_s(prof, b)
         if fused is not None and sum(fused) * k < per_batch[b]:
             per_batch[b], picks[b], fused_at[b] = sum(fused) * k, [CPU] * L, fused
@@ -451,7 +512,7 @@ def dp_mapping(prof: Profile, n_images: int) -> Choice:
         layer_s = [t * k for t in fused_at[best]]
         total = sum(layer_s)
         return Choice("dp", best, picks[best], layer_s, [], total, total, per_batch, fused_cpu=True)
-    return _choice("dp", prof, best, picks[best], None, n_images, per_batch, runs_at[best])
+    return _choice("dp", prof, best, picks[best], None, n_images, per_batch, runs_at[best], px_at[best])
 
 
 def _profile_source(src):

@@ -25,9 +25,10 @@ from gpu_kernels.mapper import (
     fused_cpu_layer_s,
     fused_cpu_meta,
     fused_gpu_cost,
-    fused_gpu_entries,
+    fused_gpu_variants,
     n_batches,
 )
+from gpu_kernels.profiling import fused_key
 from safeio import atomic_path
 
 NAMES = {"algorithm1": "Algorithm 1", "dp": "DP"}
@@ -119,7 +120,8 @@ def _fused_gpu_cells(m: Mapping, batch: int, choices: list[Choice]) -> dict[int,
     for ch in choices:
         for first, last in ch.fused_gpu:
             impl = ch.impls[last]
-            t = cost.get((first, last), [None] * len(m.profile.impls))[m.profile.impls.index(impl)]
+            px = ch.fused_px.get(fused_key(first, last), 1)
+            t = cost.get((first, last, px), [None] * len(m.profile.impls))[m.profile.impls.index(impl)]
             cells[last] = f"{impl} {'n/a' if t is None else _ms(t * k)}"
             cells.update({j: f"in {last}" for j in range(first, last)})
     return cells
@@ -127,12 +129,17 @@ def _fused_gpu_cells(m: Mapping, batch: int, choices: list[Choice]) -> dict[int,
 
 def fused_gpu_lines(m: Mapping, choices: list[Choice]) -> list[str]:
     """One line per choice that runs fused GPU kernels: each run's layers, kernel, configuration."""
-    entries = fused_gpu_entries(m.profile)
+    entries = fused_gpu_variants(m.profile)
+
+    def kernel(ch, first, last):
+        px = ch.fused_px.get(fused_key(first, last), 1)
+        return entries.get((first, last, px), {}).get("kernel", "?")
+
     lines = []
     for ch in choices:
         if ch.fused_gpu:
             runs = "; ".join(
-                f"{first}-{last} as {entries.get((first, last), {}).get('kernel', '?')} in {ch.impls[last]}"
+                f"{first}-{last} as {kernel(ch, first, last)} in {ch.impls[last]}"
                 for first, last in ch.fused_gpu
             )
             lines.append(f"  {FUSED_GPU}: {NAMES[ch.algorithm]} runs layers {runs}.")

@@ -27,18 +27,18 @@ import numpy as np
 
 from gpu_kernels.configs import CONFIGS, CPU, IMPLS
 from gpu_kernels.errors import GpuKernelError, LaunchError
-from gpu_kernels.layer_ops import Fmt, fusable_groups, fused_op
+from gpu_kernels.layer_ops import Fmt, blocked_px, fusable_groups, fused_op
 from gpu_kernels.progress import progress
 from gpu_kernels.runner import Runner
 from models import ir
 from models.onnx import load_network
 
 
-def fused_key(first: int, last: int) -> str:
+def fused_key(first: int, last: int, px: int = 1) -> str:
     """The key of a run of layers first..last computed by one fused kernel in a profile's
     meta["fused_gpu"]: 'first-last' (the mapper reads a bare 'i' of older profiles as the pair
-    i, i + 1)."""
-    return f"{first}-{last}"
+    i, i + 1); 'first-last/pxN' for its register-blocked kernel of N output pixels per warp."""
+    return f"{first}-{last}" + (f"/px{px}" if px != 1 else "")
 
 
 @dataclass
@@ -223,7 +223,8 @@ class MeasuredProfile:
     ):
         self.backend, self.word_bits = backend, word_bits
         # also time the fused kernels for every run of layers they can compute
-        # (layer_ops.fusable_groups: conv + Step, conv + Step + MaxPool2d, BinDense + Step), in
+        # (layer_ops.fusable_groups: conv + Step, conv + Step + MaxPool2d, BinDense + Step; a
+        # BinConv2d run's register-blocked kernels too, layer_ops.blocked_px), in
         # meta["fused_gpu"], which the mapper's DP weighs against the separate kernels
         self.fused = fused
         self.step_kernel = step_kernel  # the Step layers' kernel (layer_ops.STEP_KERNELS)
@@ -303,13 +304,16 @@ class MeasuredProfile:
                     hrow.append(host)
             layer_s[b][i], host_s[b][i] = row, hrow
             for first, last in runs.get(i, ()) if self.fused and gpu is not None else ():
-                fop = fused_op(runner.ops, first, last)
-                entry = fused.setdefault(
-                    fused_key(first, last), {"kernel": fop.kernel, "layer_s": {}, "host_s": {}}
-                )
-                times = [(None, None) if m == CPU else self._time_gpu(runner, fop, x, m) for m in self.impls]
-                entry["layer_s"][str(b)] = [t for t, _ in times]
-                entry["host_s"][str(b)] = [h for _, h in times]
+                for px in blocked_px(runner.ops, first, last):  # the unblocked kernel first
+                    fop = fused_op(runner.ops, first, last, px)
+                    entry = fused.setdefault(
+                        fused_key(first, last, px), {"kernel": fop.kernel, "layer_s": {}, "host_s": {}}
+                    )
+                    times = [
+                        (None, None) if m == CPU else self._time_gpu(runner, fop, x, m) for m in self.impls
+                    ]
+                    entry["layer_s"][str(b)] = [t for t, _ in times]
+                    entry["host_s"][str(b)] = [h for _, h in times]
             if i == L - 1:  # every boundary tensor of batch b
                 fmts = [o.fin for o in runner.ops] + [runner.ops[-1].fout]
                 tensors = [random_tensor(f, b, rng) for f in fmts]

@@ -149,8 +149,9 @@ def _gpu_bnn_module():
 
 
 def test_fused_kernels_are_compared_with_their_layers():
-    """--fused's `fused_kernels`: per fused kernel and batch size, its fastest configuration
-    against the sum of its layers' fastest ones (kernel times; here the modelled profile's)."""
+    """--fused's `fused_kernels`: per fused kernel (the register-blocked ones too) and batch
+    size, its fastest configuration against the sum of its layers' fastest ones (kernel times;
+    here the modelled profile's)."""
     from gpu_kernels.configs import CONFIGS
     from gpu_kernels.gpu_model import ModelledProfile
     from models.random_networks import fashion_bnn
@@ -158,7 +159,8 @@ def test_fused_kernels_are_compared_with_their_layers():
     bench_mod = _gpu_bnn_module()
     prof = ModelledProfile(32, fused=True).profile(fashion_bnn(0), [256])
     times = bench_mod.fused_kernel_times(prof)
-    assert set(times) == {"0-1", "0-2", "3-4", "3-5", "7-8"}
+    assert set(times) == {"0-1", "0-2", "3-4", "3-4/px2", "3-4/px4", "3-5", "3-5/px2", "7-8"}
+    assert times["3-5/px2"]["kernel"] == "bin_conv_step_pool_pack_px2/w32"  # the blocked kernels too
     r = times["3-5"]["batch"]["256"]
     row = prof.meta["fused_gpu"]["3-5"]["layer_s"]["256"]
     assert (r["fused_s"], r["fused_config"]) == min(zip(row, CONFIGS, strict=True))

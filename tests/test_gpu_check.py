@@ -161,7 +161,7 @@ def test_whole_check_through_the_fake_gpu(tmp_path):
     ):
         assert (out / name).exists(), name
     pre = load(out, "preflight.json")
-    assert pre["status"] == "ready" and len(pre["kernels"]) == len(KERNELS) == 33  # every instantiation
+    assert pre["status"] == "ready" and len(pre["kernels"]) == len(KERNELS) == 39  # every instantiation
     assert pre["smoke"]["checks"] and pre["smoke"]["kernel_us"] > 0
     summary = load(out, "gpu_check.json")
     assert summary["exit_code"] == 0 and summary["status"] == "all exact"
@@ -182,9 +182,11 @@ def test_whole_check_through_the_fake_gpu(tmp_path):
     assert [r["name"] for r in fashion["runs"]][:3] == ["dp", "all-XYZ", "dp-unfused"]
     # the benchmark ran with the fused kernels: each timed against its layers' kernels
     assert fashion["fused"] and "fused_error" not in fashion
-    assert set(fashion["fused_kernels"]) == {"0-1", "0-2", "3-4", "3-5", "7-8"}
+    blocked = {"3-4/px2", "3-4/px4", "3-5/px2"}  # the binary runs' register-blocked kernels
+    assert set(fashion["fused_kernels"]) == {"0-1", "0-2", "3-4", "3-5", "7-8"} | blocked
     b = summary["benchmarks"]["fashion"]
     assert b["fused_kernels"]["3-5"]["kernel"] == "bin_conv_step_pool_pack/w64" and b["dp_unfused_wall_s"], b
+    assert b["fused_kernels"]["3-5/px2"]["kernel"] == "bin_conv_step_pool_pack_px2/w64"
     assert summary["benchmarks"]["cifar10"]["fused_kernels"] is None  # GPU_CHECK_FUSED_SHAPES
     assert "[gpu_check] fashion fused: dp" in text and "--backend cupy --fused --shapes fashion" in text
     assert len(pre["smoke"]["fused_checks"]) == 4 and pre["smoke"]["fused_problems"] == []

@@ -396,6 +396,7 @@ def test_fused_op_counts():
 
 # ---------------------------------------------------------------- the mapper's fused choice
 FASHION_RUNS = [[0, 2], [3, 5], [7, 8]]  # what the model's DP runs fused on the Fashion shape
+FASHION_PX = {"3-5": 2}  # and which it runs register-blocked (32-bit words)
 
 
 def _fused_mapping(scales=None, word_bits=32):
@@ -416,7 +417,9 @@ def test_modelled_mapper_chooses_the_fused_runs():
     """Without a GPU the choice follows the model: a fused kernel saves the Step's (and the
     pool's) launch and reads, so the DP takes the longest runs (conv + Step + MaxPool2d at
     0-2 and 3-5, BinDense + Step at 7-8), every layer of a run in one configuration, its time
-    on the run's last row; without fused times (the default profile) nothing is fused."""
+    on the run's last row; the binary run's register-blocked kernel (2 pooled pixels per warp),
+    whose modelled trips are fewer; without fused times (the default profile) nothing is
+    fused."""
     from gpu_kernels.gpu_model import ModelledProfile
     from gpu_kernels.mapper import Mapping, map_network
 
@@ -431,42 +434,53 @@ def test_modelled_mapper_chooses_the_fused_runs():
         "0-1": "int_conv_step_pack/u8/w32",
         "0-2": "int_conv_step_pool_pack/u8/w32",
         "3-4": "bin_conv_step_pack/w32",
+        "3-4/px2": "bin_conv_step_pack_px2/w32",
+        "3-4/px4": "bin_conv_step_pack_px4/w32",
         "3-5": "bin_conv_step_pool_pack/w32",
+        "3-5/px2": "bin_conv_step_pool_pack_px2/w32",
         "7-8": "bin_dense_step_pack/w32",
     }
+    assert dp.fused_px == FASHION_PX
     plain = map_network(net, [256, 1024], ModelledProfile(32), n_images=10_000)
     assert plain.dp.fused_gpu == [] and "fused_gpu" not in plain.profile.meta
     assert dp.total_s < plain.dp.total_s
     assert m.algorithm1.fused_gpu == []  # Algorithm 1 stays per layer, as published
     again = Mapping.from_json(m.to_json())
-    assert again.dp.fused_gpu == FASHION_RUNS and not again.agree()
+    assert again.dp.fused_gpu == FASHION_RUNS and again.dp.fused_px == FASHION_PX and not again.agree()
 
 
 @pytest.mark.parametrize(
-    "scales, fused",
+    "scales, fused, px",
     [
-        ({"0-2": 100.0}, [[0, 1], [3, 5], [7, 8]]),
-        ({"0-1": 100.0, "0-2": 100.0}, [[3, 5], [7, 8]]),
-        ({"3-5": 100.0, "7-8": 100.0}, [[0, 2], [3, 4]]),
-        ({"0-1": 0.01}, [[0, 1], [3, 5], [7, 8]]),
+        ({"0-2": 100.0}, [[0, 1], [3, 5], [7, 8]], FASHION_PX),
+        ({"0-1": 100.0, "0-2": 100.0}, [[3, 5], [7, 8]], FASHION_PX),
+        ({"3-5": 100.0, "3-5/px2": 100.0, "7-8": 100.0}, [[0, 2], [3, 4]], {"3-4": 4}),
+        ({"0-1": 0.01}, [[0, 1], [3, 5], [7, 8]], FASHION_PX),
+        # the blocked kernels 100x slower: the unblocked pooled run; one 100x faster: it
+        ({"3-5/px2": 100.0, "3-4/px2": 100.0, "3-4/px4": 100.0}, FASHION_RUNS, {}),
+        ({"3-4/px2": 0.01}, [[0, 2], [3, 4], [7, 8]], {"3-4": 2}),
     ],
 )
-def test_mapper_follows_the_fused_kernels_times(scales, fused):
+def test_mapper_follows_the_fused_kernels_times(scales, fused, px):
     """With times (measured ones, here the model's scaled) the DP follows them: a kernel 100x
-    slower is not taken (the pair instead of the pooled run, or no fusion), one 100x faster is
-    (the pair and a separate pool rather than the pooled run); the others as modelled."""
+    slower is not taken (the pair instead of the pooled run, the unblocked kernel instead of
+    the blocked one, or no fusion), one 100x faster is (the pair and a separate pool rather than
+    the pooled run); the others as modelled."""
     _, m = _fused_mapping(scales)
-    assert m.dp.fused_gpu == fused
+    assert m.dp.fused_gpu == fused and m.dp.fused_px == px
 
 
 def test_runner_follows_a_fused_choice():
-    """A Choice with fused runs runs them (emulation, shuffled): every other layer and each
-    run's last layer golden, the tensors inside a run absent."""
+    """A Choice with fused runs runs them, each with the kernel it chose (the blocked one of
+    its fused_px; emulation, shuffled): every other layer and each run's last layer golden, the
+    tensors inside a run absent."""
     net, m = _fused_mapping()
     print("seeds: network 0, images 8, shuffled order 8")
     x = random_images(8, 3, net.input_shape)
     runner = Runner(net, m.dp, EmulatedGpu("shuffled", 8), batch=2)
     assert sorted([i, op.last] for i, op in runner.fused.items()) == FASHION_RUNS
+    assert {f"{i}-{op.last}": op.px for i, op in runner.fused.items() if op.px > 1} == FASHION_PX
+    assert runner.fused[3].kernel == "bin_conv_step_pool_pack_px2/w32"
     res = runner.run(x)
     ref = golden.run(net, x)
     inside = {j for first, last in FASHION_RUNS for j in range(first, last)}
@@ -494,7 +508,7 @@ def test_the_mapper_table_marks_the_fused_runs():
     impl = m.dp.impls
     assert (
         f"fused gpu: DP runs layers 0-2 as int_conv_step_pool_pack/u8/w32 in {impl[0]}; 3-5 as "
-        f"bin_conv_step_pool_pack/w32 in {impl[3]}; 7-8 as bin_dense_step_pack/w32 in {impl[7]}." in text
+        f"bin_conv_step_pool_pack_px2/w32 in {impl[3]}; 7-8 as bin_dense_step_pack/w32 in {impl[7]}." in text
     )
 
 
@@ -504,7 +518,7 @@ def test_saved_pairs_read_as_runs():
     from gpu_kernels.mapper import Choice, dp_mapping
 
     d = _fused_mapping()[1].dp.as_dict()
-    assert Choice.from_dict({**d, "fused_gpu": [0, 3]}).fused_gpu == [[0, 1], [3, 4]]
+    assert Choice.from_dict({**d, "fused_gpu": [0, 3], "fused_px": {}}).fused_gpu == [[0, 1], [3, 4]]
     _, m = _fused_mapping()
     meta = m.profile.meta["fused_gpu"]
     m.profile.meta["fused_gpu"] = {"0": meta["0-1"], "3": meta["3-4"]}
@@ -535,11 +549,30 @@ def test_a_choice_refuses_impossible_fused_runs():
     }
     for what, (runs, match) in bad.items():
         with pytest.raises(GpuKernelError, match=match):
-            Choice.from_dict({**d, "fused_gpu": runs})
+            Choice.from_dict({**d, "fused_gpu": runs, "fused_px": {}})
         with pytest.raises(GpuKernelError, match=match):
-            Mapping.from_json({**m.to_json(), "dp": {**d, "fused_gpu": runs}})
+            Mapping.from_json({**m.to_json(), "dp": {**d, "fused_gpu": runs, "fused_px": {}}})
         print(f"{what}: refused")
-    assert Choice.from_dict({**d, "fused_gpu": [[7, 8], [0, 2]]}).fused_gpu == [[7, 8], [0, 2]]
+    assert Choice.from_dict({**d, "fused_gpu": [[7, 8], [0, 2]], "fused_px": {}}).fused_gpu == [
+        [7, 8],
+        [0, 2],
+    ]
+    # fused_px: an object naming the choice's runs, ints >= 1 (1 dropped); saved without it: {}
+    bad_px = {
+        "a run not taken": (
+            {"3-4": 2},
+            r"^a choice's fused_px names '3-4', none of its fused runs \(0-2, 3-5, 7-8\)$",
+        ),
+        "a list": ([2], r"^a choice's fused_px is an object \{'first-last': pixels\}, got \[2\]$"),
+        "zero": ({"3-5": 0}, r"^a choice's fused_px gives '3-5' 0 pixels per warp; needs an int >= 1$"),
+        "a string": ({"3-5": "2"}, r"gives '3-5' '2' pixels per warp"),
+    }
+    for what, (px, match) in bad_px.items():
+        with pytest.raises(GpuKernelError, match=match):
+            Choice.from_dict({**d, "fused_px": px})
+        print(f"fused_px {what}: refused")
+    assert Choice.from_dict({**d, "fused_px": {"3-5": 1}}).fused_px == {}
+    assert Choice.from_dict({k: v for k, v in d.items() if k != "fused_px"}).fused_px == {}
 
 
 def test_malformed_fused_times_are_one_clear_error():
@@ -574,6 +607,25 @@ def test_malformed_fused_times_are_one_clear_error():
             f"profile meta fused_gpu: the key {key!r} is no run one fused kernel computes: "
         ), msg
         assert re.search(why, msg), msg
+    for key in ("3/px2", "3-4/px", "3-4/2", "3-4/px2/px2"):  # malformed blocked keys
+        m.profile.meta["fused_gpu"] = {key: {}}
+        with pytest.raises(
+            GpuKernelError, match=r"^profile meta fused_gpu: needs \{'first-last' .* got the key"
+        ):
+            dp_mapping(m.profile, 10_000)
+    # well-formed blocked keys naming no kernel of their run
+    for key, why in (
+        ("0-2/px2", "2 pixels per warp: only a BinConv2d run has register-blocked kernels"),
+        ("3-5/px4", "4 pixels per warp: bin_conv_step_pool_pack takes 1 or 2"),
+        ("3-4/px3", "3 pixels per warp: bin_conv_step_pack takes 1 or 2 or 4"),
+        ("7-8/px2", "only a BinConv2d run"),
+    ):
+        m.profile.meta["fused_gpu"] = {key: {"kernel": "x", "layer_s": {}}}
+        with pytest.raises(GpuKernelError) as info:
+            dp_mapping(m.profile, 10_000)
+        msg = str(info.value)
+        assert msg.startswith(f"profile meta fused_gpu: the key {key!r} names no kernel of that run: "), msg
+        assert why in msg, msg
     m.profile.meta["fused_gpu"] = {"0-2": 5}
     with pytest.raises(
         GpuKernelError, match=r"^profile meta fused_gpu: the key '0-2' needs an object, got 5$"
@@ -584,6 +636,12 @@ def test_malformed_fused_times_are_one_clear_error():
         GpuKernelError, match=r"^layers 3..5 run fused, but the profile holds no times of that kernel"
     ):
         evaluate(m.dp.impls, m.profile, 256, 10_000, [[3, 5]])
+    m.profile.meta["fused_gpu"] = {"3-5": {"kernel": "x", "layer_s": {"256": [1.0] * 7}}}
+    with pytest.raises(
+        GpuKernelError,
+        match=r"^layers 3..5 run fused \(2 pixels per warp\), but the profile holds no times of that kernel",
+    ):
+        evaluate(m.dp.impls, m.profile, 256, 10_000, [[3, 5]], {"3-5": 2})
 
 
 @pytest.mark.parametrize("bias", [7, -7])

@@ -140,6 +140,41 @@ def trips_per_output(op) -> int:
     raise LaunchError(f"no model for {type(op).__name__}")
 
 
+def fused_conv_loads(op, n: int) -> dict:
+    """Counted, not measured: the loads a fused BinConv2d kernel's lanes make for `n` images,
+    per output channel (a lane each; lanes past the last channel not counted), and its xor /
+    popcount / add triples: {"weight": words, "activation": words, "popcounts": triples}. The
+    unblocked kernel loads a weight and an activation word per in-frame tap, input word and conv
+    pixel; a register-blocked one (op.px > 1) per in-frame kernel row, input word and group of
+    RX conv pixels of a row: 3 weight words and the in-frame ones of the RX + 2 activation
+    columns, and popcounts 3 RX pairs less those of out-of-frame columns, pixels past a row's
+    tail included (computed, never stored)."""
+    if not getattr(op, "binary", False):
+        raise LaunchError(f"{op.label}: not a fused BinConv2d kernel")
+    _, h, w = op.fin.shape
+    pad, nw, f = op.layer.padding, op.fin.words, op.conv.fout.channels
+    pooled = op.pool is not None
+    _, ho, wo = op.fout.shape  # the pooled pixels when pooled
+    rows = [2 * y + dy for y in range(ho) for dy in range(2)] if pooled else list(range(ho))
+    rx = (2 if pooled else 1) * op.px  # conv pixels of a row per warp output
+    starts = [rx * g for g in range(-(-wo // op.px))]  # first conv column of each group
+    in_rows = [sum(0 <= y + ky - pad < h for ky in range(3)) for y in rows]  # per conv row
+    col_in = lambda c: 0 <= c - pad < w  # noqa: E731  (conv column c's tap kx reads c + kx - pad)
+    weight = act = pops = 0
+    for r in in_rows:
+        for x0 in starts:
+            cols = [col_in(x0 + c) for c in range(rx + 2)]
+            if op.px > 1:
+                weight += r * 3 * nw
+                act += r * sum(cols) * nw
+            pix = sum(sum(cols[x + kx] for kx in range(3)) for x in range(rx))  # in-frame taps
+            pops += r * pix * nw
+            if op.px == 1:
+                weight += r * pix * nw
+                act += r * pix * nw
+    return {k: v * n * f for k, v in (("weight", weight), ("activation", act), ("popcounts", pops))}
+
+
 def kernel_family(op) -> str:
     """The kernel without its format suffix: 'bin_conv3x3/w64' -> 'bin_conv3x3'."""
     return op.kernel.split("/")[0]

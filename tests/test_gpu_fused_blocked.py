@@ -284,3 +284,58 @@ def test_run_network_takes_fused_px():
     res = run_network(net, x, "X", backend="emulation", fuse=[3], fused_px={3: 2})
     assert res.fused_gpu == [{"first": 3, "last": 4, "kernel": "bin_conv_step_pack_px2/w32"}]
     assert_same(res.outputs[4], golden.run(net, x).outputs[4], "step")
+
+
+def test_counted_loads_and_modelled_trips():
+    """The counts the mapper's model and docs/gpu.md use, on the Fashion shape's binary layer
+    (14 x 14, padding 1, 64 -> 64 channels, 32-bit words: 2 input words), per image and output
+    channel: the unblocked kernel loads a weight and an activation word per in-frame tap and
+    word (40^2 taps x 2 = 3200 each); in 40 in-frame (conv row, kernel row) pairs, a group of
+    PX = 4 pixels loads 3 x 2 weight words (4 groups a row: 960) and its in-frame activation
+    columns (5 + 6 + 6 + 3 = 20 a row, x 2: 1600); PX = 2: 7 groups (1680) and 3 + 5 x 4 + 3 =
+    26 columns (2080); the pooled kernel at PX = 2 computes RX = 4 conv pixels of a row as PX 4
+    does. Trips per output: the unblocked 9 x 2; blocked 3 x 2 trips of 68 (RX 2) or 106 (RX 4)
+    PTX instructions against the unblocked trip's 17."""
+    from gpu_kernels.gpu_model import fused_conv_loads, trips_per_output
+    from gpu_kernels.layer_ops import fused_op, prepare
+
+    ops = prepare(fashion_bnn(0), 32)
+    per = {}
+    for last, px in ((4, 1), (4, 2), (4, 4), (5, 1), (5, 2)):
+        op = fused_op(ops, 3, last, px)
+        c = fused_conv_loads(op, 1)
+        per[op.kernel] = (c["weight"] // 64, c["activation"] // 64, trips_per_output(op))
+    assert per == {
+        "bin_conv_step_pack/w32": (3200, 3200, 18),
+        "bin_conv_step_pack_px2/w32": (1680, 2080, 24),  # ceil(6 x 68 / 17)
+        "bin_conv_step_pack_px4/w32": (960, 1600, 38),  # ceil(6 x 106 / 17)
+        "bin_conv_step_pool_pack/w32": (3200, 3200, 72),
+        "bin_conv_step_pool_pack_px2/w32": (960, 1600, 75),  # two conv rows: ceil(12 x 106 / 17)
+    }
+
+
+@pytest.mark.parametrize(
+    "make, bits, runs, px",
+    [
+        (fashion_bnn, 32, [[0, 2], [3, 5], [7, 8]], {"3-5": 2}),
+        (fashion_bnn, 64, [[0, 2], [3, 4], [7, 8]], {"3-4": 4}),  # and the pool as its own kernel
+        (cifar10_bnn, 32, [[0, 1], [2, 4], [5, 6], [7, 9], [10, 11], [12, 14], [16, 17]], None),
+        (cifar10_bnn, 64, [[0, 1], [2, 4], [5, 6], [7, 9], [10, 11], [12, 14], [16, 17]], None),
+    ],
+)
+def test_what_the_modelled_profile_picks(make, bits, runs, px):
+    """The modelled profile with the fused kernels (docs/gpu.md): the DP takes the blocked
+    kernels wherever a BinConv2d run has one (CIFAR-10: 4 pixels per warp on the unpooled
+    runs, 2 on the pooled ones), and costs less than with the unblocked kernels alone."""
+    from gpu_kernels.gpu_model import ModelledProfile
+    from gpu_kernels.mapper import dp_mapping, map_network
+    from gpu_kernels.profiling import Profile
+
+    net = make(0)
+    sizes = [256, 1024] if make is fashion_bnn else [64, 256]
+    m = map_network(net, sizes, ModelledProfile(bits, fused=True), n_images=10_000)
+    cifar_px = {"2-4": 2, "5-6": 4, "7-9": 2, "10-11": 4, "12-14": 2}
+    assert m.dp.fused_gpu == runs and m.dp.fused_px == (cifar_px if px is None else px)
+    unblocked = Profile.from_json(m.profile.to_json())
+    unblocked.meta["fused_gpu"] = {k: v for k, v in unblocked.meta["fused_gpu"].items() if "/" not in k}
+    assert m.dp.total_s < dp_mapping(unblocked, 10_000).total_s

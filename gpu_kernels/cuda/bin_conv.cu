@@ -204,7 +204,8 @@ __device__ __forceinline__ void bin_conv_step_pack_block(SPLIT_PARAMS, const Bin
 #pragma unroll
             for (int dy = 0; dy < (POOL ? 2 : 1); ++dy) {
                 int acc[RX];
-                bin_conv_row_sums<W, RX>(sum, n, POOL ? 2 * oy + dy : oy, POOL ? 2 * ox0 : ox0, ch, acc);
+                const int y = POOL ? 2 * oy + dy : oy, x0 = POOL ? 2 * ox0 : ox0;  // conv pixels
+                bin_conv_row_sums<W, RX>(sum, n, y, x0, ch, acc);
 #pragma unroll
                 for (int q = 0; q < PX; ++q) {  // &, |: no branch before the ballot
                     const bool on = POOL ? ((l <= acc[2 * q]) & (acc[2 * q] <= h)) |
@@ -257,8 +258,8 @@ BNN_KERNEL bin_conv_step_pack(SPLIT_PARAMS, const W* __restrict__ x, const W* __
                               const int* __restrict__ lo, const int* __restrict__ hi,
                               W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
     __shared__ W wsh[BIN_FUSED_WEIGHT_BYTES / sizeof(W)];
-    bin_conv_step_body<W, false, 1>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, w, lo, hi,
-                                 out, H, Wd, C, pad, Wo, F, wsh);
+    bin_conv_step_body<W, false, 1>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, w, lo,
+                                    hi, out, H, Wd, C, pad, Wo, F, wsh);
 }
 
 // Wo: the POOLED width (p = py * Wo + px); the conv's output is (2 Ho + Ho % 2) x (2 Wo + ...),
@@ -268,8 +269,8 @@ BNN_KERNEL bin_conv_step_pool_pack(SPLIT_PARAMS, const W* __restrict__ x, const 
                                    const int* __restrict__ lo, const int* __restrict__ hi,
                                    W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
     __shared__ W wsh[BIN_FUSED_WEIGHT_BYTES / sizeof(W)];
-    bin_conv_step_body<W, true, 1>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, w, lo, hi,
-                                out, H, Wd, C, pad, Wo, F, wsh);
+    bin_conv_step_body<W, true, 1>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, w, lo,
+                                   hi, out, H, Wd, C, pad, Wo, F, wsh);
 }
 
 // The register-blocked kernels: PX (2 or 4) output pixels of a row per warp; p = oy * G + g over
@@ -277,7 +278,8 @@ BNN_KERNEL bin_conv_step_pool_pack(SPLIT_PARAMS, const W* __restrict__ x, const 
 template <typename W, int PX>
 BNN_KERNEL bin_conv_step_pack_px(SPLIT_PARAMS, const W* __restrict__ x, const W* __restrict__ w,
                                  const int* __restrict__ lo, const int* __restrict__ hi,
-                                 W* __restrict__ out, int H, int Wd, int C, int pad, int Wo, int F) {
+                                 W* __restrict__ out, int H, int Wd, int C, int pad, int Wo,
+                                 int F) {
     __shared__ W wsh[BIN_FUSED_WEIGHT_BYTES / sizeof(W)];
     bin_conv_step_body<W, false, PX>(n_total, p_total, f_total, n_chunk, p_chunk, f_chunk, x, w, lo,
                                      hi, out, H, Wd, C, pad, Wo, F, wsh);

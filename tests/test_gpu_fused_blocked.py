@@ -176,9 +176,10 @@ def test_blocked_ops_work_and_choices():
         print(f"fused_px={what}: refused")
 
 
-def test_blocked_kernels_with_garbage_padding_bits():
-    """Input words whose padding bits are set: the blocked kernels mask the last word of the
-    activations and the weights alike (every configuration, both word sizes)."""
+def test_the_garbage_padding_test_covers_the_blocked_kernels():
+    """Input words whose padding bits are set: tests/test_gpu_kernels.py's
+    test_padding_bits_never_count feeds them to the blocked kernels too (every configuration,
+    both word sizes), which mask the last word of the activations and the weights alike."""
     from tests.test_gpu_kernels import PADDING_KINDS
 
     assert set(FAMILIES) <= set(PADDING_KINDS)  # test_padding_bits_never_count runs them

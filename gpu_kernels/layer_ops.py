@@ -448,7 +448,9 @@ def blocking_refusal(binary_conv: bool, pool: bool, px: int) -> str | None:
     """Why a fused run cannot take `px` output pixels per warp, or None: 1 (the unblocked
     kernel) always can; 2 or 4 only a BinConv2d + Step run, 2 only with the MaxPool2d
     (kernel_table.BLOCKED_PX)."""
-    if px == 1 and not isinstance(px, bool):
+    if isinstance(px, bool) or not isinstance(px, (int, np.integer)):
+        return f"{px!r} pixels per warp: a whole number of output pixels (1, 2 or 4)"
+    if px == 1:
         return None
     family = "bin_conv_step_pool_pack" if pool else "bin_conv_step_pack"
     allowed = (1, *BLOCKED_PX[family])

@@ -259,6 +259,10 @@ def _parse_fused_key(key, layers: list) -> tuple[int, int, int]:
     last = int(parts[1]) if len(parts) == 2 else first + 1
     if not first < last < n:
         raise _key_error(key, n)
+    # one spelling per kernel ('3-4', '3-4/px4'; the bare 'i' of older profiles), so that no two
+    # keys of a profile name the same kernel and one silently replaces the other
+    if key != (fused_key(first, last, px) if len(parts) == 2 else str(first)):
+        raise _key_error(key, n)
     why = described_fusion_refusal(layers, first, last)
     if why is not None:
         raise GpuKernelError(f"{where}: the key {key!r} is no run one fused kernel computes: {why}")

@@ -607,7 +607,8 @@ def test_malformed_fused_times_are_one_clear_error():
             f"profile meta fused_gpu: the key {key!r} is no run one fused kernel computes: "
         ), msg
         assert re.search(why, msg), msg
-    for key in ("3/px2", "3-4/px", "3-4/2", "3-4/px2/px2"):  # malformed blocked keys
+    # malformed blocked keys, and other spellings of a kernel's key (one key per kernel)
+    for key in ("3/px2", "3-4/px", "3-4/2", "3-4/px2/px2", "3-4/px1", "3-4/px04", "03-4"):
         m.profile.meta["fused_gpu"] = {key: {}}
         with pytest.raises(
             GpuKernelError, match=r"^profile meta fused_gpu: needs \{'first-last' .* got the key"

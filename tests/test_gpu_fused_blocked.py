@@ -169,6 +169,12 @@ def test_blocked_ops_work_and_choices():
         "{3: 3}": ({3: 3}, r"3 pixels per warp: bin_conv_step_pool_pack takes 1 or 2$"),
         "{4: 2}": ({4: 2}, r"^fused_px names layer 4, the first layer of no fused run \(runs: 0-2, 3-5\)$"),
         "'2'": ("2", r"^fused_px '2': use pixels per warp"),
+        # pixels per warp that are no whole number, or that no fused kernel has
+        "{3: 2.0}": ({3: 2.0}, r"^fused_px \{3: 2\.0\}: pixels per warp must be a whole number"),
+        "{3: True}": ({3: True}, r"^fused_px \{3: True\}: pixels per warp must be a whole number"),
+        "3": (3, r"^fused_px 3: no fused kernel takes that many pixels per warp \(1, 2, 4\)$"),
+        "0": (0, r"^fused_px 0: no fused kernel takes"),
+        "8": (8, r"^fused_px 8: no fused kernel takes"),
     }
     for what, (fused_px, match) in refused.items():
         with pytest.raises(GpuKernelError, match=match):

@@ -118,6 +118,37 @@ def test_blocked_weights_beyond_the_shared_tile(family, bits):
     assert_same(res.outputs[last], golden.run(net, x).outputs[last], family)
 
 
+@pytest.mark.parametrize("bits", [32, 64])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_blocked_rows_narrower_than_a_group(family, bits):
+    """Images 1 to 5 pixels wide (pooled: 2 to 7), padding 0 and 1: output rows of 1 to PX - 1
+    pixels, where a group's first pixel is also its last in the row and frame columns are
+    missing at both ends of the window; still golden (shuffled, a sub-warp block)."""
+    px, pool = family_px(family), FUSED_FAMILIES[family][1]
+    widths = range(2, 8) if pool else range(1, 6)
+    for pad in (0, 1):
+        for w in widths:
+            wo = w - 2 + 2 * pad
+            if (wo // 2 if pool else wo) < 1:
+                continue
+            seed = 900 + 10 * w + pad + bits + px
+            rng = np.random.default_rng(seed)
+            c, f, h = 37, 11, 4
+            conv, x, sums = wide_bin_conv(rng, c, f, h, w)
+            conv.padding = pad
+            sums = golden.run(ir.Network((c, h, w), "binary", [conv]), x).outputs[0]
+            thr = np.median(sums.transpose(1, 0, 2, 3).reshape(f, -1), axis=1).astype(np.int64)
+            step = ir.Step(threshold=thr, direction=np.where(rng.random(f) < 0.5, -1, 1).astype(np.int8))
+            net = ir.Network((c, h, w), "binary", [conv, step] + ([ir.MaxPool2d()] if pool else []))
+            last = len(net.layers) - 1
+            gpu = EmulatedGpu("shuffled", seed)
+            runner = Runner(net, "XY", gpu, bits, fuse=[(0, last)], fused_px={0: px})
+            assert runner.fused[0].family == family
+            res = runner.run(x)
+            label = f"{family} width {w} padding {pad} seed {seed}"
+            assert_same(res.outputs[last], golden.run(net, x).outputs[last], label)
+
+
 @pytest.mark.parametrize(
     "make, seed, px, blocked",
     [

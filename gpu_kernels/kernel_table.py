@@ -31,6 +31,8 @@ WORD_TYPES = {32: "unsigned int", 64: "unsigned long long"}
 # 8 conv pixels per row (10 activation words, 8 counters) spilled 164-272 bytes at the
 # launch bound's 80 registers (sm_90).
 BLOCKED_PX = {"bin_conv_step_pack": (2, 4), "bin_conv_step_pool_pack": (2,)}
+# every pixels-per-warp some fused kernel takes (1: the unblocked ones)
+ANY_PX = tuple(sorted({1, *(px for pxs in BLOCKED_PX.values() for px in pxs)}))
 
 
 @dataclass(frozen=True)

@@ -444,29 +444,34 @@ class FusedDenseStepOp(FusedOp):
         return [x, c["w"], c["lo"], c["hi"], out, self.fin.channels, self.dense.fout.channels]
 
 
+def px_choices(binary_conv: bool, pool: bool) -> tuple[int, ...]:
+    """The output pixels per warp a fused conv run's kernels take: 1 (the unblocked kernel), and
+    for a BinConv2d run its register-blocked kernels' (kernel_table.BLOCKED_PX)."""
+    if not binary_conv:
+        return (1,)
+    return (1, *BLOCKED_PX["bin_conv_step_pool_pack" if pool else "bin_conv_step_pack"])
+
+
 def blocking_refusal(binary_conv: bool, pool: bool, px: int) -> str | None:
     """Why a fused run cannot take `px` output pixels per warp, or None: 1 (the unblocked
     kernel) always can; 2 or 4 only a BinConv2d + Step run, 2 only with the MaxPool2d
-    (kernel_table.BLOCKED_PX)."""
+    (px_choices)."""
     if isinstance(px, bool) or not isinstance(px, (int, np.integer)):
         return f"{px!r} pixels per warp: a whole number of output pixels (1, 2 or 4)"
-    if px == 1:
+    allowed = px_choices(binary_conv, pool)
+    if px in allowed:
         return None
-    family = "bin_conv_step_pool_pack" if pool else "bin_conv_step_pack"
-    allowed = (1, *BLOCKED_PX[family])
     if not binary_conv:
         return f"{px!r} pixels per warp: only a BinConv2d run has register-blocked kernels (1 here)"
-    if isinstance(px, bool) or px not in allowed:
-        return f"{px!r} pixels per warp: {family} takes {' or '.join(map(str, allowed))}"
-    return None
+    family = "bin_conv_step_pool_pack" if pool else "bin_conv_step_pack"
+    return f"{px!r} pixels per warp: {family} takes {' or '.join(map(str, allowed))}"
 
 
 def blocked_px(ops: list[Op], first: int, last: int) -> tuple[int, ...]:
     """The pixels per warp the fused kernel of layers first..last can take, (1,) for a run
     without register-blocked kernels (the run must be one fusion_refusal accepts)."""
-    if not isinstance(ops[first], ConvOp) or not isinstance(ops[first].layer, ir.BinConv2d):
-        return (1,)
-    return (1, *BLOCKED_PX["bin_conv_step_pool_pack" if last == first + 2 else "bin_conv_step_pack"])
+    binary = isinstance(ops[first], ConvOp) and isinstance(ops[first].layer, ir.BinConv2d)
+    return px_choices(binary, last == first + 2)
 
 
 def fused_op(ops: list[Op], first: int, last: int, px: int = 1) -> FusedOp:

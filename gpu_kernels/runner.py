@@ -25,7 +25,7 @@ from gpu_kernels.configs import CPU, GPU, HOST, check_impl
 from gpu_kernels.cpu_impl import cpu_impl
 from gpu_kernels.devices import get_gpu
 from gpu_kernels.errors import GpuKernelError, MappingError
-from gpu_kernels.kernel_table import BLOCKED_PX
+from gpu_kernels.kernel_table import ANY_PX
 from gpu_kernels.launch import KERNEL_MAX_THREADS
 from gpu_kernels.layer_ops import (
     ArgmaxOp,
@@ -234,11 +234,10 @@ class Runner:
                         f"fused_px {{{first}: {px!r}}}: pixels per warp must be a whole number (1, 2, 4)"
                     )
         elif _index(fused_px):
-            known = sorted({1, *(px for pxs in BLOCKED_PX.values() for px in pxs)})
-            if int(fused_px) not in known:
+            if int(fused_px) not in ANY_PX:
                 raise GpuKernelError(
                     f"fused_px {fused_px!r}: no fused kernel takes that many pixels per warp "
-                    f"({', '.join(map(str, known))})"
+                    f"({', '.join(map(str, ANY_PX))})"
                 )
             wanted = {
                 i: int(fused_px)

@@ -230,12 +230,25 @@ module accelerator #(
     wire lw_first = exec_lw && k == 24'd0;
     wire lw_write = exec_lw && k != 24'd0;          // row k-1 arrives from the memories
     wire [7:0] lw_row = k[7:0] - 8'd1;
+    // The bias word waits a cycle in a register beside its block RAM, and its row's write waits
+    // with it (timing closure: the block RAM's clock-to-out and the route to every row's bias
+    // register were one path). The last row's bias lands in the next instruction's FETCH; a
+    // MATMUL reads the biases from k = INIT_START on, and the next LOAD_WEIGHTS clears them
+    // at its k = 0, after its FETCH and DECODE.
+    reg  [ACC-1:0] bias_word_q;
+    reg            bias_we_q;
+    reg  [7:0]     bias_row_q;
+    always @(posedge clk) begin
+        bias_word_q <= bmem_q;
+        bias_we_q <= lw_write;
+        bias_row_q <= lw_row;
+    end
     reg  [ACC-1:0] bias [0:ROWS-1];
     integer ri;
     always @(posedge clk) begin
         for (ri = 0; ri < ROWS; ri = ri + 1) begin
             if (lw_first) bias[ri] <= {ACC{1'b0}};
-            else if (lw_write && lw_row == ri[7:0]) bias[ri] <= bmem_q;
+            else if (bias_we_q && bias_row_q == ri[7:0]) bias[ri] <= bias_word_q;
         end
     end
     // The shift word (a 4-bit direction per window position) loads at k = 1 of a
@@ -265,7 +278,14 @@ module accelerator #(
     // addresses are registered before the banks read pixel p at k = 8p.
     reg [23:0] rd_p;
     wire mm_first = exec_mm && k == 24'd0;
-    wire rd_step = exec_mm && k[2:0] == 3'd6;
+    // rd_step (exec_mm && k[2:0] == 6) as registers, set in the cycle before (k[2:0] == 5 of a
+    // MATMUL that goes on): k counts by one through a MATMUL's EXEC and k[2:0] == 6 is never
+    // its first cycle, so both are rd_step cycle for cycle. The channel shift has a copy of its
+    // own (timing closure: a compare of k had driven the enables of its nine counters).
+    wire rd_step_n = !rst && exec_mm && !retire && k[2:0] == 3'd5;
+    reg rd_step, shift_step;
+    always @(posedge clk) rd_step <= rd_step_n;
+    (* keep *) always @(posedge clk) shift_step <= rd_step_n;
     always @(posedge clk) begin
         if (!exec_mm)
             rd_p <= 24'd0;
@@ -286,7 +306,7 @@ module accelerator #(
     reg  [CMAX-1:0]     bank_fill_q;
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
         .clk(clk), .start(mm_fetch), .base(fetch_in_addr[DAW-1:0]),
-        .height(fetch_height), .width(fetch_width), .step(rd_step),
+        .height(fetch_height), .width(fetch_width), .step(shift_step),
         .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
     // The addresses and fill flags are registered on their way to the banks (timing closure:
     // the counters' adders, the candidate addresses and each bank's select in one cycle, the
@@ -547,8 +567,15 @@ module accelerator #(
             wire [ACC-1:0] raw;
             reg  [ACC-1:0] init_q;                   // the word's initial value
             always @(posedge clk) init_q <= acc_in ? pbuf_q[gi] : bias[gi];
+            // The row's phase (phase0 - SKEW) as a register of its own, computed for k + 1
+            // (timing closure: phase0's subtraction had been in front of the adder's enable and
+            // word select, across the die from k). It equals phase0 - SKEW whenever k counted
+            // the cycle before: from k = 1 of a MATMUL through its FETCH, and no word of a
+            // MATMUL completes before k = 31 + FEED + COLS.
+            reg  [4:0]     phase_q;
+            always @(posedge clk) phase_q <= phase0 + 5'd1 - SKEW[4:0];
             relu_quant #(.LANES(LANES), .ACC_BITS(ACC), .SHIFT(6)) u_rq (
-                .clk(clk), .serial_in(row_out[gi*LANES +: LANES]), .phase(phase0 - SKEW[4:0]),
+                .clk(clk), .serial_in(row_out[gi*LANES +: LANES]), .phase(phase_q),
                 .mode(mode), .init(init_q),
                 .valid(q_valid), .raw(raw), .result(row_result[gi]));
 

@@ -38,29 +38,36 @@ module channel_shift #(
     // the frame and the pixel's position in it, for the edge flags
     reg [DW-1:0] h_q, w_q, y, x;
     reg up_ok, down_ok, left_ok, right_ok;      // the neighbour in that direction is in the frame
+    // x is the row's last pixel (x + 1 == w_q), kept as a register beside x (timing closure: the
+    // compare's carry chain had been in front of every flag's enable): set for x + 1 when x
+    // moves on, for 0 when a row ends
+    reg row_end;
+    localparam [DW-1:0] ONE = 1;
     wire [DW:0] y2 = {1'b0, y} + {{(DW-1){1'b0}}, 2'd2};
     wire [DW:0] x2 = {1'b0, x} + {{(DW-1){1'b0}}, 2'd2};
-    wire row_end = ({1'b0, x} + 1'b1 == {1'b0, w_q});
     always @(posedge clk) begin
         if (start) begin
             h_q <= height;
             w_q <= width;
             y <= {DW{1'b0}};
             x <= {DW{1'b0}};
+            row_end <= (width == ONE);
             up_ok <= 1'b0;
             left_ok <= 1'b0;
-            down_ok <= (height > {{(DW-1){1'b0}}, 1'b1});
-            right_ok <= (width > {{(DW-1){1'b0}}, 1'b1});
+            down_ok <= (height > ONE);
+            right_ok <= (width > ONE);
         end else if (step) begin
             if (row_end) begin
                 x <= {DW{1'b0}};
                 y <= y + 1'b1;
+                row_end <= (w_q == ONE);
                 left_ok <= 1'b0;
-                right_ok <= (w_q > {{(DW-1){1'b0}}, 1'b1});
+                right_ok <= (w_q > ONE);
                 up_ok <= 1'b1;
                 down_ok <= (y2 < {1'b0, h_q});
             end else begin
                 x <= x + 1'b1;
+                row_end <= (x2 == {1'b0, w_q});
                 left_ok <= 1'b1;
                 right_ok <= (x2 < {1'b0, w_q});
             end

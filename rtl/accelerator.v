@@ -570,8 +570,8 @@ module accelerator #(
             // The row's phase (phase0 - SKEW) as a register of its own, computed for k + 1
             // (timing closure: phase0's subtraction had been in front of the adder's enable and
             // word select, across the die from k). It equals phase0 - SKEW whenever k counted
-            // the cycle before: from k = 1 of a MATMUL through its FETCH, and no word of a
-            // MATMUL completes before k = 31 + FEED + COLS.
+            // the cycle before: from k = 1 of a MATMUL to the next instruction's FETCH, and no
+            // word of a MATMUL completes before k = 31 + FEED + COLS.
             reg  [4:0]     phase_q;
             always @(posedge clk) phase_q <= phase0 + 5'd1 - SKEW[4:0];
             relu_quant #(.LANES(LANES), .ACC_BITS(ACC), .SHIFT(6)) u_rq (

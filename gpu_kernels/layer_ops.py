@@ -444,12 +444,17 @@ class FusedDenseStepOp(FusedOp):
         return [x, c["w"], c["lo"], c["hi"], out, self.fin.channels, self.dense.fout.channels]
 
 
+def _blocked_family(pool: bool) -> str:
+    """The register-blocked kernel family of a BinConv2d + Step run (with or without the pool)."""
+    return "bin_conv_step_pool_pack" if pool else "bin_conv_step_pack"
+
+
 def px_choices(binary_conv: bool, pool: bool) -> tuple[int, ...]:
     """The output pixels per warp a fused conv run's kernels take: 1 (the unblocked kernel), and
     for a BinConv2d run its register-blocked kernels' (kernel_table.BLOCKED_PX)."""
     if not binary_conv:
         return (1,)
-    return (1, *BLOCKED_PX["bin_conv_step_pool_pack" if pool else "bin_conv_step_pack"])
+    return (1, *BLOCKED_PX[_blocked_family(pool)])
 
 
 def blocking_refusal(binary_conv: bool, pool: bool, px: int) -> str | None:
@@ -463,8 +468,7 @@ def blocking_refusal(binary_conv: bool, pool: bool, px: int) -> str | None:
         return None
     if not binary_conv:
         return f"{px!r} pixels per warp: only a BinConv2d run has register-blocked kernels (1 here)"
-    family = "bin_conv_step_pool_pack" if pool else "bin_conv_step_pack"
-    return f"{px!r} pixels per warp: {family} takes {' or '.join(map(str, allowed))}"
+    return f"{px!r} pixels per warp: {_blocked_family(pool)} takes {' or '.join(map(str, allowed))}"
 
 
 def blocked_px(ops: list[Op], first: int, last: int) -> tuple[int, ...]:

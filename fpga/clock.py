@@ -4,7 +4,7 @@ from, so that no report states a speed the RTL does not reach.
 Three sources, in this order:
   * `given`: the user's `--clock-mhz`;
   * `routed`: the Fmax that place and route measured for this configuration (`make timing` or
-    `make synth` records it in build/timing/ecp5_top_<ROWS>x<COLS>.json, with every HDL
+    `make synth` records it in build/timing/ecp5_top_<ROWS>x<COLS>[_cmax<CMAX>].json, with every HDL
     parameter of the routed top and a digest of rtl/). A record is used while rtl/ is what was
     routed (any edit makes it stale) and ROWS, COLS and CMAX (the array, the
     crossbar, the banks) equal the configuration's and every memory depth is at most the routed
@@ -57,8 +57,17 @@ def rtl_digest(rtl: Path | None = None) -> str:
     return h.hexdigest()
 
 
-def fmax_file(rows: int, cols: int, folder: Path | None = None) -> Path:
-    return (folder or FMAX_DIR) / f"ecp5_top_{rows}x{cols}.json"
+def top_tag(config: ArrayConfig) -> str:
+    """The name of a routed top's files: ecp5_top_<ROWS>x<COLS>, plus _cmax<CMAX> when its bank
+    count is not ArrayConfig's default (so a 32x16 top with 128 banks and one with 64 keep
+    separate records)."""
+    tag = f"ecp5_top_{config.rows}x{config.cols}"
+    return tag if config.cmax == ArrayConfig().cmax else f"{tag}_cmax{config.cmax}"
+
+
+def fmax_file(rows: int, cols: int, folder: Path | None = None, cmax: int | None = None) -> Path:
+    config = ArrayConfig(rows, cols) if cmax is None else ArrayConfig(rows, cols, cmax=cmax)
+    return (folder or FMAX_DIR) / f"{top_tag(config)}.json"
 
 
 def record_fmax(
@@ -71,7 +80,7 @@ def record_fmax(
 ) -> Path:
     """Record a routed Fmax of the top at `config` (written whole or not at all); `rtl_sha256`:
     rtl_digest() taken when the run read rtl/ (default: now)."""
-    path = fmax_file(config.rows, config.cols, folder)
+    path = fmax_file(config.rows, config.cols, folder, config.cmax)
     path.parent.mkdir(parents=True, exist_ok=True)
     rec = {
         "fmax_mhz": fmax_mhz,
@@ -98,7 +107,7 @@ def covers(routed: dict, wanted: dict) -> bool:
 def routed_clock(config: ArrayConfig, folder: Path | None = None) -> Clock | None:
     """The recorded Fmax of this configuration, or None (none recorded, another configuration's,
     routed before rtl/ last changed, or a file that does not read as a record: never a guess)."""
-    path = fmax_file(config.rows, config.cols, folder)
+    path = fmax_file(config.rows, config.cols, folder, config.cmax)
     try:
         rec = json.loads(path.read_text())
         mhz = float(rec["fmax_mhz"])

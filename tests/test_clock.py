@@ -126,3 +126,18 @@ def test_the_timing_record_is_what_the_clock_reads(tmp_path):
     rec = json.loads(path.read_text())
     assert rec["hdl_parameters"]["ROWS"] == 16 and rec["fmax_mhz"] == 47.5
     assert clock_for(ArrayConfig(16, 16), folder=tmp_path).mhz == 47.5
+
+
+def test_a_top_with_other_banks_keeps_a_record_of_its_own(tmp_path):
+    wide = ArrayConfig(32, 16, cmax=128)
+    assert fmax_file(32, 16, tmp_path, 128).name == "ecp5_top_32x16_cmax128.json"
+    assert fmax_file(32, 16, tmp_path).name == "ecp5_top_32x16.json"  # the default CMAX
+    record_fmax(wide, 75.0, ecp5.DEVICE, "make timing SHAPE=32x16 CMAX=128", tmp_path)
+    assert routed_clock(wide, tmp_path).mhz == 75.0
+    assert routed_clock(ArrayConfig(32, 16), tmp_path) is None  # 64 banks: not routed
+
+
+def test_make_timing_refuses_a_bad_cmax_in_one_line(capsys):
+    assert timing.main(["--shape", "8x8", "--cmax", "5000"]) == timing.EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--cmax" in err[0] and "4096" in err[0]

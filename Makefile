@@ -44,7 +44,7 @@ help:
 	@echo "              SIM=icarus|verilator (default both), SHAPE=<id, e.g. 8x8>, WAVES=1,"
 	@echo "              PYTEST_ARGS=<more pytest options>; modules: $(RTL_MODULES)"
 	@echo "make synth  - area and timing: cells, arrays, whole top (yosys), ECP5 place and route (nextpnr)"
-	@echo "make timing SHAPE=8x8 [CMAX=64] - one top on the ECP5: Fmax, utilisation, critical path by block"
+	@echo "make timing SHAPE=8x8 [CMAX=64] [DEPTHS=ddepth=128,..] - one top on the ECP5: Fmax, utilisation, critical path by block"
 	@echo "make paper-scale - the paper's 128x64 array on the RTL (Verilator; hours): CIFAR-10 layers and sac_fashion vs golden"
 	@echo "make bench  - the benchmarks of the FPGA path (synthesis, sim speed, CIFAR-10 cycles)"
 	@echo "make coverage - Verilator line/toggle coverage of every bench per rtl/ module and the"
@@ -121,7 +121,7 @@ synth: setup $(SYNTH_STAMP)
 # the timing loop of one top (SHAPE=ROWSxCOLS, default 8x8): Fmax, utilisation, critical path
 # by block; records the Fmax that reports then compute latency at (fpga/clock.py)
 timing: setup $(SYNTH_STAMP)
-	@$(TOOLS_ENV) $(VPY) benchmarks/timing.py $(if $(SHAPE),--shape $(SHAPE)) $(if $(CMAX),--cmax $(CMAX))
+	@$(TOOLS_ENV) $(VPY) benchmarks/timing.py $(if $(SHAPE),--shape $(SHAPE)) $(if $(CMAX),--cmax $(CMAX)) $(if $(DEPTHS),--depths $(DEPTHS))
 
 # the seed paper's 128x64 array (CMAX 512) on the RTL under Verilator: the seed CIFAR-10 network
 # and sac_fashion, every layer against golden, cycles against the model (hours: the build alone

@@ -49,7 +49,7 @@
 //   AXI4-Stream:
 //   - m_axis: TVALID stays up with TDATA and TLAST unchanged until TREADY;
 //   - m_axis carries exactly one beat per read command taken on s_axis, in order, with the
-//     command's TLAST and, as TDATA, what the host port returned two cycles after the command
+//     command's TLAST and, as TDATA, what the host port returned three cycles after the command
 //     was put on it (a reference queue in this wrapper); TVALID is up whenever a result is
 //     waiting, and the read results in flight never exceed FIFO_DEPTH (none is lost);
 //   - s_axis takes no command while the accelerator is busy, and a command it takes is on the
@@ -188,7 +188,8 @@ module accelerator_axi_props #(
     wire b_hs = s_axi_bvalid && s_axi_bready;
     wire r_hs = s_axi_rvalid && s_axi_rready;
     reg       b_open = 1'b0, r_open = 1'b0;  // a write (read) accepted and not yet answered
-    reg [1:0] b_age, r_age;                  // cycles since its acceptance - 1 without a VALID
+    reg [1:0] b_age;                         // cycles since its acceptance - 1 without a VALID
+    reg [2:0] r_age;
     reg [1:0] b_want, r_want;                // the response it must get
     reg       r_id;                          // it reads ID
     reg       r_port;                        // it reads through the host port
@@ -201,10 +202,10 @@ module accelerator_axi_props #(
             if (b_hs) b_open <= 1'b0;
             else if (b_open && !s_axi_bvalid && b_age != 2'd3) b_age <= b_age + 2'd1;
             if (r_hs) r_open <= 1'b0;
-            else if (r_open && !s_axi_rvalid && r_age != 2'd3) r_age <= r_age + 2'd1;
+            else if (r_open && !s_axi_rvalid && r_age != 3'd7) r_age <= r_age + 3'd1;
             // the port is read in the cycle after the acceptance (r_age 0), its data is
-            // there two cycles later (r_age 2)
-            if (r_open && r_age == 2'd2) r_port_data <= p_host_rdata;
+            // there three cycles later (r_age 3)
+            if (r_open && r_age == 3'd3) r_port_data <= p_host_rdata;
             if (aw_hs) begin
                 b_open <= 1'b1;
                 b_age <= 2'd0;
@@ -212,7 +213,7 @@ module accelerator_axi_props #(
             end
             if (ar_hs) begin
                 r_open <= 1'b1;
-                r_age <= 2'd0;
+                r_age <= 3'd0;
                 r_want <= want_rresp;
                 r_id <= reads_id;
                 r_port <= reads_port;
@@ -240,29 +241,31 @@ module accelerator_axi_props #(
         end
         // every request answered in time
         if (b_open && !s_axi_bvalid) assert(b_age == 2'd0);
-        if (r_open && !s_axi_rvalid) assert(r_age <= 2'd2);
+        if (r_open && !s_axi_rvalid) assert(r_age <= 3'd3);
         // the responses of the register map
         if (s_axi_bvalid) assert(s_axi_bresp == b_want);
         if (s_axi_rvalid) begin
             assert(s_axi_rresp == r_want);
             if (r_want == SLVERR) assert(s_axi_rdata == 32'd0);
             if (r_id) assert(s_axi_rdata == 32'h53414301);
-            if (r_port) assert(s_axi_rdata == r_port_data && r_age == 2'd3);
+            if (r_port) assert(s_axi_rdata == r_port_data && r_age == 3'd4);
         end
     end
 
     // ---- AXI4-Stream: the reference queue of read results ----
     // A read command taken on s_axis is on the host port in the same cycle; its data is on
-    // host_rdata two cycles later (the port's documented latency), and goes into the queue
+    // host_rdata three cycles later (the port's documented latency), and goes into the queue
     // with the command's TLAST.
     wire s_hs = s_axis_tvalid && s_axis_tready;
     wire m_hs = m_axis_tvalid && m_axis_tready;
-    reg  rd1 = 1'b0, rd2 = 1'b0, last1, last2;
+    reg  rd1 = 1'b0, rd2 = 1'b0, rd3 = 1'b0, last1, last2, last3;
     always @(posedge aclk) begin
         rd1 <= aresetn && s_hs && s_axis_tdata[63];
         rd2 <= aresetn && rd1;
+        rd3 <= aresetn && rd2;
         last1 <= s_axis_tlast;
         last2 <= last1;
+        last3 <= last2;
     end
     reg [32:0]  q [0:FIFO_DEPTH-1];         // {TLAST, TDATA} of the results waiting, oldest first
     reg [FAW:0] q_n = 0;
@@ -273,15 +276,15 @@ module accelerator_axi_props #(
             if (m_hs) begin
                 for (i = 0; i < FIFO_DEPTH - 1; i = i + 1) q[i] <= q[i + 1];
             end
-            if (rd2) q[q_n - m_hs] <= {last2, p_host_rdata};
-            q_n <= q_n + rd2 - m_hs;
+            if (rd3) q[q_n - m_hs] <= {last3, p_host_rdata};
+            q_n <= q_n + rd3 - m_hs;
         end
     end
     always @(*) if (live) begin
         // TVALID held, TDATA and TLAST stable, until TREADY
         if (q_m_wait) assert(m_axis_tvalid && m_axis_tdata == q_mdata && m_axis_tlast == q_mlast);
         // one beat per read command, in order, with its data and TLAST; nothing lost
-        assert({1'b0, q_n} + rd1 + rd2 <= FIFO_DEPTH);
+        assert({1'b0, q_n} + rd1 + rd2 + rd3 <= FIFO_DEPTH);
         assert(m_axis_tvalid == (q_n != 0));
         if (m_axis_tvalid) assert({m_axis_tlast, m_axis_tdata} == q[0]);
         // commands wait while the accelerator runs
@@ -404,7 +407,8 @@ module accelerator_axi_props #(
     // Probes (formal/jobs.toml) of the slave's state, the host-port read pipeline and the FIFO;
     // they only make the claims provable without bounds.
     (* keep *) wire [2:0]   p_state;        // dut.lite_state
-    (* keep *) wire         p_lite_rd1, p_lite_rd2, p_str_rd1, p_str_rd2, p_str_last1, p_str_last2;
+    (* keep *) wire         p_lite_rd1, p_lite_rd2, p_lite_rd3, p_str_rd1, p_str_rd2, p_str_rd3;
+    (* keep *) wire         p_str_last1, p_str_last2, p_str_last3;
     (* keep *) wire [FAW:0] p_n;            // dut.u_read_fifo.n
     (* keep *) wire [FAW-1:0] p_rd, p_wr;   // dut.u_read_fifo.rd, .wr
     (* keep *) wire [33*FIFO_DEPTH-1:0] p_mem;  // {mem[FIFO_DEPTH-1], ..., mem[0]}
@@ -423,14 +427,17 @@ module accelerator_axi_props #(
         if (b_open) assert(s_axi_bresp == b_want);
         if (r_open) assert(s_axi_rresp == r_want);
         if (p_state == S_WR_PORT) assert(b_age == 2'd0);
-        if (p_state == S_RD_PORT) assert(r_age == 2'd0 && !p_lite_rd1 && !p_lite_rd2 && r_port);
+        if (p_state == S_RD_PORT)
+            assert(r_age == 3'd0 && !p_lite_rd1 && !p_lite_rd2 && !p_lite_rd3 && r_port);
         if (r_open && !r_port) assert(p_state == S_RRESP);
-        if (p_state == S_RD_WAIT) assert((r_age == 2'd1 && p_lite_rd1 && !p_lite_rd2)
-                                      || (r_age == 2'd2 && !p_lite_rd1 && p_lite_rd2));
-        if (p_state != S_RD_WAIT) assert(!p_lite_rd1 && !p_lite_rd2);
-        assert(p_str_rd1 == rd1 && p_str_rd2 == rd2);
+        if (p_state == S_RD_WAIT) assert((r_age == 3'd1 && p_lite_rd1 && !p_lite_rd2 && !p_lite_rd3)
+                                      || (r_age == 3'd2 && !p_lite_rd1 && p_lite_rd2 && !p_lite_rd3)
+                                      || (r_age == 3'd3 && !p_lite_rd1 && !p_lite_rd2 && p_lite_rd3));
+        if (p_state != S_RD_WAIT) assert(!p_lite_rd1 && !p_lite_rd2 && !p_lite_rd3);
+        assert(p_str_rd1 == rd1 && p_str_rd2 == rd2 && p_str_rd3 == rd3);
         if (rd1) assert(p_str_last1 == last1);
         if (rd2) assert(p_str_last2 == last2);
+        if (rd3) assert(p_str_last3 == last3);
         assert(p_n == q_n);
         assert(p_wr - p_rd == p_n[FAW-1:0]);
     end
@@ -459,7 +466,7 @@ module accelerator_axi_props #(
         cover(r_hs && r_want == OKAY);                      // a read answered
         cover(b_hs && b_want == OKAY);                      // a write answered
         cover(b_hs && b_want == SLVERR);                    // a refused write
-        cover(r_hs && r_age == 2'd3);                       // a read through the host port
+        cover(r_hs && r_age == 3'd4);                       // a read through the host port
         cover(s_hs && !s_axis_tdata[63]);                   // a write command taken
         cover(m_hs && m_axis_tlast);                        // a read result leaves, with TLAST
         cover(q_m_wait && m_hs);                            // after a stall on m_axis

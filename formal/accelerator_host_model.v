@@ -3,7 +3,7 @@
 // its buses; whatever the accelerator answers (busy, done and error in any order, any read data
 // on the host port) they must hold, so a model that may do anything covers the real one and
 // keeps the check small (the real top would bring its memories, array and decoder into every
-// time step). The host port's documented timing (read data two cycles after host_en) is what
+// time step). The host port's documented timing (read data three cycles after host_en) is what
 // the wrapper holds the AXI top to; the data itself is this model's free choice.
 `default_nettype none
 module accelerator #(

@@ -8,7 +8,8 @@
 // through one 32-bit port, `host_addr[31:28]` selecting the region. The port's inputs are
 // registered first (no logic depends combinationally on top-level inputs, which also keeps
 // simulation fast), so a write lands at the second clock edge after it is presented and read
-// data appear on `host_rdata` two cycles after `host_en`. After a `start` pulse the
+// data appear on `host_rdata` three cycles after `host_en` (the memories' data wait a cycle in
+// a register after each block RAM, see the host read mux). After a `start` pulse the
 // accelerator runs the program from the start pc (control register 8, default 0) by itself
 // until HALT or an error, then raises `done`.
 //
@@ -18,8 +19,8 @@
 //   k = 8p + 1      serializers load pixel p; after the feeder's two registers bit b enters
 //                   the array at k = 8p + F + b
 //   k = 8p + F + r  row r's word of pixel p starts at column 0 (from zero)
-//   k = 8p + 29 + F + COLS + r   partial-sum bank r read for pixel p (acc_in), registered with
-//                                the bias select at 8p + 30 + F + COLS + r
+//   k = 8p + 28 + F + COLS + r   partial-sum bank r read for pixel p (acc_in), registered at
+//                                8p + 29 + F + COLS + r and with the bias select at 8p + 30
 //   k = 8p + 31 + F + COLS + r   row r's word complete at relu_quant: initial value added
 //   k = 8p + 32 + F + COLS + r   row r's result for pixel p written (pixel-sum: one cycle later)
 module accelerator #(
@@ -121,6 +122,11 @@ module accelerator #(
     wire [19:0]    fetch_in_addr;               // the channel shift uses its low DAW bits
     /* verilator lint_on UNUSEDSIGNAL */
     wire [11:0]    fetch_height, fetch_width;
+    wire           lw_fetch;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [23:0]    fetch_w_addr, fetch_b_addr, fetch_s_addr;    // their low address bits are used
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [127:0]   dec_word;
     instruction_decoder #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH),
         .PDEPTH(PDEPTH), .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH),
         .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) u_decoder (
@@ -134,7 +140,9 @@ module accelerator #(
         .in_ch(in_ch), .out_ch(out_ch), .acc_addr(acc_addr), .pixels(pixels),
         .tile_rows(tile_rows), .tile_cols(tile_cols),
         .mm_fetch(mm_fetch), .fetch_in_ch(fetch_in_ch), .fetch_shift_en(fetch_shift_en),
-        .fetch_in_addr(fetch_in_addr), .fetch_height(fetch_height), .fetch_width(fetch_width));
+        .fetch_in_addr(fetch_in_addr), .fetch_height(fetch_height), .fetch_width(fetch_width),
+        .lw_fetch(lw_fetch), .fetch_w_addr(fetch_w_addr), .fetch_b_addr(fetch_b_addr),
+        .fetch_s_addr(fetch_s_addr), .word(dec_word));
 
     // ---------------------------------------------------------------- host port decode
     reg         host_en_q, host_we_q;
@@ -186,45 +194,68 @@ module accelerator #(
     assign imem_q = {imem_chunk[3], imem_chunk[2], imem_chunk[1], imem_chunk[0]};
 
     // ---------------------------------------------------------------- weight, bias, shift memories
-    // LOAD_WEIGHTS, j = k: read row j at k = j, write it into the array at k = j + 1.
+    // LOAD_WEIGHTS, j = k: row j's weights and bias reach the array at k = j + 1 and the rows'
+    // bias registers at k = j + 2. Every read's data wait a cycle in a plain register after the
+    // block RAM (wmem_r, smem_r, bias_word_q), which the ECP5 flow folds into the block RAM's
+    // output register (timing closure: the block RAMs' 5.83 ns clock-to-out no longer starts
+    // a path through logic). The host port reads these registers too. The weight and shift
+    // reads therefore start a cycle early: their addresses are counters loaded in the
+    // LOAD_WEIGHTS' FETCH (the decoder's fetch_*_addr), so the weight memory reads row 0 in
+    // DECODE and row j + 1 at k = j, the shift memory its word from DECODE on, and the bias
+    // memory row j at k = j (its register then stands where the bias word's had been).
+    // A read of these memories never uses the word of an entry written in the same cycle
+    // (READ_OLD_ON_COLLISION 0, so that no collision logic sits between a block RAM and its
+    // register): only the host writes them, while idle, one access per cycle, and the run
+    // reads them only while busy.
     // These memories and the partial-sum banks choose their read address (the run's or the
     // host's) by busy a cycle late, each from a register of its own beside it (`run_q`, kept
     // apart by `keep`; timing closure: busy's route to every memory, not logic, had set the
     // clock). A host read reaches the memory a cycle after the port presents it, so run_q is
     // busy in the cycle the read was presented: a read presented while idle is served, one
     // presented while busy is not. The run reads none of these memories in its first cycle.
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire [23:0] lw_row_addr = w_addr + k;
-    wire [23:0] lw_bias_addr = b_addr + k;
-    /* verilator lint_on UNUSEDSIGNAL */
+    reg  [WAW-1:0] w_rd;                                // the weight row being read
+    reg  [SAW-1:0] s_rd;                                // the shift word
+    reg  [BAW-1:0] b_rd;                                // the bias row being read
+    always @(posedge clk) begin
+        w_rd <= lw_fetch ? fetch_w_addr[WAW-1:0] : w_rd + 1'b1;
+        if (lw_fetch) s_rd <= fetch_s_addr[SAW-1:0];
+        if (lw_fetch) b_rd <= fetch_b_addr[BAW-1:0];
+        else if (exec_lw) b_rd <= b_rd + 1'b1;
+    end
     wire [WCH*32-1:0] wmem_q;
     wire [SCH*32-1:0] smem_q;
     wire [31:0] bmem_q;
+    reg  [WCH*32-1:0] wmem_r;
+    reg  [SCH*32-1:0] smem_r;
+    always @(posedge clk) begin
+        wmem_r <= wmem_q;
+        smem_r <= smem_q;
+    end
     generate
         for (gi = 0; gi < WCH; gi = gi + 1) begin : wmem
             reg run_q;                                  // busy a cycle late, this memory's own
             (* keep *) always @(posedge clk) run_q <= busy;
-            sdp_ram #(.WIDTH(32), .DEPTH(WDEPTH), .AW(WAW)) u_ram (
+            sdp_ram #(.WIDTH(32), .DEPTH(WDEPTH), .AW(WAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk),
                 .we(h_write && h_region == R_WMEM && h_off[7:0] == gi),
                 .waddr(h_off[WAW+7:8]), .wdata(host_wdata_q),
-                .raddr(run_q ? lw_row_addr[WAW-1:0] : h_off[WAW+7:8]), .rdata(wmem_q[gi*32 +: 32]));
+                .raddr(run_q ? w_rd : h_off[WAW+7:8]), .rdata(wmem_q[gi*32 +: 32]));
         end
         for (gi = 0; gi < SCH; gi = gi + 1) begin : smem
             reg run_q;                                  // busy a cycle late, this memory's own
             (* keep *) always @(posedge clk) run_q <= busy;
-            sdp_ram #(.WIDTH(32), .DEPTH(SDEPTH), .AW(SAW)) u_ram (
+            sdp_ram #(.WIDTH(32), .DEPTH(SDEPTH), .AW(SAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk),
                 .we(h_write && h_region == R_SMEM && h_off[7:0] == gi),
                 .waddr(h_off[SAW+7:8]), .wdata(host_wdata_q),
-                .raddr(run_q ? s_addr[SAW-1:0] : h_off[SAW+7:8]), .rdata(smem_q[gi*32 +: 32]));
+                .raddr(run_q ? s_rd : h_off[SAW+7:8]), .rdata(smem_q[gi*32 +: 32]));
         end
     endgenerate
     reg bmem_run_q;                                     // busy a cycle late, this memory's own
     (* keep *) always @(posedge clk) bmem_run_q <= busy;
-    sdp_ram #(.WIDTH(32), .DEPTH(BDEPTH), .AW(BAW)) u_bmem (
+    sdp_ram #(.WIDTH(32), .DEPTH(BDEPTH), .AW(BAW), .READ_OLD_ON_COLLISION(0)) u_bmem (
         .clk(clk), .we(h_write && h_region == R_BMEM), .waddr(h_off[BAW-1:0]),
-        .wdata(host_wdata_q), .raddr(bmem_run_q ? lw_bias_addr[BAW-1:0] : h_off[BAW-1:0]),
+        .wdata(host_wdata_q), .raddr(bmem_run_q ? b_rd : h_off[BAW-1:0]),
         .rdata(bmem_q));
 
     wire lw_first = exec_lw && k == 24'd0;
@@ -235,7 +266,7 @@ module accelerator #(
     // register were one path). The last row's bias lands in the next instruction's FETCH; a
     // MATMUL reads the biases from k = INIT_START on, and the next LOAD_WEIGHTS clears them
     // at its k = 0, after its FETCH and DECODE.
-    reg  [ACC-1:0] bias_word_q;
+    reg  [31:0]    bias_word_q;             // ACC = 32 bits, as the bias memory's word
     reg            bias_we_q;
     reg  [7:0]     bias_row_q;
     always @(posedge clk) begin
@@ -260,7 +291,7 @@ module accelerator #(
             reg        load_q;
             reg [31:0] chunk;
             (* keep *) always @(posedge clk) load_q <= lw_first;
-            always @(posedge clk) if (load_q) chunk <= smem_q[gi*32 +: 32];
+            always @(posedge clk) if (load_q) chunk <= smem_r[gi*32 +: 32];
             assign shift_word[gi*32 +: 32] = chunk;
         end
     endgenerate
@@ -268,7 +299,7 @@ module accelerator #(
     wire [COLS*8-1:0] row_bytes;
     generate
         for (gi = 0; gi < COLS; gi = gi + 1) begin : wcol
-            assign row_bytes[gi*8 +: 8] = (gi < lw_cols) ? wmem_q[gi*8 +: 8] : 8'd0;
+            assign row_bytes[gi*8 +: 8] = (gi < lw_cols) ? wmem_r[gi*8 +: 8] : 8'd0;
         end
     endgenerate
 
@@ -357,6 +388,19 @@ module accelerator #(
             end
         end
     endgenerate
+
+    // The banks' read data wait in a register each (`held`), which the ECP5 flow folds into the
+    // block RAM's output register with dbank_oce as its clock enable (timing closure: no path
+    // starts at the block RAM's 5.83 ns clock-to-out). In a MATMUL it loads with the feeder's
+    // serializers, at k = 8p + 1 (the bank read pixel p at k = 8p), and holds the byte while
+    // the feeder sends its bits; while idle it loads every cycle, for the host's reads (a read
+    // presented at t is in it at t + 3). dbank_oce is a register (set the cycle before: k = 8p
+    // of a MATMUL that goes on, or busy low two cycles before), one net to every bank.
+    reg idle_q, dbank_oce;
+    always @(posedge clk) begin
+        idle_q <= !busy;
+        dbank_oce <= idle_q || (!rst && exec_mm && !retire && k[2:0] == 3'd0);
+    end
 
     // write side: bank b receives tile row b - out_ch (modes 0 and 1). While idle, the host's
     // data-buffer writes take the same path (its byte in row 0's place, its bank as the shift),
@@ -481,9 +525,14 @@ module accelerator #(
             // decoder refuses a MATMUL whose output banks and entries overlap its input ones
             // (OVERLAP), banks outside the input window are read but not used, and the host
             // writes while idle, where a read of the written entry is not the host's read.
+            wire [7:0] rdata;
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(wb[WB-1]), .waddr(wb_addr), .wdata(wb[7:0]),
-                .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(bank_q[gi*8 +: 8]));
+                .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(rdata));
+            // the byte held for the feeder's load and the host's read (dbank_oce, above)
+            reg [7:0] held;
+            always @(posedge clk) if (dbank_oce) held <= rdata;
+            assign bank_q[gi*8 +: 8] = held;
         end
     endgenerate
 
@@ -515,11 +564,11 @@ module accelerator #(
     // array's row skew. Row r's word of pixel p shows its bit 31 at relu_quant at
     // k = 8p + 31 + FEED + COLS + r, where the initial value (bias, or the partial sum read two
     // cycles earlier) is added; the result is written at k = 8p + 32 + FEED + COLS + r.
-    // The partial sum waits a cycle in a register (`init_q`, with the bias select) between its
-    // block RAM and relu_quant's adder (timing closure: the block RAM's clock-to-out and the
-    // 32-bit carry chain were one path); its entry is known long before, so the read moves a
-    // cycle earlier and no cycle is added.
-    localparam [31:0] INIT_START = 29 + FEED + COLS; // k of row 0's first partial-sum read
+    // The partial sum waits two cycles between its block RAM and relu_quant's adder (timing
+    // closure): in a plain register (`pbuf_r`, which the ECP5 flow folds into the block RAM's
+    // output register), then in one with the bias select (`init_q`). Its entry is known long
+    // before, so the read moves two cycles earlier and no cycle is added.
+    localparam [31:0] INIT_START = 28 + FEED + COLS; // k of row 0's first partial-sum read
     /* verilator lint_off UNUSEDSIGNAL */
     wire [23:0] init_rel_n = k - (INIT_START[23:0] - 24'd1);   // (k + 1) - INIT_START
     /* verilator lint_on UNUSEDSIGNAL */
@@ -543,6 +592,7 @@ module accelerator #(
     reg  [PAW-1:0]  rd_eq [0:ROWS-1];
     reg  [PAW-1:0]  wr_eq [0:ROWS-1];
     wire [ACC-1:0]  pbuf_q [0:ROWS-1];
+    reg  [ACC-1:0]  pbuf_r [0:ROWS-1];                  // ... a cycle later (the host reads it too)
     generate
         for (gi = 0; gi < ROWS; gi = gi + 1) begin : rowpipe
             localparam [31:0] SKEW = gi + COLS;
@@ -558,15 +608,18 @@ module accelerator #(
                 wr_firstq[gi] <= wr_in_first;
                 wr_lastq[gi] <= wr_in_last;
             end
-            // row gi reads pixel p's partial sum at k = 8p + 29 + FEED + COLS + gi (rd_in_e =
-            // its entry), holds it in init_q from 8p + 31 + FEED + COLS + gi, sees its write
-            // token at 8p + 32 + FEED + COLS + gi
+            // row gi reads pixel p's partial sum at k = 8p + 28 + FEED + COLS + gi (rd_in_e =
+            // its entry), holds it in pbuf_r from 8p + 30 + FEED + COLS + gi and in init_q from
+            // 8p + 31 + FEED + COLS + gi, sees its write token at 8p + 32 + FEED + COLS + gi
             assign wr_v[gi] = wr_in_v && q_valid;    // q_valid: the row's word is complete
 
             wire          q_valid;
             wire [ACC-1:0] raw;
             reg  [ACC-1:0] init_q;                   // the word's initial value
-            always @(posedge clk) init_q <= acc_in ? pbuf_q[gi] : bias[gi];
+            always @(posedge clk) begin
+                pbuf_r[gi] <= pbuf_q[gi];
+                init_q <= acc_in ? pbuf_r[gi] : bias[gi];
+            end
             // The row's phase (phase0 - SKEW) as a register of its own, computed for k + 1
             // (timing closure: phase0's subtraction had been in front of the adder's enable and
             // word select, across the die from k). It equals phase0 - SKEW whenever k counted
@@ -590,7 +643,11 @@ module accelerator #(
             wire sum_we = exec_mm && sum_valid && gi < tile_rows;
             reg run_q;                                  // busy a cycle late, this bank's own
             (* keep *) always @(posedge clk) run_q <= busy;
-            sdp_ram #(.WIDTH(ACC), .DEPTH(PDEPTH), .AW(PAW)) u_pbuf (
+            // No read uses the word of an entry written in the same cycle: a MATMUL reads
+            // pixel p's entry at 8p + 28 + .. and writes pixel p's at 8p + 32 + .. (never the
+            // same cycle, 4 apart modulo 8), a pixel sum writes once after its last read, and
+            // the host writes while idle, one access per cycle.
+            sdp_ram #(.WIDTH(ACC), .DEPTH(PDEPTH), .AW(PAW), .READ_OLD_ON_COLLISION(0)) u_pbuf (
                 .clk(clk),
                 .we(raw_we || sum_we || (h_write && h_region == R_PBUF && h_off[27:16] == gi)),
                 .waddr(raw_we ? wr_in_e : sum_we ? out_addr[PAW-1:0] : h_off[PAW-1:0]),
@@ -617,16 +674,26 @@ module accelerator #(
             if (retire) retired <= retired + 32'd1;
         end
     end
+    // written at each retire while busy, read by the host while idle (reads while busy are
+    // undefined): a colliding read's word is never used
     wire [31:0] trace_cycle_q, trace_act_q;
-    sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW)) u_trace_cycle (
+    sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW), .READ_OLD_ON_COLLISION(0)) u_trace_cycle (
         .clk(clk), .we(retire), .waddr(pc[IAW-1:0]), .wdata(cycles + 32'd1),
         .raddr(h_off[IAW:1]), .rdata(trace_cycle_q));
-    sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW)) u_trace_act (
+    sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW), .READ_OLD_ON_COLLISION(0)) u_trace_act (
         .clk(clk), .we(retire), .waddr(pc[IAW-1:0]), .wdata(exec_mm ? act_now : 32'd0),
         .raddr(h_off[IAW:1]), .rdata(trace_act_q));
 
     // ---------------------------------------------------------------- host read mux
-    reg [31:0] ctrl_q;
+    // A read presented at t (host_addr) is decoded at t + 1 (h_region, h_off), where the
+    // memories take its address; their data leave the block RAMs at t + 2 and wait a cycle in a
+    // plain register (timing closure: the ECP5 flow folds each into its block RAM's output
+    // register), so host_rdata carries them at t + 3. The instruction, weight, bias and shift
+    // memories, the data buffer, the partial-sum banks and the trace are read from those
+    // registers (the decoder's word, wmem_r, bias_word_q, smem_r, each bank's `held`, pbuf_r,
+    // trace_*_r); the control registers and the data buffer's forwarded writes are selected at
+    // t + 2 and registered.
+    reg [31:0] ctrl_q, ctrl_r;
     always @(posedge clk) begin
         case (h_off[3:0])
             4'd0: ctrl_q <= {24'd0, dec_start ? 4'd0 : error_code, 1'b0, error, done, busy};
@@ -638,23 +705,43 @@ module accelerator #(
             4'd8: ctrl_q <= {{(31-IAW){1'b0}}, start_pc};
             default: ctrl_q <= 32'd0;
         endcase
+        ctrl_r <= ctrl_q;
     end
     /* verilator lint_off UNUSEDSIGNAL */
     wire [11:0] hb_q = h_off_q[27:16];
     /* verilator lint_on UNUSEDSIGNAL */
     wire fwd0 = hw_v[0] && hw_bank[0] == hb_q && hw_entry[0] == h_off_q[DAW-1:0];
     wire fwd1 = hw_v[1] && hw_bank[1] == hb_q && hw_entry[1] == h_off_q[DAW-1:0];
-    wire [7:0] dbuf_byte = fwd0 ? hw_byte[0] : fwd1 ? hw_byte[1] : bank_q[hb_q[BKW-1:0]*8 +: 8];
+    // a forwarded write's byte is chosen at t + 2, the bank's (held) byte at t + 3
+    wire       fwd = fwd0 || fwd1;
+    wire [7:0] fwd_byte = fwd0 ? hw_byte[0] : hw_byte[1];
+    reg  [3:0]  h_region_r;
+    reg  [7:0]  h_sel_r;                    // the offset's low bits: chunk or trace entry
+    reg         fwd_r;
+    reg  [7:0]  fwd_byte_r;
+    reg  [BKW-1:0] h_bank_r;
+    reg  [RW-1:0] h_row_r;                  // a partial-sum bank
+    reg  [31:0] trace_cycle_r, trace_act_r;
+    always @(posedge clk) begin
+        h_region_r <= h_region_q;
+        h_sel_r <= h_off_q[7:0];
+        fwd_r <= fwd;
+        fwd_byte_r <= fwd_byte;
+        h_bank_r <= hb_q[BKW-1:0];
+        h_row_r <= hb_q[RW-1:0];
+        trace_cycle_r <= trace_cycle_q;
+        trace_act_r <= trace_act_q;
+    end
     always @* begin
-        case (h_region_q)
-            R_CTRL:  host_rdata = ctrl_q;
-            R_IMEM:  host_rdata = imem_chunk[h_off_q[1:0]];
-            R_WMEM:  host_rdata = wmem_q[h_off_q[7:0]*32 +: 32];
-            R_BMEM:  host_rdata = bmem_q;
-            R_SMEM:  host_rdata = smem_q[h_off_q[7:0]*32 +: 32];
-            R_DBUF:  host_rdata = {24'd0, dbuf_byte};
-            R_PBUF:  host_rdata = pbuf_q[hb_q[RW-1:0]];
-            R_TRACE: host_rdata = h_off_q[0] ? trace_act_q : trace_cycle_q;
+        case (h_region_r)
+            R_CTRL:  host_rdata = ctrl_r;
+            R_IMEM:  host_rdata = dec_word[h_sel_r[1:0]*32 +: 32];
+            R_WMEM:  host_rdata = wmem_r[h_sel_r*32 +: 32];
+            R_BMEM:  host_rdata = bias_word_q;
+            R_SMEM:  host_rdata = smem_r[h_sel_r*32 +: 32];
+            R_DBUF:  host_rdata = {24'd0, fwd_r ? fwd_byte_r : bank_q[h_bank_r*8 +: 8]};
+            R_PBUF:  host_rdata = pbuf_r[h_row_r];
+            R_TRACE: host_rdata = h_sel_r[0] ? trace_act_r : trace_cycle_r;
             default: host_rdata = 32'd0;
         endcase
     end

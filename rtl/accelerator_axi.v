@@ -32,7 +32,7 @@ module accelerator_axi #(
     parameter SDEPTH = 64,
     parameter IMEM_DEPTH = 256,
     parameter AXIL_ADDR_WIDTH = 12,      // AXI4-Lite address bits (the map needs 9)
-    parameter FIFO_DEPTH = 4             // read results held for the output stream (>= 4: one read per clock)
+    parameter FIFO_DEPTH = 8             // read results held for the output stream (>= 8: one read per clock)
 ) (
     input  wire         aclk,
     input  wire         aresetn,
@@ -93,7 +93,7 @@ module accelerator_axi #(
     // ---------------------------------------------------------------- AXI4-Lite slave
     // One transaction at a time: a write (address and data together) or a read, then its
     // response. Accesses that need the host port take it for one cycle (ahead of the stream)
-    // and, for reads, wait the port's two cycles of latency.
+    // and, for reads, wait the port's three cycles of latency.
     localparam [2:0] S_IDLE = 3'd0, S_WR_PORT = 3'd1, S_BRESP = 3'd2, S_RD_PORT = 3'd3,
                      S_RD_WAIT = 3'd4, S_RRESP = 3'd5;
     reg [2:0]  lite_state;
@@ -135,8 +135,8 @@ module accelerator_axi #(
     wire [31:0] window_addr_r = {28'd0, s_axi_araddr[5:2]};
     /* verilator coverage_on */
 
-    // the host port's read results, tagged by who asked: two cycles from request to data
-    reg lite_rd1, lite_rd2;
+    // the host port's read results, tagged by who asked: three cycles from request to data
+    reg lite_rd1, lite_rd2, lite_rd3;
     wire lite_port = (lite_state == S_WR_PORT) || (lite_state == S_RD_PORT);
 
     always @(posedge aclk) begin
@@ -215,7 +215,7 @@ module accelerator_axi #(
                     if (port_bump) host_addr_reg <= host_addr_reg + 32'd1;
                     lite_state <= S_RD_WAIT;
                 end
-                S_RD_WAIT: if (lite_rd2) begin
+                S_RD_WAIT: if (lite_rd3) begin
                     s_axi_rdata <= host_rdata;
                     s_axi_rvalid <= 1'b1;
                     lite_state <= S_RRESP;
@@ -239,12 +239,13 @@ module accelerator_axi #(
     // accelerator is idle (and not being started this very cycle: a write presented then would
     // land after `busy` rose and be dropped), and the FIFO has room for every read already
     // asked for plus this one.
-    reg         str_rd1, str_rd2, str_last1, str_last2;
+    reg         str_rd1, str_rd2, str_rd3, str_last1, str_last2, str_last3;
     wire [FCW-1:0] fifo_count;
-    // toggle coverage off: a 32-bit sum of the FIFO count (counted) and two flags, at most
-    // FIFO depth + 2, so its top bits are 0 by construction
+    // toggle coverage off: a 32-bit sum of the FIFO count (counted) and three flags, at most
+    // FIFO depth + 3, so its top bits are 0 by construction
     /* verilator coverage_off */
-    wire [31:0] reserved = {{(32-FCW){1'b0}}, fifo_count} + {31'd0, str_rd1} + {31'd0, str_rd2};
+    wire [31:0] reserved = {{(32-FCW){1'b0}}, fifo_count} + {31'd0, str_rd1} + {31'd0, str_rd2}
+                         + {31'd0, str_rd3};
     /* verilator coverage_on */
     localparam [31:0] FIFO_ROOM = FIFO_DEPTH;
     assign s_axis_tready = !lite_port && !busy && !start_q && (reserved < FIFO_ROOM);
@@ -255,16 +256,21 @@ module accelerator_axi #(
         if (rst) begin
             lite_rd1 <= 1'b0;
             lite_rd2 <= 1'b0;
+            lite_rd3 <= 1'b0;
             str_rd1 <= 1'b0;
             str_rd2 <= 1'b0;
+            str_rd3 <= 1'b0;
         end else begin
             lite_rd1 <= (lite_state == S_RD_PORT);
             lite_rd2 <= lite_rd1;
+            lite_rd3 <= lite_rd2;
             str_rd1 <= str_take && str_read;
             str_rd2 <= str_rd1;
+            str_rd3 <= str_rd2;
         end
         str_last1 <= s_axis_tlast;
         str_last2 <= str_last1;
+        str_last3 <= str_last2;
     end
 
     // ---------------------------------------------------------------- host port and accelerator
@@ -283,7 +289,7 @@ module accelerator_axi #(
     wire [32:0] fifo_head;
     wire        fifo_empty;
     stream_fifo #(.WIDTH(33), .DEPTH(FIFO_DEPTH), .AW(FCW - 1)) u_read_fifo (
-        .clk(aclk), .rst(rst), .push(str_rd2), .push_data({str_last2, host_rdata}),
+        .clk(aclk), .rst(rst), .push(str_rd3), .push_data({str_last3, host_rdata}),
         .pop(m_axis_tvalid && m_axis_tready), .head(fifo_head), .empty(fifo_empty),
         .count(fifo_count));
     assign m_axis_tvalid = !fifo_empty;

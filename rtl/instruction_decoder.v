@@ -74,7 +74,17 @@ module instruction_decoder #(
     output wire             fetch_shift_en,
     output wire [19:0]      fetch_in_addr,
     output wire [11:0]      fetch_height,
-    output wire [11:0]      fetch_width
+    output wire [11:0]      fetch_width,
+    // In a LOAD_WEIGHTS' FETCH (lw_fetch), its memory addresses as the word holds them: the
+    // top starts the weight and shift memories' reads in DECODE, a cycle before EXEC, so that
+    // their data can wait in a register after each block RAM.
+    output wire             lw_fetch,
+    output wire [23:0]      fetch_w_addr,
+    output wire [23:0]      fetch_b_addr,
+    output wire [23:0]      fetch_s_addr,
+    // the word as it left the memory (`w_q`): the host port reads the instruction memory
+    // through this register, so the memory's data drive nothing else
+    output wire [127:0]     word
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
     // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
@@ -160,6 +170,11 @@ module instruction_decoder #(
     assign fetch_in_addr = f_in;
     assign fetch_height = f_h;
     assign fetch_width = f_w;
+    assign lw_fetch = (state == S_FETCH) && (op == OP_LW);
+    assign fetch_w_addr = f_waddr;
+    assign fetch_b_addr = f_baddr;
+    assign fetch_s_addr = f_saddr;
+    assign word = w_q;
     wire byte_mode = (f_mode == 2'd0) || (f_mode == 2'd1);
     // Channels a MATMUL's window spans, tile_cols x group, for each of the 8 group sizes:
     // registered, so FETCH only selects one by the word's group field. tile_cols changes in a

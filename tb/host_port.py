@@ -53,7 +53,7 @@ def to_i32(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
 
 
-READ_LATENCY = 2  # the port's inputs are registered, then the memories' read is registered
+READ_LATENCY = 3  # the port's inputs, the memories' read, and the register after each memory
 
 
 # -- what a program or a tensor writes: (full address, 32-bit word) arrays -----------------------

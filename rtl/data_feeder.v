@@ -6,22 +6,18 @@
 // next pixel (or the fill value where the channel shift left the frame, or 0 when `load_valid`
 // is low, i.e. past the last pixel) goes out LSB first, one bit per cycle.
 //
-// The serializers sit on the bank side: each bank's byte is held from the load on in a register
-// outside this module (`bank_q`: in accelerator.v its block RAM's output register, loaded at
-// `load`), and a 3-bit counter beside it picks bit b in the b-th cycle after the load; each bank
-// latches its fill flag (one shared serializer holds the fill value), and the crossbar moves
-// single bits.
+// The serializers sit on the bank side: each bank turns its byte into bits (and latches its
+// fill flag; one shared serializer holds the fill value), and the crossbar moves single bits.
 // A logarithmic shifter moves bank in_ch + i's bit to position i (tile channel i, log2(BANKS)
 // stages of 2:1 multiplexers shared by all slots), then slot (c, j) picks tile channel c*G + j
 // among the 8 group sizes. Moving bits instead of bytes makes the crossbar 8 times smaller: at
 // the paper's 512 banks it was most of the feeder (docs/microarchitecture.md). The flip-flops
-// stay few: a bit counter and a fill flag per bank (the byte waits in the block RAM).
+// stay about the same: one 7-bit serializer per bank instead of one per slot.
 //
 // Two register stages keep the block RAMs' clock-to-out and the crossbar apart (timing closure,
-// docs/microarchitecture.md): the byte is held in a register from the cycle after `load` (the
-// block RAM's output register, so no path starts at its 5.83 ns clock-to-out), so bit 0 leaves
-// from a flip-flop in the cycle after the load, and the shifter's outputs are registered before
-// the slots' group multiplexers. Bit b of the byte loaded in cycle t is on `col_data_next` in cycle
+// docs/microarchitecture.md): the serializers latch the whole byte at `load`, so bit 0 leaves
+// from a flip-flop in the cycle after it, and the shifter's outputs are registered before the
+// slots' group multiplexers. Bit b of the byte loaded in cycle t is on `col_data_next` in cycle
 // t + 2 + b (fpga/cycle_model.py FEEDER_REGISTERS); the array registers it as the first stage of
 // its column chains (systolic_array.v). `clear` zeroes the output at once and every stage.
 module data_feeder #(
@@ -38,7 +34,7 @@ module data_feeder #(
     /* verilator lint_on UNUSEDSIGNAL */
     input  wire [3:0]               group,      // G = 1..8
     input  wire [7:0]               tile_cols,
-    input  wire [BANKS*8-1:0]       bank_q,     // each bank's byte, held from the cycle after `load`
+    input  wire [BANKS*8-1:0]       bank_q,
     input  wire [BANKS-1:0]         bank_fill,
     input  wire [7:0]               fill_value,
     input  wire                     load,
@@ -76,12 +72,9 @@ module data_feeder #(
     end
 
     // Bank side. Bit b of every byte goes out b + 1 cycles after `load`; `valid_l` says whether
-    // the byte in flight is a pixel's (load_valid latched at the load). The banks' bytes need no
-    // clearing: until a MATMUL's first load and after its last pixel `valid_l` is low, and every
-    // output is gated by it (live_q).
+    // the byte in flight is a pixel's (load_valid latched at the load).
     reg  [7:0] fill_sr;                             // the fill value, shifted out LSB first
     reg        valid_l;
-    reg  [2:0] sent;                                // bits of the byte in flight sent, - 1
     always @(posedge clk) begin
         if (clear) begin
             fill_sr <= 8'd0;
@@ -91,9 +84,7 @@ module data_feeder #(
             valid_l <= load_valid;
         end else begin
             fill_sr <= {1'b0, fill_sr[7:1]};
-            if (sent == 3'd7) valid_l <= 1'b0;      // the 8th bit is out: the held byte is stale
         end
-        sent <= load ? 3'd0 : sent + 3'd1;
     end
     wire fill_bit = fill_sr[0];
 
@@ -110,17 +101,20 @@ module data_feeder #(
     generate
         for (i = 0; i < NE; i = i + 1) begin : bank_bit
             if (i < BANKS) begin : bank
+                reg [7:0] sr;                       // the bank's byte, shifted out LSB first
                 reg       fill_l;                   // the byte is the fill value
-                // the bit going out: 0 in the cycle after the load, then 1, 2, .. (one counter
-                // per bank, kept apart, so that no select net spans every bank)
-                (* keep *) reg [2:0] bit_i;
                 always @(posedge clk) begin
-                    if (clear) fill_l <= 1'b0;
-                    else if (load) fill_l <= bank_fill[i];
-                    bit_i <= load ? 3'd0 : bit_i + 3'd1;
+                    if (clear) begin
+                        sr <= 8'd0;
+                        fill_l <= 1'b0;
+                    end else if (load) begin
+                        sr <= bank_q[i*8 +: 8];
+                        fill_l <= bank_fill[i];
+                    end else begin
+                        sr <= {1'b0, sr[7:1]};
+                    end
                 end
-                wire [7:0] held = bank_q[i*8 +: 8];
-                assign stage[i] = fill_l ? fill_bit : held[bit_i];
+                assign stage[i] = fill_l ? fill_bit : sr[0];
             end else begin : none
                 assign stage[i] = 1'b0;
             end

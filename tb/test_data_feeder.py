@@ -1,6 +1,5 @@
 """Bench for rtl/data_feeder.v: for random tile windows (in_ch, G, tile columns), bank bytes,
-fill flags and load_valid (the bytes held from the load on, as the block RAMs' output registers
-hold them in the top), every slot's serial stream must carry the byte of the bank that
+fill flags and load_valid, every slot's serial stream must carry the byte of the bank that
 fpga.isa.slot_banks names for it (the fill value where flagged, 0 for unused slots or past the
 last pixel), LSB first over 8 cycles, starting fpga.cycle_model.FEEDER_REGISTERS cycles after
 `load` (col_data_next, which the array registers as its first chain stage; the cycles between

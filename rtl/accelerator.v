@@ -334,6 +334,7 @@ module accelerator #(
     wire [CMAX*DAW-1:0] bank_addr;
     wire [CMAX-1:0]     bank_fill;
     wire [CMAX*8-1:0]   bank_q;
+    wire [CMAX*8-1:0]   bank_host_q;                // bank_q a cycle later, for the host port
     reg  [CMAX-1:0]     bank_fill_q;
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
         .clk(clk), .start(mm_fetch), .base(fetch_in_addr[DAW-1:0]),
@@ -515,6 +516,11 @@ module accelerator #(
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(wb[WB-1]), .waddr(wb_addr), .wdata(wb[7:0]),
                 .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(bank_q[gi*8 +: 8]));
+            // the byte for the host's read, a cycle later (timing closure: the CMAX:1 byte
+            // select no longer follows the block RAM's clock-to-out in the same cycle)
+            reg [7:0] host_q;
+            always @(posedge clk) host_q <= bank_q[gi*8 +: 8];
+            assign bank_host_q[gi*8 +: 8] = host_q;
         end
     endgenerate
 
@@ -673,10 +679,10 @@ module accelerator #(
     // register), so host_rdata carries them at t + 3. The instruction, weight, bias and shift
     // memories, the partial-sum banks and the trace are read from those registers (the
     // decoder's word, wmem_r, bias_word_q, smem_r, pbuf_r, trace_*_r); the control registers
-    // and the data buffer (with its forwarded writes) are selected at t + 2 and registered. A
-    // data-buffer bank's read is not registered on its own: its byte goes straight into the
-    // feeder's serializer, which a register after the block RAM would delay by a cycle
-    // (docs/microarchitecture.md, the block RAMs' ceiling).
+    // and the data buffer's forwarded writes are selected at t + 2 and registered. A
+    // data-buffer bank's byte goes to the host through a register of its own (bank_host_q):
+    // the feeder's serializer loads the block RAM's data directly, and a register between them
+    // would delay it by a cycle (docs/microarchitecture.md, the block RAMs' ceiling).
     reg [31:0] ctrl_q, ctrl_r;
     always @(posedge clk) begin
         case (h_off[3:0])
@@ -696,16 +702,22 @@ module accelerator #(
     /* verilator lint_on UNUSEDSIGNAL */
     wire fwd0 = hw_v[0] && hw_bank[0] == hb_q && hw_entry[0] == h_off_q[DAW-1:0];
     wire fwd1 = hw_v[1] && hw_bank[1] == hb_q && hw_entry[1] == h_off_q[DAW-1:0];
-    wire [7:0] dbuf_byte = fwd0 ? hw_byte[0] : fwd1 ? hw_byte[1] : bank_q[hb_q[BKW-1:0]*8 +: 8];
+    // a forwarded write's byte is chosen at t + 2, the bank's byte at t + 3 (bank_host_q)
+    wire       fwd = fwd0 || fwd1;
+    wire [7:0] fwd_byte = fwd0 ? hw_byte[0] : hw_byte[1];
     reg  [3:0]  h_region_r;
     reg  [7:0]  h_sel_r;                    // the offset's low bits: chunk or trace entry
-    reg  [7:0]  dbuf_byte_r;
+    reg         fwd_r;
+    reg  [7:0]  fwd_byte_r;
+    reg  [BKW-1:0] h_bank_r;
     reg  [RW-1:0] h_row_r;                  // a partial-sum bank
     reg  [31:0] trace_cycle_r, trace_act_r;
     always @(posedge clk) begin
         h_region_r <= h_region_q;
         h_sel_r <= h_off_q[7:0];
-        dbuf_byte_r <= dbuf_byte;
+        fwd_r <= fwd;
+        fwd_byte_r <= fwd_byte;
+        h_bank_r <= hb_q[BKW-1:0];
         h_row_r <= hb_q[RW-1:0];
         trace_cycle_r <= trace_cycle_q;
         trace_act_r <= trace_act_q;
@@ -717,7 +729,7 @@ module accelerator #(
             R_WMEM:  host_rdata = wmem_r[h_sel_r*32 +: 32];
             R_BMEM:  host_rdata = bias_word_q;
             R_SMEM:  host_rdata = smem_r[h_sel_r*32 +: 32];
-            R_DBUF:  host_rdata = {24'd0, dbuf_byte_r};
+            R_DBUF:  host_rdata = {24'd0, fwd_r ? fwd_byte_r : bank_host_q[h_bank_r*8 +: 8]};
             R_PBUF:  host_rdata = pbuf_r[h_row_r];
             R_TRACE: host_rdata = h_sel_r[0] ? trace_act_r : trace_cycle_r;
             default: host_rdata = 32'd0;

@@ -254,14 +254,17 @@ module instruction_decoder #(
     wire [24:0] out_room = (byte_mode ? L_DDEPTH[24:0] : L_PDEPTH[24:0]) - {5'd0, f_out};
     // the overlap checks: channels (byte modes) or accumulation (the others) clash, and then the
     // two windows [a, a + n) and [b, b + m) intersect: (a < b or n > a - b) and (b < a or m > b - a)
-    // Whether they clash is decided in DECODE from these differences (timing closure: the
-    // subtractions and the compares behind them were one carry chain after another in FETCH):
+    // Whether the channels clash is decided in FETCH and registered (timing closure: in DECODE
+    // the compares had stood in front of the overlap decision and the state's enables; in
+    // FETCH they need only the word, tile_rows and the slots table, and end in a register):
     // [in_ch, in_ch + slots) and [out_ch, out_ch + tile_rows) intersect when (in_ch < out_ch or
     // in_ch - out_ch < tile_rows) and (out_ch < in_ch or out_ch - in_ch < slots).
     wire        ch_in_below = (f_inch < f_outch);
     wire        ch_out_below = (f_outch < f_inch);
     wire [11:0] ch_in_gap = f_inch - f_outch;
     wire [11:0] ch_out_gap = f_outch - f_inch;
+    wire        ch_clash = (ch_in_below || ch_in_gap < {4'd0, tile_rows})
+                        && (ch_out_below || ch_out_gap < f_slots);
     wire        acc_moved = f_accin && f_out != f_acc;
     wire [19:0] ovl_a = byte_mode ? f_in : f_acc;
     wire        ovl_a_below = (ovl_a < f_out);           // a < b
@@ -275,10 +278,9 @@ module instruction_decoder #(
     reg        lw_q, lw_past_q;
     reg [24:0] w_room_q, b_room_q;
     reg        mm_q, byte_mode_q, accin_q, pixsum_q, shape_zero_q, in_past_q, acc_past_q,
-               out_past_q, ovl_a_below_q, ovl_b_below_q, ovl_b_one_q, ch_in_below_q,
-               ch_out_below_q, acc_moved_q;
+               out_past_q, ovl_a_below_q, ovl_b_below_q, ovl_b_one_q, ch_clash_q, acc_moved_q;
     reg [24:0] in_room_q, acc_room_q, out_room_q, ovl_a_gap_q, ovl_b_gap_q;
-    reg [11:0] slots_q, ch_in_gap_q, ch_out_gap_q;
+    reg [11:0] slots_q;
     reg [12:0] inch_room_q;
     always @(posedge clk) if (state == S_FETCH) begin
         err_pre_q <= err_pre;
@@ -299,10 +301,7 @@ module instruction_decoder #(
         out_room_q <= out_room;
         slots_q <= f_slots;
         inch_room_q <= inch_room;
-        ch_in_below_q <= ch_in_below;
-        ch_out_below_q <= ch_out_below;
-        ch_in_gap_q <= ch_in_gap;
-        ch_out_gap_q <= ch_out_gap;
+        ch_clash_q <= ch_clash;
         acc_moved_q <= acc_moved;
         ovl_a_below_q <= ovl_a_below;
         ovl_b_below_q <= ovl_b_below;
@@ -316,26 +315,34 @@ module instruction_decoder #(
     /* verilator coverage_off */
     wire [31:0] pix32 = {8'd0, pix_q};
     /* verilator coverage_on */
-    wire        ch_clash = (ch_in_below_q || ch_in_gap_q < {4'd0, tile_rows})
-                        && (ch_out_below_q || ch_out_gap_q < slots_q);
-    wire        ovl_en = byte_mode_q ? ch_clash : acc_moved_q;
+    wire        ovl_en = byte_mode_q ? ch_clash_q : acc_moved_q;
     wire        ovl_hit = ovl_en
                     && (ovl_a_below_q || (ovl_b_one_q ? ovl_a_gap_q == 25'd0 : pix25 > ovl_a_gap_q))
                     && (ovl_b_below_q || pix25 > ovl_b_gap_q);
     wire        lw_wrange = lw_past_q || {17'd0, f_rows} > w_room_q || {17'd0, f_rows} > b_room_q;
-    reg [3:0] err;
+    // a MATMUL's checks in DECODE, each a flag
+    wire        mm_shape = shape_zero_q || pix32 > L_DDEPTH;
+    wire        mm_in = in_past_q || {1'b0, slots_q} > inch_room_q || pix25 > in_room_q;
+    wire        mm_acc = accin_q && (acc_past_q || pix25 > acc_room_q);
+    wire        mm_out = out_past_q || (!(pixsum_q && !byte_mode_q) && pix25 > out_room_q);
+    // Whether the word fails, as one OR of every flag: the state, busy, done, error and the
+    // execution's start depend on it alone (timing closure: through the code's priority order
+    // below they had been the decoder's longest path). Only error_code waits for the order.
+    wire fail = pc_over_q || err_pre_q != E_NONE || (lw_q && lw_wrange)
+              || (mm_q && (mm_shape || mm_in || mm_acc || mm_out || ovl_hit));
+    reg [3:0] err;                           // the code, in the ISA's order
     always @* begin
         err = err_pre_q;
         if (err_pre_q == E_NONE && lw_q && lw_wrange)
             err = E_WRANGE;
         if (err_pre_q == E_NONE && mm_q) begin
-            if (shape_zero_q || pix32 > L_DDEPTH)
+            if (mm_shape)
                 err = E_SHAPE;
-            else if (in_past_q || {1'b0, slots_q} > inch_room_q || pix25 > in_room_q)
+            else if (mm_in)
                 err = E_DBUF;
-            else if (accin_q && (acc_past_q || pix25 > acc_room_q))
+            else if (mm_acc)
                 err = E_PBUF;
-            else if (out_past_q || (!(pixsum_q && !byte_mode_q) && pix25 > out_room_q))
+            else if (mm_out)
                 err = byte_mode_q ? E_DBUF : E_PBUF;
             else if (ovl_hit)
                 err = E_OVERLAP;
@@ -420,7 +427,7 @@ module instruction_decoder #(
                         tile_rows <= f_rows;
                         tile_cols <= f_cols;
                     end
-                    if (pc_over_q || err != E_NONE) begin
+                    if (fail) begin
                         state <= S_IDLE;
                         busy <= 1'b0;
                         done <= 1'b1;

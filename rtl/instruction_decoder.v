@@ -230,11 +230,16 @@ module instruction_decoder #(
 
     // A LOAD_WEIGHTS' memory ranges, "a + rows > depth" as "a > depth or rows > depth - a":
     // FETCH registers the flags and the bounds, DECODE compares the rows (timing closure: the
-    // subtraction and the compare behind it were two 32-bit carry chains in FETCH).
+    // subtraction and the compare behind it were two 32-bit carry chains in FETCH). The rows are
+    // at most 255, so a bound of 256 or more never fails: FETCH registers whether the bound is
+    // below 256 and its low 8 bits, and DECODE's compare is 8 bits wide (a 25-bit one had been
+    // DECODE's longest path, into the state's enables).
     wire        lw_past = ({8'd0, f_waddr} > L_WDEPTH) || ({8'd0, f_baddr} > L_BDEPTH)
                        || ({8'd0, f_saddr} >= L_SDEPTH);
     wire [24:0] w_room = L_WDEPTH[24:0] - {1'b0, f_waddr};
     wire [24:0] b_room = L_BDEPTH[24:0] - {1'b0, f_baddr};
+    wire        w_room_small = (w_room[24:8] == 17'd0);
+    wire        b_room_small = (b_room[24:8] == 17'd0);
 
     // A MATMUL's product-free terms, named after the check they belong to; each *_room is the
     // bound a check compares the pixel count with (25 bits: DDEPTH and PDEPTH are at most 2^20,
@@ -276,7 +281,8 @@ module instruction_decoder #(
 
     reg [3:0]  err_pre_q;
     reg        lw_q, lw_past_q;
-    reg [24:0] w_room_q, b_room_q;
+    reg        w_room_small_q, b_room_small_q;
+    reg [7:0]  w_room_q, b_room_q;                   // the bounds' low 8 bits
     reg        mm_q, byte_mode_q, accin_q, pixsum_q, shape_zero_q, in_past_q, acc_past_q,
                out_past_q, ovl_a_below_q, ovl_b_below_q, ovl_b_one_q, ch_clash_q, acc_moved_q;
     reg [24:0] in_room_q, acc_room_q, out_room_q, ovl_a_gap_q, ovl_b_gap_q;
@@ -287,8 +293,10 @@ module instruction_decoder #(
         mm_q <= (op == OP_MM);
         lw_q <= (op == OP_LW);
         lw_past_q <= lw_past;
-        w_room_q <= w_room;
-        b_room_q <= b_room;
+        w_room_small_q <= w_room_small;
+        b_room_small_q <= b_room_small;
+        w_room_q <= w_room[7:0];
+        b_room_q <= b_room[7:0];
         byte_mode_q <= byte_mode;
         accin_q <= f_accin;
         pixsum_q <= pixsum;
@@ -319,7 +327,8 @@ module instruction_decoder #(
     wire        ovl_hit = ovl_en
                     && (ovl_a_below_q || (ovl_b_one_q ? ovl_a_gap_q == 25'd0 : pix25 > ovl_a_gap_q))
                     && (ovl_b_below_q || pix25 > ovl_b_gap_q);
-    wire        lw_wrange = lw_past_q || {17'd0, f_rows} > w_room_q || {17'd0, f_rows} > b_room_q;
+    wire        lw_wrange = lw_past_q || (w_room_small_q && f_rows > w_room_q)
+                         || (b_room_small_q && f_rows > b_room_q);
     // a MATMUL's checks in DECODE, each a flag
     wire        mm_shape = shape_zero_q || pix32 > L_DDEPTH;
     wire        mm_in = in_past_q || {1'b0, slots_q} > inch_room_q || pix25 > in_room_q;

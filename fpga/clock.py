@@ -65,9 +65,12 @@ def top_tag(config: ArrayConfig) -> str:
     return tag if config.cmax == ArrayConfig().cmax else f"{tag}_cmax{config.cmax}"
 
 
-def fmax_file(rows: int, cols: int, folder: Path | None = None, cmax: int | None = None) -> Path:
-    config = ArrayConfig(rows, cols) if cmax is None else ArrayConfig(rows, cols, cmax=cmax)
+def record_path(config: ArrayConfig, folder: Path | None = None) -> Path:
     return (folder or FMAX_DIR) / f"{top_tag(config)}.json"
+
+
+def fmax_file(rows: int, cols: int, folder: Path | None = None, cmax: int | None = None) -> Path:
+    return record_path(ArrayConfig(rows, cols, **({} if cmax is None else {"cmax": cmax})), folder)
 
 
 def record_fmax(
@@ -80,7 +83,7 @@ def record_fmax(
 ) -> Path:
     """Record a routed Fmax of the top at `config` (written whole or not at all); `rtl_sha256`:
     rtl_digest() taken when the run read rtl/ (default: now)."""
-    path = fmax_file(config.rows, config.cols, folder, config.cmax)
+    path = record_path(config, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     rec = {
         "fmax_mhz": fmax_mhz,
@@ -107,7 +110,7 @@ def covers(routed: dict, wanted: dict) -> bool:
 def routed_clock(config: ArrayConfig, folder: Path | None = None) -> Clock | None:
     """The recorded Fmax of this configuration, or None (none recorded, another configuration's,
     routed before rtl/ last changed, or a file that does not read as a record: never a guess)."""
-    path = fmax_file(config.rows, config.cols, folder, config.cmax)
+    path = record_path(config, folder)
     try:
         rec = json.loads(path.read_text())
         mhz = float(rec["fmax_mhz"])

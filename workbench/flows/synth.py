@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fpga.arch import ArrayConfig
-from fpga.clock import record_fmax, rtl_digest
+from fpga.clock import record_fmax, rtl_digest, top_tag
 from safeio import write_text_atomic
 from workbench.flows import ecp5
 from workbench.flows.ecp5 import LFE5U_85F
@@ -455,7 +455,7 @@ def top_read(config: ArrayConfig) -> str:
 
 def pr_top(rows: int, cols: int) -> dict:
     config, digest = ArrayConfig(rows, cols), rtl_digest()
-    res = place_route(f"ecp5_top_{rows}x{cols}", top_read(config), "accelerator")
+    res = place_route(top_tag(config), top_read(config), "accelerator")
     if "fmax_mhz" in res:  # the clock the reports use (fpga/clock.py)
         record_fmax(config, res["fmax_mhz"], ecp5.DEVICE, "make synth", rtl_sha256=digest)
     return res

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fpga.arch import ArrayConfig
-from fpga.clock import FMAX_DIR, fmax_file, record_fmax, rtl_digest, top_tag
+from fpga.clock import FMAX_DIR, record_fmax, rtl_digest, top_tag
 from safeio import write_text_atomic
 from workbench.flows import ecp5
 from workbench.flows.synth import top_read
@@ -126,7 +126,6 @@ def main(argv=None) -> int:
         )
     print("\n".join(ecp5.path_lines(res)))
     write_text_atomic(details, json.dumps(res, indent=1) + "\n")
-    record_fmax(config, res["fmax_mhz"], ecp5.DEVICE, command, rtl_sha256=digest)
-    where = fmax_file(config.rows, config.cols, cmax=config.cmax).relative_to(FMAX_DIR.parents[1])
-    print(f"[timing] recorded in {where}")
+    where = record_fmax(config, res["fmax_mhz"], ecp5.DEVICE, command, rtl_sha256=digest)
+    print(f"[timing] recorded in {where.relative_to(FMAX_DIR.parents[1])}")
     return 0

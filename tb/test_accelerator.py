@@ -26,7 +26,20 @@ from models.datasets import adapt_to_network, load_dataset
 from models.numerics.sac import OutputMode
 from models.onnx.importer import import_onnx
 from tb.bitserial import start_clock
-from tb.host_port import R_DBUF, R_PBUF, READ_LATENCY, HostPort, RtlDevice
+from tb.host_port import (
+    CTRL_START_PC,
+    R_BMEM,
+    R_CTRL,
+    R_DBUF,
+    R_IMEM,
+    R_PBUF,
+    R_SMEM,
+    R_WMEM,
+    READ_LATENCY,
+    HostPort,
+    RtlDevice,
+    address,
+)
 from tb.programs import BNN_CASE, compiled_network_cases
 from tb.seeds import bench_seed, seeded_rng
 from tb.sim import SIMULATORS, run
@@ -168,6 +181,56 @@ async def host_writes_reach_one_bank(dut):
     bad = [(key, g & 0xFF, w) for (key, w), g in zip(want.items(), got, strict=True) if g & 0xFF != w]
     assert not bad, f"data buffer after host writes: (bank, entry), got, want: {bad[:4]}"
     dut._log.info(f"{len(writes)} host writes to the data buffer: each in its own bank and entry")
+
+
+@cocotb.test()
+async def host_writes_while_busy_are_dropped(dut):
+    """A host write is served when it is presented while `busy` is low and no `start` is taken
+    in that cycle: a write presented with the start pulse or in any cycle of the run, the last
+    busy cycle included (it would land after `busy` fell), changes no memory and not the start
+    pc. (The write decision is registered from the port's inputs, beside each memory.)"""
+    cfg, host = await setup(dut)
+    prog = [
+        LoadWeights(rows=1, cols=1),
+        Matmul(height=2, width=2, in_addr=0, out_addr=4, out_ch=1, mode=OutputMode.RELU_QUANT),
+        Halt(),
+    ]
+    places = [  # (region, offset): nothing the program writes
+        (R_IMEM, 4 * (len(prog) + 1)),
+        (R_WMEM, 1 * 256),
+        (R_SMEM, 1 * 256),
+        (R_BMEM, 1),
+        (R_DBUF, (2 << 16) | 0),
+        (R_PBUF, (1 << 16) | 3),
+        (R_CTRL, CTRL_START_PC),
+    ]
+    sentinel = [0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0]
+    await host.write_many(HostPort.program_writes([encode(i) for i in prog]))
+    await host.write_many([(r, o, v) for (r, o), v in zip(places, sentinel, strict=True)])
+    d = dut
+    d.host_en.value = 1
+    d.host_we.value = 1
+    d.start.value = 1  # the first write goes with the start pulse
+    presented, busy_seen = 0, 0
+    while True:
+        region, offset = places[presented % len(places)]
+        d.host_addr.value = address(region, offset)
+        d.host_wdata.value = 0xFFFFFFF0 | presented  # never a sentinel, never start pc 0
+        await FallingEdge(d.clk)
+        d.start.value = 0
+        presented += 1
+        busy_seen += int(d.busy.value)
+        if not int(d.busy.value):  # the write just presented while busy was the run's last
+            break
+        assert presented < 10_000, "the run did not finish"
+    d.host_en.value = 0
+    d.host_we.value = 0
+    await FallingEdge(d.clk)
+    assert busy_seen > 20, f"the run was busy only {busy_seen} cycles"
+    got = await host.read_many(places)
+    bad = [(p, g, w) for p, g, w in zip(places, got, sentinel, strict=True) if g & 0xFF != w]
+    assert not bad, f"writes while busy landed: (region, offset), got, want: {bad}"
+    dut._log.info(f"{presented} host writes presented from the start pulse to the run's end: none landed")
 
 
 @cocotb.test()

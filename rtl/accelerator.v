@@ -482,6 +482,18 @@ module accelerator #(
     reg  [DAW-1:0] wr_entry_sum0_q;                        // ... and row 0's entry with it
     always @(posedge clk) wr_entry_sum0_q <= wr_entry_sum0[DAW-1:0];
     wire [DAW-1:0] wr_entry0 = wb_busy ? wr_entry_sum0_q : hd_entry_q;
+    // Whether each array row is in the loaded tile (row < tile_rows), a register per row
+    // (timing closure: the decoder's tile_rows through that compare had been in front of the
+    // partial-sum banks' write ports). tile_rows changes only at a start and in a
+    // LOAD_WEIGHTS' DECODE, and no row writes before k = 32 + FEED + COLS of a MATMUL, so the
+    // flag a cycle late is the compare's value at every write.
+    reg  [ROWS-1:0] row_in_tile_q;
+    generate
+        for (gi = 0; gi < ROWS; gi = gi + 1) begin : row_in_tile
+            localparam [7:0] R8 = gi;
+            always @(posedge clk) row_in_tile_q[gi] <= R8 < tile_rows;
+        end
+    endgenerate
     wire [DAW-1:0] wb_entry [0:CMAX-1];                    // bank b's write entry this cycle
     reg  [DAW-1:0] wb_entry_q [0:CMAX-1];                  // ... and in the cycle before
     generate
@@ -494,12 +506,11 @@ module accelerator #(
             end
             always @(posedge clk) wb_entry_q[gi] <= wb_entry[gi];
             if (gi == 0) begin : row0_or_host
-                wire write = exec_mm && byte_mode && wr_v[gi] && (tile_rows != 8'd0);
+                wire write = exec_mm && byte_mode && wr_v[gi] && row_in_tile_q[gi];
                 always @(posedge clk) row_wb_q[gi] <= {write, row_result[gi]};
                 assign wback[gi] = wb_busy ? row_wb_q[gi] : {hd_we_q, hd_byte_q};
             end else if (gi < ROWS) begin : row
-                localparam [7:0] R8 = gi;
-                wire write = exec_mm && byte_mode && wr_v[gi] && (R8 < tile_rows);
+                wire write = exec_mm && byte_mode && wr_v[gi] && row_in_tile_q[gi];
                 always @(posedge clk) row_wb_q[gi] <= {write, row_result[gi]};
                 assign wback[gi] = row_wb_q[gi];
             end else begin : none
@@ -644,8 +655,8 @@ module accelerator #(
                 .last(wr_in_last), .value(raw),
                 .sum_valid(sum_valid), .sum(sum));
 
-            wire raw_we = wr_v[gi] && mode == M_RAW && gi < tile_rows;
-            wire sum_we = exec_mm && sum_valid && gi < tile_rows;
+            wire raw_we = wr_v[gi] && mode == M_RAW && row_in_tile_q[gi];
+            wire sum_we = exec_mm && sum_valid && row_in_tile_q[gi];
             reg run_q;                                  // busy a cycle late, this bank's own
             (* keep *) always @(posedge clk) run_q <= busy;
             reg we_q;                                   // the host writes this bank

@@ -140,15 +140,18 @@ async def errors_halt_and_write_nothing(dut):
     }
     for code, word in bad_words.items():
         items = HostPort.program_writes([encode(i) for i in good] + [word, encode(Halt())])
-        sentinel = [(R_DBUF, (1 << 16) | e, 0xA5) for e in range(cfg.ddepth)] + [
+        sentinel = [(R_DBUF, (b << 16) | e, 0xA5) for b in (1, 2) for e in range(cfg.ddepth)] + [
             (R_PBUF, e, 0x5A5A5A5A) for e in range(cfg.pdepth)
         ]
         await host.write_many(items + sentinel)
         st = await host.run()
         assert st["error"] and st["error_code"] == code and st["pc"] == 2, (code, st)
-        # the good MATMUL wrote bank 1 entries p..p+3; nothing else changed
+        # the good MATMUL wrote bank 1 entries p..p+3; nothing else changed (bank 2, the next
+        # channel: the array's row 1 is outside the one-row tile)
         dbank = await host.read_many([(R_DBUF, (1 << 16) | e) for e in range(cfg.ddepth)])
         assert all(v == 0xA5 for e, v in enumerate(dbank) if not p <= e < p + 4), code
+        dbank = await host.read_many([(R_DBUF, (2 << 16) | e) for e in range(cfg.ddepth)])
+        assert all(v == 0xA5 for v in dbank), (code, "bank 2")
         pbank = await host.read_many([(R_PBUF, e) for e in range(cfg.pdepth)])
         assert all(v == 0x5A5A5A5A for v in pbank), code
     dut._log.info(f"{len(bad_words)} malformed words: right code, right pc, nothing written")

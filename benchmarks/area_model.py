@@ -80,7 +80,9 @@ TOP_HELD = [cfg(16, 16)]  # whole tops: top = array + rest + memories, at a rest
 # that the blocks add up (role "additivity"), not the model at a new size
 TOP_ADDITIVITY = [cfg(8, 8)]
 RAM_DEPTHS = [2**k for k in range(4, 17)]
-RAM_SHAPES = [(8, 0), (32, 1)]  # (width, READ_OLD_ON_COLLISION): data-buffer banks; the others
+RAM_SHAPES = [(8, 0), (32, 0), (32, 1)]  # (width, READ_OLD_ON_COLLISION): data-buffer banks; the
+# 32-bit memories that read through a register (weights, shifts, bias, partial sums, trace); the
+# instruction memory
 # the ECP5's rest: the same design as the 7-series' (its LUT4 separate the terms differently), the
 # two largest held-out points left out for time
 ECP5_REST_TRAIN = REST_TRAIN
@@ -94,6 +96,14 @@ ROUTE_HELD = [cfg(8, 8, 128)]
 # calibration is fitted on the first, checked on the other and on the routed 16x16 top (ROUTED)
 FLAT_TRAIN = [cfg(8, 8), cfg(4, 4, 32), cfg(8, 8, 128), cfg(16, 8), cfg(16, 16, 32)]
 FLAT_HELD = [cfg(12, 12, 96, ddepth=2048)]
+# whole tops at small depths, where yosys builds most memories from LUTRAM, packed by nextpnr
+# (--pack-only: the cells it would place, counted as it counts them): held out of every fit. The
+# first is the digits joint search's LFE5U-85F pick for its four-layer network (docs/search.md);
+# the second a small top whose memories are all LUTRAM but the instruction memory's
+PACKED_HELD = [
+    cfg(32, 16, 128, ddepth=128, pdepth=64, wdepth=1024, bdepth=512, sdepth=32, imem_depth=64),
+    cfg(8, 8, 32, ddepth=64, pdepth=32, wdepth=64, bdepth=32, sdepth=16, imem_depth=64),
+]
 
 
 def jobs(route: bool = True) -> list[tuple[str, str, str, object]]:
@@ -114,6 +124,7 @@ def jobs(route: bool = True) -> list[tuple[str, str, str, object]]:
     out += [("ecp5", "rest", "held_out", c) for c in ECP5_REST_HELD]
     out += [("ecp5", "flat", "train", c) for c in FLAT_TRAIN]
     out += [("ecp5", "flat", "held_out", c) for c in FLAT_HELD]
+    out += [("ecp5", "packed", "held_out", c) for c in PACKED_HELD]
     if route:
         out += [("ecp5", "routed", "held_out", c) for c in ROUTE_HELD]
     return out
@@ -130,7 +141,12 @@ def key(target: str, kind: str, arg) -> str:
 def measure(target: str, kind: str, arg) -> dict:
     if kind == "ram":
         r = synth.synth_ram(*arg, target=target)
-        return {"luts": r["luts"], "ffs": r["ffs"], "brams": r["bram36"] if target == "xc7" else r["dp16kd"]}
+        return {
+            "luts": r["luts"],
+            "lut_memory": r["lut_memory"],
+            "ffs": r["ffs"],
+            "brams": r["bram36"] if target == "xc7" else r["dp16kd"],
+        }
     if kind == "array":
         r = synth.synth_array(*arg) if target == "xc7" else synth.synth_array_ecp5(*arg)
         return {"rows": arg[0], "cols": arg[1], "luts": r["luts"], "ffs": r["ffs"]}
@@ -139,9 +155,17 @@ def measure(target: str, kind: str, arg) -> dict:
         return {
             "hdl_parameters": arg.hdl_parameters(),
             "luts": r["luts"],
+            "lut_memory": r["lut_memory"],
             "ffs": r["ffs"],
             "brams": r["dp16kd"],
         }
+    if kind == "packed":
+        r = ecp5.pack(
+            f"ecp5_top_{synth.config_tag(arg)}", synth.top_read(arg), "accelerator", CACHE.parent / "pack"
+        )
+        if "lut4" not in r:
+            sys.exit(f"area: the ECP5 top {synth.config_tag(arg)} was not packed: {r}")
+        return {"hdl_parameters": arg.hdl_parameters(), **r}
     if kind == "routed":
         tag = f"ecp5_top_{synth.config_tag(arg)}"
         r = ecp5.place_route(tag, synth.top_read(arg), "accelerator", CACHE.parent / "route")
@@ -238,7 +262,7 @@ def fit(points: list[dict]) -> dict:
     targets = {}
     for target in am.TARGETS:
         rams = {
-            p["key"].split(":")[2]: {k: p[k] for k in ("luts", "ffs", "brams")}
+            p["key"].split(":")[2]: {k: p.get(k, 0) for k in ("luts", "lut_memory", "ffs", "brams")}
             for p in points
             if p["target"] == target and p["kind"] == "ram"
         }
@@ -266,9 +290,10 @@ def fit(points: list[dict]) -> dict:
 
 def calibrate(model_fit: dict, points: list[dict], packing: float) -> dict:
     """The ECP5 factors from the blocks kept apart to the flattened top nextpnr places (yosys'
-    LUT4 + 2 CCU2C times the packing factor; its FFs): per resource one factor for each group of
-    am.CALIBRATION_GROUPS, fitted by non-negative least squares (relative) on the flattened
-    training tops."""
+    LUT4 sites but LUTRAM times the packing factor; its FFs): per resource one factor for each
+    group of am.CALIBRATION_GROUPS, fitted by non-negative least squares (relative) on the
+    flattened training tops. The memories built from LUTRAM are left out on both sides (the
+    model does not scale them, am.in_lutram)."""
     model = am.AreaModel("ecp5", {"targets": model_fit})
     flat = [p for p in points if p["kind"] == "flat" and p["role"] == "train"]
     groups = am.CALIBRATION_GROUPS
@@ -281,11 +306,15 @@ def calibrate(model_fit: dict, points: list[dict], packing: float) -> dict:
     for res in ("luts", "ffs"):
         a, y = [], []
         for p in flat:
-            sums = dict.fromkeys(groups, 0.0)
+            sums, exact = dict.fromkeys(groups, 0.0), 0.0
             for name, blk in model.predict(config_of(p), calibrated=False).blocks.items():
-                sums[am.calibration_group(name)] += blk[res]
+                if am.in_lutram(blk):
+                    exact += blk[res]
+                else:
+                    sums[am.calibration_group(name)] += blk[res]
             a.append([sums[g] for g in groups])
-            y.append(p[res] * (packing if res == "luts" else 1.0))
+            got = (p[res] - p["lut_memory"]) * packing + p["lut_memory"] if res == "luts" else p[res]
+            y.append(got - exact)
         a, y = np.array(a), np.array(y, dtype=float)
         x, _ = nnls(a / y[:, None], np.ones_like(y))
         out[res] = {g: round(float(v), 4) for g, v in zip(groups, x, strict=True)}
@@ -490,12 +519,11 @@ def main(argv=None) -> int:
     return 0
 
 
-# the routed tops (make timing on the RTL of the points, 2026-12-05: the RTL after sixteen timing
-# steps, the last a LOAD_WEIGHTS' memory ranges compared in DECODE; nextpnr seed 1): resources as
-# nextpnr counts them, and Fmax. Their area roles: the 8x8 top is the netlist of flat:8x8, a
-# training point of the calibration, and gives the packing factor (ecp5_packing), so it is a
-# training point; the 16x16 top at CMAX 64 is in no fit of the area (held out). Both are the
-# clock's fit (ecp5_clock).
+# the routed tops (make timing, nextpnr seed 1, on the RTL of the points: 2026-12-06, after
+# twenty-four timing steps, the last the rows' registered tile flags): resources as nextpnr
+# counts them, and Fmax. Their area roles: the 8x8 top is the netlist of flat:8x8, a training point of
+# the calibration, and gives the packing factor (ecp5_packing), so it is a training point; the
+# 16x16 top at CMAX 64 is in no fit of the area (held out). Both are the clock's fit (ecp5_clock).
 ROUTED = [
     {
         "rows": 8,
@@ -503,11 +531,11 @@ ROUTED = [
         "cmax": 64,
         "hdl_parameters": cfg(8, 8).hdl_parameters(),
         "area_role": "train",
-        "fmax_mhz": 89.35,
-        "lut4": 19_826,
-        "ffs": 10_121,
+        "fmax_mhz": 91.5,
+        "lut4": 19_302,
+        "ffs": 9_921,
         "dp16kd": 97,
-        "file": "docs/measurements/timing_2026-12-05/8x8_16_weight_ranges_in_decode.txt",
+        "file": "docs/measurements/timing_2026-12-06/8x8_24_row_in_tile_registers.txt",
     },
     {
         "rows": 16,
@@ -515,19 +543,20 @@ ROUTED = [
         "cmax": 64,
         "hdl_parameters": cfg(16, 16).hdl_parameters(),
         "area_role": "held_out",
-        "fmax_mhz": 86.60,
-        "lut4": 30_477,
-        "ffs": 20_060,
+        "fmax_mhz": 87.3,
+        "lut4": 29_138,
+        "ffs": 19_285,
         "dp16kd": 123,
-        "file": "docs/measurements/timing_2026-12-05/16x16_16_after_sixteen_steps.txt",
+        "file": "docs/measurements/timing_2026-12-06/16x16_24_after_twenty_four_steps.txt",
     },
 ]
 
 
 def netlist_errors(model_fit: dict, points: list[dict], packing: float) -> list[dict]:
     """The calibrated ECP5 model against the netlist nextpnr places: the flattened tops (yosys'
-    LUT4 + 2 CCU2C times the packing factor, its FFs and DP16KD; their roles), the routed tops
-    (nextpnr's own counts: the 8x8 a training point, the 16x16 held out; see ROUTED)."""
+    LUT4 sites, but LUTRAM, times the packing factor; its FFs and DP16KD; their roles), the
+    routed tops (nextpnr's own counts: the 8x8 a training point, the 16x16 held out; see ROUTED)
+    and the packed ones (nextpnr's counts after packing, PACKED_HELD: held out)."""
     model = am.AreaModel("ecp5", {"targets": model_fit})
     rows = []
 
@@ -546,11 +575,16 @@ def netlist_errors(model_fit: dict, points: list[dict], packing: float) -> list[
         got = {"luts": r["lut4"], "ffs": r["ffs"], "brams": r["dp16kd"]}
         row(f"routed:{r['rows']}x{r['cols']}", r["area_role"], cfg(r["rows"], r["cols"], r["cmax"]), got)
     for p in points:
-        if p["kind"] == "routed":
+        if p["kind"] in ("routed", "packed"):
             got = {"luts": p["lut4"], "ffs": p["ffs"], "brams": p["bram"]}
             row(p["key"].split(":", 1)[1], "held_out", config_of(p), got)
         elif p["kind"] == "flat":
-            got = {"luts": round(p["luts"] * packing), "ffs": p["ffs"], "brams": p["brams"]}
+            lutram = p["lut_memory"]
+            got = {
+                "luts": round((p["luts"] - lutram) * packing) + lutram,
+                "ffs": p["ffs"],
+                "brams": p["brams"],
+            }
             row(p["key"].split(":", 1)[1], p["role"], config_of(p), got)
     return rows
 
@@ -566,21 +600,21 @@ def ecp5_clock(model_fit: dict) -> dict:
         "a_ns": round(float(ps[0] - b * xs[0]), 4),
         "b_ns_per_doubling": round(float(b), 4),
         "points": ROUTED,
-        "note": "nextpnr seed 1; seed 2 routed the 8x8 top at 86.1 MHz (the seed moves Fmax by a few MHz)",
+        "note": "nextpnr seed 1; the seed moves Fmax by a few MHz (seed 2: the same 8x8 top at 94.8 MHz)",
     }
 
 
 def ecp5_packing(points: list[dict]) -> dict:
     """nextpnr's LUT4 sites (TRELLIS_COMB, route-throughs included) per yosys' (LUT4 + 2 per
-    CCU2C + 2 per LUTRAM) of the same netlist: the routed top whose area role is training (the
-    8x8) against its flattened synthesis (flat:8x8, the same synth_ecp5 run nextpnr places). No
-    held-out top enters it."""
+    CCU2C, synth.ecp5_counts) of the same netlist, LUTRAM left out of both (its six sites each
+    are exact): the routed top whose area role is training (the 8x8) against its flattened
+    synthesis (flat:8x8, the same synth_ecp5 run nextpnr places). No held-out top enters it."""
     r = next(r for r in ROUTED if r["area_role"] == "train")
     tag = synth.config_tag(cfg(r["rows"], r["cols"], r["cmax"]))
     flat = next(p for p in points if p["key"] == f"ecp5:flat:{tag}")
     assert flat["hdl_parameters"] == r["hdl_parameters"], "the packing top is not the flattened one"
     return {
-        "factor": round(r["lut4"] / flat["luts"], 4),
+        "factor": round((r["lut4"] - flat["lut_memory"]) / (flat["luts"] - flat["lut_memory"]), 4),
         "top": f"{r['rows']}x{r['cols']} CMAX {r['cmax']}",
         "nextpnr_comb": r["lut4"],
         "yosys_luts": flat["luts"],

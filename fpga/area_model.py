@@ -128,12 +128,12 @@ def memories(c: ArrayConfig) -> dict[str, tuple[int, int, int, int]]:
     rtl/accelerator.v generates them."""
     return {
         "instruction memory": (4, 32, c.imem_depth, 1),  # 128-bit words in four 32-bit chunks
-        "trace memory": (2, 32, c.imem_depth, 1),  # cycles and activity per instruction
-        "weight memory": (math.ceil(8 * c.cols / 32), 32, c.wdepth, 1),  # a row of C bytes per word
-        "shift table": (c.cols, 32, c.sdepth, 1),  # 8 directions of 4 bits per column
-        "bias memory": (1, 32, c.bdepth, 1),
+        "trace memory": (2, 32, c.imem_depth, 0),  # cycles and activity per instruction
+        "weight memory": (math.ceil(8 * c.cols / 32), 32, c.wdepth, 0),  # a row of C bytes per word
+        "shift table": (c.cols, 32, c.sdepth, 0),  # 8 directions of 4 bits per column
+        "bias memory": (1, 32, c.bdepth, 0),
         "data buffer": (c.cmax, 8, c.ddepth, 0),  # one byte-wide bank per channel
-        "partial-sum buffer": (c.rows, 32, c.pdepth, 1),  # one int32 bank per array row
+        "partial-sum buffer": (c.rows, 32, c.pdepth, 0),  # one int32 bank per array row
     }
 
 
@@ -216,11 +216,12 @@ class AreaModel:
         return out
 
     def memory(self, config: ArrayConfig) -> dict[str, dict[str, float]]:
-        """The memories' LUTs (LUTRAM and its read logic), FFs and block RAMs."""
+        """The memories' LUTs (LUTRAM and its read logic), FFs and block RAMs, and of the LUTs
+        those that are LUTRAM (`lut_memory`)."""
         out = {}
         for block, (n, width, depth, read_old) in memories(config).items():
             cost = ram_cost(self.fit["rams"], width, depth, read_old)
-            out[block] = {k: n * cost[k] for k in ("luts", "ffs", "brams")}
+            out[block] = {k: n * cost.get(k, 0.0) for k in ("luts", "ffs", "brams", "lut_memory")}
         return out
 
     def predict(self, config: ArrayConfig, with_array: bool = True, calibrated: bool = True) -> Resources:
@@ -237,15 +238,27 @@ class AreaModel:
         # factor for each of three groups, fitted on flattened tops (benchmarks/area_model.py
         # `calibrate`): the array, the memories (the sdp_rams' own registers and collision
         # logic: most of their flip-flops are gone in the flattened top) and the other logic.
-        # The factors are measured, not traced to the passes that earn them.
+        # The factors are measured, not traced to the passes that earn them. A memory built from
+        # LUTRAM is not scaled (`in_lutram`): nextpnr packs each 16x4 LUTRAM into the same six
+        # LUT4 sites wherever it is (workbench/flows/synth.py's LUTRAM_SITES), and no flattening
+        # removes a memory bit, its read multiplexer or its read register; the memories' factor
+        # is what flattening does around a block RAM, the only kind the training tops have.
         cal = self.fit.get("calibration") if calibrated else None
         totals = {}
         for res in ("luts", "ffs"):
             f = cal[res] if cal else dict.fromkeys(CALIBRATION_GROUPS, 1.0)
-            totals[res] = sum(b[res] * f[calibration_group(name)] for name, b in blocks.items())
+            totals[res] = sum(
+                b[res] if in_lutram(b) else b[res] * f[calibration_group(name)] for name, b in blocks.items()
+            )
         luts, ffs = totals["luts"], totals["ffs"]
         brams = sum(b.get("brams", 0.0) for b in blocks.values())
         return Resources(luts, ffs, brams, self.target, blocks, self.note)
+
+
+def in_lutram(block: dict) -> bool:
+    """Whether a block of `AreaModel.predict` is a memory built from LUTRAM (the calibration
+    leaves it as synthesized)."""
+    return block.get("lut_memory", 0.0) > 0
 
 
 def stale_note(fit: dict | None = None) -> str:

@@ -28,12 +28,13 @@ def measured(p: dict) -> dict:
     if p["kind"] == "array":
         return {"luts": p["luts"], "ffs": p["ffs"]}
     if p["kind"] == "flat":  # yosys' count of the flattened top, in nextpnr's LUT4 sites
+        lutram = p["lut_memory"]  # six sites per 16x4 LUTRAM, exact: not scaled by the packing
         return {
-            "luts": round(p["luts"] * FIT["ecp5_packing"]["factor"]),
+            "luts": round((p["luts"] - lutram) * FIT["ecp5_packing"]["factor"]) + lutram,
             "ffs": p["ffs"],
             "brams": p["brams"],
         }
-    if p["kind"] == "routed":
+    if p["kind"] in ("routed", "packed"):  # nextpnr's own counts
         return {"luts": p["lut4"], "ffs": p["ffs"], "brams": p["bram"]}
     return {r: sum(b[r] for b in p["blocks"].values()) for r in ("luts", "ffs", "brams")}
 
@@ -43,7 +44,7 @@ def modelled(p: dict) -> dict:
     if p["kind"] == "array":
         return model.logic(ArrayConfig(rows=p["rows"], cols=p["cols"]))["array"]
     config = ArrayConfig.from_hdl_parameters(p["hdl_parameters"])
-    if p["kind"] in ("flat", "routed"):  # the placed netlist: the calibrated model
+    if p["kind"] in ("flat", "routed", "packed"):  # the placed netlist: the calibrated model
         r = model.predict(config)
     else:  # the blocks kept apart, as synthesized
         r = model.predict(config, with_array=p["kind"] == "top", calibrated=False)
@@ -51,7 +52,7 @@ def modelled(p: dict) -> dict:
 
 
 def stated(p: dict) -> dict:
-    errors = FIT["errors"]["ecp5_netlist" if p["kind"] in ("flat", "routed") else p["target"]]
+    errors = FIT["errors"]["ecp5_netlist" if p["kind"] in ("flat", "routed", "packed") else p["target"]]
     return errors[p["role"]]
 
 
@@ -62,6 +63,7 @@ def test_the_fit_is_of_the_committed_points():
         assert {(target, "rest", "train"), (target, "array", "train"), (target, "ram", "table")} <= kinds
         assert (target, "rest", "held_out") in kinds
     assert ("ecp5", "flat", "held_out") in kinds
+    assert ("ecp5", "packed", "held_out") in kinds
 
 
 @pytest.mark.parametrize("role", ["train", "additivity", "held_out"])
@@ -96,11 +98,13 @@ def test_the_routed_tops_within_the_stated_error_of_their_role():
 
 def test_no_held_out_point_enters_the_packing_factor_or_shares_a_training_netlist():
     """The packing factor is the training 8x8 top's nextpnr count over yosys' count of the same
-    flattened netlist; no held-out placed point has a training point's parameters."""
+    flattened netlist (LUTRAM left out of both); no held-out placed point has a training point's
+    parameters."""
     packing = FIT["ecp5_packing"]
     flat8 = next(p for p in POINTS["points"] if p["key"] == "ecp5:flat:8x8")
     routed8 = next(r for r in FIT["ecp5_clock"]["points"] if (r["rows"], r["cols"]) == (8, 8))
-    assert packing["factor"] == round(routed8["lut4"] / flat8["luts"], 4)
+    lutram = flat8["lut_memory"]
+    assert packing["factor"] == round((routed8["lut4"] - lutram) / (flat8["luts"] - lutram), 4)
     assert routed8["area_role"] == "train" and flat8["role"] == "train"
     trained = {
         json.dumps(p["hdl_parameters"], sort_keys=True)
@@ -108,12 +112,18 @@ def test_no_held_out_point_enters_the_packing_factor_or_shares_a_training_netlis
         if p["kind"] == "flat" and p["role"] == "train"
     }
     held = [r for r in FIT["ecp5_clock"]["points"] if r["area_role"] == "held_out"]
-    held += [p for p in POINTS["points"] if p["kind"] in ("flat", "routed") and p["role"] == "held_out"]
+    held += [
+        p for p in POINTS["points"] if p["kind"] in ("flat", "routed", "packed") and p["role"] == "held_out"
+    ]
     assert held and not any(json.dumps(p["hdl_parameters"], sort_keys=True) in trained for p in held)
 
 
 def test_held_out_luts_and_block_rams_within_five_percent():
-    for target in (*am.TARGETS, "ecp5_netlist"):
+    """The goal, on what each target's model predicts: the 7-series blocks kept apart (as `make
+    synth` reports them) and the calibrated ECP5 model against the netlist nextpnr places. The
+    ECP5 blocks kept apart are a step of the fit, not a prediction: their error is stated in the
+    fit file and docs/area_model.md, not held to the goal."""
+    for target in ("xc7", "ecp5_netlist"):
         held = FIT["errors"][target]["held_out"]
         assert held["luts"]["max_abs_pct"] <= 5.0, target
         assert held.get("brams", {"max_abs_pct": 0.0})["max_abs_pct"] <= 5.0, target
@@ -132,6 +142,59 @@ def test_the_memories_are_priced_from_the_synthesized_table():
     deepest = max(int(k.split("_d")[1].split("_")[0]) for k in table if k.startswith("w8_"))
     twice = am.ram_cost(table, 8, 2 * deepest, 0)
     assert twice["brams"] == 2 * am.ram_cost(table, 8, deepest, 0)["brams"]
+
+
+def test_lutram_is_not_scaled_by_the_ecp5_calibration():
+    """nextpnr packs each 16x4 LUTRAM into six LUT4 sites wherever it sits, and flattening
+    removes neither its read multiplexer nor its read register: the calibrated ECP5 model leaves a
+    memory built from LUTRAM as synthesized and scales the others."""
+    fit = json.loads(json.dumps(am.load_fit()))  # a copy to change
+    ecp5 = fit["targets"]["ecp5"]
+    ecp5["calibration"]["luts"] = dict.fromkeys(am.CALIBRATION_GROUPS, 0.5)
+    ecp5["calibration"]["ffs"] = dict.fromkeys(am.CALIBRATION_GROUPS, 0.5)
+    ecp5["rams"] = {k: {**v, "lut_memory": 0} for k, v in ecp5["rams"].items()}
+    for k in list(ecp5["rams"]):  # every shape the top has, whatever the table was measured for
+        ecp5["rams"].setdefault(k.replace("_old1", "_old0"), ecp5["rams"][k])
+    small = ArrayConfig(8, 8, 32, ddepth=64, pdepth=32, wdepth=64, bdepth=32, sdepth=16, imem_depth=64)
+    none = am.AreaModel("ecp5", fit).predict(small)
+    whole = am.AreaModel("ecp5", fit).predict(small, calibrated=False)
+    assert (none.luts, none.ffs) == pytest.approx((0.5 * whole.luts, 0.5 * whole.ffs))
+    key = am.ram_key(8, 64, 0)  # the data buffer's 32 banks, now said to be LUTRAM
+    bank = ecp5["rams"][key]
+    bank["lut_memory"] = 1
+    some = am.AreaModel("ecp5", fit).predict(small)
+    assert some.luts - none.luts == pytest.approx(0.5 * 32 * bank["luts"])
+    assert some.ffs - none.ffs == pytest.approx(0.5 * 32 * bank["ffs"])
+
+
+def test_yosys_ecp5_cells_in_nextpnr_s_lut4_sites():
+    """A carry cell takes two LUT4 sites and a 16x4 LUTRAM six (its four RAM LUTs and its write
+    port's slice), as nextpnr's packing counts TRELLIS_COMB (measured with ecp5.pack)."""
+    from workbench.flows.synth import LUTRAM_SITES, ecp5_counts
+
+    got = ecp5_counts({"LUT4": 56, "CCU2C": 3, "TRELLIS_DPR16X4": 16, "TRELLIS_FF": 16, "DP16KD": 2})
+    assert LUTRAM_SITES == 6
+    assert (got["luts"], got["lut_memory"], got["ffs"], got["dp16kd"]) == (56 + 6 + 96, 96, 16, 2)
+
+
+def test_nextpnr_s_utilisation_table_is_read():
+    from workbench.flows.ecp5 import utilisation
+
+    log = """Info: Device utilisation:
+Info: 	          TRELLIS_IO:      32/    365     8%
+Info: 	              DP16KD:       3/    208     1%
+Info: 	          TRELLIS_FF:      16/  83640     0%
+Info: 	        TRELLIS_COMB:     153/  83640     0%
+Info: 	        TRELLIS_RAMW:      16/  10455     0%
+Info: Max frequency for clock 'clk': 62.91 MHz (FAIL at 170.00 MHz)
+"""
+    assert utilisation(log) == {
+        "TRELLIS_IO": 32,
+        "DP16KD": 3,
+        "TRELLIS_FF": 16,
+        "TRELLIS_COMB": 153,
+        "TRELLIS_RAMW": 16,
+    }
 
 
 def grown(model, base, field):

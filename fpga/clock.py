@@ -66,11 +66,8 @@ def top_tag(config: ArrayConfig) -> str:
 
 
 def record_path(config: ArrayConfig, folder: Path | None = None) -> Path:
+    """Where `make timing` records the routed Fmax of `config`'s top (`top_tag`)."""
     return (folder or FMAX_DIR) / f"{top_tag(config)}.json"
-
-
-def fmax_file(rows: int, cols: int, folder: Path | None = None, cmax: int | None = None) -> Path:
-    return record_path(ArrayConfig(rows, cols, **({} if cmax is None else {"cmax": cmax})), folder)
 
 
 def record_fmax(

@@ -11,7 +11,7 @@ import pytest
 
 from fpga import clock
 from fpga.arch import ArrayConfig
-from fpga.clock import PAPER_MHZ, clock_for, fmax_file, record_fmax, routed_clock
+from fpga.clock import PAPER_MHZ, clock_for, record_fmax, record_path, routed_clock
 from workbench.flows import ecp5, timing
 from workbench.report import clock_label
 
@@ -51,7 +51,7 @@ def test_smaller_memories_use_the_routed_fmax_other_structures_do_not(tmp_path):
     ["", "{", "[]", '{"fmax_mhz": "fast"}', '{"fmax_mhz": NaN, "hdl_parameters": {}}'],
 )
 def test_a_record_that_does_not_read_is_never_a_guess(tmp_path, text):
-    path = fmax_file(8, 8, tmp_path)
+    path = record_path(ArrayConfig(8, 8), tmp_path)
     path.write_text(text)
     assert clock_for(ArrayConfig(), folder=tmp_path).source == "paper"
 
@@ -130,8 +130,8 @@ def test_the_timing_record_is_what_the_clock_reads(tmp_path):
 
 def test_a_top_with_other_banks_keeps_a_record_of_its_own(tmp_path):
     wide = ArrayConfig(32, 16, cmax=128)
-    assert fmax_file(32, 16, tmp_path, 128).name == "ecp5_top_32x16_cmax128.json"
-    assert fmax_file(32, 16, tmp_path).name == "ecp5_top_32x16.json"  # the default CMAX
+    assert record_path(wide, tmp_path).name == "ecp5_top_32x16_cmax128.json"
+    assert record_path(ArrayConfig(32, 16), tmp_path).name == "ecp5_top_32x16.json"  # the default CMAX
     record_fmax(wide, 75.0, ecp5.DEVICE, "make timing SHAPE=32x16 CMAX=128", tmp_path)
     assert routed_clock(wide, tmp_path).mhz == 75.0
     assert routed_clock(ArrayConfig(32, 16), tmp_path) is None  # 64 banks: not routed

@@ -192,14 +192,25 @@ module instruction_decoder #(
         end
     endgenerate
     wire [11:0] f_slots = slots_of[{w[10:8], 2'd0} * 3 +: 12];
-
-    // The range checks are written so that the pixel product only feeds comparators (the
-    // FETCH path: memory -> product -> checks -> error register): "a + n > limit" is
-    // "a > limit or n > limit - a", and the subtraction does not wait for n.
-    function over;                           // a + n > limit (all below 2^31)
-        input [31:0] a, n, limit;
-        over = (a > limit) || (n > limit - a);
-    endfunction
+    // The channel-range checks against the loaded tile, as bounds registered from the tile
+    // (timing closure: "in_ch + slots > CMAX" and "out_ch + rows > CMAX" had been a subtraction
+    // and a compare in FETCH or DECODE, in front of out_past_q or of the failure flag). Each is
+    // "ch > CMAX - n", with CMAX - n computed once per tile on 14 bits (negative: every channel
+    // fails); FETCH compares the word's channel with it. Current by the next FETCH, like the
+    // slots table above.
+    reg  [13:0] out_ch_room;                 // CMAX - tile_rows
+    always @(posedge clk) out_ch_room <= {1'b0, L_CMAX[12:0]} - {6'd0, tile_rows};
+    wire        out_ch_over = out_ch_room[13] || ({1'b0, f_outch} > out_ch_room[12:0]);
+    wire [7:0]  in_ch_over_of;               // in_ch + tile_cols x (g + 1) > CMAX, at bit g
+    generate
+        for (gs = 0; gs < 8; gs = gs + 1) begin : in_ch_room_table
+            localparam [3:0] GROUP = gs + 1;
+            reg [13:0] room;                 // CMAX - tile_cols x GROUP
+            always @(posedge clk) room <= {1'b0, L_CMAX[12:0]} - {2'd0, {4'd0, tile_cols} * {8'd0, GROUP}};
+            assign in_ch_over_of[gs] = room[13] || ({1'b0, f_inch} > room[12:0]);
+        end
+    endgenerate
+    wire        in_ch_over = in_ch_over_of[w[10:8]];
 
     wire pc_over = ({{(31-IAW){1'b0}}, pc} >= L_IMEM);
 
@@ -246,16 +257,17 @@ module instruction_decoder #(
     // and a term whose subtraction would wrap is decided by its flag first).
     wire        pixsum = (f_mode == M_PIXSUM);
     wire        shape_zero = (f_h == 12'd0 || f_w == 12'd0);
-    // the input window's channels: in_ch > CMAX here, slots > CMAX - in_ch in DECODE (the
-    // window's width is a table select: its compare waits for the registered select)
-    wire        in_past = ({12'd0, f_in} > L_DDEPTH) || ({20'd0, f_inch} > L_CMAX);
-    wire [12:0] inch_room = L_CMAX[12:0] - {1'b0, f_inch};
+    // the input window's channels: in_ch + slots > CMAX (in_ch > CMAX among them), against
+    // the tile's bound above
+    wire        in_past = ({12'd0, f_in} > L_DDEPTH) || in_ch_over;
     wire [24:0] in_room = L_DDEPTH[24:0] - {5'd0, f_in};
     wire        acc_past = ({12'd0, f_acc} > L_PDEPTH);
     wire [24:0] acc_room = L_PDEPTH[24:0] - {5'd0, f_acc};
+    // (a PIXSUM's one entry past the end: out + 1 > PDEPTH, i.e. out == PDEPTH once out >
+    // PDEPTH is out; an equality, no carry chain)
     wire        out_past = byte_mode
-                    ? ({12'd0, f_out} > L_DDEPTH) || over({20'd0, f_outch}, {24'd0, tile_rows}, L_CMAX)
-                    : ({12'd0, f_out} > L_PDEPTH) || (pixsum && 32'd1 > L_PDEPTH - {12'd0, f_out});
+                    ? ({12'd0, f_out} > L_DDEPTH) || out_ch_over
+                    : ({12'd0, f_out} > L_PDEPTH) || (pixsum && {12'd0, f_out} == L_PDEPTH);
     wire [24:0] out_room = (byte_mode ? L_DDEPTH[24:0] : L_PDEPTH[24:0]) - {5'd0, f_out};
     // the overlap checks: channels (byte modes) or accumulation (the others) clash, and then the
     // two windows [a, a + n) and [b, b + m) intersect: (a < b or n > a - b) and (b < a or m > b - a)
@@ -286,8 +298,6 @@ module instruction_decoder #(
     reg        mm_q, byte_mode_q, accin_q, pixsum_q, shape_zero_q, in_past_q, acc_past_q,
                out_past_q, ovl_a_below_q, ovl_b_below_q, ovl_b_one_q, ch_clash_q, acc_moved_q;
     reg [24:0] in_room_q, acc_room_q, out_room_q, ovl_a_gap_q, ovl_b_gap_q;
-    reg [11:0] slots_q;
-    reg [12:0] inch_room_q;
     always @(posedge clk) if (state == S_FETCH) begin
         err_pre_q <= err_pre;
         mm_q <= (op == OP_MM);
@@ -307,8 +317,6 @@ module instruction_decoder #(
         acc_room_q <= acc_room;
         out_past_q <= out_past;
         out_room_q <= out_room;
-        slots_q <= f_slots;
-        inch_room_q <= inch_room;
         ch_clash_q <= ch_clash;
         acc_moved_q <= acc_moved;
         ovl_a_below_q <= ovl_a_below;
@@ -331,7 +339,7 @@ module instruction_decoder #(
                          || (b_room_small_q && f_rows > b_room_q);
     // a MATMUL's checks in DECODE, each a flag
     wire        mm_shape = shape_zero_q || pix32 > L_DDEPTH;
-    wire        mm_in = in_past_q || {1'b0, slots_q} > inch_room_q || pix25 > in_room_q;
+    wire        mm_in = in_past_q || pix25 > in_room_q;
     wire        mm_acc = accin_q && (acc_past_q || pix25 > acc_room_q);
     wire        mm_out = out_past_q || (!(pixsum_q && !byte_mode_q) && pix25 > out_room_q);
     // Whether the word fails, as one OR of every flag: the state, busy, done, error and the

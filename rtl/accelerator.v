@@ -349,7 +349,7 @@ module accelerator #(
     wire [CMAX*DAW-1:0] bank_addr;
     wire [CMAX-1:0]     bank_fill;
     wire [CMAX*8-1:0]   bank_q;
-    wire [CMAX*8-1:0]   bank_host_q;                // bank_q a cycle later, for the host port
+    wire [CMAX*8-1:0]   bank_host_q;                // bank_q a cycle later (u_feeder), for the host
     reg  [CMAX-1:0]     bank_fill_q;
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
         .clk(clk), .start(mm_fetch), .base(fetch_in_addr[DAW-1:0]),
@@ -544,11 +544,6 @@ module accelerator #(
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(wb[WB-1]), .waddr(wb_addr), .wdata(wb[7:0]),
                 .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(bank_q[gi*8 +: 8]));
-            // the byte for the host's read, a cycle later (timing closure: the CMAX:1 byte
-            // select no longer follows the block RAM's clock-to-out in the same cycle)
-            reg [7:0] host_q;
-            always @(posedge clk) host_q <= bank_q[gi*8 +: 8];
-            assign bank_host_q[gi*8 +: 8] = host_q;
         end
     endgenerate
 
@@ -559,7 +554,7 @@ module accelerator #(
         .clk(clk), .clear(!exec_mm), .setup(mm_first), .in_ch(in_ch), .group(group), .tile_cols(tile_cols),
         .bank_q(bank_q), .bank_fill(bank_fill_q), .fill_value(fill),
         .load(feed_load), .load_valid(rd_p < pixels),
-        .col_data_next(col_data_next));
+        .col_data_next(col_data_next), .bank_byte(bank_host_q));
 
     // The activity count arrives COUNT_DELAY cycles after the cells switch on. The last cell
     // of a MATMUL switches on at k <= 8P + rows + COLS + 3 + FEED (the last pixel's bit 7
@@ -711,9 +706,10 @@ module accelerator #(
     // memories, the partial-sum banks and the trace are read from those registers (the
     // decoder's word, wmem_r, bias_word_q, smem_r, pbuf_r, trace_*_r); the control registers
     // and the data buffer's forwarded writes are selected at t + 2 and registered. A
-    // data-buffer bank's byte goes to the host through a register of its own (bank_host_q):
-    // the feeder's serializer loads the block RAM's data directly, and a register between them
-    // would delay it by a cycle (docs/microarchitecture.md, the block RAMs' ceiling).
+    // data-buffer bank's byte goes to the host through the feeder's serializer of that bank,
+    // which loads the bank's byte every cycle while no MATMUL executes (bank_host_q): the
+    // serializer loads the block RAM's data directly, and a register between them would delay
+    // it by a cycle (docs/microarchitecture.md, the block RAMs' ceiling).
     reg [31:0] ctrl_q, ctrl_r;
     always @(posedge clk) begin
         case (h_off[3:0])

@@ -8,7 +8,11 @@ the load and bit 0 must be zero).
 The module's own serializer contract, beyond what the accelerator top exercises (the top loads
 every 8 cycles during a MATMUL and holds `clear` otherwise): after the 8 bits of a byte, with no
 new load, every slot outputs 0 (the trials leave 1 to 4 idle cycles between bytes and check
-them), and `clear` in the middle of a byte zeroes the rest of it (every third trial)."""
+them), and `clear` in the middle of a byte zeroes the rest of it (every third trial).
+
+While `clear` is high each bank's serializer loads the bank's byte every cycle, and `bank_byte`
+shows it a cycle later: the accelerator's host port reads the data buffer through it
+(`host_bytes_while_clear`)."""
 
 import os
 
@@ -89,6 +93,33 @@ async def windows(dut):
                 want = 0 if (b < 0 or not valid) else fill_value if fill_flags[b] else int(bank_bytes[b])
                 assert got == want & kept, (trial, c, j, clear_at, got, want & kept)
     dut._log.info(f"{TRIALS} windows match; {idle_checked} idle cycles between bytes gave zeros")
+
+
+@cocotb.test()
+async def host_bytes_while_clear(dut):
+    """While `clear` is high, bank_byte holds every bank's bank_q of the cycle before (a load
+    changes nothing), and the array's side stays zero."""
+    cols, slots = int(os.environ["PARAM_COLS"]), int(os.environ["PARAM_SLOTS"])
+    banks = int(os.environ["PARAM_BANKS"])
+    rng = seeded_rng(dut._log)
+    await start_clock(dut)
+    dut.setup.value = 0
+    dut.load.value = 0
+    dut.clear.value = 1
+    await FallingEdge(dut.clk)
+    before = None  # the bytes on bank_q in the cycle before
+    for cycle in range(24):
+        bank_bytes = [int(v) for v in rng.integers(0, 256, size=banks)]
+        dut.bank_q.value = sum(v << (8 * b) for b, v in enumerate(bank_bytes))
+        dut.load.value = int(cycle % 8 == 3)
+        await ReadOnly()
+        if before is not None:
+            got = int(dut.bank_byte.value)
+            assert [(got >> (8 * b)) & 0xFF for b in range(banks)] == before, cycle
+        assert bus_bits(dut.col_data_next.value, cols * slots) == [0] * (cols * slots), cycle
+        before = bank_bytes
+        await FallingEdge(dut.clk)
+    dut._log.info("24 cycles under clear: bank_byte is the bank bytes of the cycle before")
 
 
 @pytest.mark.parametrize("shape", [(3, 16), (8, 64)], ids=lambda s: f"{s[0]}cols_{s[1]}banks")

@@ -305,6 +305,22 @@ async def programs_and_malformed_words(dut):
         "output channels right after the input's": [lw2, encode(Matmul(**edge, in_ch=0, out_ch=1))],
         "input channels right after the output's": [lw2, encode(Matmul(**edge, in_ch=2, out_ch=0))],
     }
+    # the input window's channels (tile_cols x G) ending exactly at CMAX for every group size,
+    # and one channel past it (refused): the decoder's per-group bounds
+    tile_cols = min(3, cfg.cols)
+    lw_cols = encode(LoadWeights(rows=1, cols=tile_cols))
+    window = dict(height=1, width=2, in_addr=0, out_addr=8, mode=OutputMode.RELU_QUANT, out_ch=0)
+    past_cmax = 0
+    for g in range(1, 9):
+        last = cfg.cmax - tile_cols * g  # the highest in_ch that fits
+        if last < 0:
+            continue
+        fits = encode(Matmul(**window, group=g, in_ch=last))
+        edges[f"input channels end at CMAX, group {g}"] = [lw_cols, fits]
+        words = [lw_cols, encode(Matmul(**window, group=g, in_ch=last + 1)), encode(Halt())]
+        assert expected(words, cfg)[0] is not None, f"group {g}: the ISA takes a window past CMAX"
+        await check_case(dut, cfg, words, f"input channels past CMAX, group {g}")
+        past_cmax += 1
     for label, words in edges.items():
         words = [*words, encode(Halt())]
         assert expected(words, cfg)[0] is None, f"{label}: the ISA refuses it"
@@ -319,8 +335,8 @@ async def programs_and_malformed_words(dut):
     assert want <= seen, f"error codes not exercised: {want - seen}"
     dut._log.info(
         f"{len(valid)} programs, {n_flip} bit flips, 3 random-instruction programs, "
-        f"16 opcodes, {len(malformed)} malformed words, {len(edges)} legal edge cases, no-weights "
-        "and overflow cases: match"
+        f"16 opcodes, {len(malformed)} malformed words, {len(edges)} legal edge cases, {past_cmax} "
+        "windows past CMAX, no-weights and overflow cases: match"
     )
 
 

@@ -199,11 +199,26 @@ module accelerator #(
             reg req_q, ok_q;                            // the host writes this chunk
             always @(posedge clk) req_q <= host_write_req && p_region == R_IMEM && host_addr[1:0] == gi;
             (* keep *) always @(posedge clk) ok_q <= host_write_ok;
-            sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW)) u_ram (
-                .clk(clk), .we(req_q && ok_q),
+            wire          we = req_q && ok_q;
+            wire [IAW-1:0] raddr = take_start ? start_pc[IAW-1:0] : busy ? imem_raddr : h_off[IAW+1:2];
+            wire [31:0]   ram_q;
+            // A read of the entry being written returns the word written, from a register
+            // beside the block RAM: a write lands a cycle after the port presents it, so a
+            // `start` in the next cycle reads its first word while that word is written (and
+            // must run it), as does a host read presented right behind the write. The block
+            // RAM's own word is then unused (READ_OLD_ON_COLLISION 0: no collision logic).
+            reg           fwd_q;
+            reg  [31:0]   fwd_word;
+            always @(posedge clk) begin
+                fwd_q <= we && h_off[IAW+1:2] == raddr;
+                fwd_word <= host_wdata_q;
+            end
+            sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW), .READ_OLD_ON_COLLISION(0)) u_ram (
+                .clk(clk), .we(we),
                 .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
-                .raddr(take_start ? start_pc[IAW-1:0] : busy ? imem_raddr : h_off[IAW+1:2]),
-                .rdata(imem_chunk[gi]));
+                .raddr(raddr),
+                .rdata(ram_q));
+            assign imem_chunk[gi] = fwd_q ? fwd_word : ram_q;
         end
     endgenerate
     assign imem_q = {imem_chunk[3], imem_chunk[2], imem_chunk[1], imem_chunk[0]};

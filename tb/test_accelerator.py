@@ -237,6 +237,38 @@ async def host_writes_while_busy_are_dropped(dut):
 
 
 @cocotb.test()
+async def start_right_after_a_program_write(dut):
+    """A run started 1, 2 or 3 cycles after the host wrote its first word executes the word
+    written (the port's contract: one access per cycle, each seeing the ones before). The
+    first word is an illegal opcode before the write and HALT after it."""
+    cfg, host = await setup(dut)
+    d = dut
+    bad = []
+    for gap in (1, 2, 3):
+        await host.write_many([(R_IMEM, c, 0x3 if c == 0 else 0) for c in range(4)])  # opcode 3
+        await host.write_many([(R_CTRL, CTRL_START_PC, 0)])
+        await host.write_many([(R_IMEM, c, 0) for c in (3, 2, 1)])
+        d.host_en.value = 1
+        d.host_we.value = 1
+        d.host_addr.value = address(R_IMEM, 0)
+        d.host_wdata.value = encode(Halt()) & 0xFFFFFFFF
+        await FallingEdge(d.clk)
+        d.host_en.value = 0
+        d.host_we.value = 0
+        for _ in range(gap - 1):
+            await FallingEdge(d.clk)
+        d.start.value = 1
+        await FallingEdge(d.clk)
+        d.start.value = 0
+        for _ in range(50):
+            await FallingEdge(d.clk)
+        st = await host.status()
+        if st["error"] or not st["done"]:
+            bad.append((gap, st["error_code"]))
+    assert not bad, f"(gap, error code) of runs that did not execute the word just written: {bad}"
+
+
+@cocotb.test()
 async def host_reads_its_writes_at_once(dut):
     """A data-buffer read issued 0, 1, 2 or 3 cycles after a write to the same bank and entry
     returns the written byte (the port's contract: one access per cycle, each seeing the ones

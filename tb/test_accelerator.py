@@ -28,6 +28,7 @@ from models.onnx.importer import import_onnx
 from tb.bitserial import start_clock
 from tb.host_port import (
     CTRL_START_PC,
+    CTRL_STATUS,
     R_BMEM,
     R_CTRL,
     R_DBUF,
@@ -240,18 +241,22 @@ async def host_writes_while_busy_are_dropped(dut):
 async def start_right_after_a_program_write(dut):
     """A run started 1, 2 or 3 cycles after the host wrote its first word executes the word
     written (the port's contract: one access per cycle, each seeing the ones before). The
-    first word is an illegal opcode before the write and HALT after it."""
+    first word is an illegal opcode before the write and a LOAD_WEIGHTS after it, whose tile
+    the MATMUL after it needs (a run of the old word stops at once, and one that read the word
+    as x loads no tile in Icarus, so its MATMUL fails NOWEIGHTS)."""
     cfg, host = await setup(dut)
     d = dut
     bad = []
     for gap in (1, 2, 3):
-        await host.write_many([(R_IMEM, c, 0x3 if c == 0 else 0) for c in range(4)])  # opcode 3
+        first = encode(LoadWeights(rows=1, cols=1))
+        rest = [Matmul(height=1, width=2, in_addr=0, out_addr=4, mode=OutputMode.RELU_QUANT), Halt()]
+        await host.write_many(HostPort.program_writes([0x3, *(encode(i) for i in rest)]))  # opcode 3
         await host.write_many([(R_CTRL, CTRL_START_PC, 0)])
-        await host.write_many([(R_IMEM, c, 0) for c in (3, 2, 1)])
+        await host.write_many([(R_IMEM, c, (first >> (32 * c)) & 0xFFFFFFFF) for c in (3, 2, 1)])
         d.host_en.value = 1
         d.host_we.value = 1
         d.host_addr.value = address(R_IMEM, 0)
-        d.host_wdata.value = encode(Halt()) & 0xFFFFFFFF
+        d.host_wdata.value = first & 0xFFFFFFFF
         await FallingEdge(d.clk)
         d.host_en.value = 0
         d.host_we.value = 0
@@ -260,11 +265,11 @@ async def start_right_after_a_program_write(dut):
         d.start.value = 1
         await FallingEdge(d.clk)
         d.start.value = 0
-        for _ in range(50):
+        for _ in range(200):
             await FallingEdge(d.clk)
-        st = await host.status()
-        if st["error"] or not st["done"]:
-            bad.append((gap, st["error_code"]))
+        (st,) = await host.read_many([(R_CTRL, CTRL_STATUS)])  # the run's data are x here
+        if (st >> 2) & 1 or not (st >> 1) & 1:
+            bad.append((gap, (st >> 4) & 0xF))
     assert not bad, f"(gap, error code) of runs that did not execute the word just written: {bad}"
 
 

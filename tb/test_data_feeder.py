@@ -29,16 +29,23 @@ from tb.sim import SIMULATORS, run
 TRIALS = 48
 
 
-@cocotb.test()
-async def windows(dut):
+async def start_cleared(dut):
+    """The instance's sizes and the seeded generator, after a clock edge with `clear` high (as
+    the top starts: cleared serializers) and no setup or load; `clear` stays high."""
     cols, slots = int(os.environ["PARAM_COLS"]), int(os.environ["PARAM_SLOTS"])
     banks = int(os.environ["PARAM_BANKS"])
     rng = seeded_rng(dut._log)
     await start_clock(dut)
     dut.setup.value = 0
     dut.load.value = 0
-    dut.clear.value = 1  # start from cleared serializers, as the top does
+    dut.clear.value = 1
     await FallingEdge(dut.clk)
+    return cols, slots, banks, rng
+
+
+@cocotb.test()
+async def windows(dut):
+    cols, slots, banks, rng = await start_cleared(dut)
     dut.clear.value = 0
     idle_checked = 0
     for trial in range(TRIALS):
@@ -99,14 +106,7 @@ async def windows(dut):
 async def host_bytes_while_clear(dut):
     """While `clear` is high, bank_byte holds every bank's bank_q of the cycle before (a load
     changes nothing), and the array's side stays zero."""
-    cols, slots = int(os.environ["PARAM_COLS"]), int(os.environ["PARAM_SLOTS"])
-    banks = int(os.environ["PARAM_BANKS"])
-    rng = seeded_rng(dut._log)
-    await start_clock(dut)
-    dut.setup.value = 0
-    dut.load.value = 0
-    dut.clear.value = 1
-    await FallingEdge(dut.clk)
+    cols, slots, banks, rng = await start_cleared(dut)
     before = None  # the bytes on bank_q in the cycle before
     for cycle in range(24):
         bank_bytes = [int(v) for v in rng.integers(0, 256, size=banks)]

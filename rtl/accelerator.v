@@ -107,15 +107,19 @@ module accelerator #(
     // `start` reaches the decoder a cycle later (dec_start), so that the instruction memory
     // reads start_pc in the cycle of `start`: the decoder registers each word as it leaves the
     // memory and checks it in FETCH (instruction_decoder.v), which keeps the block RAM's
-    // clock-to-out out of FETCH's path. The run's counters start with the decoder, so every
+    // clock-to-out out of FETCH's path. A `start` in the cycle in which a host write to the
+    // instruction memory lands (the cycle after the port presented it) would read the word
+    // being written, so it reaches the decoder a cycle later still (start_wait), and the word
+    // is read again after the write. The run's counters start with the decoder, so every
     // cycle count is the cycle model's; `busy` rises and `done` falls in the cycle after
     // `start`.
-    reg            dec_start;
+    reg            dec_start, start_wait;
+    wire           starting = dec_start | start_wait;   // `start` taken, the decoder not yet
     reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
     wire           dec_busy, dec_done, dec_error;
-    assign busy = dec_busy | dec_start;
-    assign done = dec_done & ~dec_start;
-    assign error = dec_error & ~dec_start;
+    assign busy = dec_busy | starting;
+    assign done = dec_done & ~starting;
+    assign error = dec_error & ~starting;
 
     wire           mm_fetch, fetch_shift_en;
     /* verilator lint_off UNUSEDSIGNAL */
@@ -177,8 +181,10 @@ module accelerator #(
         else if (start_pc_req_q && start_pc_ok_q) start_pc <= host_wdata_q[IAW:0];
     end
     wire take_start = start && !busy;       // a start pulse that is not ignored
+    wire imem_we;                           // a host write lands in the instruction memory
     always @(posedge clk) begin
-        dec_start <= !rst && take_start;
+        start_wait <= !rst && take_start && imem_we;
+        dec_start <= !rst && (take_start && !imem_we || start_wait);
         if (rst) run_pc <= {(IAW+1){1'b0}};
         else if (take_start) run_pc <= start_pc;
     end
@@ -192,35 +198,29 @@ module accelerator #(
     end
 
     // ---------------------------------------------------------------- instruction memory
+    // The word leaves each block RAM into the decoder's word register and nothing else, which
+    // the ECP5 flow folds into the block RAM's output register (timing closure: the 5.83 ns
+    // clock-to-out and the route to the decoder had been the top's longest path). A read of
+    // the entry being written returns x (READ_OLD_ON_COLLISION 0, no collision logic): only
+    // the idle port's own read of the entry it writes does that, and a `start` in that cycle
+    // waits (start_wait above).
     wire [31:0] imem_chunk [0:3];
+    wire [3:0]  imem_chunk_we;
     genvar gi;
     generate
         for (gi = 0; gi < 4; gi = gi + 1) begin : imem
             reg req_q, ok_q;                            // the host writes this chunk
             always @(posedge clk) req_q <= host_write_req && p_region == R_IMEM && host_addr[1:0] == gi;
             (* keep *) always @(posedge clk) ok_q <= host_write_ok;
-            wire          we = req_q && ok_q;
-            wire [IAW-1:0] raddr = take_start ? start_pc[IAW-1:0] : busy ? imem_raddr : h_off[IAW+1:2];
-            wire [31:0]   ram_q;
-            // A read of the entry being written returns the word written, from a register
-            // beside the block RAM: a write lands a cycle after the port presents it, so a
-            // `start` in the next cycle reads its first word while that word is written (and
-            // must run it), as does a host read presented right behind the write. The block
-            // RAM's own word is then unused (READ_OLD_ON_COLLISION 0: no collision logic).
-            reg           fwd_q;
-            reg  [31:0]   fwd_word;
-            always @(posedge clk) begin
-                fwd_q <= we && h_off[IAW+1:2] == raddr;
-                fwd_word <= host_wdata_q;
-            end
+            assign imem_chunk_we[gi] = req_q && ok_q;
             sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW), .READ_OLD_ON_COLLISION(0)) u_ram (
-                .clk(clk), .we(we),
+                .clk(clk), .we(imem_chunk_we[gi]),
                 .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
-                .raddr(raddr),
-                .rdata(ram_q));
-            assign imem_chunk[gi] = fwd_q ? fwd_word : ram_q;
+                .raddr(take_start ? start_pc[IAW-1:0] : busy ? imem_raddr : h_off[IAW+1:2]),
+                .rdata(imem_chunk[gi]));
         end
     endgenerate
+    assign imem_we = |imem_chunk_we;
     assign imem_q = {imem_chunk[3], imem_chunk[2], imem_chunk[1], imem_chunk[0]};
 
     // ---------------------------------------------------------------- weight, bias, shift memories
@@ -737,7 +737,7 @@ module accelerator #(
     reg [31:0] ctrl_q, ctrl_r;
     always @(posedge clk) begin
         case (h_off[3:0])
-            4'd0: ctrl_q <= {24'd0, dec_start ? 4'd0 : error_code, 1'b0, error, done, busy};
+            4'd0: ctrl_q <= {24'd0, starting ? 4'd0 : error_code, 1'b0, error, done, busy};
             4'd1: ctrl_q <= cycles;
             4'd2: ctrl_q <= {{(31-IAW){1'b0}}, pc};
             4'd3: ctrl_q <= activity;

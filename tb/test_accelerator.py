@@ -27,6 +27,7 @@ from models.numerics.sac import OutputMode
 from models.onnx.importer import import_onnx
 from tb.bitserial import start_clock
 from tb.host_port import (
+    CTRL_CYCLES,
     CTRL_START_PC,
     CTRL_STATUS,
     R_BMEM,
@@ -243,13 +244,16 @@ async def start_right_after_a_program_write(dut):
     written (the port's contract: one access per cycle, each seeing the ones before). The
     first word is an illegal opcode before the write and a LOAD_WEIGHTS after it, whose tile
     the MATMUL after it needs (a run of the old word stops at once, and one that read the word
-    as x loads no tile in Icarus, so its MATMUL fails NOWEIGHTS)."""
+    as x loads no tile in Icarus, so its MATMUL fails NOWEIGHTS). `busy` rises in the cycle
+    after the pulse, and the run's cycle count is the cycle model's, whatever the gap (at gap 1
+    the decoder starts a cycle later, after the write)."""
     cfg, host = await setup(dut)
     d = dut
     bad = []
     for gap in (1, 2, 3):
         first = encode(LoadWeights(rows=1, cols=1))
         rest = [Matmul(height=1, width=2, in_addr=0, out_addr=4, mode=OutputMode.RELU_QUANT), Halt()]
+        want_cycles = program_timeline([LoadWeights(rows=1, cols=1), *rest], cfg)[-1].end
         await host.write_many(HostPort.program_writes([0x3, *(encode(i) for i in rest)]))  # opcode 3
         await host.write_many([(R_CTRL, CTRL_START_PC, 0)])
         await host.write_many([(R_IMEM, c, (first >> (32 * c)) & 0xFFFFFFFF) for c in (3, 2, 1)])
@@ -265,12 +269,16 @@ async def start_right_after_a_program_write(dut):
         d.start.value = 1
         await FallingEdge(d.clk)
         d.start.value = 0
+        busy_after = int(d.busy.value)
         for _ in range(200):
             await FallingEdge(d.clk)
-        (st,) = await host.read_many([(R_CTRL, CTRL_STATUS)])  # the run's data are x here
-        if (st >> 2) & 1 or not (st >> 1) & 1:
-            bad.append((gap, (st >> 4) & 0xF))
-    assert not bad, f"(gap, error code) of runs that did not execute the word just written: {bad}"
+        st, cycles = await host.read_many([(R_CTRL, CTRL_STATUS), (R_CTRL, CTRL_CYCLES)])  # data are x
+        if (st >> 2) & 1 or not (st >> 1) & 1 or not busy_after or cycles != want_cycles:
+            bad.append((gap, (st >> 4) & 0xF, busy_after, cycles, want_cycles))
+    assert not bad, (
+        "(gap, error code, busy after the pulse, cycles, model) of runs that did not execute "
+        f"the word just written as the model says: {bad}"
+    )
 
 
 @cocotb.test()

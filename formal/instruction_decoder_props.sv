@@ -9,8 +9,8 @@
 // The wrapper plays the accelerator top around the decoder (rtl/accelerator.v): the instruction
 // memory holds 2^IAW words fixed at the start (anyconst: every program), read with one cycle of
 // latency; `go` is the top's accepted start (never while the top is busy), which puts start_pc
-// on the memory's address in that cycle and reaches the decoder as `start` a cycle later, with
-// start_pc held (run_pc); while idle the memory's address is anything (the host's).
+// on the memory's address in that cycle and reaches the decoder as `start` two cycles later,
+// with start_pc held (run_pc); while idle the memory's address is anything (the host's).
 //
 // A reference run (below) follows the program from the start: instruction i is fetched at cycle
 // T_i (T_0 = 0 = the cycle after `start`, T_i+1 = T_i + its cycles by the cycle model) and is
@@ -65,25 +65,26 @@ module instruction_decoder_props #(
         word_at = imem[128*a +: 128];
     endfunction
 
-    // ---- the top: start a cycle after `go`, start_pc held ----
+    // ---- the top: start two cycles after `go`, start_pc held ----
     reg started = 1'b0;
     always @(posedge clk) started <= 1'b1;
     reg [7:0] cyc = 8'd0;                   // cycles since the first (saturating)
     always @(posedge clk) if (cyc != 8'hff) cyc <= cyc + 8'd1;
-    reg start = 1'b0;
+    reg start_q = 1'b0, start = 1'b0;
     reg [IAW:0] run_pc;
     wire busy, done, error, exec_lw, exec_mm;
     always @(posedge clk) begin
-        start <= !rst && go;
+        start_q <= !rst && go;
+        start <= !rst && start_q;
         if (rst) run_pc <= {(IAW+1){1'b0}};
         else if (go) run_pc <= go_pc;
     end
     always @(*) begin
         if (!started) assume(rst);
-        if (go) assume(!rst && !busy && !start);    // the top takes a start only while idle
+        if (go) assume(!rst && !busy && !start_q && !start);  // the top takes a start only while idle
     end
     wire [IAW-1:0] imem_addr;
-    wire [IAW-1:0] mem_addr = go ? go_pc[IAW-1:0] : (busy || start) ? imem_addr : idle_addr;
+    wire [IAW-1:0] mem_addr = go ? go_pc[IAW-1:0] : (busy || start_q || start) ? imem_addr : idle_addr;
     reg  [127:0]   imem_data;
     always @(posedge clk) imem_data <= word_at(mem_addr);
 
@@ -207,8 +208,8 @@ module instruction_decoder_props #(
     isa_check_spec #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH), .PDEPTH(PDEPTH),
         .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH)) spec2 (
         .word(w2), .tile_rows(imem[15:8]), .tile_cols(imem[23:16]), .code(c2), .cycles(n2));
-    // go at cycle 1, start at 2, T_0 = 0 at cycle 3; HALT's fetch at T_2 = n0 + n1, done at + 2
-    wire [31:0] finish = 32'd3 + n0 + n1 + n2;
+    // go at cycle 1, start at 3, T_0 = 0 at cycle 4; HALT's fetch at T_2 = n0 + n1, done at + 2
+    wire [31:0] finish = 32'd4 + n0 + n1 + n2;
     generate
         if (PROGRAM) begin : program
             always @(*) begin

@@ -104,17 +104,17 @@ module accelerator #(
     wire [11:0]    height, width, in_ch, out_ch;
     wire [19:0]    in_addr, out_addr, acc_addr;
     /* verilator lint_on UNUSEDSIGNAL */
-    // `start` reaches the decoder a cycle later (dec_start), so that the instruction memory
-    // reads start_pc in the cycle of `start`: the decoder registers each word as it leaves the
-    // memory and checks it in FETCH (instruction_decoder.v), which keeps the block RAM's
-    // clock-to-out out of FETCH's path. A `start` in the cycle in which a host write to the
+    // `start` reaches the decoder two cycles later (start_q, then dec_start), so that the
+    // instruction memory reads start_pc in the cycle of `start` and the next: the decoder
+    // registers each word twice as it leaves the memory, the first register folded into the
+    // block RAM (instruction_decoder.v). A `start` in the cycle in which a host write to the
     // instruction memory lands (the cycle after the port presented it) would read the word
     // being written, so it reaches the decoder a cycle later still (start_wait), and the word
-    // is read again after the write. The run's counters start with the decoder, so every
+    // is read twice after the write. The run's counters start with the decoder, so every
     // cycle count is the cycle model's; `busy` rises and `done` falls in the cycle after
     // `start`.
-    reg            dec_start, start_wait;
-    wire           starting = dec_start | start_wait;   // `start` taken, the decoder not yet
+    reg            start_wait, start_q, dec_start;
+    wire           starting = start_wait | start_q | dec_start; // `start` taken, the decoder not yet
     reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
     wire           dec_busy, dec_done, dec_error;
     assign busy = dec_busy | starting;
@@ -184,7 +184,8 @@ module accelerator #(
     wire imem_we;                           // a host write lands in the instruction memory
     always @(posedge clk) begin
         start_wait <= !rst && take_start && imem_we;
-        dec_start <= !rst && (take_start && !imem_we || start_wait);
+        start_q <= !rst && (take_start && !imem_we || start_wait);
+        dec_start <= !rst && start_q;
         if (rst) run_pc <= {(IAW+1){1'b0}};
         else if (take_start) run_pc <= start_pc;
     end
@@ -198,9 +199,9 @@ module accelerator #(
     end
 
     // ---------------------------------------------------------------- instruction memory
-    // The word leaves each block RAM into the decoder's word register and nothing else, which
-    // the ECP5 flow folds into the block RAM's output register (timing closure: the 5.83 ns
-    // clock-to-out and the route to the decoder had been the top's longest path). A read of
+    // The word leaves each block RAM into the decoder's first word register and nothing else,
+    // which the ECP5 flow folds into the block RAM's output register (timing closure: the
+    // 5.83 ns clock-to-out and the route to the decoder had been the top's longest path). A read of
     // the entry being written returns x (READ_OLD_ON_COLLISION 0, no collision logic): only
     // the idle port's own read of the entry it writes does that, and a `start` in that cycle
     // waits (start_wait above).

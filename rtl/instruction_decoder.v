@@ -7,10 +7,14 @@
 // scheduled off it. A word that fails a check raises `error` with the code fpga/isa.py gives
 // it, halts and executes nothing (so it writes nothing).
 //
-// Timing: the next word is read ahead (start_pc while idle, pc + 1 while executing) and
-// registered as it leaves the memory (`w_q`), so the memory's clock-to-out is off FETCH's
-// path; executions last at least two cycles, which gives the read-ahead its time, and the top
-// registers `start` so that the word at start_pc is read in the cycle before. FETCH computes
+// Timing: the next word is read ahead (start_pc while idle, pc + 1 from DECODE on) and
+// registered twice as it leaves the memory: `w_ram_q`, which the ECP5 flow folds into the
+// block RAM's output register (the memory's 5.83 ns clock-to-out is off every path), then
+// `w_q`, a fabric register the placer puts near FETCH's logic (the block RAM's output register
+// sits where the block RAM is, about 3 ns of route from it). `w_q` holds the word at the
+// address of three cycles before: executions last at least two cycles, which gives the
+// read-ahead its time, and the top registers `start` twice, so that the memory's address is
+// start_pc in the two cycles before the decoder's `start`. FETCH computes
 // the pixel product and every check that does not need it, and registers them with a MATMUL's
 // fields (the top computes pixel 0's bank addresses from them in DECODE); DECODE compares the
 // registered product with the bounds FETCH registered, latches the rest and starts EXEC.
@@ -34,6 +38,7 @@ module instruction_decoder #(
     input  wire [IAW:0]     start_pc,       // first instruction to run (segments of a program)
     output wire [IAW-1:0]   imem_addr,
     input  wire [127:0]     imem_data,      // the word at the imem_addr of the cycle before
+                                            // (start_pc's in the cycle of `start` and the one before)
     // status
     output reg              busy,
     output reg              done,
@@ -82,7 +87,7 @@ module instruction_decoder #(
     output wire [23:0]      fetch_w_addr,
     output wire [23:0]      fetch_b_addr,
     output wire [23:0]      fetch_s_addr,
-    // the word as it left the memory (`w_q`): the host port reads the instruction memory
+    // the word as it left the memory (`w_ram_q`): the host port reads the instruction memory
     // through this register, so the memory's data drive nothing else
     output wire [127:0]     word
 );
@@ -128,10 +133,12 @@ module instruction_decoder #(
     // after k reaches it. Every execution lasts at least two cycles, so k = 0 is never last.
     reg [23:0] exec_last;
     reg        last_q;
-    // read ahead: start_pc while idle (start moves to FETCH), pc + 1 while executing (the
-    // retire cycle moves to FETCH with pc + 1), pc in FETCH and DECODE
+    // read ahead: start_pc while idle (start moves to FETCH), pc + 1 in DECODE and while
+    // executing (the retire cycle moves to FETCH with pc + 1): the next FETCH, at least three
+    // cycles after this DECODE (the block RAM's read and the two registers), and its DECODE
+    // see it. FETCH's own read is unused.
     assign imem_addr = (state == S_IDLE) ? start_pc[IAW-1:0]
-                     : (state == S_EXEC) ? pc[IAW-1:0] + 1'b1 : pc[IAW-1:0];
+                     : (state == S_FETCH) ? pc[IAW-1:0] : pc[IAW-1:0] + 1'b1;
     // results of FETCH's checks, used in DECODE
     reg [23:0] pix_q;                        // height x width
     reg [23:0] mm_rest_q;                    // a MATMUL's execution cycles - 2 - 8 x pixels
@@ -140,10 +147,13 @@ module instruction_decoder #(
                   || (state == S_DECODE && !pc_over_q && op == OP_HALT && err_pre_q == E_NONE);
 
     // ---- field extraction (combinational, from the fetched word) ----
-    // the word registered as it leaves the memory: in FETCH and DECODE the word at pc (read
-    // ahead, above); in other states whatever was read, unused
-    reg [127:0] w_q;
-    always @(posedge clk) w_q <= imem_data;
+    // the word registered twice as it leaves the memory (above): in FETCH and DECODE the word
+    // at pc (read ahead); in other states whatever was read, unused
+    reg [127:0] w_ram_q, w_q;
+    always @(posedge clk) begin
+        w_ram_q <= imem_data;
+        w_q <= w_ram_q;
+    end
     wire [127:0] w = w_q;
     wire [3:0]  op = w[3:0];
     wire [7:0]  f_rows = w[15:8];
@@ -174,7 +184,7 @@ module instruction_decoder #(
     assign fetch_w_addr = f_waddr;
     assign fetch_b_addr = f_baddr;
     assign fetch_s_addr = f_saddr;
-    assign word = w_q;
+    assign word = w_ram_q;
     wire byte_mode = (f_mode == 2'd0) || (f_mode == 2'd1);
     // Channels a MATMUL's window spans, tile_cols x group, for each of the 8 group sizes:
     // registered, so FETCH only selects one by the word's group field. tile_cols changes in a

@@ -162,8 +162,13 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     await ReadOnly()  # the decoder reads ahead: start_pc while idle
     addr_prev = int(dut.imem_addr.value)
     await FallingEdge(dut.clk)
-    # the decoder registers the word in the cycle of `start`: it must be the word at start_pc
-    # (accelerator.v registers `start` so that its memory has read start_pc by then)
+    # the decoder registers the word in the cycle of `start` and the one before: both must be
+    # the word at start_pc (accelerator.v registers `start` twice so that its memory has read
+    # start_pc by then)
+    dut.imem_data.value = word(addr_prev)
+    await ReadOnly()
+    addr_prev = int(dut.imem_addr.value)
+    await FallingEdge(dut.clk)
     dut.imem_data.value = word(addr_prev)
     dut.start.value = 1
     await ReadOnly()

@@ -158,27 +158,21 @@ module accelerator #(
     wire [3:0]  h_region = host_addr_q[31:28];
     wire [27:0] h_off = host_addr_q[27:0];
     // The host's write decision is made as the port presents a write and registered beside
-    // each memory it enables, in two halves kept apart per memory: the request, from the
-    // port's enables and address alone (`*_req_q`), and whether the accelerator takes writes
-    // in that cycle (`*_ok_q`). The memory's write enable is their AND: the write still lands
-    // at the second rising edge, and the decoder's `busy` reaches each copy of the flag
-    // through one LUT, with no address decode behind it (timing closure: `busy` through the
-    // whole decision to every memory's write port, 9.5 ns of routing across the die, had set
-    // the clock, and a flag shared by the memories had still been behind 4 LUTs of decode). A
-    // write is served when it is presented while `busy` is low and no `start` is taken in that
-    // cycle, as a read is.
+    // each memory it enables, one host_write_enable each (the request from the port's enables
+    // and address, and a copy of `host_write_ok` of the memory's own). A write is served when
+    // it is presented while `busy` is low and no `start` is taken in that cycle, as a read is.
     wire host_write_req = host_en & host_we;
     wire host_write_ok = ~busy & ~start;
     wire [3:0] p_region = host_addr[31:28];
     // control register written by the host: where `start` begins (one program image can hold
     // several segments, each ending in HALT, run one after another with host work between)
     reg  [IAW:0] start_pc;
-    reg          start_pc_req_q, start_pc_ok_q;
-    (* keep *) always @(posedge clk) start_pc_ok_q <= host_write_ok;
+    wire         start_pc_we;
+    host_write_enable u_start_pc_we (.clk(clk), .ok(host_write_ok), .we(start_pc_we),
+        .req(host_write_req && p_region == R_CTRL && host_addr[3:0] == 4'd8));
     always @(posedge clk) begin
-        start_pc_req_q <= host_write_req && p_region == R_CTRL && host_addr[3:0] == 4'd8;
         if (rst) start_pc <= {(IAW+1){1'b0}};
-        else if (start_pc_req_q && start_pc_ok_q) start_pc <= host_wdata_q[IAW:0];
+        else if (start_pc_we) start_pc <= host_wdata_q[IAW:0];
     end
     wire take_start = start && !busy;       // a start pulse that is not ignored
     wire imem_we;                           // a host write lands in the instruction memory
@@ -210,10 +204,8 @@ module accelerator #(
     genvar gi;
     generate
         for (gi = 0; gi < 4; gi = gi + 1) begin : imem
-            reg req_q, ok_q;                            // the host writes this chunk
-            always @(posedge clk) req_q <= host_write_req && p_region == R_IMEM && host_addr[1:0] == gi;
-            (* keep *) always @(posedge clk) ok_q <= host_write_ok;
-            assign imem_chunk_we[gi] = req_q && ok_q;
+            host_write_enable u_we (.clk(clk), .ok(host_write_ok), .we(imem_chunk_we[gi]),
+                .req(host_write_req && p_region == R_IMEM && host_addr[1:0] == gi));
             sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(imem_chunk_we[gi]),
                 .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
@@ -266,33 +258,33 @@ module accelerator #(
         for (gi = 0; gi < WCH; gi = gi + 1) begin : wmem
             reg run_q;                                  // busy a cycle late, this memory's own
             (* keep *) always @(posedge clk) run_q <= busy;
-            reg req_q, ok_q;                            // the host writes this memory
-            always @(posedge clk) req_q <= host_write_req && p_region == R_WMEM && host_addr[7:0] == gi;
-            (* keep *) always @(posedge clk) ok_q <= host_write_ok;
+            wire we;                                    // the host writes this memory
+            host_write_enable u_we (.clk(clk), .ok(host_write_ok), .we(we),
+                .req(host_write_req && p_region == R_WMEM && host_addr[7:0] == gi));
             sdp_ram #(.WIDTH(32), .DEPTH(WDEPTH), .AW(WAW), .READ_OLD_ON_COLLISION(0)) u_ram (
-                .clk(clk), .we(req_q && ok_q),
+                .clk(clk), .we(we),
                 .waddr(h_off[WAW+7:8]), .wdata(host_wdata_q),
                 .raddr(run_q ? w_rd : h_off[WAW+7:8]), .rdata(wmem_q[gi*32 +: 32]));
         end
         for (gi = 0; gi < SCH; gi = gi + 1) begin : smem
             reg run_q;                                  // busy a cycle late, this memory's own
             (* keep *) always @(posedge clk) run_q <= busy;
-            reg req_q, ok_q;                            // the host writes this memory
-            always @(posedge clk) req_q <= host_write_req && p_region == R_SMEM && host_addr[7:0] == gi;
-            (* keep *) always @(posedge clk) ok_q <= host_write_ok;
+            wire we;                                    // the host writes this memory
+            host_write_enable u_we (.clk(clk), .ok(host_write_ok), .we(we),
+                .req(host_write_req && p_region == R_SMEM && host_addr[7:0] == gi));
             sdp_ram #(.WIDTH(32), .DEPTH(SDEPTH), .AW(SAW), .READ_OLD_ON_COLLISION(0)) u_ram (
-                .clk(clk), .we(req_q && ok_q),
+                .clk(clk), .we(we),
                 .waddr(h_off[SAW+7:8]), .wdata(host_wdata_q),
                 .raddr(run_q ? s_rd : h_off[SAW+7:8]), .rdata(smem_q[gi*32 +: 32]));
         end
     endgenerate
     reg bmem_run_q;                                     // busy a cycle late, this memory's own
     (* keep *) always @(posedge clk) bmem_run_q <= busy;
-    reg bmem_req_q, bmem_ok_q;                          // the host writes the bias memory
-    always @(posedge clk) bmem_req_q <= host_write_req && p_region == R_BMEM;
-    (* keep *) always @(posedge clk) bmem_ok_q <= host_write_ok;
+    wire bmem_we;                                       // the host writes the bias memory
+    host_write_enable u_bmem_we (.clk(clk), .ok(host_write_ok), .we(bmem_we),
+        .req(host_write_req && p_region == R_BMEM));
     sdp_ram #(.WIDTH(32), .DEPTH(BDEPTH), .AW(BAW), .READ_OLD_ON_COLLISION(0)) u_bmem (
-        .clk(clk), .we(bmem_req_q && bmem_ok_q), .waddr(h_off[BAW-1:0]),
+        .clk(clk), .we(bmem_we), .waddr(h_off[BAW-1:0]),
         .wdata(host_wdata_q), .raddr(bmem_run_q ? b_rd : h_off[BAW-1:0]),
         .rdata(bmem_q));
 
@@ -432,11 +424,9 @@ module accelerator #(
     // data-buffer writes take the same path (its byte in row 0's place, its bank as the shift),
     // so each bank's write port has one source (no host/array multiplexers per bank).
     localparam [12:0] NBANKS = CMAX[12:0];
-    reg  h_dbuf_req, h_dbuf_ok;                         // the host writes the data buffer
-    always @(posedge clk)
-        h_dbuf_req <= host_write_req && p_region == R_DBUF && {1'b0, host_addr[27:16]} < NBANKS;
-    (* keep *) always @(posedge clk) h_dbuf_ok <= host_write_ok;
-    wire h_dbuf_we = h_dbuf_req && h_dbuf_ok;
+    wire h_dbuf_we;                                     // the host writes the data buffer
+    host_write_enable u_dbuf_we (.clk(clk), .ok(host_write_ok), .we(h_dbuf_we),
+        .req(host_write_req && p_region == R_DBUF && {1'b0, host_addr[27:16]} < NBANKS));
     // The host's data-buffer writes wait a cycle in registers, and so does `busy` for the write
     // side (wb_busy): everything the write-back shifter and the entry chain select from is then
     // a register (timing closure: no path from the decoder's `busy` through the shifter). Array
@@ -679,16 +669,16 @@ module accelerator #(
             wire sum_we = exec_mm && sum_valid && row_in_tile_q[gi];
             reg run_q;                                  // busy a cycle late, this bank's own
             (* keep *) always @(posedge clk) run_q <= busy;
-            reg req_q, ok_q;                            // the host writes this bank
-            always @(posedge clk) req_q <= host_write_req && p_region == R_PBUF && host_addr[27:16] == gi;
-            (* keep *) always @(posedge clk) ok_q <= host_write_ok;
+            wire host_wr;                               // the host writes this bank
+            host_write_enable u_we (.clk(clk), .ok(host_write_ok), .we(host_wr),
+                .req(host_write_req && p_region == R_PBUF && host_addr[27:16] == gi));
             // No read uses the word of an entry written in the same cycle: a MATMUL reads
             // pixel p's entry at 8p + 28 + .. and writes pixel p's at 8p + 32 + .. (never the
             // same cycle, 4 apart modulo 8), a pixel sum writes once after its last read, and
             // the host writes while idle, one access per cycle.
             sdp_ram #(.WIDTH(ACC), .DEPTH(PDEPTH), .AW(PAW), .READ_OLD_ON_COLLISION(0)) u_pbuf (
                 .clk(clk),
-                .we(raw_we || sum_we || (req_q && ok_q)),
+                .we(raw_we || sum_we || host_wr),
                 .waddr(raw_we ? wr_in_e : sum_we ? out_addr[PAW-1:0] : h_off[PAW-1:0]),
                 .wdata(raw_we ? raw : sum_we ? sum : host_wdata_q),
                 .raddr(run_q ? rd_in_e : h_off[PAW-1:0]),

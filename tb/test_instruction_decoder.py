@@ -158,6 +158,16 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     def word(addr):  # a registered read: the word at last cycle's address
         return image[addr] if addr < len(image) else 0
 
+    addr_prev = 0  # the address the decoder presented in the cycle before
+
+    async def memory_cycle():
+        """One cycle of the memory: the word at last cycle's address, then this cycle's address
+        once the decoder has settled on it."""
+        nonlocal addr_prev
+        dut.imem_data.value = word(addr_prev)
+        await ReadOnly()
+        addr_prev = int(dut.imem_addr.value)
+
     dut.start_pc.value = start_pc
     await ReadOnly()  # the decoder reads ahead: start_pc while idle
     addr_prev = int(dut.imem_addr.value)
@@ -165,21 +175,15 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     # the decoder registers the word in the cycle of `start` and the one before: both must be
     # the word at start_pc (accelerator.v registers `start` twice so that its memory has read
     # start_pc by then)
-    dut.imem_data.value = word(addr_prev)
-    await ReadOnly()
-    addr_prev = int(dut.imem_addr.value)
+    await memory_cycle()
     await FallingEdge(dut.clk)
-    dut.imem_data.value = word(addr_prev)
     dut.start.value = 1
-    await ReadOnly()
-    addr_prev = int(dut.imem_addr.value)
+    await memory_cycle()
     await FallingEdge(dut.clk)
     dut.start.value = 0
     retires, fields = [], []
     for cycle in range(limit):
-        dut.imem_data.value = word(addr_prev)
-        await ReadOnly()  # let `retire` settle on this cycle's word
-        addr_prev = int(dut.imem_addr.value)
+        await memory_cycle()  # `retire` settles on this cycle's word
         if str(dut.retire.value) == "1":
             retires.append(cycle + 1)
             if "1" in (str(dut.exec_lw.value), str(dut.exec_mm.value)):

@@ -16,7 +16,8 @@
 //
 // MATMUL schedule, k = execution cycle, F = FEED = 4 (fpga/cycle_model.py holds the same
 // numbers):
-//   k = 8p          data-buffer banks read pixel p (through the channel shift)
+//   k = 8p - 1      data-buffer banks read pixel p (through the channel shift; pixel 0 in
+//                   DECODE), their output registers hold it at k = 8p
 //   k = 8p + 1      serializers load pixel p; after the feeder's two registers bit b enters
 //                   the array at k = 8p + F + b
 //   k = 8p + F + r  row r's word of pixel p starts at column 0 (from zero)
@@ -121,15 +122,15 @@ module accelerator #(
     assign done = dec_done & ~starting;
     assign error = dec_error & ~starting;
 
-    wire           mm_fetch, fetch_shift_en;
+    wire           mm_pre, pre_shift_en;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [11:0]    fetch_in_ch;                 // the steering uses its low log2(CMAX) bits
-    wire [19:0]    fetch_in_addr;               // the channel shift uses its low DAW bits
+    wire [11:0]    pre_in_ch;                   // the steering uses its low log2(CMAX) bits
+    wire [19:0]    pre_in_addr;                 // the channel shift uses its low DAW bits
     /* verilator lint_on UNUSEDSIGNAL */
-    wire [11:0]    fetch_height, fetch_width;
-    wire           lw_fetch;
+    wire [11:0]    pre_height, pre_width;
+    wire           lw_pre, lw_fetch;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [23:0]    fetch_w_addr, fetch_b_addr, fetch_s_addr;    // their low address bits are used
+    wire [23:0]    pre_s_addr, fetch_w_addr, fetch_b_addr;  // their low address bits are used
     /* verilator lint_on UNUSEDSIGNAL */
     wire [127:0]   dec_word;
     instruction_decoder #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH),
@@ -144,10 +145,11 @@ module accelerator #(
         .height(height), .width(width), .in_addr(in_addr), .out_addr(out_addr),
         .in_ch(in_ch), .out_ch(out_ch), .acc_addr(acc_addr), .pixels(pixels),
         .tile_rows(tile_rows), .tile_cols(tile_cols),
-        .mm_fetch(mm_fetch), .fetch_in_ch(fetch_in_ch), .fetch_shift_en(fetch_shift_en),
-        .fetch_in_addr(fetch_in_addr), .fetch_height(fetch_height), .fetch_width(fetch_width),
+        .mm_pre(mm_pre), .pre_in_ch(pre_in_ch), .pre_shift_en(pre_shift_en),
+        .pre_in_addr(pre_in_addr), .pre_height(pre_height), .pre_width(pre_width),
+        .lw_pre(lw_pre), .pre_s_addr(pre_s_addr),
         .lw_fetch(lw_fetch), .fetch_w_addr(fetch_w_addr), .fetch_b_addr(fetch_b_addr),
-        .fetch_s_addr(fetch_s_addr), .word(dec_word));
+        .word(dec_word));
 
     // ---------------------------------------------------------------- host port decode
     reg  [31:0] host_addr_q, host_wdata_q;
@@ -222,10 +224,11 @@ module accelerator #(
     // block RAM (wmem_r, smem_r, bias_word_q), which the ECP5 flow folds into the block RAM's
     // output register (timing closure: the block RAMs' 5.83 ns clock-to-out no longer starts
     // a path through logic). The host port reads these registers too. The weight and shift
-    // reads therefore start a cycle early: their addresses are counters loaded in the
-    // LOAD_WEIGHTS' FETCH (the decoder's fetch_*_addr), so the weight memory reads row 0 in
-    // DECODE and row j + 1 at k = j, the shift memory its word from DECODE on, and the bias
-    // memory row j at k = j (its register then stands where the bias word's had been).
+    // reads therefore start early: their addresses are counters loaded in the LOAD_WEIGHTS'
+    // FETCH (the decoder's fetch_*_addr) or, for the shift memory, in the cycle before
+    // (pre_s_addr), so the weight memory reads row 0 in DECODE and row j + 1 at k = j, the
+    // shift memory its word from FETCH on, and the bias memory row j at k = j (its register
+    // then stands where the bias word's had been).
     // A read of these memories never uses the word of an entry written in the same cycle
     // (READ_OLD_ON_COLLISION 0, so that no collision logic sits between a block RAM and its
     // register): only the host writes them, while idle, one access per cycle, and the run
@@ -241,7 +244,7 @@ module accelerator #(
     reg  [BAW-1:0] b_rd;                                // the bias row being read
     always @(posedge clk) begin
         w_rd <= lw_fetch ? fetch_w_addr[WAW-1:0] : w_rd + 1'b1;
-        if (lw_fetch) s_rd <= fetch_s_addr[SAW-1:0];
+        if (lw_pre) s_rd <= pre_s_addr[SAW-1:0];
         if (lw_fetch) b_rd <= fetch_b_addr[BAW-1:0];
         else if (exec_lw) b_rd <= b_rd + 1'b1;
     end
@@ -312,15 +315,20 @@ module accelerator #(
             else if (bias_we_q && bias_row_q == ri[7:0]) bias[ri] <= bias_word_q;
         end
     end
-    // The shift word (a 4-bit direction per window position) loads at k = 1 of a
-    // LOAD_WEIGHTS, on an enable registered at k = 0, one copy per 32-bit chunk (timing
-    // closure: a compare of the 24-bit k had driven every flip-flop of the word).
+    // The shift word (a 4-bit direction per window position) loads at k = 0 of a
+    // LOAD_WEIGHTS, on lw_fetch registered twice, one copy per 32-bit chunk (timing closure: a
+    // compare of the 24-bit k had driven every flip-flop of the word). It is steered in the
+    // next MATMUL's mm_pre, the LOAD_WEIGHTS' last cycle at the earliest, k = 1. (A LOAD_WEIGHTS
+    // that fails in DECODE loads a stale word: the run stops there, and the next one's first
+    // MATMUL fails NOWEIGHTS unless a LOAD_WEIGHTS comes first.)
     wire [COLS*32-1:0] shift_word;
+    reg lw_decode;                                      // a LOAD_WEIGHTS' DECODE
+    always @(posedge clk) lw_decode <= lw_fetch;
     generate
         for (gi = 0; gi < COLS; gi = gi + 1) begin : sw_chunk
             reg        load_q;
             reg [31:0] chunk;
-            (* keep *) always @(posedge clk) load_q <= lw_first;
+            (* keep *) always @(posedge clk) load_q <= lw_decode;
             always @(posedge clk) if (load_q) chunk <= smem_r[gi*32 +: 32];
             assign shift_word[gi*32 +: 32] = chunk;
         end
@@ -334,16 +342,17 @@ module accelerator #(
     endgenerate
 
     // ---------------------------------------------------------------- MATMUL pixel counter
-    // The pixel whose addresses are being computed: pixel p during k = 8p - 1 .. 8p + 6 (pixel
-    // 0 from DECODE; the channel shift loads its candidates in the MATMUL's FETCH), so that the
-    // addresses are registered before the banks read pixel p at k = 8p.
+    // The pixel whose addresses are being computed: pixel p during k = 8p - 2 .. 8p + 5 (pixel
+    // 0 from FETCH; the channel shift loads its candidates in the cycle before, mm_pre), so
+    // that the addresses are registered before the banks read pixel p at k = 8p - 1.
     reg [23:0] rd_p;
     wire mm_first = exec_mm && k == 24'd0;
-    // rd_step (exec_mm && k[2:0] == 6) as registers, set in the cycle before (k[2:0] == 5 of a
-    // MATMUL that goes on): k counts by one through a MATMUL's EXEC and k[2:0] == 6 is never
+    // rd_step (exec_mm && k[2:0] == 5) as registers, set in the cycle before (k[2:0] == 4 of a
+    // MATMUL that goes on): k counts by one through a MATMUL's EXEC and k[2:0] == 5 is never
     // its first cycle, so both are rd_step cycle for cycle. The channel shift has a copy of its
     // own (timing closure: a compare of k had driven the enables of its nine counters).
-    wire rd_step_n = !rst && exec_mm && !retire && k[2:0] == 3'd5;
+    // rd_p is p at the serializers' load of pixel p (k = 8p + 1).
+    wire rd_step_n = !rst && exec_mm && !retire && k[2:0] == 3'd4;
     reg rd_step, shift_step;
     always @(posedge clk) rd_step <= rd_step_n;
     (* keep *) always @(posedge clk) shift_step <= rd_step_n;
@@ -353,9 +362,10 @@ module accelerator #(
         else if (rd_step)
             rd_p <= rd_p + 24'd1;
     end
-    // cycles from a MATMUL's first bank read to its first bit in the array: the read, the
-    // serializers' load and the feeder's two registers (data_feeder.v; fpga/cycle_model.py
-    // FEED_LATENCY, and the decoder's MM_FIXED counts them too)
+    // cycles from a MATMUL's first cycle to its first bit in the array: the bank's output
+    // register, the serializers' load and the feeder's two registers (data_feeder.v;
+    // fpga/cycle_model.py FEED_LATENCY, and the decoder's MM_FIXED counts them too; the bank
+    // read itself is in DECODE)
     localparam [31:0] FEED = 4;
     wire [4:0] phase0 = k[4:0] - FEED[4:0];          // lane-0 bit index entering the array
 
@@ -363,16 +373,16 @@ module accelerator #(
     wire [CMAX*4-1:0]   bank_dir;
     wire [CMAX*DAW-1:0] bank_addr;
     wire [CMAX-1:0]     bank_fill;
-    wire [CMAX*8-1:0]   bank_q;
-    wire [CMAX*8-1:0]   bank_host_q;                // bank_q a cycle later (u_feeder), for the host
+    wire [CMAX*8-1:0]   bank_q;                     // each bank's byte from its output register
     reg  [CMAX-1:0]     bank_fill_q;
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
-        .clk(clk), .start(mm_fetch), .base(fetch_in_addr[DAW-1:0]),
-        .height(fetch_height), .width(fetch_width), .step(shift_step),
+        .clk(clk), .start(mm_pre), .base(pre_in_addr[DAW-1:0]),
+        .height(pre_height), .width(pre_width), .step(shift_step),
         .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
     // The addresses and fill flags are registered on their way to the banks (timing closure:
     // the counters' adders, the candidate addresses and each bank's select in one cycle, the
-    // block RAM's address setup in the next); the flags wait one more cycle, for the load.
+    // block RAM's address setup in the next); the flags wait, sampled at k = 8p - 1 (still
+    // pixel p's), until the load.
     // The host's read address takes the same register (from the port, a cycle before h_off
     // holds it), so no multiplexer sits between the register and the block RAM: the register
     // holds busy's value of the cycle before, which differs from busy only in the first cycle
@@ -389,10 +399,10 @@ module accelerator #(
     // Bank b is steered by entry b - in_ch of the shift word: a logarithmic shifter moves entry
     // i to bank in_ch + i (log2(CMAX) stages of 2:1 multiplexers instead of a COLS*8:1
     // multiplexer per bank). The directions hold for a whole MATMUL, so the shifter works in
-    // the MATMUL's FETCH, on the word's fields (the decoder's fetch_*; the shift word is loaded
-    // by the LOAD_WEIGHTS before), and each bank registers its direction by DECODE, where pixel
-    // 0's addresses are computed (timing closure: the shifter and the candidate select were one
-    // path to the address registers). Banks outside the tile's window get whatever lands there (the
+    // the cycle before the MATMUL's FETCH, on the word's fields (the decoder's mm_pre, pre_*;
+    // the shift word is loaded by the LOAD_WEIGHTS before), and each bank registers its
+    // direction by FETCH, where pixel 0's addresses are computed (timing closure: the shifter
+    // and the candidate select were one path to the address registers). Banks outside the tile's window get whatever lands there (the
     // identity below in_ch and past the word, padding entries past the window): the feeder
     // takes no slot from them, so their read addresses do not matter and no in-window flag
     // travels with the entries.
@@ -403,7 +413,7 @@ module accelerator #(
     generate
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : steer_entry
             if (gi < NSE) begin : entry
-                assign steer[gi] = fetch_shift_en ? shift_word[gi*4 +: 4] : IDENTITY;
+                assign steer[gi] = pre_shift_en ? shift_word[gi*4 +: 4] : IDENTITY;
             end else begin : none
                 assign steer[gi] = IDENTITY;
             end
@@ -412,9 +422,9 @@ module accelerator #(
             for (gi = 0; gi < CMAX; gi = gi + 1) begin : pos
                 if (gi >= (1 << gt)) begin : from
                     assign steer[(gt+1)*CMAX + gi] =
-                        fetch_in_ch[gt] ? steer[gt*CMAX + gi - (1 << gt)] : steer[gt*CMAX + gi];
+                        pre_in_ch[gt] ? steer[gt*CMAX + gi - (1 << gt)] : steer[gt*CMAX + gi];
                 end else begin : below
-                    assign steer[(gt+1)*CMAX + gi] = fetch_in_ch[gt] ? IDENTITY : steer[gt*CMAX + gi];
+                    assign steer[(gt+1)*CMAX + gi] = pre_in_ch[gt] ? IDENTITY : steer[gt*CMAX + gi];
                 end
             end
         end
@@ -442,7 +452,9 @@ module accelerator #(
         hd_byte_q <= host_wdata_q[7:0];
         wb_busy <= busy;
     end
-    wire [11:0] wb_shift = wb_busy ? out_ch : hd_bank_q;
+    // the write-back shifter's amount: the bank of row 0's write (< CMAX: the decoder checks
+    // out_ch, the host's write enable the bank)
+    wire [BKW-1:0] wb_shift = wb_busy ? out_ch[BKW-1:0] : hd_bank_q[BKW-1:0];
     // A host write reaches its bank 3 cycles after h_dbuf_we (hd_*_q, the bank's register wb,
     // the write), one or two cycles after a read issued right behind it reads the bank: the
     // two writes before a read's data are formed keep a copy here, and a read of their bank
@@ -517,7 +529,20 @@ module accelerator #(
             if (gi == 0) begin : first
                 assign wb_entry[gi] = wr_entry0;
             end else begin : next
-                assign wb_entry[gi] = (wb_shift == B) ? wr_entry0 : wb_entry_q[gi-1];
+                // whether row 0's entry enters the chain here (wb_shift == b), from flags
+                // registered a cycle ahead (timing closure: the 12-bit compare had been in
+                // front of every bank's entry multiplexer, on a path from out_ch and the
+                // host's bank to the banks' write registers). The host's flag is current;
+                // the run's lags out_ch by a cycle, which differs only in a MATMUL's DECODE,
+                // where no entry enters the chain (the last write of the MATMUL before was
+                // steered in FETCH, its own come from k = 32 + FEED + COLS on).
+                reg at_out_ch_q, at_host_q;
+                always @(posedge clk) begin
+                    at_out_ch_q <= (out_ch == B);
+                    at_host_q <= (h_off[27:16] == B);
+                end
+                wire enter = wb_busy ? at_out_ch_q : at_host_q;
+                assign wb_entry[gi] = enter ? wr_entry0 : wb_entry_q[gi-1];
             end
             always @(posedge clk) wb_entry_q[gi] <= wb_entry[gi];
             if (gi == 0) begin : row0_or_host
@@ -544,7 +569,7 @@ module accelerator #(
         end
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
             reg [3:0] dir_q;                                // the bank's direction this MATMUL
-            always @(posedge clk) if (mm_fetch) dir_q <= steer[BKW*CMAX + gi];
+            always @(posedge clk) if (mm_pre) dir_q <= steer[BKW*CMAX + gi];
             assign bank_dir[gi*4 +: 4] = dir_q;
             reg  [WB-1:0]  wb;                              // {write, byte}: array or host
             reg  [DAW-1:0] wb_addr;                         // ... and its entry
@@ -552,13 +577,31 @@ module accelerator #(
                 wb <= wback[BKW*CMAX + gi];
                 wb_addr <= wb_entry[gi];
             end
-            // A bank never reads an entry it writes in the same cycle and uses the word: the
-            // decoder refuses a MATMUL whose output banks and entries overlap its input ones
-            // (OVERLAP), banks outside the input window are read but not used, and the host
-            // writes while idle, where a read of the written entry is not the host's read.
+            // The byte waits a cycle in a plain register (`ram_r`), which the ECP5 flow folds
+            // into the block RAM's output register (timing closure: the 5.83 ns clock-to-out
+            // and the route to the serializers had been the top's longest path). The read
+            // starts a cycle earlier instead: pixel p's at k = 8p - 1, pixel 0's in DECODE.
+            // In that DECODE the MATMUL before may still write its last result (its writes
+            // are posted, above): a read of the entry written in the same cycle takes the
+            // written byte (`hit`, a registered compare; the block RAM returns x there,
+            // READ_OLD_ON_COLLISION 0), so every read sees every earlier write. Within a
+            // MATMUL no read it uses collides with its own writes (the decoder's OVERLAP
+            // check), and the host's writes and reads are idle's.
+            wire [7:0] ram_q;
+            reg  [7:0] ram_r;
             sdp_ram #(.WIDTH(8), .DEPTH(DDEPTH), .AW(DAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(wb[WB-1]), .waddr(wb_addr), .wdata(wb[7:0]),
-                .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(bank_q[gi*8 +: 8]));
+                .raddr(bank_addr_q[gi*DAW +: DAW]), .rdata(ram_q));
+            wire       hit = wb[WB-1] && wb_addr == bank_addr_q[gi*DAW +: DAW];
+            reg        hit_q, hit_r;                    // the read of 1 and 2 cycles ago collided
+            reg  [7:0] hit_byte;                        // ... and the byte written then
+            always @(posedge clk) begin
+                ram_r <= ram_q;
+                hit_q <= hit;
+                hit_r <= hit_q;
+                if (hit) hit_byte <= wb[7:0];
+            end
+            assign bank_q[gi*8 +: 8] = hit_r ? hit_byte : ram_r;
         end
     endgenerate
 
@@ -569,7 +612,7 @@ module accelerator #(
         .clk(clk), .clear(!exec_mm), .setup(mm_first), .in_ch(in_ch), .group(group), .tile_cols(tile_cols),
         .bank_q(bank_q), .bank_fill(bank_fill_q), .fill_value(fill),
         .load(feed_load), .load_valid(rd_p < pixels),
-        .col_data_next(col_data_next), .bank_byte(bank_host_q));
+        .col_data_next(col_data_next));
 
     // The activity count arrives COUNT_DELAY cycles after the cells switch on. The last cell
     // of a MATMUL switches on at k <= 8P + rows + COLS + 3 + FEED (the last pixel's bit 7
@@ -721,10 +764,7 @@ module accelerator #(
     // memories, the partial-sum banks and the trace are read from those registers (the
     // decoder's word, wmem_r, bias_word_q, smem_r, pbuf_r, trace_*_r); the control registers
     // and the data buffer's forwarded writes are selected at t + 2 and registered. A
-    // data-buffer bank's byte goes to the host through the feeder's serializer of that bank,
-    // which loads the bank's byte every cycle while no MATMUL executes (bank_host_q): the
-    // serializer loads the block RAM's data directly, and a register between them would delay
-    // it by a cycle (docs/microarchitecture.md, the block RAMs' ceiling).
+    // data-buffer bank's byte comes from the bank's output register (bank_q) like the others.
     reg [31:0] ctrl_q, ctrl_r;
     always @(posedge clk) begin
         case (h_off[3:0])
@@ -744,7 +784,7 @@ module accelerator #(
     /* verilator lint_on UNUSEDSIGNAL */
     wire fwd0 = hw_v[0] && hw_bank[0] == hb_q && hw_entry[0] == h_off_q[DAW-1:0];
     wire fwd1 = hw_v[1] && hw_bank[1] == hb_q && hw_entry[1] == h_off_q[DAW-1:0];
-    // a forwarded write's byte is chosen at t + 2, the bank's byte at t + 3 (bank_host_q)
+    // a forwarded write's byte is chosen at t + 2, the bank's byte at t + 3 (bank_q)
     wire       fwd = fwd0 || fwd1;
     wire [7:0] fwd_byte = fwd0 ? hw_byte[0] : hw_byte[1];
     reg  [3:0]  h_region_r;
@@ -771,7 +811,7 @@ module accelerator #(
             R_WMEM:  host_rdata = wmem_r[h_sel_r*32 +: 32];
             R_BMEM:  host_rdata = bias_word_q;
             R_SMEM:  host_rdata = smem_r[h_sel_r*32 +: 32];
-            R_DBUF:  host_rdata = {24'd0, fwd_r ? fwd_byte_r : bank_host_q[h_bank_r*8 +: 8]};
+            R_DBUF:  host_rdata = {24'd0, fwd_r ? fwd_byte_r : bank_q[h_bank_r*8 +: 8]};
             R_PBUF:  host_rdata = pbuf_r[h_row_r];
             R_TRACE: host_rdata = h_sel_r[0] ? trace_act_r : trace_cycle_r;
             default: host_rdata = 32'd0;

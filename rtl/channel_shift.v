@@ -75,8 +75,11 @@ module channel_shift #(
     end
 
     wire [AW-1:0] row_step = width[AW-1:0];
-    wire [AW-1:0] cand [0:8];
-    wire [8:0] in_frame;
+    // indexed by the 4-bit direction itself, codes 9..15 wired to the identity's entry (timing
+    // closure: a compare that mapped them to 4 had been a LUT level of its own in front of
+    // every bank's select, on the path from the direction registers to the banks' addresses)
+    wire [AW-1:0] cand [0:15];
+    wire [15:0] in_frame;
     genvar d, b;
     generate
         for (d = 0; d < 9; d = d + 1) begin : direction
@@ -95,9 +98,12 @@ module channel_shift #(
             assign in_frame[d] = ((DY < 0) ? up_ok : (DY > 0) ? down_ok : 1'b1)
                                & ((DX < 0) ? left_ok : (DX > 0) ? right_ok : 1'b1);
         end
+        for (d = 9; d < 16; d = d + 1) begin : identity
+            assign cand[d] = cand[4];
+            assign in_frame[d] = in_frame[4];
+        end
         for (b = 0; b < BANKS; b = b + 1) begin : bank
-            wire [3:0] raw_dir = dir[b*4 +: 4];
-            wire [3:0] d_sel = (raw_dir > 4'd8) ? 4'd4 : raw_dir;
+            wire [3:0] d_sel = dir[b*4 +: 4];
             assign addr[b*AW +: AW] = cand[d_sel];
             assign fill[b] = ~in_frame[d_sel];
         end

@@ -20,10 +20,7 @@
 // slots' group multiplexers. Bit b of the byte loaded in cycle t is on `col_data_next` in cycle
 // t + 2 + b (fpga/cycle_model.py FEEDER_REGISTERS); the array registers it as the first stage of
 // its column chains (systolic_array.v). `clear` zeroes the output at once and every stage but
-// the serializers: while `clear` is high each loads its bank's byte every cycle, and
-// `bank_byte` shows it a cycle after the read, for the host port (accelerator.v). A byte register
-// of the host's own would be a second load of the block RAM's output, placed elsewhere (timing
-// closure: at 16x16 that route was the top's longest path); the serializer is already there.
+// the serializers' bytes, which shift out unused until the next load.
 module data_feeder #(
     parameter COLS = 8,
     parameter SLOTS = 8,
@@ -43,8 +40,7 @@ module data_feeder #(
     input  wire [7:0]               fill_value,
     input  wire                     load,
     input  wire                     load_valid,
-    output wire [COLS*SLOTS-1:0]    col_data_next,
-    output wire [BANKS*8-1:0]       bank_byte   // while clear: bank_q of the cycle before
+    output wire [COLS*SLOTS-1:0]    col_data_next
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
     // does not exist, whose name says what is wrong (Verilog-2005 has no $error).
@@ -108,11 +104,8 @@ module data_feeder #(
             if (i < BANKS) begin : bank
                 reg [7:0] sr;                       // the bank's byte, shifted out LSB first
                 reg       fill_l;                   // the byte is the fill value
-                // while clear, the byte of every cycle: the host's read (bank_byte); the
-                // bits it shifts into the stages are dropped (live_q is low until the first
-                // load's byte reaches the shifter's register)
                 always @(posedge clk) begin
-                    if (clear || load)
+                    if (load)
                         sr <= bank_q[i*8 +: 8];
                     else
                         sr <= {1'b0, sr[7:1]};
@@ -122,7 +115,6 @@ module data_feeder #(
                         fill_l <= bank_fill[i];
                 end
                 assign stage[i] = fill_l ? fill_bit : sr[0];
-                assign bank_byte[i*8 +: 8] = sr;
             end else begin : none
                 assign stage[i] = 1'b0;
             end

@@ -14,10 +14,12 @@
 // sits where the block RAM is, about 3 ns of route from it). `w_q` holds the word at the
 // address of three cycles before: executions last at least two cycles, which gives the
 // read-ahead its time, and the top registers `start` twice, so that the memory's address is
-// start_pc in the two cycles before the decoder's `start`. FETCH computes
-// the pixel product and every check that does not need it, and registers them with a MATMUL's
-// fields (the top computes pixel 0's bank addresses from them in DECODE); DECODE compares the
-// registered product with the bounds FETCH registered, latches the rest and starts EXEC.
+// start_pc in the two cycles before the decoder's `start`. In the cycle before FETCH the
+// word is already in `w_ram_q`: the top takes a MATMUL's address fields from there (mm_pre,
+// pre_*), so that pixel 0's banks are read in DECODE. FETCH computes the pixel product and
+// every check that does not need it, and registers them with a MATMUL's fields; DECODE
+// compares the registered product with the bounds FETCH registered, latches the rest and
+// starts EXEC.
 module instruction_decoder #(
     // the accelerator's sizes (accelerator.v says what each is): the checks of every word
     // against them are fpga/isa.py's
@@ -71,22 +73,28 @@ module instruction_decoder #(
     output reg  [23:0]      pixels,
     output reg  [7:0]       tile_rows,      // shape of the loaded tile
     output reg  [7:0]       tile_cols,
-    // In a MATMUL's FETCH (mm_fetch), some of its fields as the word holds them, a cycle
-    // before the registered ones above: what the top computes once per MATMUL from them (the
-    // banks' shift directions, pixel 0's candidate addresses) is registered by DECODE.
-    output wire             mm_fetch,
-    output wire [11:0]      fetch_in_ch,
-    output wire             fetch_shift_en,
-    output wire [19:0]      fetch_in_addr,
-    output wire [11:0]      fetch_height,
-    output wire [11:0]      fetch_width,
-    // In a LOAD_WEIGHTS' FETCH (lw_fetch), its memory addresses as the word holds them: the
-    // top starts the weight and shift memories' reads in DECODE, a cycle before EXEC, so that
-    // their data can wait in a register after each block RAM.
+    // In the cycle before a MATMUL's FETCH (mm_pre: the last cycle of the instruction before,
+    // or the cycle of `start`), some of its fields as the first word register (`w_ram_q`)
+    // holds them, two cycles before the registered ones above: what the top computes once per
+    // MATMUL from them (the banks' shift directions, pixel 0's candidate addresses) is
+    // registered by FETCH, so pixel 0's banks are read in DECODE.
+    output wire             mm_pre,
+    output wire [11:0]      pre_in_ch,
+    output wire             pre_shift_en,
+    output wire [19:0]      pre_in_addr,
+    output wire [11:0]      pre_height,
+    output wire [11:0]      pre_width,
+    // ... and in the cycle before a LOAD_WEIGHTS' FETCH (lw_pre), its shift-table address: the
+    // top reads the shift word from FETCH on, so that it is loaded by the LOAD_WEIGHTS' second
+    // cycle, before the next instruction's mm_pre.
+    output wire             lw_pre,
+    output wire [23:0]      pre_s_addr,
+    // In a LOAD_WEIGHTS' FETCH (lw_fetch), its weight and bias addresses as the word holds
+    // them: the top starts the weight memory's read in DECODE, a cycle before EXEC, so that
+    // its data can wait in a register after each block RAM.
     output wire             lw_fetch,
     output wire [23:0]      fetch_w_addr,
     output wire [23:0]      fetch_b_addr,
-    output wire [23:0]      fetch_s_addr,
     // the word as it left the memory (`w_ram_q`): the host port reads the instruction memory
     // through this register, so the memory's data drive nothing else
     output wire [127:0]     word
@@ -174,16 +182,21 @@ module instruction_decoder #(
     wire [11:0] f_outch = w[107:96];
     wire [19:0] f_acc = w[127:108];
     wire [23:0] f_prod = f_h * f_w;
-    assign mm_fetch = (state == S_FETCH) && (op == OP_MM);
-    assign fetch_in_ch = f_inch;
-    assign fetch_shift_en = f_shift;
-    assign fetch_in_addr = f_in;
-    assign fetch_height = f_h;
-    assign fetch_width = f_w;
+    // The cycle before FETCH: the next state is FETCH (an execution's last cycle, or `start`),
+    // and w_ram_q already holds the word FETCH will see in w_q.
+    wire        pre = (state == S_EXEC && last_q) || (state == S_IDLE && start);
+    wire [3:0]  pre_op = w_ram_q[3:0];
+    assign mm_pre = pre && (pre_op == OP_MM);
+    assign pre_shift_en = w_ram_q[7];
+    assign pre_height = w_ram_q[31:20];
+    assign pre_width = w_ram_q[43:32];
+    assign pre_in_addr = w_ram_q[63:44];
+    assign pre_in_ch = w_ram_q[95:84];
+    assign lw_pre = pre && (pre_op == OP_LW);
+    assign pre_s_addr = w_ram_q[95:72];
     assign lw_fetch = (state == S_FETCH) && (op == OP_LW);
     assign fetch_w_addr = f_waddr;
     assign fetch_b_addr = f_baddr;
-    assign fetch_s_addr = f_saddr;
     assign word = w_ram_q;
     wire byte_mode = (f_mode == 2'd0) || (f_mode == 2'd1);
     // Channels a MATMUL's window spans, tile_cols x group, for each of the 8 group sizes:
@@ -423,9 +436,9 @@ module instruction_decoder #(
                     // the multiplier and an adder behind it were FETCH's longest path)
                     mm_rest_q <= MM_LAST[23:0] + {16'd0, tile_rows}
                               + ((f_mode == M_PIXSUM) ? 24'd1 : 24'd0);
-                    // A MATMUL's fields are out a cycle before it executes: the top computes
-                    // pixel 0's bank addresses in DECODE (accelerator.v). Nothing reads them
-                    // outside EXEC of a MATMUL, and the one before has retired.
+                    // A MATMUL's fields are out a cycle before it executes. Nothing reads
+                    // them outside DECODE and EXEC of a MATMUL, and the one before has retired
+                    // (its last writes, steered by out_ch, leave the shifter in this cycle).
                     if (op == OP_MM) begin
                         mode <= f_mode;
                         acc_in <= f_accin;

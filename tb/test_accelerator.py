@@ -17,12 +17,14 @@ import pytest
 from cocotb.triggers import FallingEdge
 
 from fpga.arch import ArrayConfig
-from fpga.compiler import compile_network
+from fpga.compiler import Program, compile_network
 from fpga.cycle_model import program_timeline
 from fpga.execute import execute, interpret
+from fpga.interpreter import Machine
 from fpga.isa import ErrorCode, Halt, LoadWeights, Matmul, encode
 from models import golden
 from models.datasets import adapt_to_network, load_dataset
+from models.numerics import sac
 from models.numerics.sac import OutputMode
 from models.onnx.importer import import_onnx
 from tb.bitserial import start_clock
@@ -100,7 +102,7 @@ async def compiled_networks(dut):
     cfg, host = await setup(dut)
     rng = seeded_rng(dut._log)
     for label, net, image in compiled_network_cases(rng, cfg):
-        if label != BNN_CASE:  # SAC networks must need several tiles
+        if label not in (BNN_CASE, "1x1 frames"):  # SAC networks must need several tiles
             prog = compile_network(net, cfg)
             assert max(lp.n_tiles for lp in prog.layers) > 1
             assert max(lp.k_tiles for lp in prog.layers) > 1, "need several channel tiles"
@@ -157,6 +159,93 @@ async def errors_halt_and_write_nothing(dut):
         pbank = await host.read_many([(R_PBUF, e) for e in range(cfg.pdepth)])
         assert all(v == 0x5A5A5A5A for v in pbank), code
     dut._log.info(f"{len(bad_words)} malformed words: right code, right pc, nothing written")
+
+
+@cocotb.test()
+async def back_to_back_matmuls(dut):
+    """Instructions the top starts a cycle before their FETCH, right behind the one that feeds
+    them (compiled programs always put a LOAD_WEIGHTS of several rows between two MATMULs):
+    - MATMULs with no LOAD_WEIGHTS between them, each reading what the one before wrote. A
+      MATMUL reads its first pixel in its DECODE, the cycle in which the MATMUL before writes
+      its last byte (last row, last pixel): chains on 1x1 frames (that byte is the entry read)
+      and on 2x2 frames with every direction (1, 1) (pixel 0 reads pixel 3);
+    - a MATMUL with the shift right after a one-row LOAD_WEIGHTS (two cycles) that loads a new
+      shift word: the MATMUL steers its banks in the LOAD_WEIGHTS' second cycle.
+    The data buffer equals the interpreter's and every retire cycle the cycle model's."""
+    cfg, host = await setup(dut)
+    rng = seeded_rng(dut._log, stream=3)
+    n = min(cfg.rows, cfg.cols)  # tile rows = tile columns: each output is the next input
+    every = np.full(cfg.cols * 8, 8, dtype=np.uint8)  # direction (1, 1) everywhere
+    cases = []
+    for size, shift in ((1, False), (2, True)):
+        p = size * size
+        chain = [
+            Matmul(height=size, width=size, in_addr=i * p, out_addr=(i + 1) * p, shift_en=shift)
+            for i in range(4)
+        ]
+        cases.append((f"4 MATMULs on {size}x{size}", p, [LoadWeights(rows=n, cols=n), *chain], [every]))
+    p = 4
+    cases.append(
+        (
+            "a MATMUL right after a one-row LOAD_WEIGHTS",
+            p,
+            [
+                LoadWeights(rows=n, cols=n, s_addr=0),
+                Matmul(height=2, width=2, in_addr=0, out_addr=p, shift_en=True),
+                LoadWeights(rows=1, cols=n, s_addr=1),  # direction (-1, -1) everywhere
+                Matmul(height=2, width=2, in_addr=p, out_addr=2 * p, shift_en=True),
+            ],
+            [every, np.zeros(cfg.cols * 8, dtype=np.uint8)],
+        )
+    )
+    for label, p, body, shift_words in cases:
+        instrs = [*body, Halt()]
+        prog = Program(
+            config=cfg,
+            network=None,
+            instructions=instrs,
+            words=[encode(i) for i in instrs],
+            # cell bytes [index 0][sign][exponent code 1..7], three in four positive, and
+            # positive biases: the activations stay alive through the chain
+            wmem=sac.encode_byte(
+                np.zeros((n, cfg.cols), dtype=np.uint8),
+                (rng.random((n, cfg.cols)) < 0.75).astype(np.uint8),
+                rng.integers(1, sac.MAX_CODE + 1, size=(n, cfg.cols)),
+            ),
+            bmem=rng.integers(0, 64 << sac.QUANT_SHIFT, size=n).astype(np.int32),
+            smem=np.stack(shift_words),
+            layers=[],
+            segments=[],
+            plan=[],
+        )
+        machine = Machine(cfg)
+        machine.load_program(prog)
+        image = rng.integers(1, 256, size=(n, p), dtype=np.uint8)
+        machine.dbuf[0, :n, :p] = image
+        before = machine.dbuf[0].copy()
+        stats = machine.run()
+        assert stats.error is None, stats.error
+        last = max(m.out_addr for m in body if isinstance(m, Matmul))
+        entries = last + p
+        await host.load_program(prog)
+        # the image, and zeros where the programs before left their outputs
+        await host.write_many(
+            [(R_DBUF, (b << 16) | e, int(before[b, e])) for b in range(n) for e in range(entries)]
+        )
+        st = await host.run()
+        assert not st["error"], (label, st)
+        got = await host.read_many([(R_DBUF, (b << 16) | e) for b in range(n) for e in range(entries)])
+        got = np.array(got, dtype=np.int64).reshape(n, entries) & 0xFF
+        want = machine.dbuf[0, :n, :entries]
+        bad = np.argwhere(got != want)
+        assert not bad.size, (
+            f"{label}: (bank, entry) {tuple(bad[0])}: got {got[tuple(bad[0])]}, want {want[tuple(bad[0])]}"
+        )
+        ends, _ = await host.trace(len(body))
+        want_ends = [s.end for s in program_timeline(instrs, cfg)][: len(body)]
+        assert ends == want_ends, (label, ends, want_ends)
+        assert (want[:, last:] != 0).any(), f"{label}: the last MATMUL wrote only zeros: a weak check"
+    dut._log.info(f"{len(cases)} programs ({n} channels): buffers and cycles match")
 
 
 @cocotb.test()

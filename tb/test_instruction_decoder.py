@@ -92,6 +92,25 @@ def decoded_fields(instrs):
     return out
 
 
+# what the decoder hands over in the cycle before an instruction's FETCH (mm_pre, lw_pre): port
+# -> fpga.isa field, which the top starts the MATMUL's bank reads and the shift word's read from
+PRE_MM_PORTS = {
+    "pre_in_ch": "in_ch",
+    "pre_shift_en": "shift_en",
+    "pre_in_addr": "in_addr",
+    "pre_height": "height",
+    "pre_width": "width",
+}
+PRE_LW_PORTS = {"pre_s_addr": "s_addr"}
+
+
+def sample_pre(dut, cycle, pres):
+    """Record (cycle, fields) when mm_pre or lw_pre is high, the fields named as fpga.isa's."""
+    for flag, ports in (("mm_pre", PRE_MM_PORTS), ("lw_pre", PRE_LW_PORTS)):
+        if str(getattr(dut, flag).value) == "1":
+            pres.append((cycle, {f: int(getattr(dut, port).value) for port, f in ports.items()}))
+
+
 def sample_fields(dut):
     """The decoder's field outputs of the instruction it is executing."""
     ports = LW_PORTS if str(dut.exec_lw.value) == "1" else MM_PORTS
@@ -151,7 +170,8 @@ def random_instructions(rng, cfg, n):
 async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     """Play the instruction memory (`prefix` words before the program, which starts at
     `start_pc`); return (error, code, pc, retire cycles, cycles, fields of every executed
-    LOAD_WEIGHTS and MATMUL as sampled in its retire cycle)."""
+    LOAD_WEIGHTS and MATMUL as sampled in its retire cycle, (cycle, fields) of every mm_pre or
+    lw_pre, the start's cycle being -1)."""
     image = list(prefix) + list(words)
     image += [0] * (cfg.imem_depth - len(image))
 
@@ -179,11 +199,14 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     await FallingEdge(dut.clk)
     dut.start.value = 1
     await memory_cycle()
+    pres = []
+    sample_pre(dut, -1, pres)
     await FallingEdge(dut.clk)
     dut.start.value = 0
     retires, fields = [], []
     for cycle in range(limit):
         await memory_cycle()  # `retire` settles on this cycle's word
+        sample_pre(dut, cycle, pres)
         if str(dut.retire.value) == "1":
             retires.append(cycle + 1)
             if "1" in (str(dut.exec_lw.value), str(dut.exec_mm.value)):
@@ -196,6 +219,7 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
                 retires,
                 cycle,
                 fields,
+                pres,
             )
             await FallingEdge(dut.clk)
             return result
@@ -208,8 +232,25 @@ async def check_case(dut, cfg, words, label, prefix=()):
     code, index, ends, want_fields = expected(words, cfg)
     if code is not None and index is not None:
         index += len(prefix)
-    err, got_code, pc, retires, total, fields = await run_program(
+    err, got_code, pc, retires, total, fields, pres = await run_program(
         dut, words, cfg, start_pc=len(prefix), prefix=prefix
+    )
+    # executed instruction j's mm_pre or lw_pre: in the cycle before its FETCH (the start's, or
+    # instruction j - 1's retire), with the fields it executes with; a word that fails its
+    # checks may have one more after them
+    want_pres = [
+        (
+            -1 if j == 0 else retires[j - 1] - 1,
+            {f: want[f] for f in (PRE_LW_PORTS if "rows" in want else PRE_MM_PORTS).values()},
+        )
+        for j, want in enumerate(want_fields)
+    ]
+    assert pres[: len(want_pres)] == want_pres, (
+        f"{label}: (cycle, fields) of mm_pre/lw_pre: RTL {pres[: len(want_pres)][:3]}..., "
+        f"want {want_pres[:3]}..."
+    )
+    assert len(pres) <= len(want_pres) + 1, (
+        f"{label}: {len(pres)} mm_pre/lw_pre for {len(want_pres)} instructions"
     )
     for j, (got, want) in enumerate(zip(fields, want_fields, strict=True)):
         bad = {k: (got[k], want[k]) for k in want if got[k] != want[k]}

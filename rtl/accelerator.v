@@ -105,17 +105,18 @@ module accelerator #(
     wire [11:0]    height, width, in_ch, out_ch;
     wire [19:0]    in_addr, out_addr, acc_addr;
     /* verilator lint_on UNUSEDSIGNAL */
-    // `start` reaches the decoder two cycles later (start_q, then dec_start), so that the
-    // instruction memory reads start_pc in the cycle of `start` and the next: the decoder
-    // registers each word twice as it leaves the memory, the first register folded into the
-    // block RAM (instruction_decoder.v). A `start` in the cycle in which a host write to the
+    // `start` reaches the decoder three cycles later (start_q, start_qq, then dec_start), so
+    // that the instruction memory reads start_pc in the cycle of `start` and the two after: the
+    // decoder registers each word twice as it leaves the memory, the first register folded into
+    // the block RAM, and needs the first word in its second register in the cycle of its
+    // `start` (instruction_decoder.v). A `start` in the cycle in which a host write to the
     // instruction memory lands (the cycle after the port presented it) would read the word
     // being written, so it reaches the decoder a cycle later still (start_wait), and the word
     // is read twice after the write. The run's counters start with the decoder, so every
     // cycle count is the cycle model's; `busy` rises and `done` falls in the cycle after
     // `start`.
-    reg            start_wait, start_q, dec_start;
-    wire           starting = start_wait | start_q | dec_start; // `start` taken, the decoder not yet
+    reg            start_wait, start_q, start_qq, dec_start;
+    wire           starting = start_wait | start_q | start_qq | dec_start; // `start` taken, the decoder not yet
     reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
     wire           dec_busy, dec_done, dec_error;
     assign busy = dec_busy | starting;
@@ -181,7 +182,8 @@ module accelerator #(
     always @(posedge clk) begin
         start_wait <= !rst && take_start && imem_we;
         start_q <= !rst && (take_start && !imem_we || start_wait);
-        dec_start <= !rst && start_q;
+        start_qq <= !rst && start_q;
+        dec_start <= !rst && start_qq;
         if (rst) run_pc <= {(IAW+1){1'b0}};
         else if (take_start) run_pc <= start_pc;
     end

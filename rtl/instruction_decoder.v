@@ -7,19 +7,22 @@
 // scheduled off it. A word that fails a check raises `error` with the code fpga/isa.py gives
 // it, halts and executes nothing (so it writes nothing).
 //
-// Timing: the next word is read ahead (start_pc while idle, pc + 1 from DECODE on) and
+// Timing: the next word is read ahead (start_pc while idle, pc + 1 from FETCH on) and
 // registered twice as it leaves the memory: `w_ram_q`, which the ECP5 flow folds into the
 // block RAM's output register (the memory's 5.83 ns clock-to-out is off every path), then
-// `w_q`, a fabric register the placer puts near FETCH's logic (the block RAM's output register
-// sits where the block RAM is, about 3 ns of route from it). `w_q` holds the word at the
-// address of three cycles before: executions last at least two cycles, which gives the
-// read-ahead its time, and the top registers `start` twice, so that the memory's address is
-// start_pc in the two cycles before the decoder's `start`. In the cycle before FETCH the
-// word is already in `w_ram_q`: the top takes a MATMUL's address fields from there (mm_pre,
-// pre_*), so that pixel 0's banks are read in DECODE. FETCH computes the pixel product and
-// every check that does not need it, and registers them with a MATMUL's fields; DECODE
-// compares the registered product with the bounds FETCH registered, latches the rest and
-// starts EXEC.
+// `w_q`, a fabric register the placer puts near the logic it feeds (the block RAM's output
+// register sits where the block RAM is, about 3 ns of route from it). `w_q` holds the word at
+// the address of three cycles before: executions last at least two cycles, which gives the
+// read-ahead its time, and the top registers `start` three times, so that the memory's address
+// is start_pc in the three cycles before the decoder's `start`. So `w_q` holds the next word
+// already in the cycle before FETCH (the last cycle of an execution, or the cycle of `start`),
+// and keeps it through FETCH and DECODE:
+// - in that cycle the top takes a MATMUL's address fields from it (mm_pre, pre_*), so that
+//   pixel 0's banks are read in DECODE, and the decoder multiplies the pixel count and
+//   computes the bounds it is compared with (registered every cycle, used in FETCH);
+// - FETCH compares the product with those bounds, makes every other check, and registers the
+//   results with a MATMUL's fields;
+// - DECODE ORs the registered flags, latches the rest and starts EXEC.
 module instruction_decoder #(
     // the accelerator's sizes (accelerator.v says what each is): the checks of every word
     // against them are fpga/isa.py's
@@ -141,14 +144,12 @@ module instruction_decoder #(
     // after k reaches it. Every execution lasts at least two cycles, so k = 0 is never last.
     reg [23:0] exec_last;
     reg        last_q;
-    // read ahead: start_pc while idle (start moves to FETCH), pc + 1 in DECODE and while
-    // executing (the retire cycle moves to FETCH with pc + 1): the next FETCH, at least three
-    // cycles after this DECODE (the block RAM's read and the two registers), and its DECODE
-    // see it. FETCH's own read is unused.
-    assign imem_addr = (state == S_IDLE) ? start_pc[IAW-1:0]
-                     : (state == S_FETCH) ? pc[IAW-1:0] : pc[IAW-1:0] + 1'b1;
+    // read ahead: start_pc while idle (start moves to FETCH), pc + 1 from FETCH on (the retire
+    // cycle moves to FETCH with pc + 1): the word is in `w_q` three cycles later, i.e. from the
+    // second cycle of the execution on, which is at the latest the cycle before the next FETCH.
+    // Until then `w_q` holds the word of this instruction (read from the FETCH before on).
+    assign imem_addr = (state == S_IDLE) ? start_pc[IAW-1:0] : pc[IAW-1:0] + 1'b1;
     // results of FETCH's checks, used in DECODE
-    reg [23:0] pix_q;                        // height x width
     reg [23:0] mm_rest_q;                    // a MATMUL's execution cycles - 2 - 8 x pixels
     reg        pc_over_q;
     assign retire = (state == S_EXEC && last_q)
@@ -181,19 +182,17 @@ module instruction_decoder #(
     wire [11:0] f_inch = w[95:84];
     wire [11:0] f_outch = w[107:96];
     wire [19:0] f_acc = w[127:108];
-    wire [23:0] f_prod = f_h * f_w;
     // The cycle before FETCH: the next state is FETCH (an execution's last cycle, or `start`),
-    // and w_ram_q already holds the word FETCH will see in w_q.
+    // and w_q already holds the word FETCH will see (above).
     wire        pre = (state == S_EXEC && last_q) || (state == S_IDLE && start);
-    wire [3:0]  pre_op = w_ram_q[3:0];
-    assign mm_pre = pre && (pre_op == OP_MM);
-    assign pre_shift_en = w_ram_q[7];
-    assign pre_height = w_ram_q[31:20];
-    assign pre_width = w_ram_q[43:32];
-    assign pre_in_addr = w_ram_q[63:44];
-    assign pre_in_ch = w_ram_q[95:84];
-    assign lw_pre = pre && (pre_op == OP_LW);
-    assign pre_s_addr = w_ram_q[95:72];
+    assign mm_pre = pre && (op == OP_MM);
+    assign pre_shift_en = f_shift;
+    assign pre_height = f_h;
+    assign pre_width = f_w;
+    assign pre_in_addr = f_in;
+    assign pre_in_ch = f_inch;
+    assign lw_pre = pre && (op == OP_LW);
+    assign pre_s_addr = f_saddr;
     assign lw_fetch = (state == S_FETCH) && (op == OP_LW);
     assign fetch_w_addr = f_waddr;
     assign fetch_b_addr = f_baddr;
@@ -285,30 +284,48 @@ module instruction_decoder #(
     wire        w_room_small = (w_room[24:8] == 17'd0);
     wire        b_room_small = (b_room[24:8] == 17'd0);
 
-    // A MATMUL's product-free terms, named after the check they belong to; each *_room is the
-    // bound a check compares the pixel count with (25 bits: DDEPTH and PDEPTH are at most 2^20,
-    // and a term whose subtraction would wrap is decided by its flag first).
+    // A MATMUL's terms, named after the check they belong to. The pixel count and the bounds
+    // it is compared with (each *_room; 25 bits: DDEPTH and PDEPTH are at most 2^20, and a
+    // term whose subtraction would wrap is decided by its flag first) are computed from `w_q`
+    // in every cycle and registered, so that in FETCH they are the word's (`w_q` holds it from
+    // the cycle before FETCH on) and FETCH compares registers (timing closure: the product had
+    // been registered in FETCH and compared in DECODE, in front of the failure flag and the
+    // state's enables, the 16x16 top's longest path).
     wire        pixsum = (f_mode == M_PIXSUM);
     wire        shape_zero = (f_h == 12'd0 || f_w == 12'd0);
-    // the input window's channels: in_ch + slots > CMAX (in_ch > CMAX among them), against
-    // the tile's bound above
+    // the overlap checks: channels (byte modes) or accumulation (the others) clash, and then the
+    // two windows [a, a + n) and [b, b + m) intersect: (a < b or n > a - b) and (b < a or m > b - a)
+    wire [19:0] ovl_a = byte_mode ? f_in : f_acc;
+    reg  [23:0] pix_r;                       // height x width
+    reg  [24:0] in_room_r, acc_room_r, out_room_r, ovl_a_gap_r, ovl_b_gap_r;
+    always @(posedge clk) begin
+        pix_r <= f_h * f_w;
+        in_room_r <= L_DDEPTH[24:0] - {5'd0, f_in};
+        acc_room_r <= L_PDEPTH[24:0] - {5'd0, f_acc};
+        out_room_r <= (byte_mode ? L_DDEPTH[24:0] : L_PDEPTH[24:0]) - {5'd0, f_out};
+        ovl_a_gap_r <= {5'd0, ovl_a} - {5'd0, f_out};
+        ovl_b_gap_r <= {5'd0, f_out} - {5'd0, ovl_a};
+    end
+    wire [24:0] pix25 = {1'b0, pix_r};
+    /* verilator coverage_off */
+    wire [31:0] pix32 = {8'd0, pix_r};
+    /* verilator coverage_on */
+    // FETCH: each check a flag. The input window's channels: in_ch + slots > CMAX (in_ch >
+    // CMAX among them), against the tile's bound above.
     wire        in_past = ({12'd0, f_in} > L_DDEPTH) || in_ch_over;
-    wire [24:0] in_room = L_DDEPTH[24:0] - {5'd0, f_in};
     wire        acc_past = ({12'd0, f_acc} > L_PDEPTH);
-    wire [24:0] acc_room = L_PDEPTH[24:0] - {5'd0, f_acc};
     // (a PIXSUM's one entry past the end: out + 1 > PDEPTH, i.e. out == PDEPTH once out >
     // PDEPTH is out; an equality, no carry chain)
     wire        out_past = byte_mode
                     ? ({12'd0, f_out} > L_DDEPTH) || out_ch_over
                     : ({12'd0, f_out} > L_PDEPTH) || (pixsum && {12'd0, f_out} == L_PDEPTH);
-    wire [24:0] out_room = (byte_mode ? L_DDEPTH[24:0] : L_PDEPTH[24:0]) - {5'd0, f_out};
-    // the overlap checks: channels (byte modes) or accumulation (the others) clash, and then the
-    // two windows [a, a + n) and [b, b + m) intersect: (a < b or n > a - b) and (b < a or m > b - a)
-    // Whether the channels clash is decided in FETCH and registered (timing closure: in DECODE
-    // the compares had stood in front of the overlap decision and the state's enables; in
-    // FETCH they need only the word, tile_rows and the slots table, and end in a register):
-    // [in_ch, in_ch + slots) and [out_ch, out_ch + tile_rows) intersect when (in_ch < out_ch or
-    // in_ch - out_ch < tile_rows) and (out_ch < in_ch or out_ch - in_ch < slots).
+    wire        mm_shape = shape_zero || pix32 > L_DDEPTH;
+    wire        mm_in = in_past || pix25 > in_room_r;
+    wire        mm_acc = f_accin && (acc_past || pix25 > acc_room_r);
+    wire        mm_out = out_past || (!(pixsum && !byte_mode) && pix25 > out_room_r);
+    // Whether the channels clash: [in_ch, in_ch + slots) and [out_ch, out_ch + tile_rows)
+    // intersect when (in_ch < out_ch or in_ch - out_ch < tile_rows) and (out_ch < in_ch or
+    // out_ch - in_ch < slots).
     wire        ch_in_below = (f_inch < f_outch);
     wire        ch_out_below = (f_outch < f_inch);
     wire [11:0] ch_in_gap = f_inch - f_outch;
@@ -316,21 +333,18 @@ module instruction_decoder #(
     wire        ch_clash = (ch_in_below || ch_in_gap < {4'd0, tile_rows})
                         && (ch_out_below || ch_out_gap < f_slots);
     wire        acc_moved = f_accin && f_out != f_acc;
-    wire [19:0] ovl_a = byte_mode ? f_in : f_acc;
-    wire        ovl_a_below = (ovl_a < f_out);           // a < b
-    wire        ovl_b_below = (f_out < ovl_a);           // b < a
-    wire [24:0] ovl_a_gap = {5'd0, ovl_a} - {5'd0, f_out};
-    wire [24:0] ovl_b_gap = {5'd0, f_out} - {5'd0, ovl_a};
-    // a PIXSUM's window at b is one entry long (n for [a, ..) is always the pixel count)
-    wire        ovl_b_one = !byte_mode && pixsum;
+    // the windows intersect (a PIXSUM's window at b is one entry long; n for [a, ..) is always
+    // the pixel count)
+    wire        ovl_win = ((ovl_a < f_out)
+                           || ((!byte_mode && pixsum) ? ovl_a_gap_r == 25'd0 : pix25 > ovl_a_gap_r))
+                       && ((f_out < ovl_a) || pix25 > ovl_b_gap_r);
 
     reg [3:0]  err_pre_q;
     reg        lw_q, lw_past_q;
     reg        w_room_small_q, b_room_small_q;
     reg [7:0]  w_room_q, b_room_q;                   // the bounds' low 8 bits
-    reg        mm_q, byte_mode_q, accin_q, pixsum_q, shape_zero_q, in_past_q, acc_past_q,
-               out_past_q, ovl_a_below_q, ovl_b_below_q, ovl_b_one_q, ch_clash_q, acc_moved_q;
-    reg [24:0] in_room_q, acc_room_q, out_room_q, ovl_a_gap_q, ovl_b_gap_q;
+    reg        mm_q, byte_mode_q, mm_shape_q, mm_in_q, mm_acc_q, mm_out_q, ch_clash_q,
+               acc_moved_q, ovl_win_q;
     always @(posedge clk) if (state == S_FETCH) begin
         err_pre_q <= err_pre;
         mm_q <= (op == OP_MM);
@@ -341,58 +355,37 @@ module instruction_decoder #(
         w_room_q <= w_room[7:0];
         b_room_q <= b_room[7:0];
         byte_mode_q <= byte_mode;
-        accin_q <= f_accin;
-        pixsum_q <= pixsum;
-        shape_zero_q <= shape_zero;
-        in_past_q <= in_past;
-        in_room_q <= in_room;
-        acc_past_q <= acc_past;
-        acc_room_q <= acc_room;
-        out_past_q <= out_past;
-        out_room_q <= out_room;
+        mm_shape_q <= mm_shape;
+        mm_in_q <= mm_in;
+        mm_acc_q <= mm_acc;
+        mm_out_q <= mm_out;
         ch_clash_q <= ch_clash;
         acc_moved_q <= acc_moved;
-        ovl_a_below_q <= ovl_a_below;
-        ovl_b_below_q <= ovl_b_below;
-        ovl_a_gap_q <= ovl_a_gap;
-        ovl_b_gap_q <= ovl_b_gap;
-        ovl_b_one_q <= ovl_b_one;
+        ovl_win_q <= ovl_win;
     end
 
-    // DECODE: the registered pixel count against the bounds
-    wire [24:0] pix25 = {1'b0, pix_q};
-    /* verilator coverage_off */
-    wire [31:0] pix32 = {8'd0, pix_q};
-    /* verilator coverage_on */
-    wire        ovl_en = byte_mode_q ? ch_clash_q : acc_moved_q;
-    wire        ovl_hit = ovl_en
-                    && (ovl_a_below_q || (ovl_b_one_q ? ovl_a_gap_q == 25'd0 : pix25 > ovl_a_gap_q))
-                    && (ovl_b_below_q || pix25 > ovl_b_gap_q);
+    // DECODE: the registered flags
+    wire        ovl_hit = (byte_mode_q ? ch_clash_q : acc_moved_q) && ovl_win_q;
     wire        lw_wrange = lw_past_q || (w_room_small_q && f_rows > w_room_q)
                          || (b_room_small_q && f_rows > b_room_q);
-    // a MATMUL's checks in DECODE, each a flag
-    wire        mm_shape = shape_zero_q || pix32 > L_DDEPTH;
-    wire        mm_in = in_past_q || pix25 > in_room_q;
-    wire        mm_acc = accin_q && (acc_past_q || pix25 > acc_room_q);
-    wire        mm_out = out_past_q || (!(pixsum_q && !byte_mode_q) && pix25 > out_room_q);
     // Whether the word fails, as one OR of every flag: the state, busy, done, error and the
     // execution's start depend on it alone (timing closure: through the code's priority order
     // below they had been the decoder's longest path). Only error_code waits for the order.
     wire fail = pc_over_q || err_pre_q != E_NONE || (lw_q && lw_wrange)
-              || (mm_q && (mm_shape || mm_in || mm_acc || mm_out || ovl_hit));
+              || (mm_q && (mm_shape_q || mm_in_q || mm_acc_q || mm_out_q || ovl_hit));
     reg [3:0] err;                           // the code, in the ISA's order
     always @* begin
         err = err_pre_q;
         if (err_pre_q == E_NONE && lw_q && lw_wrange)
             err = E_WRANGE;
         if (err_pre_q == E_NONE && mm_q) begin
-            if (mm_shape)
+            if (mm_shape_q)
                 err = E_SHAPE;
-            else if (mm_in)
+            else if (mm_in_q)
                 err = E_DBUF;
-            else if (mm_acc)
+            else if (mm_acc_q)
                 err = E_PBUF;
-            else if (mm_out)
+            else if (mm_out_q)
                 err = byte_mode_q ? E_DBUF : E_PBUF;
             else if (ovl_hit)
                 err = E_OVERLAP;
@@ -431,7 +424,6 @@ module instruction_decoder #(
                 S_FETCH: begin                      // the word is here: check it
                     state <= S_DECODE;
                     pc_over_q <= pc_over;
-                    pix_q <= f_prod;
                     // the product's part of the length is added in DECODE (timing closure:
                     // the multiplier and an adder behind it were FETCH's longest path)
                     mm_rest_q <= MM_LAST[23:0] + {16'd0, tile_rows}
@@ -468,8 +460,8 @@ module instruction_decoder #(
                         s_addr <= f_saddr;
                         exec_last <= {16'd0, f_rows} - 24'd1;     // rows + 1 cycles
                     end else begin
-                        pixels <= pix_q;
-                        exec_last <= {pix_q[20:0], 3'd0} + mm_rest_q;
+                        pixels <= pix_r;          // still the word's (w_q holds it)
+                        exec_last <= {pix_r[20:0], 3'd0} + mm_rest_q;
                     end
                     // a LOAD_WEIGHTS' checks need no product: its tile is latched on err_pre_q
                     // and its ranges (lw_wrange)

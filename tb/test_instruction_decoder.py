@@ -191,11 +191,12 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     dut.start_pc.value = start_pc
     await ReadOnly()  # the decoder reads ahead: start_pc while idle
     addr_prev = int(dut.imem_addr.value)
-    await FallingEdge(dut.clk)
-    # the decoder registers the word in the cycle of `start` and the one before: both must be
-    # the word at start_pc (accelerator.v registers `start` twice so that its memory has read
-    # start_pc by then)
-    await memory_cycle()
+    # the decoder's second word register must hold the word at start_pc in the cycle of
+    # `start`: the memory's data are that word from two cycles before on (accelerator.v
+    # registers `start` three times so that its memory has read start_pc by then)
+    for _ in range(2):
+        await FallingEdge(dut.clk)
+        await memory_cycle()
     await FallingEdge(dut.clk)
     dut.start.value = 1
     await memory_cycle()

@@ -116,7 +116,10 @@ module accelerator #(
     // cycle count is the cycle model's; `busy` rises and `done` falls in the cycle after
     // `start`.
     reg            start_wait, start_q, start_qq, dec_start;
-    wire           starting = start_wait | start_q | start_qq | dec_start; // `start` taken, the decoder not yet
+    // `start` taken, the decoder not yet: the OR of the four as a register of its own (timing
+    // closure: as a LUT of four inputs and `dec_busy` it made `busy` two LUT levels deep, the
+    // first far from the second, and `busy` drives the output pin and the memories' selects)
+    reg            starting;
     reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
     wire           dec_busy, dec_done, dec_error;
     assign busy = dec_busy | starting;
@@ -184,6 +187,7 @@ module accelerator #(
         start_q <= !rst && (take_start && !imem_we || start_wait);
         start_qq <= !rst && start_q;
         dec_start <= !rst && start_qq;
+        starting <= !rst && (take_start || start_wait || start_q || start_qq);
         if (rst) run_pc <= {(IAW+1){1'b0}};
         else if (take_start) run_pc <= start_pc;
     end
@@ -203,6 +207,14 @@ module accelerator #(
     // the entry being written returns x (READ_OLD_ON_COLLISION 0, no collision logic): only
     // the idle port's own read of the entry it writes does that, and a `start` in that cycle
     // waits (start_wait above).
+    // The read address is start_pc in the cycle of `start`, then the decoder's while `busy` or
+    // `start` was high in the cycle before, else the host's: a register of its own (kept)
+    // instead of `busy` (timing closure: `busy`'s LUT, by its output pin, then the select had
+    // been 16x16's longest path). The decoder's address matters from the cycle after `start`
+    // on (start_pc, its idle address), and the host's only for a read presented while idle
+    // with no `start`, the only reads the port serves, so this equals `busy` as the select.
+    reg imem_run_q;
+    (* keep *) always @(posedge clk) imem_run_q <= busy | start;
     wire [31:0] imem_chunk [0:3];
     wire [3:0]  imem_chunk_we;
     genvar gi;
@@ -213,7 +225,7 @@ module accelerator #(
             sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(imem_chunk_we[gi]),
                 .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
-                .raddr(take_start ? start_pc[IAW-1:0] : busy ? imem_raddr : h_off[IAW+1:2]),
+                .raddr(take_start ? start_pc[IAW-1:0] : imem_run_q ? imem_raddr : h_off[IAW+1:2]),
                 .rdata(imem_chunk[gi]));
         end
     endgenerate
@@ -348,7 +360,6 @@ module accelerator #(
     // 0 from FETCH; the channel shift loads its candidates in the cycle before, mm_pre), so
     // that the addresses are registered before the banks read pixel p at k = 8p - 1.
     reg [23:0] rd_p;
-    wire mm_first = exec_mm && k == 24'd0;
     // rd_step (exec_mm && k[2:0] == 5) as registers, set in the cycle before (k[2:0] == 4 of a
     // MATMUL that goes on): k counts by one through a MATMUL's EXEC and k[2:0] == 5 is never
     // its first cycle, so both are rd_step cycle for cycle. The channel shift has a copy of its
@@ -610,8 +621,18 @@ module accelerator #(
     // ---------------------------------------------------------------- feeder and array
     wire [COLS*SLOTS-1:0] col_data_next;
     wire feed_load = exec_mm && k[2:0] == 3'd1;
+    // The feeder's window (in_ch, group, tile_cols) is latched in a MATMUL's DECODE, on mm_pre
+    // registered twice (timing closure: `exec_mm && k == 0`, a 24-bit compare, had driven the
+    // enables of its window registers). The fields are the MATMUL's from DECODE on; the MATMUL
+    // before has retired and the feeder is under `clear`; a MATMUL that fails in DECODE loads
+    // the window and never executes.
+    reg mm_fetch_q, feed_setup;
+    always @(posedge clk) begin
+        mm_fetch_q <= mm_pre;
+        feed_setup <= mm_fetch_q;
+    end
     data_feeder #(.COLS(COLS), .SLOTS(SLOTS), .BANKS(CMAX), .BKW(BKW)) u_feeder (
-        .clk(clk), .clear(!exec_mm), .setup(mm_first), .in_ch(in_ch), .group(group), .tile_cols(tile_cols),
+        .clk(clk), .clear(!exec_mm), .setup(feed_setup), .in_ch(in_ch), .group(group), .tile_cols(tile_cols),
         .bank_q(bank_q), .bank_fill(bank_fill_q), .fill_value(fill),
         .load(feed_load), .load_valid(rd_p < pixels),
         .col_data_next(col_data_next));

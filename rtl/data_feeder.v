@@ -2,7 +2,7 @@
 // Data feeder: from the data-buffer banks to the array's column inputs.
 //
 // Column c, slot j reads bank in_ch + c*G + j when j < G and c < tile_cols, and nothing (zeros)
-// otherwise (latched at MATMUL start, `setup`). Every 8 cycles (`load`) the byte read for the
+// otherwise (latched by `setup` before a MATMUL executes). Every 8 cycles (`load`) the byte read for the
 // next pixel (or the fill value where the channel shift left the frame, or 0 when `load_valid`
 // is low, i.e. past the last pixel) goes out LSB first, one bit per cycle.
 //
@@ -19,8 +19,12 @@
 // from a flip-flop in the cycle after it, and the shifter's outputs are registered before the
 // slots' group multiplexers. Bit b of the byte loaded in cycle t is on `col_data_next` in cycle
 // t + 2 + b (fpga/cycle_model.py FEEDER_REGISTERS); the array registers it as the first stage of
-// its column chains (systolic_array.v). `clear` zeroes the output at once and every stage but
-// the serializers' bytes, which shift out unused until the next load.
+// its column chains (systolic_array.v). `clear` zeroes every stage but the serializers' bytes
+// (which shift out unused until the next load), and so the output from the next cycle on: the
+// output is a function of registers only (timing closure: `clear` is the top's `!exec_mm`, and
+// gating the output with it had put the decoder's register, 2.4 ns of route away, in front of
+// the first cells). The top raises `clear` only after a MATMUL's last byte is out (every
+// MATMUL executes 20 or more cycles past its last pixel's bit 7), so no bit is cut short there.
 module data_feeder #(
     parameter COLS = 8,
     parameter SLOTS = 8,
@@ -158,7 +162,7 @@ module data_feeder #(
                         assign by_group[g-1] = 1'b0;
                     end
                 end
-                assign col_data_next[c*SLOTS + j] = !clear && used && live_q && by_group[g_sel];
+                assign col_data_next[c*SLOTS + j] = used && live_q && by_group[g_sel];
             end
         end
     endgenerate

@@ -331,19 +331,65 @@ async def host_writes_while_busy_are_dropped(dut):
 async def start_right_after_a_program_write(dut):
     """A run started 1, 2 or 3 cycles after the host wrote its first word executes the word
     written (the port's contract: one access per cycle, each seeing the ones before). The
-    first word is an illegal opcode before the write and a LOAD_WEIGHTS after it, whose tile
-    the MATMUL after it needs (a run of the old word stops at once, and one that read the word
-    as x loads no tile in Icarus, so its MATMUL fails NOWEIGHTS). `busy` rises in the cycle
-    after the pulse, and the run's cycle count is the cycle model's, whatever the gap (at gap 1
-    the decoder starts a cycle later, after the write)."""
+    first word is an illegal opcode before the write and, after it, a LOAD_WEIGHTS of shift
+    word 1 whose tile and shift word the MATMUL after it needs; a run started with shift word 0
+    (direction (1, 1)) in the shift read's address would steer the MATMUL otherwise. The
+    decoder takes the first word's fields in the cycle of its start (lw_pre): a run that read
+    the word as x there keeps the old shift address in Icarus, one that read the old word stops
+    at once, and one that read it as x in FETCH loads no tile (NOWEIGHTS). `busy` rises in the
+    cycle after the pulse, the run's cycle count is the cycle model's and the data buffer the
+    interpreter's (`fpga.interpreter.Machine`), whatever the gap (at gap 1 the decoder starts a
+    cycle later, after the write)."""
     cfg, host = await setup(dut)
+    rng = seeded_rng(dut._log, stream=4)
     d = dut
+    n, p = min(cfg.rows, cfg.cols), 4
+    first_instr = LoadWeights(rows=n, cols=n, s_addr=1)
+    rest = [Matmul(height=2, width=2, in_addr=0, out_addr=p, shift_en=True), Halt()]
+    instrs = [first_instr, *rest]
+    prog = Program(
+        config=cfg,
+        network=None,
+        instructions=instrs,
+        words=[encode(i) for i in instrs],
+        wmem=sac.encode_byte(
+            np.zeros((n, cfg.cols), dtype=np.uint8),
+            (rng.random((n, cfg.cols)) < 0.75).astype(np.uint8),
+            rng.integers(1, sac.MAX_CODE + 1, size=(n, cfg.cols)),
+        ),
+        bmem=rng.integers(0, 64 << sac.QUANT_SHIFT, size=n).astype(np.int32),
+        # word 0: direction (1, 1) everywhere; word 1 (the one loaded): (-1, -1)
+        smem=np.stack([np.full(cfg.cols * 8, 8, dtype=np.uint8), np.zeros(cfg.cols * 8, dtype=np.uint8)]),
+        layers=[],
+        segments=[],
+        plan=[],
+    )
+    machine = Machine(cfg)
+    machine.load_program(prog)
+    machine.dbuf[0, :n, :p] = rng.integers(1, 256, size=(n, p), dtype=np.uint8)
+    before = machine.dbuf[0, :n, : 2 * p].copy()
+    assert machine.run().error is None
+    want = machine.dbuf[0, :n, : 2 * p]
+    # with shift word 0 instead (what a run that missed the word's shift address reads)
+    other = Machine(cfg)
+    other.load_program(prog)
+    other.smem[1] = other.smem[0]
+    other.dbuf[0, :n, : 2 * p] = before
+    assert other.run().error is None
+    assert (other.dbuf[0, :n, : 2 * p] != want).any(), "shift words 0 and 1 give the same outputs"
+    want_cycles = program_timeline(instrs, cfg)[-1].end
+    prime = [LoadWeights(rows=1, cols=1, s_addr=0), Halt()]  # the shift read's address to 0
+    first = encode(first_instr)
     bad = []
     for gap in (1, 2, 3):
-        first = encode(LoadWeights(rows=1, cols=1))
-        rest = [Matmul(height=1, width=2, in_addr=0, out_addr=4, mode=OutputMode.RELU_QUANT), Halt()]
-        want_cycles = program_timeline([LoadWeights(rows=1, cols=1), *rest], cfg)[-1].end
-        await host.write_many(HostPort.program_writes([0x3, *(encode(i) for i in rest)]))  # opcode 3
+        await host.write_many(HostPort.program_writes([encode(i) for i in prime]))
+        st = await host.run()
+        assert not st["error"], st
+        await host.load_program(prog)
+        await host.write_many(
+            [(R_DBUF, (b << 16) | e, int(before[b, e])) for b in range(n) for e in range(2 * p)]
+        )
+        await host.write_many(HostPort.program_writes([0x3]))  # opcode 3
         await host.write_many([(R_CTRL, CTRL_START_PC, 0)])
         await host.write_many([(R_IMEM, c, (first >> (32 * c)) & 0xFFFFFFFF) for c in (3, 2, 1)])
         d.host_en.value = 1
@@ -359,15 +405,20 @@ async def start_right_after_a_program_write(dut):
         await FallingEdge(d.clk)
         d.start.value = 0
         busy_after = int(d.busy.value)
-        for _ in range(200):
+        for _ in range(want_cycles + 20):
             await FallingEdge(d.clk)
         st, cycles = await host.read_many([(R_CTRL, CTRL_STATUS), (R_CTRL, CTRL_CYCLES)])  # data are x
+        got = await host.read_many([(R_DBUF, (b << 16) | e) for b in range(n) for e in range(2 * p)])
+        got = np.array(got, dtype=np.int64).reshape(n, 2 * p) & 0xFF
         if (st >> 2) & 1 or not (st >> 1) & 1 or not busy_after or cycles != want_cycles:
             bad.append((gap, (st >> 4) & 0xF, busy_after, cycles, want_cycles))
+        elif (got != want).any():
+            bad.append((gap, "data buffer", tuple(np.argwhere(got != want)[0])))
     assert not bad, (
-        "(gap, error code, busy after the pulse, cycles, model) of runs that did not execute "
-        f"the word just written as the model says: {bad}"
+        "(gap, error code, busy after the pulse, cycles, model) or (gap, first entry that differs "
+        f"from the interpreter's) of runs that did not execute the word just written: {bad}"
     )
+    assert (want[:, p:] != 0).any(), "the MATMUL wrote only zeros: a weak check"
 
 
 @cocotb.test()

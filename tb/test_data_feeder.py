@@ -8,8 +8,9 @@ the load and bit 0 must be zero).
 The module's own serializer contract, beyond what the accelerator top exercises (the top loads
 every 8 cycles during a MATMUL and holds `clear` otherwise): after the 8 bits of a byte, with no
 new load, every slot outputs 0 (the trials leave 1 to 4 idle cycles between bytes and check
-them), and `clear` in the middle of a byte zeroes the rest of it (every third trial), and
-while `clear` is high the outputs stay zero whatever the banks and `load` do
+them), and `clear` in the middle of a byte zeroes the rest of it from the next cycle on (every
+third trial; the bit out in `clear`'s own cycle still goes out), and while `clear` is high the
+outputs stay zero from the cycle after it rose, whatever the banks and `load` do
 (`zero_while_clear`)."""
 
 import os
@@ -55,7 +56,7 @@ async def windows(dut):
         fill_flags = rng.random(banks) < 0.2
         fill_value = int(rng.integers(0, 256)) if trial % 2 else 0
         valid = trial % 5 != 4
-        clear_at = int(rng.integers(1, 8)) if trial % 3 == 2 else 8  # bit index of `clear`
+        clear_at = int(rng.integers(0, 7)) if trial % 3 == 2 else 8  # bit index of `clear`
         dut.in_ch.value = in_ch
         dut.group.value = group
         dut.tile_cols.value = tile_cols
@@ -89,7 +90,7 @@ async def windows(dut):
             dut.load.value = 0
             dut.clear.value = 0
         src = slot_banks(in_ch, group, tile_cols, cols, slots)
-        kept = (1 << clear_at) - 1  # bits from `clear` on are 0
+        kept = (1 << (clear_at + 1)) - 1  # bits after `clear`'s cycle are 0
         for c in range(cols):
             for j in range(slots):
                 s = c * slots + j

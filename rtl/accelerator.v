@@ -117,14 +117,17 @@ module accelerator #(
     // `start`.
     reg            start_wait, start_q, start_qq, dec_start;
     // `start` taken, the decoder not yet: the OR of the four as a register of its own (timing
-    // closure: as a LUT of four inputs and `dec_busy` it made `busy` two LUT levels deep, the
-    // first far from the second, and `busy` drives the output pin and the memories' selects)
-    reg            starting;
+    // closure: as a LUT of four inputs and `dec_busy` it made `busy` two LUT levels deep). Two
+    // copies: `starting` for the logic inside, `starting_pin` (kept apart) for the status
+    // outputs, whose LUTs the placer puts by their pins; inside, `run_busy` replaces `busy`
+    // (timing closure: the route to the pin's LUT and back had been 16x16's longest path).
+    reg            starting, starting_pin;
     reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
     wire           dec_busy, dec_done, dec_error;
-    assign busy = dec_busy | starting;
-    assign done = dec_done & ~starting;
-    assign error = dec_error & ~starting;
+    assign busy = dec_busy | starting_pin;
+    assign done = dec_done & ~starting_pin;
+    assign error = dec_error & ~starting_pin;
+    wire           run_busy = dec_busy | starting;  // `busy`, for the logic inside
 
     wire           mm_pre, pre_shift_en;
     /* verilator lint_off UNUSEDSIGNAL */
@@ -168,7 +171,7 @@ module accelerator #(
     // and address, and a copy of `host_write_ok` of the memory's own). A write is served when
     // it is presented while `busy` is low and no `start` is taken in that cycle, as a read is.
     wire host_write_req = host_en & host_we;
-    wire host_write_ok = ~busy & ~start;
+    wire host_write_ok = ~run_busy & ~start;
     wire [3:0] p_region = host_addr[31:28];
     // control register written by the host: where `start` begins (one program image can hold
     // several segments, each ending in HALT, run one after another with host work between)
@@ -180,7 +183,7 @@ module accelerator #(
         if (rst) start_pc <= {(IAW+1){1'b0}};
         else if (start_pc_we) start_pc <= host_wdata_q[IAW:0];
     end
-    wire take_start = start && !busy;       // a start pulse that is not ignored
+    wire take_start = start && !run_busy;   // a start pulse that is not ignored
     wire imem_we;                           // a host write lands in the instruction memory
     always @(posedge clk) begin
         start_wait <= !rst && take_start && imem_we;
@@ -191,6 +194,8 @@ module accelerator #(
         if (rst) run_pc <= {(IAW+1){1'b0}};
         else if (take_start) run_pc <= start_pc;
     end
+    (* keep *) always @(posedge clk)
+        starting_pin <= !rst && (take_start || start_wait || start_q || start_qq);
     reg  [3:0]  h_region_q;
     /* verilator lint_off UNUSEDSIGNAL */
     reg  [27:0] h_off_q;
@@ -214,7 +219,7 @@ module accelerator #(
     // on (start_pc, its idle address), and the host's only for a read presented while idle
     // with no `start`, the only reads the port serves, so this equals `busy` as the select.
     reg imem_run_q;
-    (* keep *) always @(posedge clk) imem_run_q <= busy | start;
+    (* keep *) always @(posedge clk) imem_run_q <= run_busy | start;
     wire [31:0] imem_chunk [0:3];
     wire [3:0]  imem_chunk_we;
     genvar gi;
@@ -274,7 +279,7 @@ module accelerator #(
     generate
         for (gi = 0; gi < WCH; gi = gi + 1) begin : wmem
             reg run_q;                                  // busy a cycle late, this memory's own
-            (* keep *) always @(posedge clk) run_q <= busy;
+            (* keep *) always @(posedge clk) run_q <= run_busy;
             wire we;                                    // the host writes this memory
             host_write_enable u_we (.clk(clk), .ok(host_write_ok), .we(we),
                 .req(host_write_req && p_region == R_WMEM && host_addr[7:0] == gi));
@@ -285,7 +290,7 @@ module accelerator #(
         end
         for (gi = 0; gi < SCH; gi = gi + 1) begin : smem
             reg run_q;                                  // busy a cycle late, this memory's own
-            (* keep *) always @(posedge clk) run_q <= busy;
+            (* keep *) always @(posedge clk) run_q <= run_busy;
             wire we;                                    // the host writes this memory
             host_write_enable u_we (.clk(clk), .ok(host_write_ok), .we(we),
                 .req(host_write_req && p_region == R_SMEM && host_addr[7:0] == gi));
@@ -296,7 +301,7 @@ module accelerator #(
         end
     endgenerate
     reg bmem_run_q;                                     // busy a cycle late, this memory's own
-    (* keep *) always @(posedge clk) bmem_run_q <= busy;
+    (* keep *) always @(posedge clk) bmem_run_q <= run_busy;
     wire bmem_we;                                       // the host writes the bias memory
     host_write_enable u_bmem_we (.clk(clk), .ok(host_write_ok), .we(bmem_we),
         .req(host_write_req && p_region == R_BMEM));
@@ -404,7 +409,7 @@ module accelerator #(
     reg  [CMAX*DAW-1:0] bank_addr_q;
     reg  [CMAX-1:0]     bank_fill_r;
     always @(posedge clk) begin
-        bank_addr_q <= busy ? bank_addr : {CMAX{host_addr[DAW-1:0]}};
+        bank_addr_q <= run_busy ? bank_addr : {CMAX{host_addr[DAW-1:0]}};
         bank_fill_r <= bank_fill;
         bank_fill_q <= bank_fill_r;
     end
@@ -463,7 +468,7 @@ module accelerator #(
         hd_bank_q <= h_off[27:16];
         hd_entry_q <= h_off[DAW-1:0];
         hd_byte_q <= host_wdata_q[7:0];
-        wb_busy <= busy;
+        wb_busy <= run_busy;
     end
     // the write-back shifter's amount: the bank of row 0's write (< CMAX: the decoder checks
     // out_ch, the host's write enable the bank)
@@ -734,7 +739,7 @@ module accelerator #(
             wire raw_we = wr_v[gi] && mode == M_RAW && row_in_tile_q[gi];
             wire sum_we = exec_mm && sum_valid && row_in_tile_q[gi];
             reg run_q;                                  // busy a cycle late, this bank's own
-            (* keep *) always @(posedge clk) run_q <= busy;
+            (* keep *) always @(posedge clk) run_q <= run_busy;
             wire host_wr;                               // the host writes this bank
             host_write_enable u_we (.clk(clk), .ok(host_write_ok), .we(host_wr),
                 .req(host_write_req && p_region == R_PBUF && host_addr[27:16] == gi));
@@ -791,7 +796,8 @@ module accelerator #(
     reg [31:0] ctrl_q, ctrl_r;
     always @(posedge clk) begin
         case (h_off[3:0])
-            4'd0: ctrl_q <= {24'd0, starting ? 4'd0 : error_code, 1'b0, error, done, busy};
+            4'd0: ctrl_q <= {24'd0, starting ? 4'd0 : error_code, 1'b0, dec_error & ~starting,
+                             dec_done & ~starting, run_busy};
             4'd1: ctrl_q <= cycles;
             4'd2: ctrl_q <= {{(31-IAW){1'b0}}, pc};
             4'd3: ctrl_q <= activity;

@@ -161,6 +161,28 @@ async def errors_halt_and_write_nothing(dut):
     dut._log.info(f"{len(bad_words)} malformed words: right code, right pc, nothing written")
 
 
+def hand_program(cfg, rng, instrs, n, shift_words):
+    """A hand-written program on an n x n tile: its words, random weights (cell bytes [index
+    0][sign][exponent code 1..7], three in four positive) and positive biases, so that the
+    activations stay alive through a chain, and the given shift words."""
+    return Program(
+        config=cfg,
+        network=None,
+        instructions=instrs,
+        words=[encode(i) for i in instrs],
+        wmem=sac.encode_byte(
+            np.zeros((n, cfg.cols), dtype=np.uint8),
+            (rng.random((n, cfg.cols)) < 0.75).astype(np.uint8),
+            rng.integers(1, sac.MAX_CODE + 1, size=(n, cfg.cols)),
+        ),
+        bmem=rng.integers(0, 64 << sac.QUANT_SHIFT, size=n).astype(np.int32),
+        smem=np.stack(shift_words),
+        layers=[],
+        segments=[],
+        plan=[],
+    )
+
+
 @cocotb.test()
 async def back_to_back_matmuls(dut):
     """Instructions the top starts a cycle before their FETCH, right behind the one that feeds
@@ -200,24 +222,7 @@ async def back_to_back_matmuls(dut):
     )
     for label, p, body, shift_words in cases:
         instrs = [*body, Halt()]
-        prog = Program(
-            config=cfg,
-            network=None,
-            instructions=instrs,
-            words=[encode(i) for i in instrs],
-            # cell bytes [index 0][sign][exponent code 1..7], three in four positive, and
-            # positive biases: the activations stay alive through the chain
-            wmem=sac.encode_byte(
-                np.zeros((n, cfg.cols), dtype=np.uint8),
-                (rng.random((n, cfg.cols)) < 0.75).astype(np.uint8),
-                rng.integers(1, sac.MAX_CODE + 1, size=(n, cfg.cols)),
-            ),
-            bmem=rng.integers(0, 64 << sac.QUANT_SHIFT, size=n).astype(np.int32),
-            smem=np.stack(shift_words),
-            layers=[],
-            segments=[],
-            plan=[],
-        )
+        prog = hand_program(cfg, rng, instrs, n, shift_words)
         machine = Machine(cfg)
         machine.load_program(prog)
         image = rng.integers(1, 256, size=(n, p), dtype=np.uint8)
@@ -347,23 +352,9 @@ async def start_right_after_a_program_write(dut):
     first_instr = LoadWeights(rows=n, cols=n, s_addr=1)
     rest = [Matmul(height=2, width=2, in_addr=0, out_addr=p, shift_en=True), Halt()]
     instrs = [first_instr, *rest]
-    prog = Program(
-        config=cfg,
-        network=None,
-        instructions=instrs,
-        words=[encode(i) for i in instrs],
-        wmem=sac.encode_byte(
-            np.zeros((n, cfg.cols), dtype=np.uint8),
-            (rng.random((n, cfg.cols)) < 0.75).astype(np.uint8),
-            rng.integers(1, sac.MAX_CODE + 1, size=(n, cfg.cols)),
-        ),
-        bmem=rng.integers(0, 64 << sac.QUANT_SHIFT, size=n).astype(np.int32),
-        # word 0: direction (1, 1) everywhere; word 1 (the one loaded): (-1, -1)
-        smem=np.stack([np.full(cfg.cols * 8, 8, dtype=np.uint8), np.zeros(cfg.cols * 8, dtype=np.uint8)]),
-        layers=[],
-        segments=[],
-        plan=[],
-    )
+    # shift word 0: direction (1, 1) everywhere; word 1 (the one loaded): (-1, -1)
+    shift_words = [np.full(cfg.cols * 8, 8, dtype=np.uint8), np.zeros(cfg.cols * 8, dtype=np.uint8)]
+    prog = hand_program(cfg, rng, instrs, n, shift_words)
     machine = Machine(cfg)
     machine.load_program(prog)
     machine.dbuf[0, :n, :p] = rng.integers(1, 256, size=(n, p), dtype=np.uint8)

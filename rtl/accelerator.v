@@ -190,10 +190,13 @@ module accelerator #(
         start_q <= !rst && (take_start && !imem_we || start_wait);
         start_qq <= !rst && start_q;
         dec_start <= !rst && start_qq;
-        starting <= !rst && (take_start || start_wait || start_q || start_qq);
         if (rst) run_pc <= {(IAW+1){1'b0}};
         else if (take_start) run_pc <= start_pc;
     end
+    // both kept: yosys merges a plain register into a kept one with the same input, and then
+    // `run_busy` into the pins' `busy`
+    (* keep *) always @(posedge clk)
+        starting <= !rst && (take_start || start_wait || start_q || start_qq);
     (* keep *) always @(posedge clk)
         starting_pin <= !rst && (take_start || start_wait || start_q || start_qq);
     reg  [3:0]  h_region_q;

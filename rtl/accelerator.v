@@ -127,7 +127,10 @@ module accelerator #(
     assign busy = dec_busy | starting_pin;
     assign done = dec_done & ~starting_pin;
     assign error = dec_error & ~starting_pin;
-    wire           run_busy = dec_busy | starting;  // `busy`, for the logic inside
+    // `busy`, `done` and `error`, for the logic inside
+    wire           run_busy = dec_busy | starting;
+    wire           run_done = dec_done & ~starting;
+    wire           run_error = dec_error & ~starting;
 
     wire           mm_pre, pre_shift_en;
     /* verilator lint_off UNUSEDSIGNAL */
@@ -195,10 +198,9 @@ module accelerator #(
     end
     // both kept: yosys merges a plain register into a kept one with the same input, and then
     // `run_busy` into the pins' `busy`
-    (* keep *) always @(posedge clk)
-        starting <= !rst && (take_start || start_wait || start_q || start_qq);
-    (* keep *) always @(posedge clk)
-        starting_pin <= !rst && (take_start || start_wait || start_q || start_qq);
+    wire starting_n = !rst && (take_start || start_wait || start_q || start_qq);
+    (* keep *) always @(posedge clk) starting <= starting_n;
+    (* keep *) always @(posedge clk) starting_pin <= starting_n;
     reg  [3:0]  h_region_q;
     /* verilator lint_off UNUSEDSIGNAL */
     reg  [27:0] h_off_q;
@@ -799,8 +801,7 @@ module accelerator #(
     reg [31:0] ctrl_q, ctrl_r;
     always @(posedge clk) begin
         case (h_off[3:0])
-            4'd0: ctrl_q <= {24'd0, starting ? 4'd0 : error_code, 1'b0, dec_error & ~starting,
-                             dec_done & ~starting, run_busy};
+            4'd0: ctrl_q <= {24'd0, starting ? 4'd0 : error_code, 1'b0, run_error, run_done, run_busy};
             4'd1: ctrl_q <= cycles;
             4'd2: ctrl_q <= {{(31-IAW){1'b0}}, pc};
             4'd3: ctrl_q <= activity;

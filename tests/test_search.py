@@ -929,6 +929,53 @@ def test_an_interrupted_trial_resumes_from_its_checkpoints(tmp_path, device):
     assert lines[1].startswith("epoch 1/1")
 
 
+def test_a_super_network_interrupted_between_epochs_continues_after_its_last_epoch(tmp_path):
+    """A trial stopped after its super network's first epoch (of two) and run again trains only
+    the second epoch: the history, architecture, accuracy and costs equal an uninterrupted
+    run's, the costs computed before the stop are not computed again, and the epochs' file is
+    gone once the super network is done."""
+
+    def cfg(out):
+        return TrialConfig(
+            family="sac",
+            cost="cycles",
+            budget=6000,
+            lam=1.0,
+            seed=5,
+            epochs=2,
+            warmup_epochs=0,  # both epochs sample and cost architectures
+            final_epochs=1,
+            final_float_epochs=1,
+            out=str(out),
+            name="t",
+            export=False,
+            final_seeds=1,
+            space={"layers": 2, "width": 16},
+            energy_images=8,
+        )
+
+    whole = run_trial(cfg(tmp_path / "whole"), log=None)
+
+    def stop(entry):
+        if entry.get("phase") != "final" and entry["epoch"] == 1:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run_trial(cfg(tmp_path / "cut"), report=stop, log=None)
+    ck = tmp_path / "cut" / "checkpoint"
+    assert (ck / "supernet_epochs.pt").exists() and not (ck / "supernet.pt").exists()
+    lines, reports = [], []
+    again = run_trial(cfg(tmp_path / "cut"), log=lines.append, report=reports.append)
+    assert lines[0] == f"super network resumed after epoch 1/2 from {ck / 'supernet_epochs.pt'}"
+    assert [e["epoch"] for e in reports if e.get("phase") != "final"] == [2]
+    for key in ("arch", "accuracy", "costs", "searched_cost", "projection"):
+        assert again[key] == whole[key], key
+    untimed = lambda h: [{k: v for k, v in e.items() if k != "seconds"} for e in h]  # noqa: E731
+    assert untimed(again["history"]) == untimed(whole["history"])
+    assert again["seconds"]["supernet"] >= again["history"][0]["seconds"]
+    assert not ck.exists()
+
+
 def test_a_checkpoint_of_another_device_or_thread_count_is_not_resumed(tmp_path):
     """Arithmetic differs across devices and thread counts, so a trial's checkpoints are only
     resumed by a run on the same ones (the finished result, unlike them, is accepted)."""

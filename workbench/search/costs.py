@@ -368,6 +368,15 @@ class CostModel:
             self._gpu = GpuLatencyModel.from_settings(self.settings)
         return self._gpu
 
+    def cache(self) -> dict:
+        """The costs computed so far and the architectures seen (an interrupted super
+        network's checkpoint keeps them: a resumed run then counts and reuses them)."""
+        return {"costs": dict(self._costs), "seen": set(self._seen)}
+
+    def load_cache(self, cache: dict) -> None:
+        self._costs.update(cache["costs"])
+        self._seen.update(cache["seen"])
+
     def _cached(self, key, fn):
         if key not in self._costs:
             self._costs[key] = fn()

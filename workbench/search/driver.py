@@ -151,8 +151,8 @@ def resume_line(out: Path) -> str:
     final trainings resume from their checkpoints), and when the time left shows."""
     return (
         f"[search] if it stops, the same command resumes from what has finished in {out}: "
-        f"finished trials and trainings are read back, an unfinished final training continues "
-        f"after its last epoch, an unfinished super network starts again; the time left of "
+        f"finished trials and trainings are read back, an unfinished super network or final "
+        f"training continues after its last epoch; the time left of "
         f"each phase shows once its first epoch has finished"
     )
 

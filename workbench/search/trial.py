@@ -123,6 +123,13 @@ def _checkpoint_dir(cfg: TrialConfig, log) -> Path:
     return folder
 
 
+def _epochs_done(epochs_file: Path) -> int:
+    """Super-network epochs an interrupted run left in `epochs_file` (0: none)."""
+    if not epochs_file.exists():
+        return 0
+    return len(torch.load(epochs_file, weights_only=False)["history"])  # our own file
+
+
 def _splits(data: str):
     return tuple(load_dataset(data, s) for s in ("train", "val", "test"))
 
@@ -183,9 +190,22 @@ def subnet_accuracy(net, h_row, x_train, val, bn_images: int) -> float:
 
 
 def train_supernet(
-    cfg: TrialConfig, fam, cost_model: CostModel, train, val, gen, report=None, log=None
+    cfg: TrialConfig,
+    fam,
+    cost_model: CostModel,
+    train,
+    val,
+    gen,
+    report=None,
+    log=None,
+    checkpoint=None,
 ) -> tuple:
-    """BSN training of the family's super network; returns (net, history)."""
+    """BSN training of the family's super network; returns (net, history).
+
+    `checkpoint` (a file path): after every epoch the whole state of the training (network,
+    both optimizers, schedule, the generator `gen` and torch's own, history, the cost model's
+    cache) is written there, and a run that finds the file continues after its epoch with
+    the state an uninterrupted run would have (on the CPU, to the bit). The caller removes it."""
     x, y = train
     space = fam.make_space(tuple(x.shape[1:]), cost_model.classes, cfg.space)
     net = fam.supernet(space, cfg.init_prob).to(x.device)  # drawn on the CPU, then moved
@@ -202,8 +222,20 @@ def train_supernet(
         opt_g = torch.optim.SGD(net.gates.parameters(), lr=cfg.gate_lr, momentum=cfg.gate_momentum)
     steps = cfg.epochs * math.ceil(len(x) / cfg.batch)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt_w, T_max=max(1, steps))
-    history = []
-    for ep in range(cfg.epochs):
+    history, start = [], 0
+    if checkpoint is not None and Path(checkpoint).exists():
+        ck = torch.load(checkpoint, map_location=x.device, weights_only=False)  # our own file
+        net.load_state_dict(ck["net"])
+        opt_w.load_state_dict(ck["opt_w"])
+        opt_g.load_state_dict(ck["opt_g"])
+        sched.load_state_dict(ck["schedule"])
+        gen.set_state(ck["generator"].cpu())
+        torch.set_rng_state(ck["torch_rng"])
+        cost_model.load_cache(ck["costs"])
+        history, start = ck["history"], len(ck["history"])
+        if log is not None:
+            log(f"super network resumed after epoch {start}/{cfg.epochs} from {checkpoint}")
+    for ep in range(start, cfg.epochs):
         net.train()
         t0 = time.perf_counter()
         # warm-up epochs train the weights only: the gates are held, so the sampled
@@ -272,6 +304,20 @@ def train_supernet(
             "seconds": time.perf_counter() - t0,
         }
         history.append(entry)
+        if checkpoint is not None:  # before the report, which may be where the run stops
+            save_checkpoint(
+                checkpoint,
+                {
+                    "net": net.state_dict(),
+                    "opt_w": opt_w.state_dict(),
+                    "opt_g": opt_g.state_dict(),
+                    "schedule": sched.state_dict(),
+                    "generator": gen.get_state(),
+                    "torch_rng": torch.get_rng_state(),
+                    "costs": cost_model.cache(),
+                    "history": history,
+                },
+            )
         if report is not None:
             report(entry)
         if log is not None:
@@ -295,6 +341,7 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
     t_start = time.perf_counter()
     ckdir = _checkpoint_dir(cfg, log)
     supernet_file = ckdir / "supernet.pt"
+    epochs_file = ckdir / "supernet_epochs.pt"  # the super network's training, epoch by epoch
     with training_session(cfg.seed, cfg.threads, cfg.device) as gen:
         train_ds, val_ds, test_ds = _splits(cfg.data)
         cost_model = CostModel(
@@ -313,11 +360,16 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
             h, flips, searched = saved["h"], saved["flips"], saved["searched"]
         else:
             train, val = to_tensors(train_ds, cfg.device), to_tensors(val_ds, cfg.device)
-            net, history = train_supernet(cfg, fam, cost_model, train, val, gen, report, log)
+            done_before = _epochs_done(epochs_file)
+            net, history = train_supernet(
+                cfg, fam, cost_model, train, val, gen, report, log, checkpoint=epochs_file
+            )
             h, flips = choose(cfg, net, cost_model)
             searched = copy.deepcopy(net.cpu().state_dict())  # as the search left it
             settle(cfg, net.to(cfg.device), h, train, gen, log)
-            net, t_before = net.cpu(), 0.0
+            net = net.cpu()
+            # the epochs an interrupted run had trained: their time counts too
+            t_before = sum(e["seconds"] for e in history[:done_before])
             save_checkpoint(
                 supernet_file,
                 {
@@ -326,9 +378,10 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
                     "h": h,
                     "flips": flips,
                     "searched": searched,
-                    "seconds": time.perf_counter() - t_start,
+                    "seconds": time.perf_counter() - t_start + t_before,
                 },
             )
+            epochs_file.unlink(missing_ok=True)  # supernet.pt holds what it led to
         arch = net.decode(h)
         extracted = {
             "arch": arch,

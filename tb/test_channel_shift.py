@@ -4,7 +4,8 @@ and a random direction per bank (including the unused codes 9..15), the bank's a
 fill flag must point at the pixel models.numerics.sac.channel_shift reads. The golden shift
 runs on an image whose values are pixel numbers + 1, so its output names the source pixel
 (0 = fill). Frames follow each other without a gap, and a `step` lasts a random number of
-cycles apart (the accelerator steps every 8), so the counters are checked across restarts."""
+cycles apart (the accelerator steps every 8), so the counters are checked across restarts. Every copy of the candidate counters is read by
+its own banks, so each copy is checked."""
 
 import os
 
@@ -74,13 +75,15 @@ async def every_pixel(dut):
         dut._log.info(f"{h}x{w}: {banks} banks match")
 
 
-@pytest.mark.parametrize("banks", [9, 16], ids=lambda b: f"{b}banks")
+# COPIES: one copy of the candidates, a copy for every bank, and copies that do not divide
+# the banks evenly (9 banks over 4 copies: 3, 2, 2, 2)
+@pytest.mark.parametrize("banks,copies", [(9, 1), (9, 4), (16, 4), (16, 16)], ids=lambda v: str(v))
 @pytest.mark.parametrize("sim", SIMULATORS)
-def test_channel_shift(sim, banks):
+def test_channel_shift(sim, banks, copies):
     run(
         "channel_shift",
         "test_channel_shift",
         sim,
-        {"BANKS": banks, "AW": 8, "DW": 12},
-        seed=bench_seed("channel_shift", banks),
+        {"BANKS": banks, "AW": 8, "DW": 12, "COPIES": copies},
+        seed=bench_seed("channel_shift", banks, copies),
     )

@@ -192,7 +192,9 @@ async def back_to_back_matmuls(dut):
       its last byte (last row, last pixel): chains on 1x1 frames (that byte is the entry read)
       and on 2x2 frames with every direction (1, 1) (pixel 0 reads pixel 3);
     - a MATMUL with the shift right after a one-row LOAD_WEIGHTS (two cycles) that loads a new
-      shift word: the MATMUL steers its banks in the LOAD_WEIGHTS' second cycle.
+      shift word: the MATMUL steers its banks in the LOAD_WEIGHTS' second cycle. Its word
+      alternates two directions and its in_ch is 1, so that steering it by the wrong in_ch
+      (the LOAD_WEIGHTS' bits there) or with the old word reads other pixels.
     The data buffer equals the interpreter's and every retire cycle the cycle model's."""
     cfg, host = await setup(dut)
     rng = seeded_rng(dut._log, stream=3)
@@ -214,10 +216,10 @@ async def back_to_back_matmuls(dut):
             [
                 LoadWeights(rows=n, cols=n, s_addr=0),
                 Matmul(height=2, width=2, in_addr=0, out_addr=p, shift_en=True),
-                LoadWeights(rows=1, cols=n, s_addr=1),  # direction (-1, -1) everywhere
-                Matmul(height=2, width=2, in_addr=p, out_addr=2 * p, shift_en=True),
+                LoadWeights(rows=1, cols=n, s_addr=1),  # directions (-1, -1), (1, 1), ...
+                Matmul(height=2, width=2, in_addr=p, out_addr=2 * p, shift_en=True, in_ch=1),
             ],
-            [every, np.zeros(cfg.cols * 8, dtype=np.uint8)],
+            [every, np.arange(cfg.cols * 8, dtype=np.uint8) % 2 * 8],
         )
     )
     for label, p, body, shift_words in cases:
@@ -234,8 +236,9 @@ async def back_to_back_matmuls(dut):
         entries = last + p
         await host.load_program(prog)
         # the image, and zeros where the programs before left their outputs
+        banks = min(n + 1, cfg.cmax)  # in_ch 1 reads bank n too
         await host.write_many(
-            [(R_DBUF, (b << 16) | e, int(before[b, e])) for b in range(n) for e in range(entries)]
+            [(R_DBUF, (b << 16) | e, int(before[b, e])) for b in range(banks) for e in range(entries)]
         )
         st = await host.run()
         assert not st["error"], (label, st)

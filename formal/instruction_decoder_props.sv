@@ -100,7 +100,7 @@ module instruction_decoder_props #(
         .k(), .retire(), .rows(), .cols(), .w_addr(), .b_addr(), .s_addr(), .mode(), .acc_in(),
         .shift_en(), .group(), .fill(), .height(), .width(), .in_addr(), .out_addr(), .in_ch(),
         .out_ch(), .acc_addr(), .pixels(), .tile_rows(tile_rows), .tile_cols(tile_cols),
-        .mm_pre(), .pre_in_ch(), .pre_shift_en(), .ahead_in_ch(), .ahead_shift_en());
+        .mm_pre(), .pre_in_ch(), .pre_shift_en());
 
     // ---- the reference run ----
     reg         running = 1'b0;

@@ -132,10 +132,9 @@ module accelerator #(
     wire           run_done = dec_done & ~starting;
     wire           run_error = dec_error & ~starting;
 
-    wire           mm_pre, ahead_shift_en;
+    wire           mm_pre, pre_shift_en;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire           pre_shift_en;                // the steering takes it a cycle earlier
-    wire [11:0]    pre_in_ch, ahead_in_ch;      // the steering uses their low log2(CMAX) bits
+    wire [11:0]    pre_in_ch;                   // the steering uses its low log2(CMAX) bits
     wire [19:0]    pre_in_addr;                 // the channel shift uses its low DAW bits
     /* verilator lint_on UNUSEDSIGNAL */
     wire [11:0]    pre_height, pre_width;
@@ -157,7 +156,6 @@ module accelerator #(
         .in_ch(in_ch), .out_ch(out_ch), .acc_addr(acc_addr), .pixels(pixels),
         .tile_rows(tile_rows), .tile_cols(tile_cols),
         .mm_pre(mm_pre), .pre_in_ch(pre_in_ch), .pre_shift_en(pre_shift_en),
-        .ahead_in_ch(ahead_in_ch), .ahead_shift_en(ahead_shift_en),
         .pre_in_addr(pre_in_addr), .pre_height(pre_height), .pre_width(pre_width),
         .lw_pre(lw_pre), .pre_s_addr(pre_s_addr),
         .lw_fetch(lw_fetch), .fetch_w_addr(fetch_w_addr), .fetch_b_addr(fetch_b_addr),
@@ -347,9 +345,7 @@ module accelerator #(
     // next MATMUL's mm_pre, the LOAD_WEIGHTS' last cycle at the earliest, k = 1. (A LOAD_WEIGHTS
     // that fails in DECODE loads a stale word: the run stops there, and the next one's first
     // MATMUL fails NOWEIGHTS unless a LOAD_WEIGHTS comes first.)
-    // The steering's first half works a cycle before mm_pre, which is k = 0 after a one-row
-    // LOAD_WEIGHTS: it takes `shift_next`, the word being loaded in that cycle.
-    wire [COLS*32-1:0] shift_word, shift_next;
+    wire [COLS*32-1:0] shift_word;
     reg lw_decode;                                      // a LOAD_WEIGHTS' DECODE
     always @(posedge clk) lw_decode <= lw_fetch;
     generate
@@ -359,7 +355,6 @@ module accelerator #(
             (* keep *) always @(posedge clk) load_q <= lw_decode;
             always @(posedge clk) if (load_q) chunk <= smem_r[gi*32 +: 32];
             assign shift_word[gi*32 +: 32] = chunk;
-            assign shift_next[gi*32 +: 32] = load_q ? smem_r[gi*32 +: 32] : chunk;
         end
     endgenerate
     // a weight word holds COLS bytes; columns past the tile's `cols` load as zero (gated)
@@ -429,55 +424,33 @@ module accelerator #(
 
     // Bank b is steered by entry b - in_ch of the shift word: a logarithmic shifter moves entry
     // i to bank in_ch + i (log2(CMAX) stages of 2:1 multiplexers instead of a COLS*8:1
-    // multiplexer per bank). The directions hold for a whole MATMUL, and each bank registers
-    // its direction by FETCH, where pixel 0's addresses are computed (timing closure: the
-    // shifter and the candidate select were one path to the address registers). The shifter
-    // works in two registered halves (timing closure: its six stages from the decoder's word
-    // register to the 64 banks' direction registers had been the top's longest path): the
-    // stages of in_ch's low SA bits in the cycle before mm_pre, on the decoder's ahead_* fields
-    // and `shift_next`, into `steer_a` (every cycle; only the cycle before mm_pre's is used),
-    // the others in mm_pre, on pre_in_ch. Banks outside the tile's window get whatever lands
-    // there (the identity below in_ch and past the word, padding entries past the window): the
-    // feeder takes no slot from them, so their read addresses do not matter and no in-window
-    // flag travels with the entries.
+    // multiplexer per bank). The directions hold for a whole MATMUL, so the shifter works in
+    // the cycle before the MATMUL's FETCH, on the word's fields (the decoder's mm_pre, pre_*;
+    // the shift word is loaded by the LOAD_WEIGHTS before), and each bank registers its
+    // direction by FETCH, where pixel 0's addresses are computed (timing closure: the shifter
+    // and the candidate select were one path to the address registers). Banks outside the tile's window get whatever lands there (the
+    // identity below in_ch and past the word, padding entries past the window): the feeder
+    // takes no slot from them, so their read addresses do not matter and no in-window flag
+    // travels with the entries.
     localparam NSE = COLS * 8;                       // entries of a shift word
-    localparam SA = BKW / 2;                         // the first half's stages
     localparam [3:0] IDENTITY = 4'd4;
     wire [3:0] steer [0:(BKW+1)*CMAX-1];            // one net per stage and bank
-    wire [3:0] stage_in [0:BKW*CMAX-1];             // each stage's inputs
-    wire [3:0] steered [0:CMAX-1];                  // the last stage's outputs
     genvar gt;
     generate
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : steer_entry
             if (gi < NSE) begin : entry
-                assign steer[gi] = ahead_shift_en ? shift_next[gi*4 +: 4] : IDENTITY;
+                assign steer[gi] = pre_shift_en ? shift_word[gi*4 +: 4] : IDENTITY;
             end else begin : none
                 assign steer[gi] = IDENTITY;
             end
-            reg [3:0] steer_a;                      // the first half's output, registered
-            always @(posedge clk) steer_a <= steer[SA*CMAX + gi];
-            if (SA == BKW) begin : one_bank             // CMAX 1: no stages
-                assign steered[gi] = steer_a;
-            end else begin : last_stage
-                assign steered[gi] = steer[BKW*CMAX + gi];
-            end
-            for (gt = 0; gt < BKW; gt = gt + 1) begin : input_of
-                if (gt == SA) begin : registered
-                    assign stage_in[gt*CMAX + gi] = steer_a;
-                end else begin : direct
-                    assign stage_in[gt*CMAX + gi] = steer[gt*CMAX + gi];
-                end
-            end
         end
         for (gt = 0; gt < BKW; gt = gt + 1) begin : steer_stage
-            // the first half's stages on the word a cycle ahead, the second's on mm_pre's
-            wire shifted = (gt < SA) ? ahead_in_ch[gt] : pre_in_ch[gt];
             for (gi = 0; gi < CMAX; gi = gi + 1) begin : pos
                 if (gi >= (1 << gt)) begin : from
                     assign steer[(gt+1)*CMAX + gi] =
-                        shifted ? stage_in[gt*CMAX + gi - (1 << gt)] : stage_in[gt*CMAX + gi];
+                        pre_in_ch[gt] ? steer[gt*CMAX + gi - (1 << gt)] : steer[gt*CMAX + gi];
                 end else begin : below
-                    assign steer[(gt+1)*CMAX + gi] = shifted ? IDENTITY : stage_in[gt*CMAX + gi];
+                    assign steer[(gt+1)*CMAX + gi] = pre_in_ch[gt] ? IDENTITY : steer[gt*CMAX + gi];
                 end
             end
         end
@@ -622,7 +595,7 @@ module accelerator #(
         end
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
             reg [3:0] dir_q;                                // the bank's direction this MATMUL
-            always @(posedge clk) if (mm_pre) dir_q <= steered[gi];
+            always @(posedge clk) if (mm_pre) dir_q <= steer[BKW*CMAX + gi];
             assign bank_dir[gi*4 +: 4] = dir_q;
             reg  [WB-1:0]  wb;                              // {write, byte}: array or host
             reg  [DAW-1:0] wb_addr;                         // ... and its entry

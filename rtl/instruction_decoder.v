@@ -77,18 +77,13 @@ module instruction_decoder #(
     output reg  [7:0]       tile_rows,      // shape of the loaded tile
     output reg  [7:0]       tile_cols,
     // In the cycle before a MATMUL's FETCH (mm_pre: the last cycle of the instruction before,
-    // or the cycle of `start`), some of its fields as the word register (`w_q`) holds them, two
-    // cycles before the registered ones above: what the top computes once per MATMUL from them
-    // (the banks' shift directions, pixel 0's candidate addresses) is registered by FETCH, so
-    // pixel 0's banks are read in DECODE.
+    // or the cycle of `start`), some of its fields as the first word register (`w_ram_q`)
+    // holds them, two cycles before the registered ones above: what the top computes once per
+    // MATMUL from them (the banks' shift directions, pixel 0's candidate addresses) is
+    // registered by FETCH, so pixel 0's banks are read in DECODE.
     output wire             mm_pre,
     output wire [11:0]      pre_in_ch,
     output wire             pre_shift_en,
-    // ... and two of them a cycle earlier still, as the first word register (`w_ram_q`) holds
-    // them: in the cycle before mm_pre they are that MATMUL's (the top steers its banks in two
-    // registered halves, the first from these)
-    output wire [11:0]      ahead_in_ch,
-    output wire             ahead_shift_en,
     output wire [19:0]      pre_in_addr,
     output wire [11:0]      pre_height,
     output wire [11:0]      pre_width,
@@ -196,11 +191,6 @@ module instruction_decoder #(
     assign pre_width = f_w;
     assign pre_in_addr = f_in;
     assign pre_in_ch = f_inch;
-    // w_ram_q holds the next word from the first cycle of an execution on (and start_pc's in
-    // the cycle before `start`), so at the latest in the cycle before mm_pre (the bits of f_inch
-    // and f_shift)
-    assign ahead_in_ch = w_ram_q[95:84];
-    assign ahead_shift_en = w_ram_q[7];
     assign lw_pre = pre && (op == OP_LW);
     assign pre_s_addr = f_saddr;
     assign lw_fetch = (state == S_FETCH) && (op == OP_LW);

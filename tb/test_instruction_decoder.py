@@ -102,22 +102,13 @@ PRE_MM_PORTS = {
     "pre_width": "width",
 }
 PRE_LW_PORTS = {"pre_s_addr": "s_addr"}
-# ... and a cycle before a MATMUL's mm_pre (the top's first half of the steering): port -> field
-AHEAD_MM_PORTS = {"ahead_in_ch": "in_ch", "ahead_shift_en": "shift_en"}
 
 
-def sample_ahead(dut):
-    """The ahead_* fields of this cycle, keyed "ahead <fpga.isa field>"."""
-    return {f"ahead {f}": int(getattr(dut, port).value) for port, f in AHEAD_MM_PORTS.items()}
-
-
-def sample_pre(dut, cycle, pres, ahead):
-    """Record (cycle, fields) when mm_pre or lw_pre is high, the fields named as fpga.isa's; a
-    MATMUL's with `ahead`, the ahead_* fields of the cycle before."""
+def sample_pre(dut, cycle, pres):
+    """Record (cycle, fields) when mm_pre or lw_pre is high, the fields named as fpga.isa's."""
     for flag, ports in (("mm_pre", PRE_MM_PORTS), ("lw_pre", PRE_LW_PORTS)):
         if str(getattr(dut, flag).value) == "1":
-            fields = {f: int(getattr(dut, port).value) for port, f in ports.items()}
-            pres.append((cycle, {**fields, **(ahead if flag == "mm_pre" else {})}))
+            pres.append((cycle, {f: int(getattr(dut, port).value) for port, f in ports.items()}))
 
 
 def sample_fields(dut):
@@ -206,20 +197,17 @@ async def run_program(dut, words, cfg, limit=200_000, start_pc=0, prefix=()):
     for _ in range(2):
         await FallingEdge(dut.clk)
         await memory_cycle()
-    ahead = sample_ahead(dut)  # the cycle before `start`'s
     await FallingEdge(dut.clk)
     dut.start.value = 1
     await memory_cycle()
     pres = []
-    sample_pre(dut, -1, pres, ahead)
-    ahead = sample_ahead(dut)
+    sample_pre(dut, -1, pres)
     await FallingEdge(dut.clk)
     dut.start.value = 0
     retires, fields = [], []
     for cycle in range(limit):
         await memory_cycle()  # `retire` settles on this cycle's word
-        sample_pre(dut, cycle, pres, ahead)
-        ahead = sample_ahead(dut)
+        sample_pre(dut, cycle, pres)
         if str(dut.retire.value) == "1":
             retires.append(cycle + 1)
             if "1" in (str(dut.exec_lw.value), str(dut.exec_mm.value)):
@@ -248,18 +236,15 @@ async def check_case(dut, cfg, words, label, prefix=()):
     err, got_code, pc, retires, total, fields, pres = await run_program(
         dut, words, cfg, start_pc=len(prefix), prefix=prefix
     )
-
     # executed instruction j's mm_pre or lw_pre: in the cycle before its FETCH (the start's, or
-    # instruction j - 1's retire), with the fields it executes with (a MATMUL's ahead_* fields
-    # in the cycle before that); a word that fails its checks may have one more after them
-    def pre_fields(want):
-        if "rows" in want:
-            return {f: want[f] for f in PRE_LW_PORTS.values()}
-        ahead = {f"ahead {f}": want[f] for f in AHEAD_MM_PORTS.values()}
-        return {**{f: want[f] for f in PRE_MM_PORTS.values()}, **ahead}
-
+    # instruction j - 1's retire), with the fields it executes with; a word that fails its
+    # checks may have one more after them
     want_pres = [
-        (-1 if j == 0 else retires[j - 1] - 1, pre_fields(want)) for j, want in enumerate(want_fields)
+        (
+            -1 if j == 0 else retires[j - 1] - 1,
+            {f: want[f] for f in (PRE_LW_PORTS if "rows" in want else PRE_MM_PORTS).values()},
+        )
+        for j, want in enumerate(want_fields)
     ]
     assert pres[: len(want_pres)] == want_pres, (
         f"{label}: (cycle, fields) of mm_pre/lw_pre: RTL {pres[: len(want_pres)][:3]}..., "

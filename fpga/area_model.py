@@ -104,8 +104,7 @@ LOGIC_BLOCKS: dict[str, tuple[str, ...]] = {
     # than the 8x8 CMAX 128 one on both targets), not traced to one structure
     "feeder": ("NE*BKW", "B", "8C", "8C*BKW", "1"),
     # channel_shift.v: per bank a 9:1 select of the candidate address, DAW bits wide (B*DAW),
-    # and its fill flag (B); nine DAW-bit candidate counters (DAW), copied once per 16 banks
-    # (their further copies, about B*DAW/16, in B*DAW), and the frame counters (1)
+    # and its fill flag (B); nine DAW-bit candidate counters (DAW) and the frame counters (1)
     "channel shift": ("B*DAW", "B", "DAW", "1"),
     # instruction_decoder.v: the ISA's fields are fixed-width, so the decoder is one size
     "decoder": ("1",),

@@ -398,10 +398,7 @@ module accelerator #(
     wire [CMAX-1:0]     bank_fill;
     wire [CMAX*8-1:0]   bank_q;                     // each bank's byte from its output register
     reg  [CMAX-1:0]     bank_fill_q;
-    // one copy of the shift's candidate counters for every 16 banks (channel_shift.v: each
-    // copy sits by its banks)
-    localparam SHIFT_COPIES = (CMAX + 15) / 16;
-    channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12), .COPIES(SHIFT_COPIES)) u_shift (
+    channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
         .clk(clk), .start(mm_pre), .base(pre_in_addr[DAW-1:0]),
         .height(pre_height), .width(pre_width), .step(shift_step),
         .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));

@@ -11,15 +11,11 @@
 // Timing: the candidates are counters, not sums. `start` loads pixel 0's (base, base +- width,
 // each +- 1, from the MATMUL's fields) and `step` moves every candidate to the next pixel (+1)
 // and updates the four edge flags from the pixel's position, so no adder sits between these
-// registers and the banks' address selects, whose wires span every bank of the die. The
-// candidates are kept in COPIES identical copies, each read by BANKS/COPIES neighbouring banks,
-// so that each copy can sit by its own banks (the shared registers' routes to all of them had
-// been the top's longest paths); the edge flags drive only the fill flags and stay shared.
+// registers and the banks' address selects, whose wires span every bank of the die.
 module channel_shift #(
     parameter BANKS = 64,
     parameter AW = 10,          // data-buffer entry address width
-    parameter DW = 12,          // width of the pixel position, height and width
-    parameter COPIES = 4        // copies of the candidate counters (1 .. BANKS)
+    parameter DW = 12           // width of the pixel position, height and width
 ) (
     input  wire                 clk,
     input  wire                 start,      // load pixel 0 of the frame below
@@ -36,9 +32,6 @@ module channel_shift #(
     generate
         if (!(BANKS >= 1 && AW >= 1 && DW >= 2)) begin : check_banks_aw_dw
             BANKS_AW_DW_must_be_positive parameter_check_failed();
-        end
-        if (!(COPIES >= 1 && COPIES <= BANKS)) begin : check_copies
-            COPIES_must_be_1_to_BANKS parameter_check_failed();
         end
     endgenerate
 
@@ -84,45 +77,34 @@ module channel_shift #(
     wire [AW-1:0] row_step = width[AW-1:0];
     // indexed by the 4-bit direction itself, codes 9..15 wired to the identity's entry (timing
     // closure: a compare that mapped them to 4 had been a LUT level of its own in front of
-    // every bank's select, on the path from the direction registers to the banks' addresses);
-    // copy c's candidates are cand[16c .. 16c + 15]
-    wire [AW-1:0] cand [0:16*COPIES-1];
+    // every bank's select, on the path from the direction registers to the banks' addresses)
+    wire [AW-1:0] cand [0:15];
     wire [15:0] in_frame;
-    genvar c, d, b;
+    genvar d, b;
     generate
         for (d = 0; d < 9; d = d + 1) begin : direction
             localparam integer DY = d / 3 - 1;
             localparam integer DX = d % 3 - 1;
             wire [AW-1:0] vert0 = (DY < 0) ? base - row_step : (DY > 0) ? base + row_step : base;
             wire [AW-1:0] init = (DX < 0) ? vert0 - 1'b1 : (DX > 0) ? vert0 + 1'b1 : vert0;
-            for (c = 0; c < COPIES; c = c + 1) begin : copy
-                // kept: a tool that merges equivalent registers would fold the copies into one
-                (* keep *) reg [AW-1:0] at;
-                always @(posedge clk) begin
-                    if (start)
-                        at <= init;
-                    else if (step)
-                        at <= at + 1'b1;
-                end
-                assign cand[16*c + d] = at;
+            reg  [AW-1:0] at;
+            always @(posedge clk) begin
+                if (start)
+                    at <= init;
+                else if (step)
+                    at <= at + 1'b1;
             end
+            assign cand[d] = at;
             assign in_frame[d] = ((DY < 0) ? up_ok : (DY > 0) ? down_ok : 1'b1)
                                & ((DX < 0) ? left_ok : (DX > 0) ? right_ok : 1'b1);
         end
         for (d = 9; d < 16; d = d + 1) begin : identity
-            for (c = 0; c < COPIES; c = c + 1) begin : copy
-                assign cand[16*c + d] = cand[16*c + 4];
-            end
+            assign cand[d] = cand[4];
             assign in_frame[d] = in_frame[4];
         end
         for (b = 0; b < BANKS; b = b + 1) begin : bank
-            localparam integer C = b * COPIES / BANKS;   // the copy this bank reads
             wire [3:0] d_sel = dir[b*4 +: 4];
-            wire [AW-1:0] own [0:15];                 // that copy's sixteen entries
-            for (d = 0; d < 16; d = d + 1) begin : entry
-                assign own[d] = cand[16*C + d];
-            end
-            assign addr[b*AW +: AW] = own[d_sel];
+            assign addr[b*AW +: AW] = cand[d_sel];
             assign fill[b] = ~in_frame[d_sel];
         end
     endgenerate

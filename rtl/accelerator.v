@@ -105,23 +105,28 @@ module accelerator #(
     wire [11:0]    height, width, in_ch, out_ch;
     wire [19:0]    in_addr, out_addr, acc_addr;
     /* verilator lint_on UNUSEDSIGNAL */
-    // `start` reaches the decoder three cycles later (start_q, start_qq, then dec_start), so
-    // that the instruction memory reads start_pc in the cycle of `start` and the two after: the
-    // decoder registers each word twice as it leaves the memory, the first register folded into
-    // the block RAM, and needs the first word in its second register in the cycle of its
-    // `start` (instruction_decoder.v). A `start` in the cycle in which a host write to the
-    // instruction memory lands (the cycle after the port presented it) would read the word
-    // being written, so it reaches the decoder a cycle later still (start_wait), and the word
-    // is read twice after the write. The run's counters start with the decoder, so every
-    // cycle count is the cycle model's; `busy` rises and `done` falls in the cycle after
-    // `start`.
-    reg            start_wait, start_q, start_qq, dec_start;
+    // `start` reaches the decoder four cycles later (start_t, start_q, start_qq, then
+    // dec_start), so that the instruction memory reads run_pc in the three cycles after the
+    // pulse: the decoder registers each word twice as it leaves the memory, the first register
+    // folded into the block RAM, and needs the first word in its second register in the cycle
+    // of its `start` (instruction_decoder.v). The pulse's own cycle reads nothing for the run
+    // (timing closure: `take_start` as the read address's select had been the 8x8 top's longest
+    // path, from the decoder's `busy` to the instruction memory's address), which also means
+    // that a host write to the instruction memory landing in the pulse's cycle (presented in
+    // the cycle before) is in the memory before the first read. The run's counters start with
+    // the decoder, so every cycle count is the cycle model's; `busy` rises and `done` falls in
+    // the cycle after `start`.
+    reg            start_t, start_q, start_qq, dec_start;
     // `start` taken, the decoder not yet: the OR of the four as a register of its own (timing
     // closure: as a LUT of four inputs and `dec_busy` it made `busy` two LUT levels deep). Two
     // copies: `starting` for the logic inside, `starting_pin` (kept apart) for the status
     // outputs, whose LUTs the placer puts by their pins; inside, `run_busy` replaces `busy`
     // (timing closure: the route to the pin's LUT and back had been 16x16's longest path).
-    reg            starting, starting_pin;
+    // A third copy, `starting_go`, for the start chain's own decision (take_start), so that it
+    // does not wait for `run_busy`'s LUT, which the placer puts among its many loads (timing
+    // closure: starting -> run_busy -> take_start -> starting_pin had been the 8x8 top's longest
+    // path, 7.2 ns of route).
+    reg            starting, starting_pin, starting_go;
     reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
     wire           dec_busy, dec_done, dec_error;
     assign busy = dec_busy | starting_pin;
@@ -186,21 +191,21 @@ module accelerator #(
         if (rst) start_pc <= {(IAW+1){1'b0}};
         else if (start_pc_we) start_pc <= host_wdata_q[IAW:0];
     end
-    wire take_start = start && !run_busy;   // a start pulse that is not ignored
-    wire imem_we;                           // a host write lands in the instruction memory
+    wire take_start = start && !dec_busy && !starting_go;   // a start pulse that is not ignored
     always @(posedge clk) begin
-        start_wait <= !rst && take_start && imem_we;
-        start_q <= !rst && (take_start && !imem_we || start_wait);
+        start_t <= !rst && take_start;
+        start_q <= !rst && start_t;
         start_qq <= !rst && start_q;
         dec_start <= !rst && start_qq;
         if (rst) run_pc <= {(IAW+1){1'b0}};
         else if (take_start) run_pc <= start_pc;
     end
-    // both kept: yosys merges a plain register into a kept one with the same input, and then
-    // `run_busy` into the pins' `busy`
-    wire starting_n = !rst && (take_start || start_wait || start_q || start_qq);
+    // all three kept: yosys merges a plain register into a kept one with the same input, and
+    // then `run_busy` into the pins' `busy`
+    wire starting_n = !rst && (take_start || start_t || start_q || start_qq);
     (* keep *) always @(posedge clk) starting <= starting_n;
     (* keep *) always @(posedge clk) starting_pin <= starting_n;
+    (* keep *) always @(posedge clk) starting_go <= starting_n;
     reg  [3:0]  h_region_q;
     /* verilator lint_off UNUSEDSIGNAL */
     reg  [27:0] h_off_q;
@@ -215,14 +220,15 @@ module accelerator #(
     // which the ECP5 flow folds into the block RAM's output register (timing closure: the
     // 5.83 ns clock-to-out and the route to the decoder had been the top's longest path). A read of
     // the entry being written returns x (READ_OLD_ON_COLLISION 0, no collision logic): only
-    // the idle port's own read of the entry it writes does that, and a `start` in that cycle
-    // waits (start_wait above).
-    // The read address is start_pc in the cycle of `start`, then the decoder's while `busy` or
-    // `start` was high in the cycle before, else the host's: a register of its own (kept)
-    // instead of `busy` (timing closure: `busy`'s LUT, by its output pin, then the select had
-    // been 16x16's longest path). The decoder's address matters from the cycle after `start`
-    // on (start_pc, its idle address), and the host's only for a read presented while idle
-    // with no `start`, the only reads the port serves, so this equals `busy` as the select.
+    // the idle port's own read of the entry it writes does that: a run reads the memory from
+    // the cycle after `start` on, after any write the port took before the pulse.
+    // The read address is the decoder's while `busy` or `start` was high in the cycle before,
+    // else the host's: a register of its own (kept) instead of `busy` (timing closure: `busy`'s
+    // LUT, by its output pin, then the select had been 16x16's longest path). The decoder's
+    // address matters from the cycle after `start` on (start_pc, its idle address, which is
+    // run_pc), and the host's only for a read presented while idle, the only reads the port
+    // serves (one presented in the cycle before `start` is read in the pulse's cycle), so
+    // this equals `busy` as the select.
     reg imem_run_q;
     (* keep *) always @(posedge clk) imem_run_q <= run_busy | start;
     wire [31:0] imem_chunk [0:3];
@@ -235,11 +241,10 @@ module accelerator #(
             sdp_ram #(.WIDTH(32), .DEPTH(IMEM_DEPTH), .AW(IAW), .READ_OLD_ON_COLLISION(0)) u_ram (
                 .clk(clk), .we(imem_chunk_we[gi]),
                 .waddr(h_off[IAW+1:2]), .wdata(host_wdata_q),
-                .raddr(take_start ? start_pc[IAW-1:0] : imem_run_q ? imem_raddr : h_off[IAW+1:2]),
+                .raddr(imem_run_q ? imem_raddr : h_off[IAW+1:2]),
                 .rdata(imem_chunk[gi]));
         end
     endgenerate
-    assign imem_we = |imem_chunk_we;
     assign imem_q = {imem_chunk[3], imem_chunk[2], imem_chunk[1], imem_chunk[0]};
 
     // ---------------------------------------------------------------- weight, bias, shift memories

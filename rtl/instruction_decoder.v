@@ -13,7 +13,7 @@
 // `w_q`, a fabric register the placer puts near the logic it feeds (the block RAM's output
 // register sits where the block RAM is, about 3 ns of route from it). `w_q` holds the word at
 // the address of three cycles before: executions last at least two cycles, which gives the
-// read-ahead its time, and the top registers `start` three times, so that the memory's address
+// read-ahead its time, and the top registers `start` four times, so that the memory's address
 // is start_pc in the three cycles before the decoder's `start`. So `w_q` holds the next word
 // already in the cycle before FETCH (the last cycle of an execution, or the cycle of `start`),
 // and keeps it through FETCH and DECODE:
@@ -159,10 +159,14 @@ module instruction_decoder #(
     // the word registered twice as it leaves the memory (above): in FETCH and DECODE the word
     // at pc (read ahead); in other states whatever was read, unused
     reg [127:0] w_ram_q, w_q;
-    always @(posedge clk) begin
-        w_ram_q <= imem_data;
-        w_q <= w_ram_q;
-    end
+    always @(posedge clk) w_ram_q <= imem_data;
+    (* keep *) always @(posedge clk) w_q <= w_ram_q;
+    // w_q's in_ch field again, for the top's channel steering alone (pre_in_ch), kept apart from
+    // w_q's (yosys merges equal registers unless both are kept) (timing closure: with the
+    // steering's loads in the CMAX banks, the route from w_q's in_ch bits to FETCH's channel
+    // bound had been the 16x16 top's longest path)
+    reg [11:0] inch_steer_q;
+    (* keep *) always @(posedge clk) inch_steer_q <= w_ram_q[95:84];
     wire [127:0] w = w_q;
     wire [3:0]  op = w[3:0];
     wire [7:0]  f_rows = w[15:8];
@@ -190,7 +194,7 @@ module instruction_decoder #(
     assign pre_height = f_h;
     assign pre_width = f_w;
     assign pre_in_addr = f_in;
-    assign pre_in_ch = f_inch;
+    assign pre_in_ch = inch_steer_q;
     assign lw_pre = pre && (op == OP_LW);
     assign pre_s_addr = f_saddr;
     assign lw_fetch = (state == S_FETCH) && (op == OP_LW);

@@ -1,7 +1,7 @@
 """The quick subset of `make formal` (workbench/flows/formal.py, the properties in formal/): the
 job list and the mutants it runs are well formed; the quick jobs (the stream FIFO's proof by
 k-induction, the popcount pipeline's at N = 4, the AXI top's with a 2-entry FIFO, the
-instruction decoder's 12-cycle check against the ISA, their covers) pass through
+instruction decoder's 14-cycle check against the ISA, their covers) pass through
 scripts/formal.py with exit status 0; and a check that must fail does: a mutant of the FIFO (a
 push while full is taken) and the popcount property with a latency one cycle short (exit status
 1), each a counterexample from reset. The ISA check spec the decoder's jobs use

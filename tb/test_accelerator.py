@@ -346,8 +346,8 @@ async def start_right_after_a_program_write(dut):
     the word as x there keeps the old shift address in Icarus, one that read the old word stops
     at once, and one that read it as x in FETCH loads no tile (NOWEIGHTS). `busy` rises in the
     cycle after the pulse, the run's cycle count is the cycle model's and the data buffer the
-    interpreter's (`fpga.interpreter.Machine`), whatever the gap (at gap 1 the decoder starts a
-    cycle later, after the write)."""
+    interpreter's (`fpga.interpreter.Machine`), whatever the gap (the run reads its first word
+    from the cycle after the pulse on, after the write)."""
     cfg, host = await setup(dut)
     rng = seeded_rng(dut._log, stream=4)
     d = dut
@@ -413,6 +413,42 @@ async def start_right_after_a_program_write(dut):
         f"from the interpreter's) of runs that did not execute the word just written: {bad}"
     )
     assert (want[:, p:] != 0).any(), "the MATMUL wrote only zeros: a weak check"
+
+
+@cocotb.test()
+async def program_read_right_before_start(dut):
+    """A read of the instruction memory presented in the cycle before `start` returns the word
+    it asked for (the port serves every read presented while idle), not the first word the run
+    reads: the run reads the memory only from the cycle after the pulse on. Each of the second
+    word's four chunks, then the run ends without error."""
+    cfg, host = await setup(dut)
+    d = dut
+    words = [encode(LoadWeights(rows=1, cols=1, s_addr=0)), encode(Halt())]
+    await host.write_many(HostPort.program_writes(words))
+    await host.write_many([(R_CTRL, CTRL_START_PC, 0)])
+    bad = []
+    for chunk in range(4):
+        d.host_en.value = 1
+        d.host_we.value = 0
+        d.host_addr.value = address(R_IMEM, 4 + chunk)  # word 1, chunk `chunk`
+        await FallingEdge(d.clk)
+        d.host_en.value = 0
+        d.start.value = 1
+        await FallingEdge(d.clk)
+        d.start.value = 0
+        for _ in range(READ_LATENCY - 2):
+            await FallingEdge(d.clk)
+        got = int(d.host_rdata.value)
+        want = (words[1] >> (32 * chunk)) & 0xFFFFFFFF
+        if got != want:
+            bad.append((chunk, hex(got), hex(want)))
+        for _ in range(40):
+            await FallingEdge(d.clk)
+        st = await host.read_many([(R_CTRL, CTRL_STATUS)])
+        if (st[0] >> 2) & 1 or not (st[0] >> 1) & 1:
+            bad.append((chunk, "status", st[0]))
+    assert not bad, f"program reads presented right before `start` (chunk, got, want): {bad}"
+    dut._log.info("4 program reads presented in the cycle before start: each returns its word")
 
 
 @cocotb.test()

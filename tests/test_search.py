@@ -712,7 +712,7 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     assert not ray_tmp.exists(), "the temporary files were not removed"
     assert not (tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "result.json").exists()
 
-    again = _search(*ONE_TRIAL, "--out", tmp_path)
+    again = _resume_or_explain(tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "1 trial(s) (0 already done" in again.stderr  # progress: stderr
     assert "sac_cycles_b6000_l1_s0: epoch 1/1" not in again.stderr  # not trained again
@@ -721,6 +721,33 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     assert log.count("started in process") == 2 and "super network from " in log, log
     assert json.loads((tmp_path / "pareto.json").read_text())["complete"]
     assert again.stderr.strip().splitlines()[-1].startswith("[search] done in"), again.stderr
+
+
+def _resume_or_explain(out: Path, timeout: int = 600):
+    """The resumed one-trial search; when it outlasts `timeout`, the failure says where it
+    stood: its console, the trial's own log and the machine's load and free memory (a resumed
+    run once fell silent for 7 minutes in a fresh-clone CI beside a place-and-route run, and
+    passed alone: a stall and a starved machine look alike from the console)."""
+    import os
+    import signal
+
+    args = [sys.executable, str(ROOT / "scripts" / "search.py"), *ONE_TRIAL, "--out", str(out)]
+    job = subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = job.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(args, job.returncode, stdout, stderr)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)  # Ray's processes too: the run's own group
+        err = job.communicate()[1]
+        log = out / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log"
+        meminfo = Path("/proc/meminfo").read_text().splitlines()[:3] if Path("/proc/meminfo").exists() else []
+        pytest.fail(
+            f"the resumed search did not end in {timeout} s; load {os.getloadavg()}, {meminfo}\n"
+            f"its stderr (last 3000 characters):\n{err[-3000:]}\n"
+            f"{log}:\n{log.read_text()[-3000:] if log.exists() else '(none)'}"
+        )
 
 
 def test_cpus_are_shared_out_among_fewer_trials():

@@ -275,27 +275,18 @@ module instruction_decoder #(
             err_pre = E_NOWEIGHTS;
     end
 
-    // A LOAD_WEIGHTS' memory ranges, "a + rows > depth" as "a > depth or rows > depth - a".
-    // The rows are at most 255, so a bound of 256 or more never fails: whether each bound is
-    // below 256 and its low 8 bits are registered from `w_q` in every cycle (like a MATMUL's
-    // bounds below: `w_q` holds the word from the cycle before FETCH on), FETCH compares the
-    // rows with them and registers one flag, and DECODE only ORs flags (timing closure: the
-    // subtraction and the compare had been two carry chains in FETCH; then the 8-bit compare
-    // in DECODE was the 16x16 top's longest path, into the state's enables).
+    // A LOAD_WEIGHTS' memory ranges, "a + rows > depth" as "a > depth or rows > depth - a":
+    // FETCH registers the flags and the bounds, DECODE compares the rows (timing closure: the
+    // subtraction and the compare behind it were two 32-bit carry chains in FETCH). The rows are
+    // at most 255, so a bound of 256 or more never fails: FETCH registers whether the bound is
+    // below 256 and its low 8 bits, and DECODE's compare is 8 bits wide (a 25-bit one had been
+    // DECODE's longest path, into the state's enables).
     wire        lw_past = ({8'd0, f_waddr} > L_WDEPTH) || ({8'd0, f_baddr} > L_BDEPTH)
                        || ({8'd0, f_saddr} >= L_SDEPTH);
     wire [24:0] w_room = L_WDEPTH[24:0] - {1'b0, f_waddr};
     wire [24:0] b_room = L_BDEPTH[24:0] - {1'b0, f_baddr};
-    reg         w_room_small_r, b_room_small_r;
-    reg  [7:0]  w_room_r, b_room_r;                  // the bounds' low 8 bits
-    always @(posedge clk) begin
-        w_room_small_r <= (w_room[24:8] == 17'd0);
-        b_room_small_r <= (b_room[24:8] == 17'd0);
-        w_room_r <= w_room[7:0];
-        b_room_r <= b_room[7:0];
-    end
-    wire        lw_rows_over = (w_room_small_r && f_rows > w_room_r)
-                            || (b_room_small_r && f_rows > b_room_r);
+    wire        w_room_small = (w_room[24:8] == 17'd0);
+    wire        b_room_small = (b_room[24:8] == 17'd0);
 
     // A MATMUL's terms, named after the check they belong to. The pixel count and the bounds
     // it is compared with (each *_room; 25 bits: DDEPTH and PDEPTH are at most 2^20, and a
@@ -353,7 +344,9 @@ module instruction_decoder #(
                        && ((f_out < ovl_a) || pix25 > ovl_b_gap_r);
 
     reg [3:0]  err_pre_q;
-    reg        lw_q, lw_past_q, lw_rows_over_q;
+    reg        lw_q, lw_past_q;
+    reg        w_room_small_q, b_room_small_q;
+    reg [7:0]  w_room_q, b_room_q;                   // the bounds' low 8 bits
     reg        mm_q, byte_mode_q, mm_shape_q, mm_in_q, mm_acc_q, mm_out_q, ch_clash_q,
                acc_moved_q, ovl_win_q;
     always @(posedge clk) if (state == S_FETCH) begin
@@ -361,7 +354,10 @@ module instruction_decoder #(
         mm_q <= (op == OP_MM);
         lw_q <= (op == OP_LW);
         lw_past_q <= lw_past;
-        lw_rows_over_q <= lw_rows_over;
+        w_room_small_q <= w_room_small;
+        b_room_small_q <= b_room_small;
+        w_room_q <= w_room[7:0];
+        b_room_q <= b_room[7:0];
         byte_mode_q <= byte_mode;
         mm_shape_q <= mm_shape;
         mm_in_q <= mm_in;
@@ -374,7 +370,8 @@ module instruction_decoder #(
 
     // DECODE: the registered flags
     wire        ovl_hit = (byte_mode_q ? ch_clash_q : acc_moved_q) && ovl_win_q;
-    wire        lw_wrange = lw_past_q || lw_rows_over_q;
+    wire        lw_wrange = lw_past_q || (w_room_small_q && f_rows > w_room_q)
+                         || (b_room_small_q && f_rows > b_room_q);
     // Whether the word fails, as one OR of every flag: the state, busy, done, error and the
     // execution's start depend on it alone (timing closure: through the code's priority order
     // below they had been the decoder's longest path). Only error_code waits for the order.

@@ -725,9 +725,9 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
 
 def _resume_or_explain(out: Path, timeout: int = 600):
     """The resumed one-trial search; when it outlasts `timeout`, the failure says where it
-    stood: its console, the trial's own log and the machine's load and free memory (a resumed
-    run once fell silent for 7 minutes in a fresh-clone CI beside a place-and-route run, and
-    passed alone: a stall and a starved machine look alike from the console)."""
+    stood: its stderr (the progress lines, the first naming Ray's logs), the trial's own log and
+    the machine's load and free memory (a stall and a starved machine look alike from the
+    console alone)."""
     import os
     import signal
 
@@ -739,15 +739,24 @@ def _resume_or_explain(out: Path, timeout: int = 600):
         stdout, stderr = job.communicate(timeout=timeout)
         return subprocess.CompletedProcess(args, job.returncode, stdout, stderr)
     except subprocess.TimeoutExpired:
-        os.killpg(job.pid, signal.SIGKILL)  # Ray's processes too: the run's own group
-        err = job.communicate()[1]
-        log = out / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log"
-        meminfo = Path("/proc/meminfo").read_text().splitlines()[:3] if Path("/proc/meminfo").exists() else []
-        pytest.fail(
-            f"the resumed search did not end in {timeout} s; load {os.getloadavg()}, {meminfo}\n"
-            f"its stderr (last 3000 characters):\n{err[-3000:]}\n"
-            f"{log}:\n{log.read_text()[-3000:] if log.exists() else '(none)'}"
-        )
+        os.killpg(job.pid, signal.SIGKILL)  # the run's own group (Ray may start workers in others)
+        try:
+            err = job.communicate(timeout=30)[1]
+        except subprocess.TimeoutExpired:  # a process outside the group holds the pipes
+            err = "(its pipes are still held by another process)"
+    log = out / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log"
+    meminfo = Path("/proc/meminfo")
+    memory = (
+        "; ".join(" ".join(line.split()) for line in meminfo.read_text().splitlines()[:3])
+        if meminfo.exists()
+        else "-"
+    )
+    lines = err.splitlines()
+    pytest.fail(
+        f"the resumed search did not end in {timeout} s; load {os.getloadavg()}; {memory}\n"
+        f"its stderr (the first line, then the last 3000 characters):\n{lines[0] if lines else ''}\n"
+        f"{err[-3000:]}\n{log}:\n{log.read_text()[-3000:] if log.exists() else '(none)'}"
+    )
 
 
 def test_cpus_are_shared_out_among_fewer_trials():

@@ -712,7 +712,7 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     assert not ray_tmp.exists(), "the temporary files were not removed"
     assert not (tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "result.json").exists()
 
-    again = _resume_or_explain(tmp_path)
+    again = _resume_or_explain(args, tmp_path / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "1 trial(s) (0 already done" in again.stderr  # progress: stderr
     assert "sac_cycles_b6000_l1_s0: epoch 1/1" not in again.stderr  # not trained again
@@ -723,15 +723,14 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     assert again.stderr.strip().splitlines()[-1].startswith("[search] done in"), again.stderr
 
 
-def _resume_or_explain(out: Path, timeout: int = 600):
-    """The resumed one-trial search; when it outlasts `timeout`, the failure says where it
-    stood: its stderr (the progress lines, the first naming Ray's logs), the trial's own log and
-    the machine's load and free memory (a stall and a starved machine look alike from the
-    console alone)."""
+def _resume_or_explain(args: list[str], log: Path, timeout: int = 600):
+    """The resumed search (`args`, the same command again); when it outlasts `timeout`, the
+    failure says where it stood: its stderr (the progress lines, the first naming Ray's logs),
+    the trial's own `log` and the machine's load and free memory (a stall and a starved machine
+    look alike from the console alone)."""
     import os
     import signal
 
-    args = [sys.executable, str(ROOT / "scripts" / "search.py"), *ONE_TRIAL, "--out", str(out)]
     job = subprocess.Popen(
         args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -744,7 +743,6 @@ def _resume_or_explain(out: Path, timeout: int = 600):
             err = job.communicate(timeout=30)[1]
         except subprocess.TimeoutExpired:  # a process outside the group holds the pipes
             err = "(its pipes are still held by another process)"
-    log = out / "trials" / "sac_cycles_b6000_l1_s0" / "trial.log"
     meminfo = Path("/proc/meminfo")
     memory = (
         "; ".join(" ".join(line.split()) for line in meminfo.read_text().splitlines()[:3])

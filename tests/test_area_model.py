@@ -267,7 +267,7 @@ def test_the_utilisation_budget_decides():
 
 def test_block_rams_alone_can_refuse():
     """Deep data-buffer banks exhaust the block RAMs long before the LUTs."""
-    fit = fits(ArrayConfig(4, 4, 64, ddepth=16384), "LFE5U-25F")
+    fit = fits(ArrayConfig(4, 4, 32, ddepth=16384), "LFE5U-25F")
     assert not fit and "DP16KD" in fit.reason and "LUT4" not in fit.reason
 
 

@@ -5,7 +5,9 @@ for, the paper's 170 MHz labelled "not routed" otherwise, the user's --clock-mhz
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -152,3 +154,53 @@ def test_make_timing_refuses_a_bad_depth_in_one_line(capsys):
 def test_the_depths_of_a_fitted_instance_parse():
     assert timing.parse_depths("ddepth=128, pdepth=64") == {"ddepth": 128, "pdepth": 64}
     assert timing.parse_depths("") == {}
+
+
+def fake_report() -> dict:
+    """A nextpnr JSON report as summarize() reads it: one clock, the utilisation, no path."""
+    use = {"TRELLIS_COMB": {"used": 20_000}, "TRELLIS_FF": {"used": 10_000}, "DP16KD": {"used": 97}}
+    return {"fmax": {"clk": {"achieved": 99.0}}, "utilization": use, "critical_paths": []}
+
+
+def test_a_flow_experiment_s_nextpnr_arguments_reach_nextpnr(tmp_path, monkeypatch):
+    """`extra` goes after the flow's own arguments, so a repeated option overrides the flow's."""
+    seen = []
+
+    def nextpnr(cmd, **_):
+        seen.append(cmd)
+        report = Path(cmd[cmd.index("--report") + 1])
+        report.write_text(json.dumps(fake_report()))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    net = tmp_path / "t_netlist.json"
+    monkeypatch.setattr(ecp5, "tools", lambda: ("yosys", "nextpnr"))
+    monkeypatch.setattr(ecp5, "synthesize", lambda *a: net)
+    monkeypatch.setattr(ecp5, "fold_netlist", lambda n: 0)
+    monkeypatch.setattr(ecp5.subprocess, "run", nextpnr)
+    res = ecp5.place_route("t", "read_verilog x.v", "top", tmp_path, extra=("--router", "router2"))
+    assert res["fmax_mhz"] == 99.0 and res["lut4"] == 20_000
+    assert seen[0][0] == "nextpnr" and seen[0][-2:] == ["--router", "router2"]
+
+
+def test_make_timing_does_not_record_a_flow_experiment(tmp_path, monkeypatch, capsys):
+    """The record stands for the flow every report assumes: a run with --nextpnr-arg prints its
+    Fmax and leaves the record and the details as they were."""
+    calls = []
+
+    def run(config, seed, folder, extra=()):
+        calls.append(extra)
+        return {**ecp5.summarize(fake_report()), "bram_outreg": 0}
+
+    def no_record(*a, **k):
+        raise AssertionError("recorded")
+
+    monkeypatch.setattr(ecp5, "tools", lambda: ("yosys", "nextpnr"))
+    monkeypatch.setattr(timing, "FMAX_DIR", tmp_path)
+    monkeypatch.setattr(timing, "run", run)
+    monkeypatch.setattr(timing, "record_fmax", no_record)
+    args = ["--shape", "8x8", "--nextpnr-arg=--router", "--nextpnr-arg=router2"]
+    assert timing.main(args) == 0
+    out = capsys.readouterr().out
+    assert calls == [("--router", "router2")] and "Fmax 99.0 MHz" in out
+    assert "not recorded: nextpnr ran with --router router2" in out
+    assert list(tmp_path.iterdir()) == []

@@ -177,30 +177,34 @@ def test_a_flow_experiment_s_nextpnr_arguments_reach_nextpnr(tmp_path, monkeypat
     monkeypatch.setattr(ecp5, "synthesize", lambda *a: net)
     monkeypatch.setattr(ecp5, "fold_netlist", lambda n: 0)
     monkeypatch.setattr(ecp5.subprocess, "run", nextpnr)
-    res = ecp5.place_route("t", "read_verilog x.v", "top", tmp_path, extra=("--router", "router2"))
+    res = ecp5.place_route("t", "read_verilog x.v", "top", tmp_path, nextpnr_args=("--router", "router2"))
     assert res["fmax_mhz"] == 99.0 and res["lut4"] == 20_000
     assert seen[0][0] == "nextpnr" and seen[0][-2:] == ["--router", "router2"]
 
 
-def test_make_timing_does_not_record_a_flow_experiment(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("experiment", [False, True], ids=["the flow", "a flow experiment"])
+def test_make_timing_records_the_flow_s_run_only(tmp_path, monkeypatch, capsys, experiment):
     """The record stands for the flow every report assumes: a run with --nextpnr-arg prints its
-    Fmax and leaves the record and the details as they were."""
-    calls = []
+    Fmax, leaves the record and the details as they were and routes in a folder of its own (its
+    logs would overwrite the recorded run's); a run without records and writes the details."""
+    calls, recorded = [], []
 
-    def run(config, seed, folder, extra=()):
-        calls.append(extra)
+    def run(config, seed, folder, nextpnr_args=()):
+        calls.append((folder, nextpnr_args))
         return {**ecp5.summarize(fake_report()), "bram_outreg": 0}
-
-    def no_record(*a, **k):
-        raise AssertionError("recorded")
 
     monkeypatch.setattr(ecp5, "tools", lambda: ("yosys", "nextpnr"))
     monkeypatch.setattr(timing, "FMAX_DIR", tmp_path)
     monkeypatch.setattr(timing, "run", run)
-    monkeypatch.setattr(timing, "record_fmax", no_record)
-    args = ["--shape", "8x8", "--nextpnr-arg=--router", "--nextpnr-arg=router2"]
-    assert timing.main(args) == 0
+    monkeypatch.setattr(timing, "record_fmax", lambda *a, **k: recorded.append(a[1]) or tmp_path / "r")
+    extra = ["--nextpnr-arg=--router", "--nextpnr-arg=router2"] if experiment else []
+    assert timing.main(["--shape", "8x8", *extra]) == 0
     out = capsys.readouterr().out
-    assert calls == [("--router", "router2")] and "Fmax 99.0 MHz" in out
-    assert "not recorded: nextpnr ran with --router router2" in out
-    assert list(tmp_path.iterdir()) == []
+    assert "Fmax 99.0 MHz" in out
+    if experiment:
+        assert calls == [(tmp_path / "experiments", ("--router", "router2"))]
+        assert "not recorded: nextpnr ran with --router router2" in out
+        assert recorded == [] and list(tmp_path.iterdir()) == []
+    else:
+        assert calls == [(tmp_path, ())] and recorded == [99.0]
+        assert [p.name for p in tmp_path.iterdir()] == ["ecp5_top_8x8_details.json"]

@@ -88,12 +88,13 @@ def summarize(rep: dict) -> dict:
 
 
 def place_route(
-    tag: str, read: str, top: str, out: Path, seed: int = 1, fold: bool = True, extra: tuple = ()
+    tag: str, read: str, top: str, out: Path, seed: int = 1, fold: bool = True, nextpnr_args: tuple = ()
 ) -> dict:
     """Synthesize (`read` are yosys commands that read the design) and place and route `top`;
     the netlist, logs and nextpnr's report go to `out`. `fold`: registers that follow a block
-    RAM's read go into its output register (`fold_netlist`; the count is `bram_outreg`). `extra`:
-    nextpnr arguments appended to the flow's own (a flow experiment, e.g. another router). Returns
+    RAM's read go into its output register (`fold_netlist`; the count is `bram_outreg`).
+    `nextpnr_args`: more arguments after the flow's own on nextpnr's command line (a flow
+    experiment, e.g. another router; a repeated option overrides the flow's). Returns
     summarize()'s dict, or {"skipped": why} when the tools are not installed; raises FlowError
     when a tool fails."""
     found = tools()
@@ -107,7 +108,7 @@ def place_route(
     run = subprocess.run(
         [pnr, "--85k", "--package", "CABGA756", "--json", str(net), "--freq", str(TARGET_MHZ)]
         + ["--seed", str(seed), "--timing-allow-fail", "--lpf-allow-unconstrained"]
-        + ["--report", str(report), "-l", str(plog), "-q", *extra],
+        + ["--report", str(report), "-l", str(plog), "-q", *nextpnr_args],
         capture_output=True,
         text=True,
     )

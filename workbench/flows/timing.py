@@ -5,6 +5,8 @@ default), prints Fmax, utilisation and the critical path by block (instance name
 routing ns), compares them with the previous run of the same shape, and records the Fmax
 (fpga/clock.py), which the compare job, the cards and the search then report their latencies
 at. Logs and nextpnr's report go to build/timing/; `make synth` is the full table.
+`--nextpnr-arg ARG` (repeatable) tries nextpnr options on the same flow: the result is printed,
+not recorded, and its logs go to build/timing/experiments/.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ def parse_depths(text: str) -> dict:
     return out
 
 
-def run(config: ArrayConfig, seed: int, folder: Path, extra: tuple = ()) -> dict:
-    return ecp5.place_route(top_tag(config), top_read(config), "accelerator", folder, seed=seed, extra=extra)
+def run(config: ArrayConfig, seed: int, folder: Path, nextpnr_args: tuple = ()) -> dict:
+    tag, read = top_tag(config), top_read(config)
+    return ecp5.place_route(tag, read, "accelerator", folder, seed=seed, nextpnr_args=nextpnr_args)
 
 
 def main(argv=None) -> int:
@@ -83,11 +86,16 @@ def main(argv=None) -> int:
         action="append",
         default=[],
         metavar="ARG",
-        help="an argument appended to nextpnr's (repeat it: --nextpnr-arg=--router "
-        "--nextpnr-arg=router2): a flow experiment, printed but not recorded",
+        help="one more argument on nextpnr's command line, after the flow's own (a repeated option "
+        "overrides the flow's); repeat it, and write --nextpnr-arg=VALUE when VALUE starts with '-' "
+        "(--nextpnr-arg=--router --nextpnr-arg=router2): a flow experiment, printed and not "
+        "recorded, its logs in build/timing/experiments/",
     )
     args = ap.parse_args(argv)
     extra = tuple(args.nextpnr_arg)
+    # an experiment's logs apart from those of the recorded run, which they would overwrite
+    folder = FMAX_DIR / "experiments" if extra else FMAX_DIR
+    shown = folder.relative_to(FMAX_DIR.parents[1])
     try:
         config = ArrayConfig.parse(args.shape)
     except ValueError as exc:
@@ -113,12 +121,12 @@ def main(argv=None) -> int:
         + (f", {args.depths}" if args.depths else "")
         + f") on the {ecp5.DEVICE}, nextpnr seed {args.seed}"
         + (f" with {' '.join(extra)}" if extra else "")
-        + ": yosys then nextpnr, about 15-25 min on 2 cores; logs in build/timing/",
+        + f": yosys then nextpnr, about 15-25 min on 2 cores; logs in {shown}/",
         flush=True,
     )
     t0, digest = time.time(), rtl_digest()  # what is routed (rtl/ may change during the run)
     try:
-        res = run(config, args.seed, FMAX_DIR, extra)
+        res = run(config, args.seed, folder, extra)
     except ecp5.FlowError as exc:
         print(f"timing: {exc}", file=sys.stderr)
         return EXIT_TOOL_FAILED

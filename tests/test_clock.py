@@ -163,7 +163,8 @@ def fake_report() -> dict:
 
 
 def test_a_flow_experiment_s_nextpnr_arguments_reach_nextpnr(tmp_path, monkeypatch):
-    """`extra` goes after the flow's own arguments, so a repeated option overrides the flow's."""
+    """`nextpnr_args` go after the flow's own arguments; one the flow sets itself is refused
+    before any tool runs (nextpnr would refuse it after minutes of yosys)."""
     seen = []
 
     def nextpnr(cmd, **_):
@@ -180,6 +181,15 @@ def test_a_flow_experiment_s_nextpnr_arguments_reach_nextpnr(tmp_path, monkeypat
     res = ecp5.place_route("t", "read_verilog x.v", "top", tmp_path, nextpnr_args=("--router", "router2"))
     assert res["fmax_mhz"] == 99.0 and res["lut4"] == 20_000
     assert seen[0][0] == "nextpnr" and seen[0][-2:] == ["--router", "router2"]
+    with pytest.raises(ecp5.FlowError, match="--seed"):
+        ecp5.place_route("t", "read_verilog x.v", "top", tmp_path, nextpnr_args=("--seed", "2"))
+    assert len(seen) == 1
+
+
+def test_make_timing_refuses_an_option_the_flow_sets_in_one_line(capsys):
+    assert timing.main(["--shape", "8x8", "--nextpnr-arg=--freq=100"]) == timing.EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--nextpnr-arg" in err[0] and "--freq=100" in err[0]
 
 
 @pytest.mark.parametrize("experiment", [False, True], ids=["the flow", "a flow experiment"])

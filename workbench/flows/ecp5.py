@@ -87,6 +87,22 @@ def summarize(rep: dict) -> dict:
     }
 
 
+def flow_args(net: Path, report: Path, plog: Path, seed: int) -> list[str]:
+    """nextpnr's arguments in the flow (after the executable)."""
+    return (
+        ["--85k", "--package", "CABGA756", "--json", str(net), "--freq", str(TARGET_MHZ)]
+        + ["--seed", str(seed), "--timing-allow-fail", "--lpf-allow-unconstrained"]
+        + ["--report", str(report), "-l", str(plog), "-q"]
+    )
+
+
+def clashing(nextpnr_args) -> list[str]:
+    """The options of `nextpnr_args` that the flow sets itself: nextpnr refuses an option given
+    twice ("cannot be specified more than once")."""
+    own = {a for a in flow_args(Path("n"), Path("r"), Path("l"), 1) if a.startswith("-")}
+    return [a for a in nextpnr_args if a.split("=")[0] in own]
+
+
 def place_route(
     tag: str, read: str, top: str, out: Path, seed: int = 1, fold: bool = True, nextpnr_args: tuple = ()
 ) -> dict:
@@ -94,9 +110,12 @@ def place_route(
     the netlist, logs and nextpnr's report go to `out`. `fold`: registers that follow a block
     RAM's read go into its output register (`fold_netlist`; the count is `bram_outreg`).
     `nextpnr_args`: more arguments after the flow's own on nextpnr's command line (a flow
-    experiment, e.g. another router; a repeated option overrides the flow's). Returns
+    experiment, e.g. another router), none of the flow's own options (`clashing`). Returns
     summarize()'s dict, or {"skipped": why} when the tools are not installed; raises FlowError
-    when a tool fails."""
+    when a tool fails or `nextpnr_args` repeats one of the flow's options."""
+    twice = clashing(nextpnr_args)
+    if twice:  # before minutes of yosys, not after
+        raise FlowError(f"nextpnr arguments the flow sets itself: {' '.join(twice)}")
     found = tools()
     if found is None:
         return {"skipped": SKIPPED}
@@ -106,9 +125,7 @@ def place_route(
     folded = fold_netlist(net) if fold else 0
     report.unlink(missing_ok=True)
     run = subprocess.run(
-        [pnr, "--85k", "--package", "CABGA756", "--json", str(net), "--freq", str(TARGET_MHZ)]
-        + ["--seed", str(seed), "--timing-allow-fail", "--lpf-allow-unconstrained"]
-        + ["--report", str(report), "-l", str(plog), "-q", *nextpnr_args],
+        [pnr, *flow_args(net, report, plog, seed), *nextpnr_args],
         capture_output=True,
         text=True,
     )

@@ -86,13 +86,22 @@ def main(argv=None) -> int:
         action="append",
         default=[],
         metavar="ARG",
-        help="one more argument on nextpnr's command line, after the flow's own (a repeated option "
-        "overrides the flow's); repeat it, and write --nextpnr-arg=VALUE when VALUE starts with '-' "
+        help="one more argument on nextpnr's command line, after the flow's own (not one of the "
+        "flow's options: nextpnr refuses an option twice); repeat it, and write --nextpnr-arg=VALUE "
+        "when VALUE starts with '-' "
         "(--nextpnr-arg=--router --nextpnr-arg=router2): a flow experiment, printed and not "
         "recorded, its logs in build/timing/experiments/",
     )
     args = ap.parse_args(argv)
     extra = tuple(args.nextpnr_arg)
+    twice = ecp5.clashing(extra)
+    if twice:
+        print(
+            f"timing: --nextpnr-arg: {' '.join(twice)} is set by the flow itself "
+            "(nextpnr refuses an option twice; the placer seed is --seed)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     # an experiment's logs apart from those of the recorded run, which they would overwrite
     folder = FMAX_DIR / "experiments" if extra else FMAX_DIR
     shown = folder.relative_to(FMAX_DIR.parents[1])

@@ -104,7 +104,8 @@ LOGIC_BLOCKS: dict[str, tuple[str, ...]] = {
     # than the 8x8 CMAX 128 one on both targets), not traced to one structure
     "feeder": ("NE*BKW", "B", "8C", "8C*BKW", "1"),
     # channel_shift.v: per bank a 9:1 select of the candidate address, DAW bits wide (B*DAW),
-    # and its fill flag (B); nine DAW-bit candidate counters (DAW) and the frame counters (1)
+    # and its fill flag (B); nine DAW-bit candidate counters, each with the host's address
+    # select (DAW), and the frame counters (1)
     "channel shift": ("B*DAW", "B", "DAW", "1"),
     # instruction_decoder.v: the ISA's fields are fixed-width, so the decoder is one size
     "decoder": ("1",),
@@ -113,7 +114,8 @@ LOGIC_BLOCKS: dict[str, tuple[str, ...]] = {
     "output accumulators": ("R",),
     # accelerator.v's own logic: the write-back shifter (9 bits: WB, its live multiplexers with
     # ROWS rows entering) and the steering shifter (4 bits: ST, 8C shift-word entries entering;
-    # see shifter_cells), per bank the read-address register with its host select and the write
+    # see shifter_cells), per bank the read-address register (the host's reads come through the
+    # channel shift's candidates) and the write
     # entry chain (DAW bits each: B*DAW), its direction, write registers and the host read
     # multiplexer's byte (B); per row the row pipeline's entries (PAW bits: R*PAW), the bias
     # register, the partial-sum buffer's write selects and host read word (R); per column the

@@ -406,20 +406,23 @@ module accelerator #(
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
         .clk(clk), .start(mm_pre), .base(pre_in_addr[DAW-1:0]),
         .height(pre_height), .width(pre_width), .step(shift_step),
-        .dir(bank_dir), .addr(bank_addr), .fill(bank_fill));
+        .dir(bank_dir), .host(~run_busy), .host_addr(host_addr[DAW-1:0]),
+        .addr(bank_addr), .fill(bank_fill));
     // The addresses and fill flags are registered on their way to the banks (timing closure:
     // the counters' adders, the candidate addresses and each bank's select in one cycle, the
     // block RAM's address setup in the next); the flags wait, sampled at k = 8p - 1 (still
     // pixel p's), until the load.
     // The host's read address takes the same register (from the port, a cycle before h_off
-    // holds it), so no multiplexer sits between the register and the block RAM: the register
-    // holds busy's value of the cycle before, which differs from busy only in the first cycle
-    // of a run (no bank is read then) and in the first idle one (a host read there was issued
-    // while busy, which the port does not serve).
+    // holds it) through the channel shift, which gives every bank the host's address while
+    // idle (no host-or-run multiplexer per bank: 5,120 LUTs at CMAX 512), so no multiplexer
+    // sits between the register and the block RAM either: the register holds busy's value of
+    // the cycle before, which differs from busy only in the first cycle of a run (no bank is
+    // read then) and in the first idle one (a host read there was issued while busy, which the
+    // port does not serve).
     reg  [CMAX*DAW-1:0] bank_addr_q;
     reg  [CMAX-1:0]     bank_fill_r;
     always @(posedge clk) begin
-        bank_addr_q <= run_busy ? bank_addr : {CMAX{host_addr[DAW-1:0]}};
+        bank_addr_q <= bank_addr;
         bank_fill_r <= bank_fill;
         bank_fill_q <= bank_fill_r;
     end
@@ -596,8 +599,16 @@ module accelerator #(
             end
         end
         for (gi = 0; gi < CMAX; gi = gi + 1) begin : dbank
-            reg [3:0] dir_q;                                // the bank's direction this MATMUL
-            always @(posedge clk) if (mm_pre) dir_q <= steer[BKW*CMAX + gi];
+            // the bank's direction this MATMUL; the identity from a reset until the first
+            // MATMUL: the host's reads select a candidate through it (every candidate is the
+            // host's address then, but a select of x would read x in simulation)
+            reg [3:0] dir_q;
+            always @(posedge clk) begin
+                if (rst)
+                    dir_q <= IDENTITY;
+                else if (mm_pre)
+                    dir_q <= steer[BKW*CMAX + gi];
+            end
             assign bank_dir[gi*4 +: 4] = dir_q;
             reg  [WB-1:0]  wb;                              // {write, byte}: array or host
             reg  [DAW-1:0] wb_addr;                         // ... and its entry

@@ -12,6 +12,11 @@
 // each +- 1, from the MATMUL's fields) and `step` moves every candidate to the next pixel (+1)
 // and updates the four edge flags from the pixel's position, so no adder sits between these
 // registers and the banks' address selects, whose wires span every bank of the die.
+//
+// While `host` is high every candidate is `host_addr`, so every bank addresses the host's
+// entry whatever its direction: the host's reads take the banks' own selects, and the
+// host-or-run choice is one 2:1 multiplexer per candidate bit (9 x AW) instead of one per
+// bank and address bit (BANKS x AW, 5,120 at 512 banks).
 module channel_shift #(
     parameter BANKS = 64,
     parameter AW = 10,          // data-buffer entry address width
@@ -24,7 +29,10 @@ module channel_shift #(
     input  wire [DW-1:0]        width,
     input  wire                 step,       // move to the next pixel (row-major)
     input  wire [BANKS*4-1:0]   dir,
-    output wire [BANKS*AW-1:0]  addr,       // of the current pixel (pixel 0 from the cycle after start)
+    input  wire                 host,       // every bank's address is host_addr (the host reads)
+    input  wire [AW-1:0]        host_addr,
+    output wire [BANKS*AW-1:0]  addr,       // of the current pixel (pixel 0 from the cycle after
+                                            // start), or host_addr
     output wire [BANKS-1:0]     fill
 );
     // Parameter checks at elaboration: a violated constraint instantiates a module that
@@ -75,11 +83,8 @@ module channel_shift #(
     end
 
     wire [AW-1:0] row_step = width[AW-1:0];
-    // indexed by the 4-bit direction itself, codes 9..15 wired to the identity's entry (timing
-    // closure: a compare that mapped them to 4 had been a LUT level of its own in front of
-    // every bank's select, on the path from the direction registers to the banks' addresses)
-    wire [AW-1:0] cand [0:15];
-    wire [15:0] in_frame;
+    wire [AW-1:0] cand [0:8];
+    wire [8:0] in_frame;
     genvar d, b;
     generate
         for (d = 0; d < 9; d = d + 1) begin : direction
@@ -94,18 +99,33 @@ module channel_shift #(
                 else if (step)
                     at <= at + 1'b1;
             end
-            assign cand[d] = at;
+            assign cand[d] = host ? host_addr : at;
             assign in_frame[d] = ((DY < 0) ? up_ok : (DY > 0) ? down_ok : 1'b1)
                                & ((DX < 0) ? left_ok : (DX > 0) ? right_ok : 1'b1);
         end
-        for (d = 9; d < 16; d = d + 1) begin : identity
-            assign cand[d] = cand[4];
-            assign in_frame[d] = in_frame[4];
-        end
+        // Each bank's select is a case over the 4-bit direction, codes 9..15 its default, the
+        // identity. Written as an index into 16 entries (9..15 wired to the identity's), yosys'
+        // Xilinx mapping turned it into MUXF7/MUXF8 trees once the candidates were the host
+        // select's outputs, not registers: 19 % more LUTs at 64 banks than this case.
         for (b = 0; b < BANKS; b = b + 1) begin : bank
             wire [3:0] d_sel = dir[b*4 +: 4];
-            assign addr[b*AW +: AW] = cand[d_sel];
-            assign fill[b] = ~in_frame[d_sel];
+            reg [AW-1:0] a_sel;
+            reg          f_sel;
+            always @* begin
+                case (d_sel)
+                    4'd0: begin a_sel = cand[0]; f_sel = in_frame[0]; end
+                    4'd1: begin a_sel = cand[1]; f_sel = in_frame[1]; end
+                    4'd2: begin a_sel = cand[2]; f_sel = in_frame[2]; end
+                    4'd3: begin a_sel = cand[3]; f_sel = in_frame[3]; end
+                    4'd5: begin a_sel = cand[5]; f_sel = in_frame[5]; end
+                    4'd6: begin a_sel = cand[6]; f_sel = in_frame[6]; end
+                    4'd7: begin a_sel = cand[7]; f_sel = in_frame[7]; end
+                    4'd8: begin a_sel = cand[8]; f_sel = in_frame[8]; end
+                    default: begin a_sel = cand[4]; f_sel = in_frame[4]; end    // 4 and 9..15
+                endcase
+            end
+            assign addr[b*AW +: AW] = a_sel;
+            assign fill[b] = ~f_sel;
         end
     endgenerate
 endmodule

@@ -20,9 +20,11 @@
 // - in that cycle the top takes a MATMUL's address fields from it (mm_pre, pre_*), so that
 //   pixel 0's banks are read in DECODE, and the decoder multiplies the pixel count and
 //   computes the bounds it is compared with (registered every cycle, used in FETCH);
-// - FETCH compares the product with those bounds, makes every other check, and registers the
-//   results with a MATMUL's fields;
-// - DECODE ORs the registered flags, latches the rest and starts EXEC.
+// - FETCH compares the product with those bounds, makes every other check (but a
+//   LOAD_WEIGHTS' rows against its memories' room: it registers those bounds), and registers
+//   the results with a MATMUL's fields;
+// - DECODE compares a LOAD_WEIGHTS' rows, ORs the registered flags, latches the rest and
+//   starts EXEC.
 module instruction_decoder #(
     // the accelerator's sizes (accelerator.v says what each is): the checks of every word
     // against them are fpga/isa.py's
@@ -250,12 +252,13 @@ module instruction_decoder #(
 
     wire pc_over = ({{(31-IAW){1'b0}}, pc} >= L_IMEM);
 
-    // The checks in two halves, so that the pixel product never meets a comparator in the cycle
-    // it is computed (the FETCH path was memory -> product (a DSP multiplier) -> checks -> error
-    // register). FETCH: every check that does not need the product, and for each one that
-    // does, the bound the product is compared with ("a + n > limit" is "a > limit or
-    // n > limit - a": limit - a does not wait for n). DECODE: the product, registered, against
-    // those bounds, and the error codes in fpga/isa.py's order.
+    // The checks in two halves, so that no product or subtraction meets a comparator in the
+    // cycle it is computed (the FETCH path had been memory -> product (a DSP multiplier) ->
+    // checks -> error register). A MATMUL's pixel product and the bounds it is compared with
+    // ("a + n > limit" is "a > limit or n > limit - a": limit - a does not wait for n) are
+    // registered in the cycle before FETCH, and FETCH makes every check of both instructions
+    // but a LOAD_WEIGHTS' rows, whose bounds it registers. DECODE: those rows against their
+    // bounds, the OR of every flag and the error codes in fpga/isa.py's order.
     reg [3:0] err_pre;                       // opcode, reserved bits, LOAD_WEIGHTS, NOWEIGHTS
     always @* begin
         err_pre = E_NONE;

@@ -11,12 +11,16 @@
 // Timing: the candidates are counters, not sums. `start` loads pixel 0's (base, base +- width,
 // each +- 1, from the MATMUL's fields) and `step` moves every candidate to the next pixel (+1)
 // and updates the four edge flags from the pixel's position, so no adder sits between these
-// registers and the banks' address selects, whose wires span every bank of the die.
+// registers and the banks' address selects, whose wires span every bank of the die; only the
+// host's 2:1 select below does, one LUT level (with `host` from a LUT of the top's) in front
+// of every bank's select.
 //
 // While `host` is high every candidate is `host_addr`, so every bank addresses the host's
 // entry whatever its direction: the host's reads take the banks' own selects, and the
 // host-or-run choice is one 2:1 multiplexer per candidate bit (9 x AW) instead of one per
-// bank and address bit (BANKS x AW, 5,120 at 512 banks).
+// bank and address bit (BANKS x AW: 5,120 at 512 banks, about 4,600 LUTs measured). The
+// host's address is a combinational input here, as it was at the banks' own multiplexers;
+// the timing flow, with it on pins, does not time that path.
 module channel_shift #(
     parameter BANKS = 64,
     parameter AW = 10,          // data-buffer entry address width

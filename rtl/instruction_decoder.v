@@ -252,13 +252,13 @@ module instruction_decoder #(
 
     wire pc_over = ({{(31-IAW){1'b0}}, pc} >= L_IMEM);
 
-    // The checks in two halves, so that no product or subtraction meets a comparator in the
-    // cycle it is computed (the FETCH path had been memory -> product (a DSP multiplier) ->
-    // checks -> error register). A MATMUL's pixel product and the bounds it is compared with
-    // ("a + n > limit" is "a > limit or n > limit - a": limit - a does not wait for n) are
-    // registered in the cycle before FETCH, and FETCH makes every check of both instructions
-    // but a LOAD_WEIGHTS' rows, whose bounds it registers. DECODE: those rows against their
-    // bounds, the OR of every flag and the error codes in fpga/isa.py's order.
+    // The checks in two halves, so that the pixel product and the bounds it is compared with
+    // never meet a comparator in the cycle they are computed (the FETCH path had been memory ->
+    // product (a DSP multiplier) -> checks -> error register). A MATMUL's pixel product and
+    // those bounds ("a + n > limit" is "a > limit or n > limit - a": limit - a does not wait
+    // for n) are registered in the cycle before FETCH, and FETCH makes every check of both
+    // instructions but a LOAD_WEIGHTS' rows, whose bounds it registers. DECODE: those rows
+    // against their bounds, the OR of every flag and the error codes in fpga/isa.py's order.
     reg [3:0] err_pre;                       // opcode, reserved bits, LOAD_WEIGHTS, NOWEIGHTS
     always @* begin
         err_pre = E_NONE;
@@ -273,7 +273,7 @@ module instruction_decoder #(
         else if (op == OP_LW) begin
             if (f_rows == 8'd0 || {24'd0, f_rows} > L_ROWS || f_cols == 8'd0 || {24'd0, f_cols} > L_COLS)
                 err_pre = E_TILE;
-            // its memory ranges (WRANGE) are compared in DECODE, against the bounds below
+            // its memory ranges (WRANGE): the addresses in FETCH, the rows in DECODE (below)
         end else if (op == OP_MM && tile_rows == 8'd0)
             err_pre = E_NOWEIGHTS;
     end

@@ -38,6 +38,23 @@ async def check_pixel(dut, src, banks, aw, in_addr, where):
     await FallingEdge(dut.clk)
 
 
+async def start_frame(dut, codes, h, w, in_addr):
+    """Start an h x w frame at entry in_addr with direction `codes` per bank; returns the golden
+    shift of a pixel-number image (0 = fill) at the falling edge after `start`."""
+    banks = len(codes)
+    dirs = sac.table_directions(codes)
+    index_image = (np.arange(h * w) + 1).reshape(1, h, w).repeat(banks, axis=0)
+    src = sac.channel_shift(index_image.astype(np.uint8), dirs, fill=0)
+    dut.dir.value = sum(int(c) << (4 * b) for b, c in enumerate(codes))
+    dut.height.value = h
+    dut.width.value = w
+    dut.base.value = in_addr
+    dut.start.value = 1
+    await FallingEdge(dut.clk)
+    dut.start.value = 0
+    return src
+
+
 @cocotb.test()
 async def every_pixel(dut):
     banks, aw = int(os.environ["PARAM_BANKS"]), int(os.environ["PARAM_AW"])
@@ -48,21 +65,11 @@ async def every_pixel(dut):
     dut.host.value = 0
     dut.host_addr.value = 0
     for h, w in [(1, 1), (1, 5), (4, 1), (3, 3), (5, 7), (8, 8), (2, 120)]:
-        p_count = h * w
         # any base: the addresses wrap modulo 2^AW as the top's do (entries past the frame's
         # edges are filled, never read)
         in_addr = int(rng.integers(0, 1 << aw))
         codes = rng.integers(0, 16, size=banks)
-        dirs = sac.table_directions(codes)
-        index_image = (np.arange(p_count) + 1).reshape(1, h, w).repeat(banks, axis=0)
-        src = sac.channel_shift(index_image.astype(np.uint8), dirs, fill=0)
-        dut.dir.value = sum(int(c) << (4 * b) for b, c in enumerate(codes))
-        dut.height.value = h
-        dut.width.value = w
-        dut.base.value = in_addr
-        dut.start.value = 1
-        await FallingEdge(dut.clk)
-        dut.start.value = 0
+        src = await start_frame(dut, codes, h, w, in_addr)
         # inputs other than start and step are don't-cares after start
         dut.height.value = int(rng.integers(0, 1 << 12))
         dut.width.value = int(rng.integers(0, 1 << 12))
@@ -89,18 +96,9 @@ async def host_reads_take_every_bank(dut):
     in_addr = int(rng.integers(0, 1 << aw))
     codes = rng.integers(0, 16, size=banks)
     codes[: min(banks, 16)] = np.arange(min(banks, 16))  # every code on some bank
-    dirs = sac.table_directions(codes)
-    index_image = (np.arange(h * w) + 1).reshape(1, h, w).repeat(banks, axis=0)
-    src = sac.channel_shift(index_image.astype(np.uint8), dirs, fill=0)
-    dut.dir.value = sum(int(c) << (4 * b) for b, c in enumerate(codes))
     dut.host.value = 0
     dut.step.value = 0
-    dut.height.value = h
-    dut.width.value = w
-    dut.base.value = in_addr
-    dut.start.value = 1
-    await FallingEdge(dut.clk)
-    dut.start.value = 0
+    src = await start_frame(dut, codes, h, w, in_addr)
     for _ in range(5):  # to pixel (1, 1)
         dut.step.value = 1
         await FallingEdge(dut.clk)

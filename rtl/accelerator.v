@@ -414,12 +414,11 @@ module accelerator #(
     // pixel p's), until the load.
     // The host's read address takes the same register (from the port, a cycle before h_off
     // holds it) through the channel shift, which gives every bank the host's address while
-    // idle (no host-or-run multiplexer per bank: 5,120 2:1 multiplexers at CMAX 512, about 4,600
-    // LUTs measured), so no multiplexer
-    // sits between the register and the block RAM either: the register holds busy's value of
-    // the cycle before, which differs from busy only in the first cycle of a run (no bank is
-    // read then) and in the first idle one (a host read there was issued while busy, which the
-    // port does not serve).
+    // idle (no host-or-run multiplexer per bank: 5,120 2:1 multiplexers at CMAX 512, about
+    // 4,600 LUTs measured), so no multiplexer sits between the register and the block RAM
+    // either: the register holds busy's value of the cycle before, which differs from busy only
+    // in the first cycle of a run (no bank is read then) and in the first idle one (a host read
+    // there was issued while busy, which the port does not serve).
     reg  [CMAX*DAW-1:0] bank_addr_q;
     reg  [CMAX-1:0]     bank_fill_r;
     always @(posedge clk) begin

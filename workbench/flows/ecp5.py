@@ -96,11 +96,23 @@ def flow_args(net: Path, report: Path, plog: Path, seed: int) -> list[str]:
     )
 
 
-def clashing(nextpnr_args) -> list[str]:
-    """The options of `nextpnr_args` that the flow sets itself: nextpnr refuses an option given
-    twice ("cannot be specified more than once")."""
-    own = {a for a in flow_args(Path("n"), Path("r"), Path("l"), 1) if a.startswith("-")}
-    return [a for a in nextpnr_args if a.split("=")[0] in own]
+# the options flow_args sets (nextpnr refuses an option given twice: "cannot be specified more
+# than once")
+FLOW_OPTIONS = frozenset(a for a in flow_args(Path(), Path(), Path(), 1) if a.startswith("-"))
+
+
+class FlowArgsError(FlowError):
+    """Extra nextpnr arguments that repeat an option of the flow's own."""
+
+
+def check_nextpnr_args(nextpnr_args) -> None:
+    """FlowArgsError, in one line, when `nextpnr_args` holds an option the flow sets itself."""
+    twice = [a for a in nextpnr_args if a.split("=")[0] in FLOW_OPTIONS]
+    if twice:
+        raise FlowArgsError(
+            f"{' '.join(twice)} is set by the flow itself (nextpnr refuses an option twice; the "
+            "placer seed is --seed)"
+        )
 
 
 def place_route(
@@ -110,12 +122,10 @@ def place_route(
     the netlist, logs and nextpnr's report go to `out`. `fold`: registers that follow a block
     RAM's read go into its output register (`fold_netlist`; the count is `bram_outreg`).
     `nextpnr_args`: more arguments after the flow's own on nextpnr's command line (a flow
-    experiment, e.g. another router), none of the flow's own options (`clashing`). Returns
+    experiment, e.g. another router), none of the flow's own options (`check_nextpnr_args`). Returns
     summarize()'s dict, or {"skipped": why} when the tools are not installed; raises FlowError
     when a tool fails or `nextpnr_args` repeats one of the flow's options."""
-    twice = clashing(nextpnr_args)
-    if twice:  # before minutes of yosys, not after
-        raise FlowError(f"nextpnr arguments the flow sets itself: {' '.join(twice)}")
+    check_nextpnr_args(nextpnr_args)  # before minutes of yosys, not after
     found = tools()
     if found is None:
         return {"skipped": SKIPPED}

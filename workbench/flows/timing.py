@@ -94,13 +94,10 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     extra = tuple(args.nextpnr_arg)
-    twice = ecp5.clashing(extra)
-    if twice:
-        print(
-            f"timing: --nextpnr-arg: {' '.join(twice)} is set by the flow itself "
-            "(nextpnr refuses an option twice; the placer seed is --seed)",
-            file=sys.stderr,
-        )
+    try:
+        ecp5.check_nextpnr_args(extra)
+    except ecp5.FlowArgsError as exc:
+        print(f"timing: --nextpnr-arg: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # an experiment's logs apart from those of the recorded run, which they would overwrite
     folder = FMAX_DIR / "experiments" if extra else FMAX_DIR

@@ -2,8 +2,8 @@
 // `read_verilog -formal -sv`; the RTL is read as plain Verilog-2005 and never edited).
 // Jobs: formal/jobs.toml.
 //
-// Only the decoder's ports are compared (error, error_code, exec_lw, exec_mm, busy, done, pc,
-// tile_rows, tile_cols): its internal pipeline may change, and the claims must hold for any
+// Only the decoder's ports are compared (error, error_code, exec_lw, exec_mm, busy, busy_next,
+// done, pc, tile_rows, tile_cols): its internal pipeline may change, and the claims must hold for any
 // decoder that runs the ISA of docs/isa.md on the cycle model's timing.
 //
 // The wrapper plays the accelerator top around the decoder (rtl/accelerator.v): the instruction
@@ -27,7 +27,7 @@
 //     executed since the start (what the checks of a MATMUL use);
 //   - exec_lw and exec_mm never together, only while busy; error only with done; busy and done
 //     never together; after reset and between runs nothing runs and the status (done, error,
-//     error_code, pc) holds.
+//     error_code, pc) holds; busy is busy_next of the cycle before (the top registers copies).
 // PROGRAM = 1 (the bounded liveness job) fixes the program to LOAD_WEIGHTS, MATMUL, HALT at
 // words 0..2 with legal fields (any the spec accepts), one start at cycle 1 from pc 0, and
 // claims in addition that done rises without error exactly at the cycle model's total.
@@ -73,7 +73,7 @@ module instruction_decoder_props #(
     always @(posedge clk) if (cyc != 8'hff) cyc <= cyc + 8'd1;
     reg start_t = 1'b0, start_q = 1'b0, start_qq = 1'b0, start = 1'b0;
     reg [IAW:0] run_pc;
-    wire busy, done, error, exec_lw, exec_mm;
+    wire busy, busy_next, done, error, exec_lw, exec_mm;
     always @(posedge clk) begin
         start_t <= !rst && go;
         start_q <= !rst && start_t;
@@ -97,8 +97,8 @@ module instruction_decoder_props #(
     instruction_decoder #(.ROWS(ROWS), .COLS(COLS), .CMAX(CMAX), .DDEPTH(DDEPTH), .PDEPTH(PDEPTH),
         .WDEPTH(WDEPTH), .BDEPTH(BDEPTH), .SDEPTH(SDEPTH), .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) dut (
         .clk(clk), .rst(rst), .start(start), .start_pc(run_pc), .imem_addr(imem_addr),
-        .imem_data(imem_data), .busy(busy), .done(done), .error(error), .error_code(error_code),
-        .pc(pc), .exec_lw(exec_lw), .exec_mm(exec_mm),
+        .imem_data(imem_data), .busy(busy), .busy_next(busy_next), .done(done), .error(error),
+        .error_code(error_code), .pc(pc), .exec_lw(exec_lw), .exec_mm(exec_mm),
         .k(), .retire(), .rows(), .cols(), .w_addr(), .b_addr(), .s_addr(), .mode(), .acc_in(),
         .shift_en(), .group(), .fill(), .height(), .width(), .in_addr(), .out_addr(), .in_ch(),
         .out_ch(), .acc_addr(), .pixels(), .tile_rows(tile_rows), .tile_cols(tile_cols),
@@ -147,7 +147,7 @@ module instruction_decoder_props #(
     wire [15:0] tile_now = (resolve && cur_lw) ? cur[23:8] : {s_cols, s_rows};
 
     // ---- the decoder's ports, against it ----
-    reg q_rst = 1'b1, q_exec = 1'b0, q_done = 1'b0, q_error = 1'b0;
+    reg q_rst = 1'b1, q_exec = 1'b0, q_done = 1'b0, q_error = 1'b0, q_busy_next = 1'b0;
     reg [3:0] q_code;
     reg [IAW:0] q_pc;
     always @(posedge clk) begin
@@ -155,6 +155,7 @@ module instruction_decoder_props #(
         q_exec <= exec_lw || exec_mm;
         q_done <= done;
         q_error <= error;
+        q_busy_next <= busy_next;
         q_code <= error_code;
         q_pc <= pc;
     end
@@ -165,6 +166,7 @@ module instruction_decoder_props #(
         if (exec_lw || exec_mm) assert(busy);
         if (error) assert(done);
         assert(!(busy && done));
+        if (!q_rst) assert(busy == q_busy_next);
         if (q_rst) assert(!busy && !done && !error && !exec_lw && !exec_mm);   // after reset
         if (!running) begin
             assert(!busy && !exec_lw && !exec_mm);

@@ -128,7 +128,7 @@ module accelerator #(
     // path, 7.2 ns of route).
     reg            starting, starting_pin, starting_go;
     reg  [IAW:0]   run_pc;                  // start_pc as it was in the cycle of `start`
-    wire           dec_busy, dec_done, dec_error;
+    wire           dec_busy, dec_busy_next, dec_done, dec_error;
     assign busy = dec_busy | starting_pin;
     assign done = dec_done & ~starting_pin;
     assign error = dec_error & ~starting_pin;
@@ -153,7 +153,7 @@ module accelerator #(
         .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) u_decoder (
         .clk(clk), .rst(rst), .start(dec_start), .start_pc(run_pc), .imem_addr(imem_raddr),
         .imem_data(imem_q),
-        .busy(dec_busy), .done(dec_done), .error(dec_error), .error_code(error_code), .pc(pc),
+        .busy(dec_busy), .busy_next(dec_busy_next), .done(dec_done), .error(dec_error), .error_code(error_code), .pc(pc),
         .exec_lw(exec_lw), .exec_mm(exec_mm), .k(k), .retire(retire),
         .rows(lw_rows), .cols(lw_cols), .w_addr(w_addr), .b_addr(b_addr), .s_addr(s_addr),
         .mode(mode), .acc_in(acc_in), .shift_en(shift_en), .group(group), .fill(fill),
@@ -206,6 +206,12 @@ module accelerator #(
     (* keep *) always @(posedge clk) starting <= starting_n;
     (* keep *) always @(posedge clk) starting_pin <= starting_n;
     (* keep *) always @(posedge clk) starting_go <= starting_n;
+    // The channel shift's host select, ~run_busy as a register of its own: the next values of
+    // the decoder's busy and of `starting`, registered, so it equals ~run_busy in every cycle,
+    // the first idle one included (timing closure: busy -> run_busy's LUT -> the nine
+    // candidates' host selects -> a bank's select had been the 8x8 top's longest path)
+    reg shift_host;
+    (* keep *) always @(posedge clk) shift_host <= !(dec_busy_next || starting_n);
     reg  [3:0]  h_region_q;
     /* verilator lint_off UNUSEDSIGNAL */
     reg  [27:0] h_off_q;
@@ -406,7 +412,7 @@ module accelerator #(
     channel_shift #(.BANKS(CMAX), .AW(DAW), .DW(12)) u_shift (
         .clk(clk), .start(mm_pre), .base(pre_in_addr[DAW-1:0]),
         .height(pre_height), .width(pre_width), .step(shift_step),
-        .dir(bank_dir), .host(~run_busy), .host_addr(host_addr[DAW-1:0]),
+        .dir(bank_dir), .host(shift_host), .host_addr(host_addr[DAW-1:0]),
         .addr(bank_addr), .fill(bank_fill));
     // The addresses and fill flags are registered on their way to the banks (timing closure:
     // the counters' adders, the candidate addresses and each bank's select in one cycle, the
@@ -416,9 +422,8 @@ module accelerator #(
     // holds it) through the channel shift, which gives every bank the host's address while
     // idle (no host-or-run multiplexer per bank: 5,120 2:1 multiplexers at CMAX 512, about
     // 4,600 LUTs measured), so no multiplexer sits between the register and the block RAM
-    // either: the register holds busy's value of the cycle before, which differs from busy only
-    // in the first cycle of a run (no bank is read then) and in the first idle one (a host read
-    // there was issued while busy, which the port does not serve).
+    // either: with shift_host equal to ~run_busy in every cycle, the register holds what such
+    // a multiplexer would have given, cycle for cycle.
     reg  [CMAX*DAW-1:0] bank_addr_q;
     reg  [CMAX-1:0]     bank_fill_r;
     always @(posedge clk) begin

@@ -12,8 +12,8 @@
 // each +- 1, from the MATMUL's fields) and `step` moves every candidate to the next pixel (+1)
 // and updates the four edge flags from the pixel's position, so no adder sits between these
 // registers and the banks' address selects, whose wires span every bank of the die; only the
-// host's 2:1 select below does, one LUT level (with `host` from a LUT of the top's) in front
-// of every bank's select.
+// host's 2:1 select below does, one LUT level in front of every bank's select (`host` is a
+// register of the top's, so that level does not add a LUT of its own in front).
 //
 // While `host` is high every candidate is `host_addr`, so every bank addresses the host's
 // entry whatever its direction: the host's reads take the banks' own selects, and the

@@ -48,6 +48,7 @@ module instruction_decoder #(
                                             // (start_pc's in the cycle of `start` and the one before)
     // status
     output reg              busy,
+    output wire             busy_next,      // busy after this cycle's clock edge (from rst too)
     output reg              done,
     output reg              error,
     output reg  [3:0]       error_code,
@@ -400,6 +401,13 @@ module instruction_decoder #(
     end
 
     // ---- sequencing ----
+    // `busy` is the state's not being S_IDLE, written once as its next value: a start leaves
+    // S_IDLE, and only a DECODE that fails or halts returns to it. The top registers copies of
+    // busy_next where a select must equal `busy` cycle for cycle without `busy`'s own route
+    // (its LUT and wires) in front of it.
+    assign busy_next = !rst && ((state == S_IDLE) ? start
+                                : !(state == S_DECODE && (fail || op == OP_HALT)));
+    always @(posedge clk) busy <= busy_next;
     // 24 + FEED_LATENCY + COLS (FEED_LATENCY = 4: the bank read, the serializers' load and the
     // feeder's two registers); see fpga/cycle_model.py
     localparam [31:0] MM_FIXED = 28 + COLS;
@@ -407,7 +415,6 @@ module instruction_decoder #(
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;
-            busy <= 1'b0;
             done <= 1'b0;
             error <= 1'b0;
             error_code <= E_NONE;
@@ -420,7 +427,6 @@ module instruction_decoder #(
             case (state)
                 S_IDLE: if (start) begin
                     state <= S_FETCH;
-                    busy <= 1'b1;
                     done <= 1'b0;
                     error <= 1'b0;
                     error_code <= E_NONE;
@@ -478,13 +484,11 @@ module instruction_decoder #(
                     end
                     if (fail) begin
                         state <= S_IDLE;
-                        busy <= 1'b0;
                         done <= 1'b1;
                         error <= 1'b1;
                         error_code <= pc_over_q ? E_PC : err;
                     end else if (op == OP_HALT) begin
                         state <= S_IDLE;
-                        busy <= 1'b0;
                         done <= 1'b1;
                     end else if (op == OP_LW) begin
                         state <= S_EXEC;

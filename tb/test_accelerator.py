@@ -257,6 +257,50 @@ async def back_to_back_matmuls(dut):
 
 
 @cocotb.test()
+async def host_reads_in_the_first_idle_cycle(dut):
+    """A data-buffer read presented in the first cycle after a run, the one in which `busy` has
+    just fallen, is served at the host's address in every bank, whatever direction the run's
+    MATMUL left the bank in: the channel shift's host select (a register, from the decoder's
+    next `busy`) must be the host's in that very cycle. Each run is a shifted MATMUL (a random
+    direction per entry) and HALT; its first idle cycle reads another bank's sentinel entry,
+    which no run touches, and every bank's sentinel is read right after."""
+    cfg, host = await setup(dut)
+    rng = seeded_rng(dut._log, stream=4)
+    n = min(cfg.rows, cfg.cols)
+    far = cfg.ddepth - 1  # the frame is 2x2 at entries 0..3, its output at 4..7
+    sentinel = [int(v) for v in rng.integers(1, 256, size=cfg.cmax)]
+    instrs = [
+        LoadWeights(rows=n, cols=n, s_addr=0),
+        Matmul(height=2, width=2, in_addr=0, out_addr=4, shift_en=True),
+        Halt(),
+    ]
+    prog = hand_program(cfg, rng, instrs, n, [rng.integers(0, 9, size=cfg.cols * 8, dtype=np.uint8)])
+    await host.load_program(prog)
+    image = rng.integers(1, 256, size=(cfg.cmax, 8))
+    await host.write_many(
+        [(R_DBUF, (b << 16) | e, int(image[b, e])) for b in range(cfg.cmax) for e in range(8)]
+        + [(R_DBUF, (b << 16) | far, sentinel[b]) for b in range(cfg.cmax)]
+    )
+    d = dut
+    bad = []
+    for first in rng.choice(cfg.cmax, size=4, replace=False).tolist():
+        d.start.value = 1
+        await FallingEdge(d.clk)
+        d.start.value = 0
+        for _ in range(10_000):
+            await FallingEdge(d.clk)
+            if not int(d.busy.value):
+                break
+        assert int(d.done.value) and not int(d.error.value), "the run did not halt cleanly"
+        order = [first, *(b for b in range(cfg.cmax) if b != first)]  # the first read: this cycle
+        got = await host.read_many([(R_DBUF, (b << 16) | far) for b in order])
+        bad += [(first, b, g & 0xFF, sentinel[b]) for b, g in zip(order, got, strict=True)]
+        bad = [x for x in bad if x[2] != x[3]]
+    assert not bad, f"reads from the first idle cycle on (run's first bank, bank, got, want): {bad[:4]}"
+    dut._log.info(f"4 runs, then {cfg.cmax} reads each from its first idle cycle on: the host's entries")
+
+
+@cocotb.test()
 async def host_writes_reach_one_bank(dut):
     """A host write to the data buffer lands in the one bank and entry it names, and a bank
     number at or past CMAX writes nothing. (The host's writes travel the array's write-back path:

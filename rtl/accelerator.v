@@ -153,7 +153,8 @@ module accelerator #(
         .IMEM_DEPTH(IMEM_DEPTH), .IAW(IAW)) u_decoder (
         .clk(clk), .rst(rst), .start(dec_start), .start_pc(run_pc), .imem_addr(imem_raddr),
         .imem_data(imem_q),
-        .busy(dec_busy), .busy_next(dec_busy_next), .done(dec_done), .error(dec_error), .error_code(error_code), .pc(pc),
+        .busy(dec_busy), .busy_next(dec_busy_next), .done(dec_done), .error(dec_error),
+        .error_code(error_code), .pc(pc),
         .exec_lw(exec_lw), .exec_mm(exec_mm), .k(k), .retire(retire),
         .rows(lw_rows), .cols(lw_cols), .w_addr(w_addr), .b_addr(b_addr), .s_addr(s_addr),
         .mode(mode), .acc_in(acc_in), .shift_en(shift_en), .group(group), .fill(fill),

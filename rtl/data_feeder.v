@@ -12,7 +12,7 @@
 // stages of 2:1 multiplexers shared by all slots), then slot (c, j) picks tile channel c*G + j
 // among the 8 group sizes. Moving bits instead of bytes makes the crossbar 8 times smaller: at
 // the paper's 512 banks it was most of the feeder (docs/microarchitecture.md). The flip-flops
-// stay about the same: one 7-bit serializer per bank instead of one per slot.
+// stay about the same: one 8-bit serializer per bank instead of one per slot.
 //
 // Two register stages keep the block RAMs' clock-to-out and the crossbar apart (timing closure,
 // docs/microarchitecture.md): the serializers latch the whole byte at `load`, so bit 0 leaves
@@ -32,7 +32,8 @@ module data_feeder #(
     parameter BKW = 6                   // bank index width, >= clog2(BANKS)
 ) (
     input  wire                     clk,
-    input  wire                     clear,      // hold the serializers at zero (no MATMUL)
+    input  wire                     clear,      // no MATMUL: the outputs zero from the next
+                                                // cycle on (the bank serializers shift out unused)
     input  wire                     setup,
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [11:0]              in_ch,      // < BANKS (the decoder checks the window)

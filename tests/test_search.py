@@ -668,9 +668,10 @@ def test_a_signal_shuts_ray_down_and_the_same_command_resumes(sig, to_group, wor
     and nothing of Ray's on the console, no process of the run left (Ray's local processes
     included: a closed terminal's SIGHUP reaches them too), nothing of the trial's result
     written. The same command then resumes: the trial continues from its super network's
-    checkpoint and the sweep finishes. What the resume finds is the same whichever signal
-    ended the run (the checks above), so one signal's run resumes (a second Ray start and
-    the rest of the trial, a minute of `make test` per signal)."""
+    checkpoint and the sweep finishes. What a resume reads (the super network's checkpoint,
+    written before the signal, and no result) does not depend on the signal, which the checks
+    above cover for each, so one signal's run resumes (a second Ray start and the rest of the
+    trial: a minute of `make test` per signal)."""
     import os
     import signal
     import time
